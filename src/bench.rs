@@ -1,0 +1,278 @@
+//! The benchmark harness behind `gpukit bench`: synthetic inputs built by each op, warm-up,
+//! repeated runs timed with timestamp queries (wall time where the adapter has none), median
+//! and spread, and throughput in the op's natural unit.
+
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::gpu::{span_ns, Batch, Engine, Gpu, PassTimer};
+
+/// The unit an op's throughput is given in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Unit {
+    #[serde(rename = "GB/s")]
+    GBps,
+    #[serde(rename = "Gpix/s")]
+    Gpixps,
+    #[serde(rename = "Gelem/s")]
+    Gelemps,
+    #[serde(rename = "TFLOP/s")]
+    Tflops,
+}
+
+impl Unit {
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::GBps => "GB/s",
+            Unit::Gpixps => "Gpix/s",
+            Unit::Gelemps => "Gelem/s",
+            Unit::Tflops => "TFLOP/s",
+        }
+    }
+
+    /// Throughput of `work` units (bytes, pixels, elements, flops) in `seconds`.
+    fn rate(self, work: f64, seconds: f64) -> f64 {
+        let scale = match self {
+            Unit::Tflops => 1e12,
+            _ => 1e9,
+        };
+        work / seconds / scale
+    }
+}
+
+enum Runner<'a> {
+    Gpu(Box<dyn FnMut(&mut Batch) + 'a>),
+    Cpu(Box<dyn FnMut() + 'a>),
+}
+
+/// One benchmark case: an op on one synthetic input, ready to run many times.
+pub struct Case<'a> {
+    pub op: &'static str,
+    pub name: String,
+    pub unit: Unit,
+    /// Work per run in the unit's base (bytes, pixels, elements or flops).
+    pub work: f64,
+    runner: Runner<'a>,
+}
+
+impl<'a> Case<'a> {
+    /// A case that records its passes into a batch; timed on the GPU.
+    pub fn gpu(
+        op: &'static str,
+        name: String,
+        unit: Unit,
+        work: f64,
+        f: impl FnMut(&mut Batch) + 'a,
+    ) -> Self {
+        Case {
+            op,
+            name,
+            unit,
+            work,
+            runner: Runner::Gpu(Box::new(f)),
+        }
+    }
+
+    /// A case on the CPU backend; timed by the wall clock.
+    pub fn cpu(
+        op: &'static str,
+        name: String,
+        unit: Unit,
+        work: f64,
+        f: impl FnMut() + 'a,
+    ) -> Self {
+        Case {
+            op,
+            name,
+            unit,
+            work,
+            runner: Runner::Cpu(Box::new(f)),
+        }
+    }
+}
+
+/// How many runs to make.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    pub warmup: u32,
+    pub reps: u32,
+}
+
+/// Where a measurement's time came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Clock {
+    /// GPU timestamp queries: first pass start to last pass end.
+    GpuTimestamps,
+    /// Wall time around submit-and-wait (the adapter has no timestamp queries).
+    Wall,
+    /// Wall time of the CPU backend.
+    CpuWall,
+}
+
+/// The result of one case. Documented in docs/formats.md.
+#[derive(Clone, Debug, Serialize)]
+pub struct Measurement {
+    pub op: &'static str,
+    pub case: String,
+    pub clock: Clock,
+    pub reps: u32,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    /// Median absolute deviation over the median, in percent.
+    pub spread_pct: f64,
+    pub unit: Unit,
+    /// Throughput at the median time.
+    pub throughput: f64,
+    /// Median GPU time of each pass (timestamp clock only).
+    pub passes: Vec<(String, f64)>,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Runs one case: warm-up, then `reps` timed runs.
+pub fn measure(engine: &Engine, case: &mut Case, config: Config) -> Result<Measurement> {
+    if config.reps == 0 {
+        bail!("bench needs at least one repetition");
+    }
+    let mut times_ms = Vec::with_capacity(config.reps as usize);
+    let mut pass_ms: Vec<(String, Vec<f64>)> = Vec::new();
+    let clock;
+    match (&mut case.runner, engine) {
+        (Runner::Cpu(f), _) => {
+            clock = Clock::CpuWall;
+            for _ in 0..config.warmup {
+                f();
+            }
+            for _ in 0..config.reps {
+                let t = Instant::now();
+                f();
+                times_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        (Runner::Gpu(f), Engine::Gpu(gpu)) => {
+            let mut timer = PassTimer::new(gpu, 64);
+            clock = if timer.is_active() {
+                Clock::GpuTimestamps
+            } else {
+                Clock::Wall
+            };
+            for _ in 0..config.warmup {
+                run_gpu(gpu, f, None)?;
+            }
+            for _ in 0..config.reps {
+                let t = Instant::now();
+                run_gpu(gpu, f, Some(&mut timer))?;
+                let wall = t.elapsed().as_secs_f64() * 1e3;
+                let passes = timer.take(gpu)?;
+                match span_ns(&passes) {
+                    Some(ns) if clock == Clock::GpuTimestamps => times_ms.push(ns / 1e6),
+                    _ => times_ms.push(wall),
+                }
+                for (i, p) in passes.iter().enumerate() {
+                    if pass_ms.len() <= i {
+                        pass_ms.push((p.label.clone(), Vec::new()));
+                    }
+                    pass_ms[i].1.push(p.ms());
+                }
+            }
+        }
+        (Runner::Gpu(_), Engine::Cpu) => bail!("case {} needs a GPU", case.name),
+    }
+    let min_ms = times_ms.iter().copied().fold(f64::INFINITY, f64::min);
+    let max_ms = times_ms.iter().copied().fold(0.0, f64::max);
+    let median_ms = median(&mut times_ms);
+    let mut dev: Vec<f64> = times_ms.iter().map(|t| (t - median_ms).abs()).collect();
+    let mad = median(&mut dev);
+    Ok(Measurement {
+        op: case.op,
+        case: case.name.clone(),
+        clock,
+        reps: config.reps,
+        median_ms,
+        min_ms,
+        max_ms,
+        spread_pct: if median_ms > 0.0 {
+            100.0 * mad / median_ms
+        } else {
+            0.0
+        },
+        unit: case.unit,
+        throughput: case.unit.rate(case.work, median_ms / 1e3),
+        passes: pass_ms
+            .into_iter()
+            .map(|(label, mut v)| (label, median(&mut v)))
+            .collect(),
+    })
+}
+
+fn run_gpu(
+    gpu: &Gpu,
+    f: &mut Box<dyn FnMut(&mut Batch) + '_>,
+    timer: Option<&mut PassTimer>,
+) -> Result<()> {
+    let mut batch = gpu.batch(timer);
+    f(&mut batch);
+    batch.submit()
+}
+
+/// The table `gpukit bench` prints.
+pub fn table(results: &[Measurement]) -> String {
+    let mut out = format!(
+        "{:<10} {:<28} {:>6} {:>11} {:>11} {:>11} {:>7} {:>12}\n",
+        "op", "case", "clock", "median ms", "min ms", "max ms", "spread", "throughput"
+    );
+    for m in results {
+        let clock = match m.clock {
+            Clock::GpuTimestamps => "gpu",
+            Clock::Wall => "wall",
+            Clock::CpuWall => "cpu",
+        };
+        out += &format!(
+            "{:<10} {:<28} {:>6} {:>11.4} {:>11.4} {:>11.4} {:>6.1}% {:>12.2} {}\n",
+            m.op,
+            m.case,
+            clock,
+            m.median_ms,
+            m.min_ms,
+            m.max_ms,
+            m.spread_pct,
+            m.throughput,
+            m.unit.label()
+        );
+        if m.passes.len() > 1 {
+            for (label, ms) in &m.passes {
+                out += &format!("{:<10}   pass {:<23} {:>6} {:>11.4}\n", "", label, "", ms);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn units_scale() {
+        assert_eq!(Unit::GBps.rate(2e9, 1.0), 2.0);
+        assert_eq!(Unit::Tflops.rate(3e12, 0.5), 6.0);
+    }
+}

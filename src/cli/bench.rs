@@ -1,0 +1,107 @@
+//! `gpukit bench`: runs the ops' benchmark cases and prints a table or JSON.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use serde::Serialize;
+
+use super::{print_stdout, term, Ctx, Status};
+use crate::bench::{self, Case, Config, Measurement};
+use crate::gpu::{Engine, Timings};
+use crate::io::json::{JsonDest, JsonSink};
+use crate::ops;
+
+/// The ops `bench` knows, in the order `all` runs them.
+const OPS: &[&str] = &["copy"];
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Ops to measure (default: all): copy.
+    #[arg(value_name = "OP")]
+    ops: Vec<String>,
+    /// Timed runs per case.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    reps: u32,
+    /// Untimed runs before the timed ones.
+    #[arg(long, default_value_t = 3)]
+    warmup: u32,
+    /// Size of the `copy` buffer in MiB (capped at the adapter's largest storage binding).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    copy_mib: u64,
+    /// Write the results as JSON to FILE, or to stdout with `-` (documented in docs/formats.md).
+    #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
+    json: Option<JsonDest>,
+}
+
+#[derive(Serialize)]
+struct BenchDoc<'a> {
+    gpukit_version: &'static str,
+    adapter: String,
+    warmup: u32,
+    reps: u32,
+    results: &'a [Measurement],
+}
+
+pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {
+    let ops: Vec<&str> = if args.ops.is_empty() || args.ops.iter().any(|o| o == "all") {
+        OPS.to_vec()
+    } else {
+        for o in &args.ops {
+            if !OPS.contains(&o.as_str()) {
+                bail!(crate::UsageError(format!(
+                    "unknown bench op {o:?} (known: {}, all)",
+                    OPS.join(", ")
+                )));
+            }
+        }
+        args.ops.iter().map(String::as_str).collect()
+    };
+    let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
+    let mut timings = Timings::default();
+    let engine = ctx.engine(&mut timings)?;
+    let adapter = match &engine {
+        Engine::Gpu(g) => g.describe(),
+        Engine::Cpu => "cpu".to_string(),
+    };
+    let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
+    let config = Config {
+        warmup: args.warmup,
+        reps: args.reps,
+    };
+    let mut results = Vec::new();
+    for op in ops {
+        let mut cases: Vec<Case> = match op {
+            "copy" => ops::copy::bench_cases(&engine, args.copy_mib << 20)?,
+            _ => unreachable!("checked against OPS above"),
+        };
+        let bar = term::progress(cases.len() as u64, hide);
+        for case in &mut cases {
+            bar.set_message(format!("{} {}", case.op, case.name));
+            results.push(bench::measure(&engine, case, config)?);
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+    }
+    let doc = BenchDoc {
+        gpukit_version: env!("CARGO_PKG_VERSION"),
+        adapter: adapter.clone(),
+        warmup: args.warmup,
+        reps: args.reps,
+        results: &results,
+    };
+    match sink {
+        Some(sink) => {
+            let to_stdout = sink.is_stdout();
+            sink.write(&doc)?;
+            if !to_stdout {
+                print_stdout(&format!("adapter: {adapter}\n{}", bench::table(&results)))?;
+            }
+        }
+        None => print_stdout(&format!("adapter: {adapter}\n{}", bench::table(&results)))?,
+    }
+    if results.iter().any(|m| m.clock == bench::Clock::Wall) {
+        ctx.warn(
+            "this adapter has no timestamp queries: times are wall clock around each submission",
+        );
+    }
+    Ok(Status::Success)
+}

@@ -1,0 +1,103 @@
+//! `gpukit devices`: every adapter with the limits and features gpukit's kernels depend on.
+
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+
+use super::{print_stdout, Ctx, Status};
+use crate::gpu::{list_adapters, AdapterReport, BackendChoice};
+use crate::io::json::{JsonDest, JsonSink};
+
+#[derive(Debug, Args)]
+pub struct DevicesArgs {
+    /// Write the list as JSON to FILE, or to stdout with `-` (documented in docs/formats.md).
+    #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
+    json: Option<JsonDest>,
+}
+
+/// The JSON document of `gpukit devices --json`.
+#[derive(Serialize)]
+struct DevicesDoc {
+    gpukit_version: &'static str,
+    adapters: Vec<AdapterReport>,
+    /// Where ops run when no --device is given: "gpu" (the adapter marked default) or "cpu".
+    default_engine: &'static str,
+}
+
+pub fn run(ctx: &Ctx, args: DevicesArgs) -> Result<Status> {
+    let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
+    let adapters = list_adapters(ctx.global.backend)?;
+    let doc = DevicesDoc {
+        gpukit_version: env!("CARGO_PKG_VERSION"),
+        default_engine: if adapters.is_empty() { "cpu" } else { "gpu" },
+        adapters,
+    };
+    match sink {
+        Some(sink) => sink.write(&doc)?,
+        None => print_stdout(&text(&doc.adapters, ctx.global.backend))?,
+    }
+    Ok(Status::Success)
+}
+
+fn mib(bytes: u64) -> String {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
+        format!("{} GiB", bytes >> 30)
+    } else if bytes >= 1 << 20 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
+    }
+}
+
+fn text(adapters: &[AdapterReport], backend: Option<BackendChoice>) -> String {
+    if adapters.is_empty() {
+        return if backend == Some(BackendChoice::Cpu) {
+            "cpu: gpukit's CPU reference backend\n".into()
+        } else {
+            "no GPU adapter found; gpukit runs on its CPU backend\n".into()
+        };
+    }
+    let mut out = String::new();
+    for a in adapters {
+        let l = &a.limits;
+        let f = &a.features;
+        out += &format!(
+            "[{}] {}{}\n    backend {}, type {}, driver {} {}\n",
+            a.index,
+            a.name,
+            if a.default { "  (default)" } else { "" },
+            a.backend,
+            a.device_type,
+            a.driver,
+            a.driver_info
+        );
+        out += &format!(
+            "    storage binding {}, buffer {}, workgroup storage {}, invocations/workgroup {}, workgroup size {}x{}x{}, workgroups/dimension {}\n",
+            mib(l.max_storage_buffer_binding_size),
+            mib(l.max_buffer_size),
+            mib(l.max_compute_workgroup_storage_size as u64),
+            l.max_compute_invocations_per_workgroup,
+            l.max_compute_workgroup_size[0],
+            l.max_compute_workgroup_size[1],
+            l.max_compute_workgroup_size[2],
+            l.max_compute_workgroups_per_dimension
+        );
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        let subgroups = if f.subgroups {
+            if f.subgroup_size[0] == f.subgroup_size[1] {
+                format!("yes ({} wide)", f.subgroup_size[0])
+            } else {
+                format!("yes ({}..{} wide)", f.subgroup_size[0], f.subgroup_size[1])
+            }
+        } else {
+            "no".into()
+        };
+        out += &format!(
+            "    timestamps {}, subgroups {}, f16 {}\n",
+            yes(f.timestamp_query),
+            subgroups,
+            yes(f.shader_f16)
+        );
+    }
+    out
+}

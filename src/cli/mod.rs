@@ -1,0 +1,165 @@
+//! The command line: clap definitions, the shared context, and one runner per subcommand.
+
+mod bench;
+mod devices;
+pub mod exit;
+pub mod term;
+
+use std::ffi::OsString;
+use std::io::Write;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+
+use crate::gpu::{self, BackendChoice, DeviceRequest, DeviceSelector, Engine, Fallback, Timings};
+pub use exit::Status;
+use term::ColorChoice;
+
+/// Shared-memory WGSL compute pipelines on a headless GPU: blur, histogram, scan, matmul.
+#[derive(Debug, Parser)]
+#[command(name = "gpukit", version, after_help = exit::HELP, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Adapter to use: its index in `gpukit devices` or a part of its name.
+    #[arg(long, global = true, env = "GPUKIT_DEVICE", value_name = "N|NAME")]
+    pub device: Option<DeviceSelector>,
+    /// Restrict adapters to one backend; `cpu` runs gpukit's CPU reference implementation.
+    #[arg(long, global = true, env = "GPUKIT_BACKEND", value_enum)]
+    pub backend: Option<BackendChoice>,
+    /// No progress bars and no notes on stderr (errors and warnings still print).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Say which adapter runs the work (-v) and more (-vv).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Print wall time per phase and GPU time per pass on stderr.
+    #[arg(long, global = true)]
+    pub timings: bool,
+    /// Colour on stderr. `auto` means on a terminal, unless NO_COLOR is set.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the adapters gpukit can use, with their limits and features.
+    Devices(devices::DevicesArgs),
+    /// Measure the kernels on synthetic inputs (GPU time from timestamp queries).
+    Bench(bench::BenchArgs),
+}
+
+/// What every runner gets: the global options, and ways to report.
+pub struct Ctx {
+    pub global: GlobalArgs,
+}
+
+impl Ctx {
+    /// Opens the engine the options ask for, saying on stderr when it falls back to the CPU.
+    pub fn engine(&self, timings: &mut Timings) -> Result<Engine> {
+        let request = DeviceRequest {
+            backend: self.global.backend,
+            device: self.global.device.clone(),
+        };
+        let (engine, fallback) = timings.phase("device", || gpu::open(&request))?;
+        if fallback == Fallback::NoAdapter {
+            self.warn("no GPU adapter found; running on the CPU backend");
+        }
+        if self.global.verbose > 0 {
+            match &engine {
+                Engine::Gpu(g) => self.note(&format!("adapter: {}", g.describe())),
+                Engine::Cpu => self.note("adapter: cpu (gpukit's CPU reference backend)"),
+            }
+        }
+        Ok(engine)
+    }
+
+    /// A note on stderr, unless `--quiet`.
+    pub fn note(&self, msg: &str) {
+        if !self.global.quiet {
+            eprintln!("gpukit: {msg}");
+        }
+    }
+
+    /// A warning on stderr; printed even with `--quiet`.
+    pub fn warn(&self, msg: &str) {
+        eprintln!("{} {msg}", term::warning_prefix());
+    }
+
+    /// Prints `--timings` lines when asked.
+    pub fn report_timings(&self, timings: &Timings) {
+        if self.global.timings {
+            for line in timings.lines() {
+                eprintln!("gpukit: {line}");
+            }
+        }
+    }
+}
+
+/// Parses `args` and runs the subcommand. Usage errors come back as [`crate::UsageError`];
+/// `--help` and `--version` print and succeed.
+pub fn run<I, T>(args: I) -> Result<Status>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    quiet_vulkan_layers();
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => return clap_error(e),
+    };
+    term::init_color(cli.global.color);
+    let ctx = Ctx { global: cli.global };
+    match cli.command {
+        Command::Devices(args) => devices::run(&ctx, args),
+        Command::Bench(args) => bench::run(&ctx, args),
+    }
+}
+
+/// Mesa's implicit device-select Vulkan layer connects to Wayland to rank GPUs and prints
+/// "error: XDG_RUNTIME_DIR is invalid" on headless machines (CI, servers). gpukit ranks
+/// adapters itself, so it turns that layer off unless the user set the variable.
+fn quiet_vulkan_layers() {
+    if std::env::var_os("NODEVICE_SELECT").is_none() {
+        // Called first thing in `run`, before any thread exists.
+        std::env::set_var("NODEVICE_SELECT", "1");
+    }
+}
+
+/// clap's help and version go to stdout; its errors become one line and exit code 2.
+fn clap_error(e: clap::Error) -> Result<Status> {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let mut out = std::io::stdout().lock();
+            write!(out, "{}", e.render().ansi())?;
+            out.flush()?;
+            Ok(Status::Success)
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprint!("{}", e.render());
+            Ok(Status::Usage)
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("bad usage");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            Err(crate::UsageError(format!("{first} (see gpukit --help)")).into())
+        }
+    }
+}
+
+/// Writes `text` to stdout; a closed pipe surfaces as an error `main` treats as success.
+pub fn print_stdout(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}

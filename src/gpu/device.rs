@@ -1,0 +1,528 @@
+//! Adapter discovery, ranking and selection, and opening a headless device.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+/// A backend the user can ask for. `Cpu` is gpukit's own CPU reference backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    Vulkan,
+    Metal,
+    Dx12,
+    Gl,
+    Cpu,
+}
+
+impl BackendChoice {
+    fn wgpu(self) -> Option<wgpu::Backends> {
+        match self {
+            BackendChoice::Vulkan => Some(wgpu::Backends::VULKAN),
+            BackendChoice::Metal => Some(wgpu::Backends::METAL),
+            BackendChoice::Dx12 => Some(wgpu::Backends::DX12),
+            BackendChoice::Gl => Some(wgpu::Backends::GL),
+            BackendChoice::Cpu => None,
+        }
+    }
+}
+
+impl fmt::Display for BackendChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            BackendChoice::Vulkan => "vulkan",
+            BackendChoice::Metal => "metal",
+            BackendChoice::Dx12 => "dx12",
+            BackendChoice::Gl => "gl",
+            BackendChoice::Cpu => "cpu",
+        };
+        f.write_str(s)
+    }
+}
+
+/// How the user picked an adapter with `--device`: by index in `gpukit devices`, or by a
+/// case-insensitive part of its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceSelector {
+    Index(usize),
+    Name(String),
+}
+
+impl std::str::FromStr for DeviceSelector {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err("expected an adapter index or a part of its name".into());
+        }
+        Ok(match s.parse::<usize>() {
+            Ok(i) => DeviceSelector::Index(i),
+            Err(_) => DeviceSelector::Name(s.to_string()),
+        })
+    }
+}
+
+/// What the user asked for; the default picks the best adapter of any compiled-in backend.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceRequest {
+    pub backend: Option<BackendChoice>,
+    pub device: Option<DeviceSelector>,
+}
+
+/// Everything `gpukit devices` reports about one adapter. Documented in docs/formats.md.
+#[derive(Clone, Debug, Serialize)]
+pub struct AdapterReport {
+    pub index: usize,
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+    pub driver_info: String,
+    pub vendor_id: u32,
+    pub device_id: u32,
+    /// Whether gpukit picks this adapter when no `--device` is given.
+    pub default: bool,
+    pub limits: LimitsReport,
+    pub features: FeatureReport,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LimitsReport {
+    pub max_storage_buffer_binding_size: u64,
+    pub max_buffer_size: u64,
+    pub max_compute_workgroup_storage_size: u32,
+    pub max_compute_invocations_per_workgroup: u32,
+    pub max_compute_workgroup_size: [u32; 3],
+    pub max_compute_workgroups_per_dimension: u32,
+}
+
+/// The optional features gpukit's kernels can use, and whether the device has them.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct FeatureReport {
+    pub timestamp_query: bool,
+    pub subgroups: bool,
+    /// Smallest and largest subgroup size; meaningful only where `subgroups` is true.
+    pub subgroup_size: [u32; 2],
+    pub shader_f16: bool,
+}
+
+/// The optional wgpu features gpukit asks for when the adapter has them.
+pub(crate) const WANTED_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::SHADER_F16);
+
+fn feature_report(features: wgpu::Features, info: &wgpu::AdapterInfo) -> FeatureReport {
+    let subgroups = features.contains(wgpu::Features::SUBGROUP);
+    FeatureReport {
+        timestamp_query: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+        subgroups,
+        subgroup_size: if subgroups {
+            [info.subgroup_min_size, info.subgroup_max_size]
+        } else {
+            [0, 0]
+        },
+        shader_f16: features.contains(wgpu::Features::SHADER_F16),
+    }
+}
+
+fn limits_report(l: &wgpu::Limits) -> LimitsReport {
+    LimitsReport {
+        max_storage_buffer_binding_size: l.max_storage_buffer_binding_size,
+        max_buffer_size: l.max_buffer_size,
+        max_compute_workgroup_storage_size: l.max_compute_workgroup_storage_size,
+        max_compute_invocations_per_workgroup: l.max_compute_invocations_per_workgroup,
+        max_compute_workgroup_size: [
+            l.max_compute_workgroup_size_x,
+            l.max_compute_workgroup_size_y,
+            l.max_compute_workgroup_size_z,
+        ],
+        max_compute_workgroups_per_dimension: l.max_compute_workgroups_per_dimension,
+    }
+}
+
+pub(crate) fn device_type_name(t: wgpu::DeviceType) -> &'static str {
+    match t {
+        wgpu::DeviceType::DiscreteGpu => "discrete",
+        wgpu::DeviceType::IntegratedGpu => "integrated",
+        wgpu::DeviceType::VirtualGpu => "virtual",
+        wgpu::DeviceType::Cpu => "cpu",
+        wgpu::DeviceType::Other => "other",
+    }
+}
+
+pub(crate) fn backend_name(b: wgpu::Backend) -> &'static str {
+    match b {
+        wgpu::Backend::Vulkan => "vulkan",
+        wgpu::Backend::Metal => "metal",
+        wgpu::Backend::Dx12 => "dx12",
+        wgpu::Backend::Gl => "gl",
+        wgpu::Backend::BrowserWebGpu => "webgpu",
+        wgpu::Backend::Noop => "noop",
+    }
+}
+
+/// Preference order: discrete, integrated, virtual, software, other; then native APIs before GL.
+/// Lower is better.
+pub fn rank(device_type: wgpu::DeviceType, backend: wgpu::Backend) -> (u8, u8) {
+    let t = match device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Cpu => 3,
+        wgpu::DeviceType::Other => 4,
+    };
+    let b = match backend {
+        wgpu::Backend::Vulkan | wgpu::Backend::Metal | wgpu::Backend::Dx12 => 0,
+        wgpu::Backend::Gl => 1,
+        _ => 2,
+    };
+    (t, b)
+}
+
+/// The facts selection needs about one adapter, so that the rule can be tested without one.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub name: String,
+    pub device_type: wgpu::DeviceType,
+    pub backend: wgpu::Backend,
+}
+
+/// Picks an adapter: by index or name part when asked, else the best ranked. Indices are the
+/// order of `candidates`, which is the order `gpukit devices` prints.
+pub fn select(candidates: &[Candidate], selector: Option<&DeviceSelector>) -> Result<usize> {
+    if candidates.is_empty() {
+        bail!("no GPU adapter found");
+    }
+    match selector {
+        None => Ok((0..candidates.len())
+            .min_by_key(|&i| rank(candidates[i].device_type, candidates[i].backend))
+            .expect("candidates is not empty")),
+        Some(DeviceSelector::Index(i)) => {
+            if *i < candidates.len() {
+                Ok(*i)
+            } else {
+                bail!(
+                    "no adapter with index {i}: there are {} (0..={}); see `gpukit devices`",
+                    candidates.len(),
+                    candidates.len() - 1
+                )
+            }
+        }
+        Some(DeviceSelector::Name(part)) => {
+            let needle = part.to_lowercase();
+            let hits: Vec<usize> = (0..candidates.len())
+                .filter(|&i| candidates[i].name.to_lowercase().contains(&needle))
+                .collect();
+            match hits.as_slice() {
+                [] => {
+                    let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
+                    bail!(
+                        "no adapter name contains {part:?} (adapters: {}); see `gpukit devices`",
+                        names.join(", ")
+                    )
+                }
+                // Several hits of one name (the same GPU through Vulkan and GL, say): best ranked.
+                _ => Ok(*hits
+                    .iter()
+                    .min_by_key(|&&i| rank(candidates[i].device_type, candidates[i].backend))
+                    .expect("hits is not empty")),
+            }
+        }
+    }
+}
+
+fn instance(backends: wgpu::Backends) -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends;
+    desc.flags = wgpu::InstanceFlags::empty().with_env();
+    wgpu::Instance::new(desc)
+}
+
+fn backends_for(choice: Option<BackendChoice>) -> Result<wgpu::Backends> {
+    let compiled = wgpu::Instance::enabled_backend_features()
+        & (wgpu::Backends::VULKAN
+            | wgpu::Backends::METAL
+            | wgpu::Backends::DX12
+            | wgpu::Backends::GL);
+    match choice.and_then(BackendChoice::wgpu) {
+        None => Ok(compiled),
+        Some(b) if compiled.contains(b) => Ok(b),
+        Some(_) => {
+            let names: Vec<&str> = [
+                (wgpu::Backends::VULKAN, "vulkan"),
+                (wgpu::Backends::METAL, "metal"),
+                (wgpu::Backends::DX12, "dx12"),
+                (wgpu::Backends::GL, "gl"),
+            ]
+            .iter()
+            .filter(|(b, _)| compiled.contains(*b))
+            .map(|(_, n)| *n)
+            .collect();
+            bail!(crate::UsageError(format!(
+                "backend {} is not available in this build of gpukit (available: {}, cpu)",
+                choice.expect("checked above"),
+                names.join(", ")
+            )))
+        }
+    }
+}
+
+/// Lists adapters in a stable order: by rank, then by name, so that indices do not depend
+/// on driver enumeration order. Without an explicit backend, GL is asked only when no native
+/// API (Vulkan, Metal, DX12) has an adapter: on Linux, probing EGL is slow and noisy.
+fn enumerate(choice: Option<BackendChoice>) -> Result<Vec<wgpu::Adapter>> {
+    let backends = backends_for(choice)?;
+    let mut adapters = if choice.is_none() {
+        let primary = enumerate_in(backends & wgpu::Backends::PRIMARY);
+        if primary.is_empty() {
+            enumerate_in(backends & wgpu::Backends::GL)
+        } else {
+            primary
+        }
+    } else {
+        enumerate_in(backends)
+    };
+    adapters.sort_by_key(|a| {
+        let info = a.get_info();
+        (rank(info.device_type, info.backend), info.name.clone())
+    });
+    Ok(adapters)
+}
+
+fn enumerate_in(backends: wgpu::Backends) -> Vec<wgpu::Adapter> {
+    if backends.is_empty() {
+        return Vec::new();
+    }
+    pollster::block_on(instance(backends).enumerate_adapters(backends))
+}
+
+fn candidates(adapters: &[wgpu::Adapter]) -> Vec<Candidate> {
+    adapters
+        .iter()
+        .map(|a| {
+            let info = a.get_info();
+            Candidate {
+                name: info.name,
+                device_type: info.device_type,
+                backend: info.backend,
+            }
+        })
+        .collect()
+}
+
+/// Every adapter of the requested backends, as `gpukit devices` prints them.
+pub fn list_adapters(backend: Option<BackendChoice>) -> Result<Vec<AdapterReport>> {
+    if backend == Some(BackendChoice::Cpu) {
+        return Ok(Vec::new());
+    }
+    let adapters = enumerate(backend)?;
+    let default = select(&candidates(&adapters), None).ok();
+    Ok(adapters
+        .iter()
+        .enumerate()
+        .map(|(index, a)| {
+            let info = a.get_info();
+            AdapterReport {
+                index,
+                name: info.name.clone(),
+                backend: backend_name(info.backend).into(),
+                device_type: device_type_name(info.device_type).into(),
+                driver: info.driver.clone(),
+                driver_info: info.driver_info.clone(),
+                vendor_id: info.vendor,
+                device_id: info.device,
+                default: default == Some(index),
+                limits: limits_report(&a.limits()),
+                features: feature_report(a.features(), &info),
+            }
+        })
+        .collect())
+}
+
+/// An open GPU device and what it can do. Ops receive `&Gpu` and never open devices.
+pub struct Gpu {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    pub features: FeatureReport,
+    /// The largest workgroup count per dispatch dimension that `grid` uses. The adapter's
+    /// limit unless lowered with `set_dispatch_limit` (tests do, to reach 2-D grids cheaply).
+    pub(crate) dispatch_limit: u32,
+    /// Errors wgpu reported outside an error scope; turned into `Err` by `Gpu::check`.
+    pub(crate) errors: Arc<Mutex<Vec<String>>>,
+    /// Wall time to open the device, for `--timings`.
+    pub open_time: std::time::Duration,
+}
+
+impl fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gpu")
+            .field("adapter", &self.info.name)
+            .field("backend", &self.info.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gpu {
+    /// A one-line description: name, backend and type.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({}, {}, driver {} {})",
+            self.info.name,
+            backend_name(self.info.backend),
+            device_type_name(self.info.device_type),
+            self.info.driver,
+            self.info.driver_info
+        )
+    }
+
+    /// Lowers the per-dimension workgroup count used for dispatch grids (never above the
+    /// adapter's own limit), so tests can reach the 2-D dispatch path with small inputs.
+    pub fn set_dispatch_limit(&mut self, limit: u32) {
+        self.dispatch_limit = limit.clamp(1, self.limits.max_compute_workgroups_per_dimension);
+    }
+}
+
+/// The compute backend the ops run on.
+#[derive(Debug)]
+pub enum Engine {
+    Gpu(Box<Gpu>),
+    /// The ops' CPU references; used with `--backend cpu` or when no adapter exists.
+    Cpu,
+}
+
+/// How `open` ended up with its engine, for the one line the CLI prints.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Fallback {
+    None,
+    /// No adapter was found and the user asked for none in particular.
+    NoAdapter,
+}
+
+/// Opens the engine the request names. Without a request it takes the best adapter, or the
+/// CPU backend when there is none at all; a named backend or device that is missing is an error.
+pub fn open(request: &DeviceRequest) -> Result<(Engine, Fallback)> {
+    if request.backend == Some(BackendChoice::Cpu) {
+        if request.device.is_some() {
+            bail!(crate::UsageError(
+                "--device cannot be combined with --backend cpu".into()
+            ));
+        }
+        return Ok((Engine::Cpu, Fallback::None));
+    }
+    let start = Instant::now();
+    let adapters = enumerate(request.backend)?;
+    if adapters.is_empty() {
+        if let Some(b) = request.backend {
+            bail!("no {b} adapter found (is its driver installed? `gpukit devices` lists what is there)");
+        }
+        if request.device.is_some() {
+            bail!("no GPU adapter found, so --device cannot pick one (`gpukit devices` lists adapters)");
+        }
+        return Ok((Engine::Cpu, Fallback::NoAdapter));
+    }
+    let index = select(&candidates(&adapters), request.device.as_ref())?;
+    let gpu = open_adapter(&adapters[index], start)?;
+    Ok((Engine::Gpu(Box::new(gpu)), Fallback::None))
+}
+
+/// Opens a GPU and fails if there is none: for code (tests, benchmarks) that must not fall
+/// back to the CPU.
+pub fn open_gpu(request: &DeviceRequest) -> Result<Gpu> {
+    match open(request)? {
+        (Engine::Gpu(gpu), _) => Ok(*gpu),
+        (Engine::Cpu, _) => bail!("no GPU adapter found"),
+    }
+}
+
+fn open_adapter(adapter: &wgpu::Adapter, start: Instant) -> Result<Gpu> {
+    let info = adapter.get_info();
+    let features = adapter.features() & WANTED_FEATURES;
+    // The adapter's real limits, not the WebGPU defaults: ops size their work to them.
+    let limits = adapter.limits();
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("gpukit"),
+        required_features: features,
+        required_limits: limits.clone(),
+        memory_hints: wgpu::MemoryHints::Performance,
+        ..Default::default()
+    }))
+    .with_context(|| format!("could not open a device on adapter {}", info.name))?;
+
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&errors);
+    device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+        sink.lock()
+            .expect("error sink poisoned")
+            .push(e.to_string());
+    }));
+    let report = feature_report(device.features(), &info);
+    let dispatch_limit = limits.max_compute_workgroups_per_dimension;
+    Ok(Gpu {
+        device,
+        queue,
+        info,
+        limits,
+        features: report,
+        dispatch_limit,
+        errors,
+        open_time: start.elapsed(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wgpu::{Backend, DeviceType};
+
+    fn c(name: &str, device_type: DeviceType, backend: Backend) -> Candidate {
+        Candidate {
+            name: name.into(),
+            device_type,
+            backend,
+        }
+    }
+
+    #[test]
+    fn default_prefers_discrete_then_native_backend() {
+        let list = [
+            c("llvmpipe", DeviceType::Cpu, Backend::Vulkan),
+            c("Intel UHD", DeviceType::IntegratedGpu, Backend::Vulkan),
+            c("NVIDIA H100", DeviceType::DiscreteGpu, Backend::Gl),
+            c("NVIDIA H100", DeviceType::DiscreteGpu, Backend::Vulkan),
+        ];
+        assert_eq!(select(&list, None).unwrap(), 3);
+        assert_eq!(select(&list[..2], None).unwrap(), 1);
+        assert_eq!(select(&list[..1], None).unwrap(), 0);
+    }
+
+    #[test]
+    fn pick_by_index_and_name_part() {
+        let list = [
+            c("NVIDIA H100", DeviceType::DiscreteGpu, Backend::Vulkan),
+            c("llvmpipe (LLVM 15)", DeviceType::Cpu, Backend::Vulkan),
+        ];
+        assert_eq!(select(&list, Some(&DeviceSelector::Index(1))).unwrap(), 1);
+        let by_name = DeviceSelector::Name("LLVMPIPE".into());
+        assert_eq!(select(&list, Some(&by_name)).unwrap(), 1);
+        let err = select(&list, Some(&DeviceSelector::Index(2))).unwrap_err();
+        assert!(err.to_string().contains("no adapter with index 2"), "{err}");
+        let err = select(&list, Some(&DeviceSelector::Name("radeon".into()))).unwrap_err();
+        assert!(err.to_string().contains("\"radeon\""), "{err}");
+        assert!(select(&[], None).is_err());
+    }
+
+    #[test]
+    fn selector_parses_index_or_name() {
+        assert_eq!("2".parse::<DeviceSelector>(), Ok(DeviceSelector::Index(2)));
+        assert_eq!(
+            "h100".parse::<DeviceSelector>(),
+            Ok(DeviceSelector::Name("h100".into()))
+        );
+        assert!("  ".parse::<DeviceSelector>().is_err());
+    }
+}

@@ -1,0 +1,345 @@
+//! The helpers every op uses: pipelines from wgsl/, buffers, bind groups, dispatch grids,
+//! command batches with per-pass timestamps, upload and read-back.
+
+use anyhow::{anyhow, bail, Context, Result};
+use wgpu::util::DeviceExt;
+
+use super::timing::PassTimer;
+use super::Gpu;
+
+/// A WGSL file from wgsl/, compiled into the binary. Make one with [`shader!`](crate::shader).
+#[derive(Clone, Copy, Debug)]
+pub struct Shader {
+    pub name: &'static str,
+    pub source: &'static str,
+}
+
+/// `shader!("copy")` is wgsl/copy.wgsl.
+#[macro_export]
+macro_rules! shader {
+    ($name:literal) => {
+        $crate::gpu::Shader {
+            name: concat!($name, ".wgsl"),
+            source: include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/wgsl/",
+                $name,
+                ".wgsl"
+            )),
+        }
+    };
+}
+
+/// A compute pipeline and the name it was built from (used as the label of its passes).
+#[derive(Debug)]
+pub struct Kernel {
+    pub name: String,
+    pub pipeline: wgpu::ComputePipeline,
+}
+
+/// How a buffer will be used; each maps to the usage flags it needs, said once here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Usage {
+    /// Read or written by shaders; COPY_SRC to read it back, COPY_DST to upload or clear it.
+    Storage,
+    /// Small parameter blocks; COPY_DST so they can be rewritten between dispatches.
+    Uniform,
+}
+
+impl Usage {
+    fn flags(self) -> wgpu::BufferUsages {
+        match self {
+            Usage::Storage => {
+                wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST
+            }
+            Usage::Uniform => wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        }
+    }
+}
+
+impl Gpu {
+    /// Builds `entry` of `shader` with pipeline-overridable constants. Shader and pipeline
+    /// errors come back as `Err` with the shader's name, not as a panic.
+    pub fn kernel(
+        &self,
+        shader: &Shader,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> Result<Kernel> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(shader.name),
+                source: wgpu::ShaderSource::Wgsl(shader.source.into()),
+            });
+        let label = format!("{}:{entry}", shader.name.trim_end_matches(".wgsl"));
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&label),
+                layout: None,
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants,
+                    // Every kernel writes its workgroup memory before reading it.
+                    zero_initialize_workgroup_memory: false,
+                },
+                cache: None,
+            });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            bail!("building {label} failed: {e}");
+        }
+        Ok(Kernel {
+            name: label,
+            pipeline,
+        })
+    }
+
+    /// A buffer holding `data`.
+    pub fn upload<T: bytemuck::Pod>(&self, label: &str, usage: Usage, data: &[T]) -> wgpu::Buffer {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        if bytes.is_empty() {
+            // Bindings may not be empty: keep a minimal buffer.
+            return self.buffer(label, usage, 0);
+        }
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytes,
+                usage: usage.flags(),
+            })
+    }
+
+    /// A zeroed buffer of `size` bytes, rounded up to 4 and at least 16, so that even an empty
+    /// input binds as an array of vec4.
+    pub fn buffer(&self, label: &str, usage: Usage, size: u64) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: size.max(16).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT),
+            usage: usage.flags(),
+            mapped_at_creation: false,
+        })
+    }
+
+    /// A bind group for group 0 with `buffers[i]` at binding i, whole buffers.
+    pub fn bind(&self, kernel: &Kernel, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(&kernel.name),
+            layout: &kernel.pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    }
+
+    /// A bind group for group 0 with `(buffer, offset, size)` ranges at bindings 0, 1, ...
+    pub fn bind_ranges(
+        &self,
+        kernel: &Kernel,
+        ranges: &[(&wgpu::Buffer, u64, u64)],
+    ) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = ranges
+            .iter()
+            .enumerate()
+            .map(|(i, &(buffer, offset, size))| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer,
+                    offset,
+                    size: std::num::NonZeroU64::new(size),
+                }),
+            })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(&kernel.name),
+            layout: &kernel.pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    }
+
+    /// The dispatch grid for `workgroups` workgroups: 1-D while it fits the per-dimension
+    /// limit, else 2-D. Shaders recover the linear index as `wid.x + wid.y * nwg.x` and guard
+    /// against the few extra workgroups a 2-D grid may have.
+    pub fn grid(&self, workgroups: u32) -> [u32; 3] {
+        grid(workgroups, self.dispatch_limit)
+    }
+
+    /// A command batch: record passes into it, then `submit` it.
+    pub fn batch<'a>(&'a self, timer: Option<&'a mut PassTimer>) -> Batch<'a> {
+        let encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("gpukit"),
+            });
+        Batch {
+            gpu: self,
+            encoder,
+            timer,
+        }
+    }
+
+    /// Blocks until the queue is idle, then reports any error wgpu raised meanwhile.
+    pub fn wait(&self) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| anyhow!("waiting for the GPU failed: {e}"))?;
+        self.check()
+    }
+
+    /// Turns errors wgpu reported outside an error scope into an `Err`.
+    pub fn check(&self) -> Result<()> {
+        let mut errors = self.errors.lock().expect("error sink poisoned");
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let first = errors.remove(0);
+        errors.clear();
+        bail!("GPU error: {first}")
+    }
+
+    /// Reads `size` bytes at `offset` of `buffer` back to the host.
+    pub fn read(&self, buffer: &wgpu::Buffer, offset: u64, size: u64) -> Result<Vec<u8>> {
+        if size == 0 {
+            return Ok(Vec::new());
+        }
+        let padded = size.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
+        // MAP_READ buffers can only be copy destinations: stage through one.
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("read-back"),
+            size: padded,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("read-back"),
+            });
+        encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, padded);
+        self.queue.submit([encoder.finish()]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        self.wait()?;
+        rx.recv()
+            .context("read-back callback never ran")?
+            .map_err(|e| anyhow!("mapping the read-back buffer failed: {e}"))?;
+        let mut bytes = staging
+            .get_mapped_range(..)
+            .map_err(|e| anyhow!("mapping the read-back buffer failed: {e}"))?
+            .to_vec();
+        staging.unmap();
+        bytes.truncate(size as usize);
+        Ok(bytes)
+    }
+
+    /// Reads `len` values of type `T` from the start of `buffer`.
+    pub fn read_vec<T: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<T>> {
+        let bytes = self.read(buffer, 0, (len * std::mem::size_of::<T>()) as u64)?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+}
+
+/// See [`Gpu::grid`]. Ops size their dispatches (by splitting into strips or segments) so
+/// that `workgroups <= limit * limit`; more is a bug in the op.
+pub fn grid(workgroups: u32, limit: u32) -> [u32; 3] {
+    if workgroups <= limit {
+        [workgroups, 1, 1]
+    } else {
+        let y = workgroups.div_ceil(limit);
+        assert!(
+            y <= limit,
+            "{workgroups} workgroups exceed a {limit} x {limit} grid"
+        );
+        [workgroups.div_ceil(y), y, 1]
+    }
+}
+
+/// Commands being recorded for one submission.
+pub struct Batch<'a> {
+    gpu: &'a Gpu,
+    pub encoder: wgpu::CommandEncoder,
+    timer: Option<&'a mut PassTimer>,
+}
+
+impl Batch<'_> {
+    /// Records one compute pass dispatching `kernel` over `workgroups` workgroups (a 2-D grid
+    /// when needed), timed under `label` when the batch has a timer.
+    pub fn dispatch(
+        &mut self,
+        label: &str,
+        kernel: &Kernel,
+        bind: &wgpu::BindGroup,
+        workgroups: u32,
+    ) {
+        if workgroups == 0 {
+            return;
+        }
+        let [x, y, z] = self.gpu.grid(workgroups);
+        self.dispatch_xyz(label, kernel, bind, [x, y, z]);
+    }
+
+    /// Records one compute pass with an explicit 3-D grid.
+    pub fn dispatch_xyz(
+        &mut self,
+        label: &str,
+        kernel: &Kernel,
+        bind: &wgpu::BindGroup,
+        grid: [u32; 3],
+    ) {
+        let timestamp_writes = self.timer.as_deref_mut().and_then(|t| t.next(label));
+        let mut pass = self
+            .encoder
+            .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(label),
+                timestamp_writes,
+            });
+        pass.set_pipeline(&kernel.pipeline);
+        pass.set_bind_group(0, bind, &[]);
+        pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
+    }
+
+    /// Submits the batch and waits for it to finish.
+    pub fn submit(mut self) -> Result<()> {
+        if let Some(timer) = self.timer.as_deref_mut() {
+            timer.resolve(&mut self.encoder);
+        }
+        self.gpu.queue.submit([self.encoder.finish()]);
+        self.gpu.wait()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grid;
+
+    #[test]
+    fn grid_stays_1d_within_limit_and_covers_beyond() {
+        assert_eq!(grid(1, 65535), [1, 1, 1]);
+        assert_eq!(grid(65535, 65535), [65535, 1, 1]);
+        assert_eq!(grid(65536, 65535), [32768, 2, 1]);
+        for n in [1u32, 8, 9, 10, 48, 49, 63, 64, 65, 1000, 4_000_000_000] {
+            for limit in [1u32, 7, 8, 65535] {
+                if n as u64 > limit as u64 * limit as u64 {
+                    continue;
+                }
+                let [x, y, _] = grid(n, limit);
+                assert!(x <= limit && y <= limit, "{n} {limit}");
+                assert!(x as u64 * y as u64 >= n as u64, "{n} {limit}");
+                // No more than one row of spare workgroups.
+                assert!((x as u64 * y as u64) < n as u64 + x as u64, "{n} {limit}");
+            }
+        }
+    }
+}

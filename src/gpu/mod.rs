@@ -1,0 +1,13 @@
+//! The GPU layer: the only module that talks to wgpu. It opens a headless device, builds
+//! pipelines from wgsl/, moves data and times passes. It knows nothing of images or arrays.
+
+mod device;
+mod kernel;
+mod timing;
+
+pub use device::{
+    list_adapters, open, open_gpu, rank, select, AdapterReport, BackendChoice, Candidate,
+    DeviceRequest, DeviceSelector, Engine, Fallback, FeatureReport, Gpu, LimitsReport,
+};
+pub use kernel::{grid, Batch, Kernel, Shader, Usage};
+pub use timing::{span_ns, PassTime, PassTimer, Timings};

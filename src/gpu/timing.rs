@@ -1,0 +1,189 @@
+//! Timing: GPU time per pass from timestamp queries, and wall time per phase.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::Gpu;
+
+/// Timestamp queries for up to `capacity` passes of one batch. Inert (it writes nothing)
+/// on adapters without `TIMESTAMP_QUERY`.
+pub struct PassTimer {
+    queries: Option<Queries>,
+    capacity: u32,
+    labels: Vec<String>,
+}
+
+struct Queries {
+    set: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    period_ns: f64,
+}
+
+impl PassTimer {
+    pub fn new(gpu: &Gpu, capacity: u32) -> Self {
+        let queries = gpu.features.timestamp_query.then(|| {
+            let count = 2 * capacity;
+            Queries {
+                set: gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("pass timestamps"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count,
+                }),
+                // QUERY_RESOLVE to receive the timestamps, COPY_SRC to read them back.
+                resolve: gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("pass timestamps"),
+                    size: count as u64 * 8,
+                    usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                }),
+                period_ns: gpu.queue.get_timestamp_period() as f64,
+            }
+        });
+        PassTimer {
+            queries,
+            capacity,
+            labels: Vec::new(),
+        }
+    }
+
+    /// Whether this timer measures anything.
+    pub fn is_active(&self) -> bool {
+        self.queries.is_some()
+    }
+
+    /// The timestamp writes for the next pass, or `None` when inactive or full.
+    pub(crate) fn next(&mut self, label: &str) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+        let q = self.queries.as_ref()?;
+        let i = self.labels.len() as u32;
+        if i >= self.capacity {
+            return None;
+        }
+        self.labels.push(label.to_string());
+        Some(wgpu::ComputePassTimestampWrites {
+            query_set: &q.set,
+            beginning_of_pass_write_index: Some(2 * i),
+            end_of_pass_write_index: Some(2 * i + 1),
+        })
+    }
+
+    pub(crate) fn resolve(&self, encoder: &mut wgpu::CommandEncoder) {
+        if let Some(q) = &self.queries {
+            let n = 2 * self.labels.len() as u32;
+            if n > 0 {
+                encoder.resolve_query_set(&q.set, 0..n, &q.resolve, 0);
+            }
+        }
+    }
+
+    /// The passes recorded since the last `take`, with their GPU times, after the batch ran.
+    /// Resets the timer for the next batch.
+    pub fn take(&mut self, gpu: &Gpu) -> Result<Vec<PassTime>> {
+        let labels = std::mem::take(&mut self.labels);
+        let Some(q) = &self.queries else {
+            return Ok(Vec::new());
+        };
+        if labels.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ticks: Vec<u64> = gpu.read_vec(&q.resolve, 2 * labels.len())?;
+        Ok(labels
+            .into_iter()
+            .enumerate()
+            .map(|(i, label)| PassTime {
+                label,
+                start_ns: ticks[2 * i] as f64 * q.period_ns,
+                end_ns: ticks[2 * i + 1] as f64 * q.period_ns,
+            })
+            .collect())
+    }
+}
+
+/// One pass's timestamps, in nanoseconds on the GPU's clock.
+#[derive(Clone, Debug, Serialize)]
+pub struct PassTime {
+    pub label: String,
+    #[serde(skip)]
+    pub start_ns: f64,
+    #[serde(skip)]
+    pub end_ns: f64,
+}
+
+impl PassTime {
+    pub fn ms(&self) -> f64 {
+        (self.end_ns - self.start_ns).max(0.0) / 1e6
+    }
+}
+
+/// GPU time from the first pass's start to the last pass's end, in nanoseconds: the passes
+/// and the gaps between them, which are part of an op's cost.
+pub fn span_ns(passes: &[PassTime]) -> Option<f64> {
+    let start = passes.iter().map(|p| p.start_ns).reduce(f64::min)?;
+    let end = passes.iter().map(|p| p.end_ns).reduce(f64::max)?;
+    Some((end - start).max(0.0))
+}
+
+/// Wall time per phase (device, pipelines, decode, upload, compute, download, encode...) and
+/// GPU time per pass, for `--timings` and JSON reports.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Timings {
+    /// (phase, milliseconds), in order; a phase seen twice accumulates.
+    pub phases: Vec<(String, f64)>,
+    /// (pass label, GPU milliseconds) from timestamp queries; empty without them.
+    pub gpu_passes: Vec<(String, f64)>,
+}
+
+impl Timings {
+    /// Runs `f`, adding its wall time to `phase`.
+    pub fn phase<T>(&mut self, phase: &str, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        self.add(phase, start.elapsed());
+        out
+    }
+
+    pub fn add(&mut self, phase: &str, d: Duration) {
+        let ms = d.as_secs_f64() * 1e3;
+        match self.phases.iter_mut().find(|(p, _)| p == phase) {
+            Some((_, total)) => *total += ms,
+            None => self.phases.push((phase.to_string(), ms)),
+        }
+    }
+
+    pub fn add_passes(&mut self, passes: &[PassTime]) {
+        for p in passes {
+            match self.gpu_passes.iter_mut().find(|(l, _)| *l == p.label) {
+                Some((_, total)) => *total += p.ms(),
+                None => self.gpu_passes.push((p.label.clone(), p.ms())),
+            }
+        }
+    }
+
+    /// Folds another report into this one (a batch of files).
+    pub fn merge(&mut self, other: &Timings) {
+        for (p, ms) in &other.phases {
+            self.add(p, Duration::from_secs_f64(ms / 1e3));
+        }
+        for (l, ms) in &other.gpu_passes {
+            match self.gpu_passes.iter_mut().find(|(x, _)| x == l) {
+                Some((_, total)) => *total += ms,
+                None => self.gpu_passes.push((l.clone(), *ms)),
+            }
+        }
+    }
+
+    /// The lines `--timings` prints on stderr.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let total: f64 = self.phases.iter().map(|(_, ms)| ms).sum();
+        for (p, ms) in &self.phases {
+            out.push(format!("timing: {p:<10} {ms:9.3} ms"));
+        }
+        out.push(format!("timing: {:<10} {total:9.3} ms", "total"));
+        for (l, ms) in &self.gpu_passes {
+            out.push(format!("timing: gpu {l:<24} {ms:9.3} ms"));
+        }
+        out
+    }
+}

@@ -1,0 +1,24 @@
+//! gpukit: shared-memory WGSL compute pipelines (blur, histogram, scan, matmul) on a headless
+//! wgpu device, with CPU references that define the results and serve as a fallback.
+//!
+//! Data flows one way: [`cli`] parses flags and calls [`ops`], which plan the work and call
+//! [`gpu`]; [`io`] reads and writes files on the side.
+
+pub mod bench;
+pub mod cli;
+pub mod gpu;
+pub mod io;
+pub mod ops;
+
+/// An error in how gpukit was called (a bad flag value, conflicting options) rather than in
+/// the work itself; the command line exits with code 2 for it.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}

@@ -1,0 +1,16 @@
+//! The `gpukit` binary: runs the library's command line and turns its result into an exit code.
+
+use std::process::ExitCode;
+
+use gpukit::cli::{self, exit, Status};
+
+fn main() -> ExitCode {
+    match cli::run(std::env::args_os()) {
+        Ok(status) => status.into(),
+        Err(err) if exit::is_broken_pipe(&err) => Status::Success.into(),
+        Err(err) => {
+            eprintln!("{} {err:#}", cli::term::error_prefix());
+            Status::of_error(&err).into()
+        }
+    }
+}

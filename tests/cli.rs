@@ -1,0 +1,108 @@
+//! The command line's conventions: clap definition, exit codes, one-line errors.
+
+use clap::CommandFactory;
+
+use crate::util::{run, run_in, tempdir};
+
+#[test]
+fn verify_cli() {
+    gpukit::cli::Cli::command().debug_assert();
+}
+
+#[test]
+fn help_and_version_succeed_on_stdout() {
+    let r = run(&["--help"]);
+    r.code(0);
+    assert!(r.stdout.contains("Exit codes:"), "{}", r.stdout);
+    assert!(r.stdout.contains("GPUKIT_DEVICE"), "{}", r.stdout);
+    let r = run(&["--version"]);
+    r.code(0);
+    assert_eq!(
+        r.stdout.trim(),
+        format!("gpukit {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn unknown_flag_is_usage_error_in_one_line() {
+    run(&["--frobnicate", "devices"])
+        .code(2)
+        .one_error_line("unexpected argument '--frobnicate'");
+    run(&["devices", "--bogus"])
+        .code(2)
+        .one_error_line("--bogus");
+    run(&["bench", "--reps", "0"])
+        .code(2)
+        .one_error_line("--reps");
+    run(&["--backend", "opengl", "devices"])
+        .code(2)
+        .one_error_line("invalid value 'opengl'");
+}
+
+#[test]
+fn no_subcommand_shows_usage_and_exits_2() {
+    let r = run(&[]);
+    r.code(2);
+    assert!(r.stderr.contains("Usage:"), "{}", r.stderr);
+}
+
+#[test]
+fn unknown_bench_op_is_usage_error() {
+    run(&["bench", "warp"])
+        .code(2)
+        .one_error_line("unknown bench op \"warp\"");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn backend_not_compiled_in_is_usage_error() {
+    run(&["--backend", "metal", "devices"])
+        .code(2)
+        .one_error_line("backend metal is not available");
+}
+
+#[test]
+fn unknown_device_fails_with_one_line() {
+    run(&["--device", "99", "bench", "copy"])
+        .code(1)
+        .one_error_line("no adapter with index 99");
+    run(&["--device", "no-such-gpu", "bench", "copy"])
+        .code(1)
+        .one_error_line("no adapter name contains \"no-such-gpu\"");
+}
+
+// A bad --json path must fail before any work and leave nothing behind.
+#[test]
+fn json_to_unwritable_place_fails_up_front() {
+    let dir = tempdir();
+    let r = run_in(
+        Some(dir.path()),
+        &["devices", "--json", "missing/dir/out.json"],
+    );
+    r.code(1)
+        .one_error_line("missing/dir/out.json: cannot write here");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn broken_pipe_is_not_an_error() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = crate::util::gpukit()
+        .args(["--help"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{status:?}: {err}");
+    assert!(err.is_empty(), "{err}");
+}

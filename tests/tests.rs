@@ -1,0 +1,8 @@
+//! gpukit's integration tests: one binary, one module per area. GPU tests run on whatever
+//! adapter is there (Mesa lavapipe in CI) and fail, never skip, when there is none.
+
+mod util;
+
+mod cli;
+mod copy;
+mod devices;

@@ -1,0 +1,88 @@
+//! Helpers shared by the integration tests: run the built binary, open the test GPU.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+use gpukit::gpu::{open_gpu, DeviceRequest, Gpu};
+
+/// What a run of the binary produced.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Asserts the exit code, showing both streams when it differs.
+    #[track_caller]
+    pub fn code(&self, want: i32) -> &Self {
+        assert_eq!(
+            self.code, want,
+            "exit code {} (want {want})\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Asserts stderr is exactly one line starting `gpukit:` and containing `needle`.
+    #[track_caller]
+    pub fn one_error_line(&self, needle: &str) -> &Self {
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "want one stderr line, got:\n{}",
+            self.stderr
+        );
+        assert!(lines[0].starts_with("gpukit: "), "{}", self.stderr);
+        assert!(
+            lines[0].contains(needle),
+            "{:?} not in {:?}",
+            needle,
+            lines[0]
+        );
+        self
+    }
+}
+
+/// The built `gpukit` binary with its environment cleared of gpukit's variables.
+pub fn gpukit() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpukit"));
+    cmd.env_remove("GPUKIT_DEVICE")
+        .env_remove("GPUKIT_BACKEND")
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+/// Runs the binary with `args` in `dir` (or the current directory).
+pub fn run_in(dir: Option<&Path>, args: &[&str]) -> Run {
+    let mut cmd = gpukit();
+    cmd.args(args);
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let out = cmd.output().expect("the gpukit binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+pub fn run(args: &[&str]) -> Run {
+    run_in(None, args)
+}
+
+/// A fresh temporary directory for one test.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary directory")
+}
+
+/// The GPU every GPU test runs on. There is always one here and in CI (lavapipe), so a
+/// missing adapter is a failure, not a reason to skip.
+pub fn gpu() -> Gpu {
+    open_gpu(&DeviceRequest::default())
+        .expect("GPU tests need a wgpu adapter: install mesa-vulkan-drivers for lavapipe")
+}
