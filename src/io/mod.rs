@@ -1,4 +1,5 @@
-//! Input and output: atomic output files and JSON documents (images and arrays join later).
+//! Input and output: numeric arrays, atomic output files and JSON documents.
 
+pub mod array;
 pub mod json;
 pub mod output;

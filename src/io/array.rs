@@ -1,0 +1,646 @@
+//! Numeric arrays on disk: `.npy` (little-endian u32, i32, f32, f16; C or Fortran order),
+//! `.json` (nested arrays of numbers), text (`.txt`, `.csv`: numbers separated by commas,
+//! spaces or newlines; one row per line for matrices) and raw `.bin` (with a dtype).
+//! Arrays are held in C order whatever the file's order.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use half::f16;
+
+use super::output::PendingFile;
+
+/// Element types gpukit's array ops take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    U32,
+    I32,
+    F32,
+    F16,
+}
+
+impl DType {
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::U32 => "u32",
+            DType::I32 => "i32",
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+        }
+    }
+
+    fn npy_descr(self) -> &'static str {
+        match self {
+            DType::U32 => "<u4",
+            DType::I32 => "<i4",
+            DType::F32 => "<f4",
+            DType::F16 => "<f2",
+        }
+    }
+
+    pub fn size(self) -> usize {
+        match self {
+            DType::F16 => 2,
+            _ => 4,
+        }
+    }
+}
+
+/// The elements of an array, in C order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Data {
+    U32(Vec<u32>),
+    I32(Vec<i32>),
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+}
+
+impl Data {
+    pub fn dtype(&self) -> DType {
+        match self {
+            Data::U32(_) => DType::U32,
+            Data::I32(_) => DType::I32,
+            Data::F32(_) => DType::F32,
+            Data::F16(_) => DType::F16,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Data::U32(v) => v.len(),
+            Data::I32(v) => v.len(),
+            Data::F32(v) => v.len(),
+            Data::F16(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The raw little-endian bytes (the host is little-endian on every platform gpukit builds for).
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Data::U32(v) => bytemuck::cast_slice(v),
+            Data::I32(v) => bytemuck::cast_slice(v),
+            Data::F32(v) => bytemuck::cast_slice(v),
+            Data::F16(v) => bytemuck::cast_slice(v),
+        }
+    }
+
+    fn from_bytes(dtype: DType, bytes: &[u8]) -> Data {
+        match dtype {
+            DType::U32 => Data::U32(bytemuck::pod_collect_to_vec(bytes)),
+            DType::I32 => Data::I32(bytemuck::pod_collect_to_vec(bytes)),
+            DType::F32 => Data::F32(bytemuck::pod_collect_to_vec(bytes)),
+            DType::F16 => Data::F16(bytemuck::pod_collect_to_vec(bytes)),
+        }
+    }
+
+    /// Element `i` as f64, for text output and comparisons.
+    pub fn get_f64(&self, i: usize) -> f64 {
+        match self {
+            Data::U32(v) => v[i] as f64,
+            Data::I32(v) => v[i] as f64,
+            Data::F32(v) => v[i] as f64,
+            Data::F16(v) => v[i].to_f64(),
+        }
+    }
+
+    /// Converts to f32 (matmul's working type). Integers convert with rounding.
+    pub fn to_f32(&self) -> Vec<f32> {
+        match self {
+            Data::U32(v) => v.iter().map(|&x| x as f32).collect(),
+            Data::I32(v) => v.iter().map(|&x| x as f32).collect(),
+            Data::F32(v) => v.clone(),
+            Data::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
+        }
+    }
+}
+
+/// An n-dimensional array in C order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Array {
+    pub shape: Vec<usize>,
+    pub data: Data,
+}
+
+impl Array {
+    pub fn vector(data: Data) -> Array {
+        Array {
+            shape: vec![data.len()],
+            data,
+        }
+    }
+}
+
+/// File formats, chosen by extension or by flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Npy,
+    Json,
+    /// Text: `.txt` or `.csv`.
+    Text,
+    /// Raw little-endian elements; needs a dtype.
+    Bin,
+}
+
+impl Format {
+    /// The format an extension names, if any.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "npy" => Format::Npy,
+            "json" => Format::Json,
+            "txt" | "csv" | "tsv" => Format::Text,
+            "bin" | "raw" => Format::Bin,
+            _ => return None,
+        })
+    }
+}
+
+/// Reads an array from `path` (`-` for stdin). `dtype` is what text, JSON and raw input are
+/// read as (for .npy it must match the file's, when given); without it, text and JSON are
+/// read as u32 if every value is a non-negative integer, i32 if some are negative, else f32.
+pub fn read(path: &Path, format: Format, dtype: Option<DType>) -> Result<Array> {
+    let name = path.display().to_string();
+    let mut bytes = Vec::new();
+    if path == Path::new("-") {
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut bytes)
+            .context("reading stdin")?;
+    } else {
+        bytes = std::fs::read(path).with_context(|| format!("{name}: cannot read"))?;
+    }
+    parse(&bytes, format, dtype).with_context(|| name.clone())
+}
+
+/// Parses bytes of a given format; errors do not name the file (the caller adds it).
+pub fn parse(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Array> {
+    match format {
+        Format::Npy => parse_npy(bytes, dtype),
+        Format::Bin => {
+            let dtype =
+                dtype.ok_or_else(|| crate::UsageError("raw .bin input needs --dtype".into()))?;
+            if !bytes.len().is_multiple_of(dtype.size()) {
+                bail!(
+                    "{} bytes is not a whole number of {} elements ({} bytes each)",
+                    bytes.len(),
+                    dtype.name(),
+                    dtype.size()
+                );
+            }
+            Ok(Array::vector(Data::from_bytes(dtype, bytes)))
+        }
+        Format::Json => {
+            let value: serde_json::Value =
+                serde_json::from_slice(bytes).map_err(|e| anyhow!("not valid JSON: {e}"))?;
+            let mut shape = Vec::new();
+            let mut flat = Vec::new();
+            json_flatten(&value, 0, &mut shape, &mut flat, &mut Vec::new())?;
+            if shape.is_empty() {
+                bail!("expected a JSON array of numbers");
+            }
+            Ok(Array {
+                data: numbers_to_data(&flat, dtype, |i| {
+                    format!("element {}", index_of(i, &shape))
+                })?,
+                shape,
+            })
+        }
+        Format::Text => {
+            let text = std::str::from_utf8(bytes).map_err(|_| anyhow!("not UTF-8 text"))?;
+            let mut flat = Vec::new();
+            let mut rows = Vec::new();
+            let mut lines = Vec::new();
+            for (lineno, line) in text.lines().enumerate() {
+                let before = flat.len();
+                for (col, tok) in line
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|t| !t.is_empty())
+                    .enumerate()
+                {
+                    let v: Number = tok.parse().map_err(|_| {
+                        anyhow!(
+                            "line {}, value {}: {tok:?} is not a number",
+                            lineno + 1,
+                            col + 1
+                        )
+                    })?;
+                    flat.push(v);
+                    lines.push((lineno + 1, col + 1));
+                }
+                if flat.len() > before {
+                    rows.push(flat.len() - before);
+                }
+            }
+            // One value per line, or one line, is a vector; equal rows are a matrix.
+            let shape = if rows.len() <= 1 || rows.iter().all(|&r| r == 1) {
+                vec![flat.len()]
+            } else if rows.iter().all(|&r| r == rows[0]) {
+                vec![rows.len(), rows[0]]
+            } else {
+                let bad = rows
+                    .iter()
+                    .position(|&r| r != rows[0])
+                    .expect("rows differ");
+                bail!(
+                    "ragged rows: row 1 has {} values but row {} has {}",
+                    rows[0],
+                    bad + 1,
+                    rows[bad]
+                );
+            };
+            Ok(Array {
+                data: numbers_to_data(&flat, dtype, |i| {
+                    format!("line {}, value {}", lines[i].0, lines[i].1)
+                })?,
+                shape,
+            })
+        }
+    }
+}
+
+/// A number as written: integers are kept exact.
+#[derive(Clone, Copy, Debug)]
+enum Number {
+    Int(i128),
+    Float(f64),
+}
+
+impl std::str::FromStr for Number {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Number, ()> {
+        if let Ok(i) = s.parse::<i128>() {
+            return Ok(Number::Int(i));
+        }
+        match s.parse::<f64>() {
+            Ok(f) => Ok(Number::Float(f)),
+            Err(_) => Err(()),
+        }
+    }
+}
+
+fn index_of(flat: usize, shape: &[usize]) -> String {
+    let mut idx = vec![0; shape.len()];
+    let mut rest = flat;
+    for (d, &n) in shape.iter().enumerate().rev() {
+        if n > 0 {
+            idx[d] = rest % n;
+            rest /= n;
+        }
+    }
+    format!("{idx:?}")
+}
+
+fn json_flatten(
+    v: &serde_json::Value,
+    depth: usize,
+    shape: &mut Vec<usize>,
+    flat: &mut Vec<Number>,
+    path: &mut Vec<usize>,
+) -> Result<()> {
+    match v {
+        serde_json::Value::Array(items) => {
+            if shape.len() == depth {
+                if !flat.is_empty() {
+                    bail!("ragged nesting at element {path:?}");
+                }
+                shape.push(items.len());
+            } else if shape.len() < depth || shape[depth] != items.len() {
+                bail!(
+                    "ragged rows: element {path:?} has {} values, expected {}",
+                    items.len(),
+                    shape.get(depth).copied().unwrap_or(0)
+                );
+            }
+            for (i, item) in items.iter().enumerate() {
+                path.push(i);
+                json_flatten(item, depth + 1, shape, flat, path)?;
+                path.pop();
+            }
+            Ok(())
+        }
+        serde_json::Value::Number(n) => {
+            if shape.len() != depth {
+                bail!("ragged nesting at element {path:?}");
+            }
+            flat.push(if let Some(i) = n.as_i64() {
+                Number::Int(i as i128)
+            } else if let Some(u) = n.as_u64() {
+                Number::Int(u as i128)
+            } else {
+                Number::Float(n.as_f64().unwrap_or(f64::NAN))
+            });
+            Ok(())
+        }
+        other => bail!("element {path:?} is not a number: {other}"),
+    }
+}
+
+fn numbers_to_data(
+    nums: &[Number],
+    dtype: Option<DType>,
+    at: impl Fn(usize) -> String,
+) -> Result<Data> {
+    let dtype = dtype.unwrap_or_else(|| {
+        if nums.iter().all(|n| matches!(n, Number::Int(i) if *i >= 0)) {
+            DType::U32
+        } else if nums.iter().all(|n| matches!(n, Number::Int(_))) {
+            DType::I32
+        } else {
+            DType::F32
+        }
+    });
+    let int = |i: usize, lo: i128, hi: i128| -> Result<i128> {
+        match nums[i] {
+            Number::Int(v) if (lo..=hi).contains(&v) => Ok(v),
+            Number::Int(v) => bail!("{}: {v} does not fit {}", at(i), dtype.name()),
+            Number::Float(f) => bail!("{}: {f} is not an integer ({})", at(i), dtype.name()),
+        }
+    };
+    let float = |n: &Number| match *n {
+        Number::Int(v) => v as f64,
+        Number::Float(f) => f,
+    };
+    Ok(match dtype {
+        DType::U32 => Data::U32(
+            (0..nums.len())
+                .map(|i| int(i, 0, u32::MAX as i128).map(|v| v as u32))
+                .collect::<Result<_>>()?,
+        ),
+        DType::I32 => Data::I32(
+            (0..nums.len())
+                .map(|i| int(i, i32::MIN as i128, i32::MAX as i128).map(|v| v as i32))
+                .collect::<Result<_>>()?,
+        ),
+        DType::F32 => Data::F32(nums.iter().map(|n| float(n) as f32).collect()),
+        DType::F16 => Data::F16(nums.iter().map(|n| f16::from_f64(float(n))).collect()),
+    })
+}
+
+fn parse_npy(bytes: &[u8], want: Option<DType>) -> Result<Array> {
+    let mut reader = bytes;
+    let header = npyz::NpyHeader::from_reader(&mut reader)
+        .map_err(|e| anyhow!("not a valid .npy file: {e}"))?;
+    let descr = match header.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => bail!("structured dtype {} is not supported", other.descr()),
+    };
+    let dtype = match descr.as_str() {
+        "<u4" => DType::U32,
+        "<i4" => DType::I32,
+        "<f4" => DType::F32,
+        "<f2" => DType::F16,
+        d if d.starts_with('>') => {
+            bail!("big-endian dtype {d} is not supported (use a little-endian array)")
+        }
+        d => bail!("dtype {d} is not supported (uint32, int32, float32 or float16)"),
+    };
+    if let Some(w) = want {
+        if w != dtype {
+            bail!("holds {} but {} was asked for", dtype.name(), w.name());
+        }
+    }
+    let shape: Vec<usize> = header.shape().iter().map(|&d| d as usize).collect();
+    let n: usize = shape.iter().product();
+    let need = n * dtype.size();
+    if reader.len() < need {
+        bail!(
+            "truncated .npy data: {} bytes where shape {shape:?} needs {need}",
+            reader.len()
+        );
+    }
+    let data = Data::from_bytes(dtype, &reader[..need]);
+    let data = if header.order() == npyz::Order::Fortran && shape.len() > 1 {
+        fortran_to_c(data, &shape)
+    } else {
+        data
+    };
+    Ok(Array { shape, data })
+}
+
+fn fortran_to_c(data: Data, shape: &[usize]) -> Data {
+    fn permute<T: Copy>(v: &[T], shape: &[usize]) -> Vec<T> {
+        let n = v.len();
+        let mut out = Vec::with_capacity(n);
+        let mut idx = vec![0usize; shape.len()];
+        for _ in 0..n {
+            // Fortran offset of the C-order index idx.
+            let mut off = 0;
+            let mut stride = 1;
+            for (d, &i) in idx.iter().enumerate() {
+                off += i * stride;
+                stride *= shape[d];
+            }
+            out.push(v[off]);
+            for d in (0..shape.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        out
+    }
+    match data {
+        Data::U32(v) => Data::U32(permute(&v, shape)),
+        Data::I32(v) => Data::I32(permute(&v, shape)),
+        Data::F32(v) => Data::F32(permute(&v, shape)),
+        Data::F16(v) => Data::F16(permute(&v, shape)),
+    }
+}
+
+/// Writes `array` to `path` (atomically) or to stdout for `-`.
+pub fn write(path: &Path, format: Format, array: &Array) -> Result<()> {
+    if path == Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        encode(&mut out, format, array)?;
+        out.flush()?;
+        return Ok(());
+    }
+    PendingFile::create(path)?.commit_with(|w| encode(w, format, array))
+}
+
+/// Encodes `array` in `format`.
+pub fn encode(w: &mut dyn Write, format: Format, array: &Array) -> Result<()> {
+    match format {
+        Format::Npy => {
+            let shape = match array.shape.as_slice() {
+                [n] => format!("({n},)"),
+                dims => format!(
+                    "({})",
+                    dims.iter()
+                        .map(|d| d.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            let mut dict = format!(
+                "{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}",
+                array.data.dtype().npy_descr()
+            );
+            // Magic (6) + version (2) + length (2) + dict + '\n' is a multiple of 64.
+            let total = (10 + dict.len() + 1).next_multiple_of(64);
+            dict.push_str(&" ".repeat(total - 10 - dict.len() - 1));
+            dict.push('\n');
+            w.write_all(b"\x93NUMPY\x01\x00")?;
+            w.write_all(&(dict.len() as u16).to_le_bytes())?;
+            w.write_all(dict.as_bytes())?;
+            w.write_all(array.data.bytes())?;
+        }
+        Format::Bin => w.write_all(array.data.bytes())?,
+        Format::Json => {
+            let cols = if array.shape.len() == 2 {
+                array.shape[1]
+            } else {
+                0
+            };
+            if array.shape.len() == 2 {
+                w.write_all(b"[\n")?;
+                for r in 0..array.shape[0] {
+                    w.write_all(b"  [")?;
+                    write_row(w, &array.data, r * cols, cols, ", ")?;
+                    w.write_all(if r + 1 < array.shape[0] {
+                        b"],\n"
+                    } else {
+                        b"]\n"
+                    })?;
+                }
+                w.write_all(b"]\n")?;
+            } else {
+                w.write_all(b"[")?;
+                write_row(w, &array.data, 0, array.data.len(), ", ")?;
+                w.write_all(b"]\n")?;
+            }
+        }
+        Format::Text => {
+            if array.shape.len() == 2 {
+                let cols = array.shape[1];
+                for r in 0..array.shape[0] {
+                    write_row(w, &array.data, r * cols, cols, ",")?;
+                    w.write_all(b"\n")?;
+                }
+            } else {
+                for i in 0..array.data.len() {
+                    write_row(w, &array.data, i, 1, "")?;
+                    w.write_all(b"\n")?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes `len` elements from `start`, separated by `sep`. Floats use the shortest text that
+/// reads back to the same value. Non-finite floats are written as `NaN`/`inf`, which strict
+/// JSON parsers reject but which loses nothing silently.
+fn write_row(w: &mut dyn Write, data: &Data, start: usize, len: usize, sep: &str) -> Result<()> {
+    for i in start..start + len {
+        if i > start {
+            w.write_all(sep.as_bytes())?;
+        }
+        match data {
+            Data::U32(v) => write!(w, "{}", v[i])?,
+            Data::I32(v) => write!(w, "{}", v[i])?,
+            Data::F32(v) => write!(w, "{:?}", v[i])?,
+            Data::F16(v) => write!(w, "{:?}", v[i].to_f32())?,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(format: Format, a: &Array) -> Array {
+        let mut buf = Vec::new();
+        encode(&mut buf, format, a).unwrap();
+        parse(&buf, format, Some(a.data.dtype())).unwrap()
+    }
+
+    #[test]
+    fn every_format_round_trips_vectors_and_matrices() {
+        let v = Array::vector(Data::I32(vec![-3, 0, 7, i32::MAX, i32::MIN]));
+        let m = Array {
+            shape: vec![2, 3],
+            data: Data::F32(vec![1.5, -0.1, 3.0, 1e-30, 2.5e10, 0.0]),
+        };
+        for f in [Format::Npy, Format::Json, Format::Text, Format::Bin] {
+            assert_eq!(roundtrip(f, &v), v, "{f:?}");
+            if f != Format::Bin {
+                assert_eq!(roundtrip(f, &m), m, "{f:?}");
+            }
+        }
+        let h = Array::vector(Data::F16(vec![f16::from_f32(0.5), f16::from_f32(-2.0)]));
+        assert_eq!(roundtrip(Format::Npy, &h), h);
+    }
+
+    #[test]
+    fn npy_header_is_64_byte_aligned_and_numpy_shaped() {
+        let mut buf = Vec::new();
+        encode(&mut buf, Format::Npy, &Array::vector(Data::U32(vec![1, 2]))).unwrap();
+        let hlen = u16::from_le_bytes([buf[8], buf[9]]) as usize;
+        assert_eq!((10 + hlen) % 64, 0);
+        let dict = std::str::from_utf8(&buf[10..10 + hlen]).unwrap();
+        assert!(
+            dict.starts_with("{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }"),
+            "{dict}"
+        );
+        assert_eq!(&buf[10 + hlen..], &[1, 0, 0, 0, 2, 0, 0, 0]);
+    }
+
+    #[test]
+    fn fortran_order_npy_is_transposed_to_c_order() {
+        // numpy: np.asfortranarray(np.arange(6, dtype='<f4').reshape(2, 3)) stores 0 3 1 4 2 5.
+        let dict = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }";
+        let mut buf = b"\x93NUMPY\x01\x00".to_vec();
+        let pad = (10 + dict.len() + 1).next_multiple_of(64) - 10 - dict.len() - 1;
+        let header = format!("{dict}{}\n", " ".repeat(pad));
+        buf.extend((header.len() as u16).to_le_bytes());
+        buf.extend(header.as_bytes());
+        for v in [0f32, 3.0, 1.0, 4.0, 2.0, 5.0] {
+            buf.extend(v.to_le_bytes());
+        }
+        let a = parse(&buf, Format::Npy, None).unwrap();
+        assert_eq!(a.shape, vec![2, 3]);
+        assert_eq!(a.data, Data::F32(vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]));
+    }
+
+    #[test]
+    fn bad_inputs_say_where() {
+        let e = parse(b"1, 2, x3", Format::Text, None).unwrap_err();
+        assert_eq!(e.to_string(), "line 1, value 3: \"x3\" is not a number");
+        let e = parse(b"[1, 4294967296]", Format::Json, Some(DType::U32)).unwrap_err();
+        assert_eq!(e.to_string(), "element [1]: 4294967296 does not fit u32");
+        let e = parse(b"[[1, 2], [3]]", Format::Json, None).unwrap_err();
+        assert!(e.to_string().contains("ragged"), "{e}");
+        let e = parse(b"1,2\n3\n", Format::Text, None).unwrap_err();
+        assert!(e.to_string().contains("ragged rows"), "{e}");
+        let e = parse(&[0u8; 7], Format::Bin, Some(DType::U32)).unwrap_err();
+        assert!(e.to_string().contains("7 bytes"), "{e}");
+        let e = parse(b"[1, 2", Format::Json, None).unwrap_err();
+        assert!(e.to_string().starts_with("not valid JSON"), "{e}");
+    }
+
+    #[test]
+    fn text_and_json_infer_dtype() {
+        assert_eq!(
+            parse(b"1 2 3", Format::Text, None).unwrap().data.dtype(),
+            DType::U32
+        );
+        assert_eq!(
+            parse(b"1\n-2\n", Format::Text, None).unwrap().data.dtype(),
+            DType::I32
+        );
+        assert_eq!(
+            parse(b"[1, 2.5]", Format::Json, None).unwrap().data.dtype(),
+            DType::F32
+        );
+    }
+}
