@@ -1,5 +1,6 @@
-//! Input and output: numeric arrays, atomic output files and JSON documents.
+//! Input and output: images, numeric arrays, atomic output files and JSON documents.
 
 pub mod array;
+pub mod image;
 pub mod json;
 pub mod output;
