@@ -3,6 +3,7 @@
 
 mod util;
 
+mod blur;
 mod cli;
 mod copy;
 mod devices;

@@ -61,13 +61,27 @@ impl Usage {
 
 impl Gpu {
     /// Builds `entry` of `shader` with pipeline-overridable constants. Shader and pipeline
-    /// errors come back as `Err` with the shader's name, not as a panic.
+    /// errors come back as `Err` with the shader's name, not as a panic. Pipelines are cached
+    /// per device, so a batch of files compiles each variant once.
     pub fn kernel(
         &self,
         shader: &Shader,
         entry: &str,
         constants: &[(&str, f64)],
     ) -> Result<Kernel> {
+        let label = format!("{}:{entry}", shader.name.trim_end_matches(".wgsl"));
+        let key = format!("{label}{constants:?}");
+        if let Some(pipeline) = self
+            .pipelines
+            .lock()
+            .expect("pipeline cache poisoned")
+            .get(&key)
+        {
+            return Ok(Kernel {
+                name: label,
+                pipeline: pipeline.clone(),
+            });
+        }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self
             .device
@@ -75,7 +89,6 @@ impl Gpu {
                 label: Some(shader.name),
                 source: wgpu::ShaderSource::Wgsl(shader.source.into()),
             });
-        let label = format!("{}:{entry}", shader.name.trim_end_matches(".wgsl"));
         let pipeline = self
             .device
             .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -91,8 +104,12 @@ impl Gpu {
                 cache: None,
             });
         if let Some(e) = pollster::block_on(scope.pop()) {
-            bail!("building {label} failed: {e}");
+            bail!("building {label} failed: {}", one_line(&e.to_string()));
         }
+        self.pipelines
+            .lock()
+            .expect("pipeline cache poisoned")
+            .insert(key, pipeline.clone());
         Ok(Kernel {
             name: label,
             pipeline,
@@ -204,7 +221,7 @@ impl Gpu {
         }
         let first = errors.remove(0);
         errors.clear();
-        bail!("GPU error: {first}")
+        bail!("GPU error: {}", one_line(&first))
     }
 
     /// Reads `size` bytes at `offset` of `buffer` back to the host.
@@ -249,6 +266,11 @@ impl Gpu {
         let bytes = self.read(buffer, 0, (len * std::mem::size_of::<T>()) as u64)?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
+}
+
+/// wgpu's errors span several lines (with source excerpts); gpukit's errors are one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// See [`Gpu::grid`]. Ops size their dispatches (by splitting into strips or segments) so
