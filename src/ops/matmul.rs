@@ -468,25 +468,29 @@ pub struct MatmulPlan {
     pub tile: TileConfig,
 }
 
+/// Whether `gpu` can multiply in `precision`: f16 needs the shader-f16 feature.
+pub fn check_precision(gpu: &Gpu, precision: Precision) -> Result<()> {
+    if precision == Precision::F16 && !gpu.features.shader_f16 {
+        bail!(
+            "f16 matmul needs the shader-f16 feature, which {} does not have; use f32",
+            gpu.info.name
+        );
+    }
+    Ok(())
+}
+
 impl MatmulPlan {
     pub fn new(gpu: &Gpu, p: &Matmul, options: Options) -> Result<Self> {
         p.check()?;
+        check_precision(gpu, p.precision)?;
         let tile = options.tile;
         tile.check(&gpu.limits)?;
         let shader = match p.precision {
             Precision::F32 => shader!("matmul"),
-            Precision::F16 => {
-                if !gpu.features.shader_f16 {
-                    bail!(
-                        "f16 matmul needs the shader-f16 feature, which {} does not have; use f32",
-                        gpu.info.name
-                    );
-                }
-                Shader {
-                    name: "matmul_f16.wgsl",
-                    source: f16_source(),
-                }
-            }
+            Precision::F16 => Shader {
+                name: "matmul_f16.wgsl",
+                source: f16_source(),
+            },
         };
         let kernel = gpu.kernel_unrolled(&shader, "main", &tile.constants(p.trans_a, p.trans_b))?;
         let limit = gpu.dispatch_limit as u64;
