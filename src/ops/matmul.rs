@@ -15,6 +15,7 @@ use crate::shader;
 /// The element type A and B are multiplied in. Accumulation is f32 either way.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Precision {
+    /// Inputs used as f32 (f16 inputs convert exactly).
     #[default]
     F32,
     /// Inputs rounded to f16 (exact when they already are f16), products summed in f32.
