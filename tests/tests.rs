@@ -7,3 +7,4 @@ mod blur;
 mod cli;
 mod copy;
 mod devices;
+mod matmul;

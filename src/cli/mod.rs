@@ -4,6 +4,7 @@ mod bench;
 mod blur;
 mod devices;
 pub mod exit;
+mod matmul;
 pub mod term;
 
 use std::ffi::OsString;
@@ -57,6 +58,8 @@ pub enum Command {
     Devices(devices::DevicesArgs),
     /// Measure the kernels on synthetic inputs (GPU time from timestamp queries).
     Bench(bench::BenchArgs),
+    /// Multiply two matrices, C = op(A) op(B), with sums in f32.
+    Matmul(matmul::MatmulArgs),
 }
 
 /// What every runner gets: the global options, and ways to report.
@@ -124,6 +127,7 @@ where
         Command::Blur(args) => blur::run(&ctx, args),
         Command::Devices(args) => devices::run(&ctx, args),
         Command::Bench(args) => bench::run(&ctx, args),
+        Command::Matmul(args) => matmul::run(&ctx, args),
     }
 }
 

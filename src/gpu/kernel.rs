@@ -69,8 +69,40 @@ impl Gpu {
         entry: &str,
         constants: &[(&str, f64)],
     ) -> Result<Kernel> {
+        self.build_kernel(
+            shader,
+            entry,
+            constants,
+            wgpu::ShaderRuntimeChecks::checked(),
+        )
+    }
+
+    /// Like [`Gpu::kernel`], but without the loop-bounding counter wgpu adds to every loop.
+    /// That counter keeps drivers from unrolling a register-blocked kernel's inner loops, and
+    /// its register tile then spills to memory. Only for shaders whose every loop has a
+    /// bound the shader states (a constant, or a uniform size); bounds checks stay on.
+    pub fn kernel_unrolled(
+        &self,
+        shader: &Shader,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> Result<Kernel> {
+        let checks = wgpu::ShaderRuntimeChecks {
+            force_loop_bounding: false,
+            ..wgpu::ShaderRuntimeChecks::checked()
+        };
+        self.build_kernel(shader, entry, constants, checks)
+    }
+
+    fn build_kernel(
+        &self,
+        shader: &Shader,
+        entry: &str,
+        constants: &[(&str, f64)],
+        checks: wgpu::ShaderRuntimeChecks,
+    ) -> Result<Kernel> {
         let label = format!("{}:{entry}", shader.name.trim_end_matches(".wgsl"));
-        let key = format!("{label}{constants:?}");
+        let key = format!("{label}{constants:?}{}", checks.force_loop_bounding);
         if let Some(pipeline) = self
             .pipelines
             .lock()
@@ -83,12 +115,14 @@ impl Gpu {
             });
         }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(shader.name),
-                source: wgpu::ShaderSource::Wgsl(shader.source.into()),
-            });
+        let desc = wgpu::ShaderModuleDescriptor {
+            label: Some(shader.name),
+            source: wgpu::ShaderSource::Wgsl(shader.source.into()),
+        };
+        // SAFETY: `checks` differs from the fully checked default at most in
+        // `force_loop_bounding`, which `kernel_unrolled` turns off only for shaders whose
+        // loops all terminate (its contract); every other check stays on.
+        let module = unsafe { self.device.create_shader_module_trusted(desc, checks) };
         let pipeline = self
             .device
             .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {

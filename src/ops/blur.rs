@@ -577,7 +577,11 @@ impl BlurPlan {
             first,
             second,
             bind_groups,
-            result: if params.iterations.is_multiple_of(2) { a } else { b },
+            result: if params.iterations.is_multiple_of(2) {
+                a
+            } else {
+                b
+            },
             words: words.len(),
             strips: strips.len(),
         })

@@ -3,3 +3,4 @@
 
 pub mod blur;
 pub mod copy;
+pub mod matmul;
