@@ -122,6 +122,21 @@ fn gaussian_sizes_and_radii_match_cpu() {
         &noise(40, 30, 4, false, 5),
         BlurParams::new(Kind::Gaussian { sigma: 40.0 }, 100, 1),
     );
+    // Lines longer than a segment (256 positions): several workgroups walk each line.
+    check(&noise(600, 2, 4, false, 8), BlurParams::new(GAUSS1, 3, 1));
+}
+
+// Box segments are at least 4 windows long: at r = 100, 832 positions.
+#[test]
+fn box_segments_at_large_radius_match_cpu() {
+    check(
+        &noise(1700, 3, 4, false, 10),
+        BlurParams::new(Kind::Box, 100, 1),
+    );
+    check(
+        &noise(3, 1700, 1, true, 11),
+        BlurParams::new(Kind::Box, 100, 1),
+    );
 }
 
 #[test]

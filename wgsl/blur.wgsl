@@ -29,6 +29,12 @@ struct Params {
     unpremultiply: u32,
     alpha_lane: u32,
     max_value: u32,
+    // Positions per workgroup: a line is split into segments of this length, each walked by
+    // its own workgroup, so that short images still fill the GPU.
+    seg_len: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -59,6 +65,21 @@ fn read_px(word: u32) -> vec4<u32> {
 
 fn words_per_px(fmt: u32) -> u32 {
     return select(select(1u, 2u, fmt == FMT_PACK16), 4u, fmt == FMT_WIDE);
+}
+
+// The lines and the segment [start, end) of them that workgroup `wg` handles; start >= end
+// for the spare workgroups of a 2-D grid.
+struct Work {
+    line0: u32,
+    start: u32,
+    end: u32,
+}
+
+fn work(wid: vec3<u32>, nwg: vec3<u32>, rows: u32) -> Work {
+    let wg = wid.x + wid.y * nwg.x;
+    let groups = (params.lines + rows - 1u) / rows;
+    let start = params.out_start + (wg / groups) * params.seg_len;
+    return Work((wg % groups) * rows, start, min(params.out_end, start + params.seg_len));
 }
 
 // Sample `pos` of `line`, the position clamped to the line (edges repeat).
@@ -126,8 +147,9 @@ fn box_pass(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let line0 = (wid.x + wid.y * nwg.x) * BOX_ROWS;
-    if line0 >= params.lines {
+    let wk = work(wid, nwg, BOX_ROWS);
+    let line0 = wk.line0;
+    if wk.start >= wk.end {
         return;
     }
     let row = lid / BOX_TPL;
@@ -137,9 +159,9 @@ fn box_pass(
     let r = i32(params.radius);
     let len = i32(params.len);
 
-    // S at out_start - 1: the in-line part summed by the line's threads, the clamped parts as
-    // counts times the edge samples.
-    let c = i32(params.out_start) - 1;
+    // S at the segment's start - 1: the in-line part summed by the line's threads, the clamped
+    // parts as counts times the edge samples.
+    let c = i32(wk.start) - 1;
     let lo = c - r;
     let hi = c + r;
     var part = vec4<u32>(0u);
@@ -164,12 +186,12 @@ fn box_pass(
     }
     workgroupBarrier();
 
-    for (var c0 = params.out_start; c0 < params.out_end; c0 += BOX_CH) {
+    for (var c0 = wk.start; c0 < wk.end; c0 += BOX_CH) {
         var local: array<vec4<u32>, BOX_PPT>;
         var run = vec4<u32>(0u);
         for (var i = 0u; i < BOX_PPT; i++) {
             let x = i32(c0 + t * BOX_PPT + i);
-            if in_range && x < i32(params.out_end) {
+            if in_range && x < i32(wk.end) {
                 run += load(line, x + r) - load(line, x - r - 1);
             }
             local[i] = run;
@@ -193,7 +215,7 @@ fn box_pass(
             let flat = k * BOX_WG + lid;
             let p = flat / BOX_ROWS;
             let rr = flat % BOX_ROWS;
-            if c0 + p < params.out_end && line0 + rr < params.lines {
+            if c0 + p < wk.end && line0 + rr < params.lines {
                 store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_out[rr * BOX_CH + p]);
             }
         }
@@ -221,8 +243,9 @@ fn gauss_pass(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let line0 = (wid.x + wid.y * nwg.x) * G_ROWS;
-    if line0 >= params.lines {
+    let wk = work(wid, nwg, G_ROWS);
+    let line0 = wk.line0;
+    if wk.start >= wk.end {
         return;
     }
     let row = lid / GAUSS_TPL;
@@ -232,7 +255,7 @@ fn gauss_pass(
     for (var k = lid; k < taps; k += G_WG) {
         sh_w[k] = weights[k];
     }
-    for (var c0 = params.out_start; c0 < params.out_end; c0 += GAUSS_CH) {
+    for (var c0 = wk.start; c0 < wk.end; c0 += GAUSS_CH) {
         // Stage the chunk and its halo, positions c0 - r .. c0 + CH + r - 1, of every line.
         for (var k = lid; k < G_ROWS * width; k += G_WG) {
             let rr = k / width;
@@ -256,7 +279,7 @@ fn gauss_pass(
         for (var k = lid; k < G_ROWS * GAUSS_CH; k += G_WG) {
             let p = k / G_ROWS;
             let rr = k % G_ROWS;
-            if c0 + p < params.out_end && line0 + rr < params.lines {
+            if c0 + p < wk.end && line0 + rr < params.lines {
                 store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_gout[rr * GAUSS_CH + p]);
             }
         }

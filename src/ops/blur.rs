@@ -373,6 +373,20 @@ struct PassParams {
     unpremultiply: u32,
     alpha_lane: u32,
     max_value: u32,
+    seg_len: u32,
+    _pad: [u32; 3],
+}
+
+/// Positions one workgroup walks along a line. Lines are split into segments so that a
+/// 2160-row image gives the GPU hundreds of workgroups, not 68. Each box segment pays
+/// min(2r + 1, len) loads for its first window sum, so box segments are at least 4 windows
+/// long (that cost stays under a quarter of the two loads an output).
+fn segment_len(kind: Kind, radius: u32, len: u32) -> u32 {
+    let want = match kind {
+        Kind::Box => (4 * (2 * radius + 1)).max(256),
+        Kind::Gaussian { .. } => 256,
+    };
+    want.next_multiple_of(64).min(len.max(1))
 }
 
 /// Limits a blur plan works within; tests lower `max_binding` to force strips on small images.
@@ -535,6 +549,8 @@ impl BlurPlan {
                     unpremultiply: 0,
                     alpha_lane: alpha.unwrap_or(0) as u32,
                     max_value: max,
+                    seg_len: segment_len(params.kind, r, w),
+                    _pad: [0; 3],
                 };
                 // The second pass's lines are the image's columns, read from the transposed
                 // intermediate; it writes rows y0..y1 (positions y0 - s0 .. y1 - s0).
@@ -552,24 +568,27 @@ impl BlurPlan {
                     div: ar.second.2,
                     premultiply: 0,
                     unpremultiply: (it + 1 == params.iterations && alpha.is_some()) as u32,
+                    seg_len: segment_len(params.kind, r, y1 - y0),
                     ..p1
                 };
                 let u1 = gpu.upload("blur params", Usage::Uniform, &[p1]);
                 let u2 = gpu.upload("blur params", Usage::Uniform, &[p2]);
+                let psize = std::mem::size_of::<PassParams>() as u64;
                 let mut g1: Vec<(&wgpu::Buffer, u64, u64)> =
-                    vec![(&u1, 0, 64), (src, ioff, isize), (&mid, 0, mid_size)];
+                    vec![(&u1, 0, psize), (src, ioff, isize), (&mid, 0, mid_size)];
                 let mut g2: Vec<(&wgpu::Buffer, u64, u64)> =
-                    vec![(&u2, 0, 64), (&mid, 0, mid_size), (dst, ooff, osize)];
+                    vec![(&u2, 0, psize), (&mid, 0, mid_size), (dst, ooff, osize)];
                 if !ar.weights.is_empty() {
                     let wsize = 4 * ar.weights.len() as u64;
                     g1.push((&weights, 0, wsize));
                     g2.push((&weights, 0, wsize));
                 }
+                let segments = |len: u32, seg: u32| len.div_ceil(seg);
                 bind_groups.push((
                     gpu.bind_ranges(&first, &g1),
                     gpu.bind_ranges(&second, &g2),
-                    (s1 - s0).div_ceil(rows_per_wg),
-                    w.div_ceil(rows_per_wg),
+                    (s1 - s0).div_ceil(rows_per_wg) * segments(w, p1.seg_len),
+                    w.div_ceil(rows_per_wg) * segments(y1 - y0, p2.seg_len),
                 ));
             }
         }
