@@ -11,11 +11,11 @@ use crate::io::json::{JsonDest, JsonSink};
 use crate::ops;
 
 /// The ops `bench` knows, in the order `all` runs them.
-const OPS: &[&str] = &["copy"];
+const OPS: &[&str] = &["copy", "histogram"];
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Ops to measure (default: all): copy.
+    /// Ops to measure (default: all): copy, histogram.
     #[arg(value_name = "OP")]
     ops: Vec<String>,
     /// Timed runs per case.
@@ -71,6 +71,7 @@ pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {
     for op in ops {
         let mut cases: Vec<Case> = match op {
             "copy" => ops::copy::bench_cases(&engine, args.copy_mib << 20)?,
+            "histogram" => ops::histogram::bench_cases(&engine)?,
             _ => unreachable!("checked against OPS above"),
         };
         let bar = term::progress(cases.len() as u64, hide);

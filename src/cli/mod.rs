@@ -3,6 +3,7 @@
 mod bench;
 mod devices;
 pub mod exit;
+mod histogram;
 pub mod term;
 
 use std::ffi::OsString;
@@ -54,6 +55,9 @@ pub enum Command {
     Devices(devices::DevicesArgs),
     /// Measure the kernels on synthetic inputs (GPU time from timestamp queries).
     Bench(bench::BenchArgs),
+    /// Per-channel histograms of images (red, green, blue, luminance or gray), exact, with
+    /// statistics, JSON and a plot.
+    Histogram(histogram::HistogramArgs),
 }
 
 /// What every runner gets: the global options, and ways to report.
@@ -120,6 +124,7 @@ where
     match cli.command {
         Command::Devices(args) => devices::run(&ctx, args),
         Command::Bench(args) => bench::run(&ctx, args),
+        Command::Histogram(args) => histogram::run(&ctx, args),
     }
 }
 
