@@ -144,7 +144,12 @@ fn three_reduce_levels_and_2d_dispatch_match() {
         Channels::of(4, true),
         256,
     );
-    check(&mut hg, &image(57, 61, 1, 16, 4), Channels::of(1, false), 256);
+    check(
+        &mut hg,
+        &image(57, 61, 1, 16, 4),
+        Channels::of(1, false),
+        256,
+    );
 }
 
 #[test]

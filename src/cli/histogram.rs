@@ -213,7 +213,21 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
         _ => None,
     };
 
-    let engine = ctx.engine(&mut timings)?;
+    // The device opens (tens of milliseconds, more on software adapters) while the first
+    // input decodes.
+    let (engine, mut first) = std::thread::scope(|s| {
+        let opening = s.spawn(|| {
+            let mut t = Timings::default();
+            (ctx.engine(&mut t), t)
+        });
+        let first = headers
+            .first()
+            .map(|(path, _)| timings.phase("decode", || image::load(path)));
+        let (engine, t) = opening.join().expect("opening the device does not panic");
+        timings.merge(&t);
+        (engine, first)
+    });
+    let engine = engine?;
     if let (Engine::Gpu(gpu), Some(_)) = (&engine, &plot) {
         let max = gpu.limits.max_texture_dimension_2d;
         let PlotSize { width, height } = args.plot_size;
@@ -236,7 +250,10 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     for (path, header) in &headers {
         bar.set_message(path.display().to_string());
         let result = (|| -> Result<Histogram> {
-            let img = timings.phase("decode", || image::load(path))?;
+            let img = match first.take() {
+                Some(img) => img?,
+                None => timings.phase("decode", || image::load(path))?,
+            };
             let own = Channels::of(img.channels, args.alpha);
             let channels = shared.unwrap_or(own);
             if channels.union(own) != channels {
