@@ -3,7 +3,9 @@
 
 mod util;
 
+mod blur;
 mod cli;
 mod copy;
 mod devices;
 mod histogram;
+mod matmul;

@@ -11,11 +11,11 @@ use crate::io::json::{JsonDest, JsonSink};
 use crate::ops;
 
 /// The ops `bench` knows, in the order `all` runs them.
-const OPS: &[&str] = &["copy", "histogram"];
+const OPS: &[&str] = &["copy", "blur", "histogram", "matmul"];
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Ops to measure (default: all): copy, histogram.
+    /// Ops to measure (default: all): copy, blur, histogram, matmul.
     #[arg(value_name = "OP")]
     ops: Vec<String>,
     /// Timed runs per case.
@@ -27,6 +27,10 @@ pub struct BenchArgs {
     /// Size of the `copy` buffer in MiB (capped at the adapter's largest storage binding).
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
     copy_mib: u64,
+    /// Size N of the `matmul` cases: f32 1024^3 (when N > 1024), N^3 and
+    /// (N+1)x(N-1)x(N-3). The CPU backend caps N at 512.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(8..=65536))]
+    matmul_size: u64,
     /// Write the results as JSON to FILE, or to stdout with `-` (documented in docs/formats.md).
     #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
     json: Option<JsonDest>,
@@ -71,7 +75,9 @@ pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {
     for op in ops {
         let mut cases: Vec<Case> = match op {
             "copy" => ops::copy::bench_cases(&engine, args.copy_mib << 20)?,
+            "blur" => ops::blur::bench_cases(&engine)?,
             "histogram" => ops::histogram::bench_cases(&engine)?,
+            "matmul" => ops::matmul::bench_cases(&engine, args.matmul_size as usize)?,
             _ => unreachable!("checked against OPS above"),
         };
         let bar = term::progress(cases.len() as u64, hide);

@@ -1,9 +1,11 @@
 //! The command line: clap definitions, the shared context, and one runner per subcommand.
 
 mod bench;
+mod blur;
 mod devices;
 pub mod exit;
 mod histogram;
+mod matmul;
 pub mod term;
 
 use std::ffi::OsString;
@@ -51,6 +53,8 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Blur images with a separable box or gaussian filter (bit-exact on every adapter).
+    Blur(blur::BlurArgs),
     /// List the adapters gpukit can use, with their limits and features.
     Devices(devices::DevicesArgs),
     /// Measure the kernels on synthetic inputs (GPU time from timestamp queries).
@@ -58,6 +62,8 @@ pub enum Command {
     /// Per-channel histograms of images (red, green, blue, luminance or gray), exact, with
     /// statistics, JSON and a plot.
     Histogram(histogram::HistogramArgs),
+    /// Multiply two matrices, C = op(A) op(B), with sums in f32.
+    Matmul(matmul::MatmulArgs),
 }
 
 /// What every runner gets: the global options, and ways to report.
@@ -122,9 +128,11 @@ where
     term::init_color(cli.global.color);
     let ctx = Ctx { global: cli.global };
     match cli.command {
+        Command::Blur(args) => blur::run(&ctx, args),
         Command::Devices(args) => devices::run(&ctx, args),
         Command::Bench(args) => bench::run(&ctx, args),
         Command::Histogram(args) => histogram::run(&ctx, args),
+        Command::Matmul(args) => matmul::run(&ctx, args),
     }
 }
 
@@ -153,10 +161,17 @@ fn clap_error(e: clap::Error) -> Result<Status> {
             Ok(Status::Usage)
         }
         _ => {
+            // clap's message is its first paragraph ("error: ..." and, for missing
+            // arguments, their names on the lines below); usage and tips follow a blank line.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("bad usage");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            Err(crate::UsageError(format!("{first} (see gpukit --help)")).into())
+            let message: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let message = message.join(" ");
+            let message = message.strip_prefix("error: ").unwrap_or(&message);
+            Err(crate::UsageError(format!("{message} (see gpukit --help)")).into())
         }
     }
 }

@@ -354,6 +354,8 @@ pub struct Gpu {
     pub(crate) dispatch_limit: u32,
     /// Errors wgpu reported outside an error scope; turned into `Err` by `Gpu::check`.
     pub(crate) errors: Arc<Mutex<Vec<String>>>,
+    /// Pipelines built so far, by shader, entry point and constants.
+    pub(crate) pipelines: Mutex<std::collections::HashMap<String, wgpu::ComputePipeline>>,
     /// Wall time to open the device, for `--timings`.
     pub open_time: std::time::Duration,
 }
@@ -470,6 +472,7 @@ fn open_adapter(adapter: &wgpu::Adapter, start: Instant) -> Result<Gpu> {
         features: report,
         dispatch_limit,
         errors,
+        pipelines: Mutex::default(),
         open_time: start.elapsed(),
     })
 }

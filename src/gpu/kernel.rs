@@ -61,21 +61,68 @@ impl Usage {
 
 impl Gpu {
     /// Builds `entry` of `shader` with pipeline-overridable constants. Shader and pipeline
-    /// errors come back as `Err` with the shader's name, not as a panic.
+    /// errors come back as `Err` with the shader's name, not as a panic. Pipelines are cached
+    /// per device, so a batch of files compiles each variant once.
     pub fn kernel(
         &self,
         shader: &Shader,
         entry: &str,
         constants: &[(&str, f64)],
     ) -> Result<Kernel> {
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(shader.name),
-                source: wgpu::ShaderSource::Wgsl(shader.source.into()),
-            });
+        self.build_kernel(
+            shader,
+            entry,
+            constants,
+            wgpu::ShaderRuntimeChecks::checked(),
+        )
+    }
+
+    /// Like [`Gpu::kernel`], but without the loop-bounding counter wgpu adds to every loop.
+    /// That counter keeps drivers from unrolling a register-blocked kernel's inner loops, and
+    /// its register tile then spills to memory. Only for shaders whose every loop has a
+    /// bound the shader states (a constant, or a uniform size); bounds checks stay on.
+    pub fn kernel_unrolled(
+        &self,
+        shader: &Shader,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> Result<Kernel> {
+        let checks = wgpu::ShaderRuntimeChecks {
+            force_loop_bounding: false,
+            ..wgpu::ShaderRuntimeChecks::checked()
+        };
+        self.build_kernel(shader, entry, constants, checks)
+    }
+
+    fn build_kernel(
+        &self,
+        shader: &Shader,
+        entry: &str,
+        constants: &[(&str, f64)],
+        checks: wgpu::ShaderRuntimeChecks,
+    ) -> Result<Kernel> {
         let label = format!("{}:{entry}", shader.name.trim_end_matches(".wgsl"));
+        let key = format!("{label}{constants:?}{}", checks.force_loop_bounding);
+        if let Some(pipeline) = self
+            .pipelines
+            .lock()
+            .expect("pipeline cache poisoned")
+            .get(&key)
+        {
+            return Ok(Kernel {
+                name: label,
+                pipeline: pipeline.clone(),
+            });
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let desc = wgpu::ShaderModuleDescriptor {
+            label: Some(shader.name),
+            source: wgpu::ShaderSource::Wgsl(shader.source.into()),
+        };
+        // SAFETY: `checks` differs from the fully checked default at most in
+        // `force_loop_bounding`, which `kernel_unrolled` turns off only for shaders whose
+        // loops all terminate (its contract); every other check stays on.
+        let module = unsafe { self.device.create_shader_module_trusted(desc, checks) };
         let pipeline = self
             .device
             .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -91,8 +138,12 @@ impl Gpu {
                 cache: None,
             });
         if let Some(e) = pollster::block_on(scope.pop()) {
-            bail!("building {label} failed: {e}");
+            bail!("building {label} failed: {}", one_line(&e.to_string()));
         }
+        self.pipelines
+            .lock()
+            .expect("pipeline cache poisoned")
+            .insert(key, pipeline.clone());
         Ok(Kernel {
             name: label,
             pipeline,
@@ -204,7 +255,7 @@ impl Gpu {
         }
         let first = errors.remove(0);
         errors.clear();
-        bail!("GPU error: {first}")
+        bail!("GPU error: {}", one_line(&first))
     }
 
     /// Reads `size` bytes at `offset` of `buffer` back to the host.
@@ -249,6 +300,11 @@ impl Gpu {
         let bytes = self.read(buffer, 0, (len * std::mem::size_of::<T>()) as u64)?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
+}
+
+/// wgpu's errors span several lines (with source excerpts); gpukit's errors are one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// See [`Gpu::grid`]. Ops size their dispatches (by splitting into strips or segments) so

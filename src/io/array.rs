@@ -165,7 +165,17 @@ impl Format {
 /// read as (for .npy it must match the file's, when given); without it, text and JSON are
 /// read as u32 if every value is a non-negative integer, i32 if some are negative, else f32.
 pub fn read(path: &Path, format: Format, dtype: Option<DType>) -> Result<Array> {
-    let name = path.display().to_string();
+    let bytes = read_bytes(path)?;
+    parse(&bytes, format, dtype).with_context(|| path.display().to_string())
+}
+
+/// Reads a matrix from `path` (`-` for stdin); see [`parse_matrix`].
+pub fn read_matrix(path: &Path, format: Format, dtype: Option<DType>) -> Result<Array> {
+    let bytes = read_bytes(path)?;
+    parse_matrix(&bytes, format, dtype).with_context(|| path.display().to_string())
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     if path == Path::new("-") {
         std::io::stdin()
@@ -173,9 +183,26 @@ pub fn read(path: &Path, format: Format, dtype: Option<DType>) -> Result<Array> 
             .read_to_end(&mut bytes)
             .context("reading stdin")?;
     } else {
-        bytes = std::fs::read(path).with_context(|| format!("{name}: cannot read"))?;
+        bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
     }
-    parse(&bytes, format, dtype).with_context(|| name.clone())
+    Ok(bytes)
+}
+
+/// Parses a 2-D matrix: like [`parse`], except that text is always rows x columns (one line
+/// per row: one line is 1 x n, one value per line is n x 1), and that an empty array or one
+/// of another rank is an error.
+pub fn parse_matrix(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Array> {
+    let array = match format {
+        Format::Text => parse_text(bytes, dtype, true)?,
+        _ => parse(bytes, format, dtype)?,
+    };
+    if array.data.is_empty() {
+        bail!("empty matrix (shape {:?})", array.shape);
+    }
+    if array.shape.len() != 2 {
+        bail!("expected a 2-D matrix, got shape {:?}", array.shape);
+    }
+    Ok(array)
 }
 
 /// Parses bytes of a given format; errors do not name the file (the caller adds it).
@@ -211,57 +238,63 @@ pub fn parse(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Array
                 shape,
             })
         }
-        Format::Text => {
-            let text = std::str::from_utf8(bytes).map_err(|_| anyhow!("not UTF-8 text"))?;
-            let mut flat = Vec::new();
-            let mut rows = Vec::new();
-            let mut lines = Vec::new();
-            for (lineno, line) in text.lines().enumerate() {
-                let before = flat.len();
-                for (col, tok) in line
-                    .split(|c: char| c == ',' || c.is_whitespace())
-                    .filter(|t| !t.is_empty())
-                    .enumerate()
-                {
-                    let v: Number = tok.parse().map_err(|_| {
-                        anyhow!(
-                            "line {}, value {}: {tok:?} is not a number",
-                            lineno + 1,
-                            col + 1
-                        )
-                    })?;
-                    flat.push(v);
-                    lines.push((lineno + 1, col + 1));
-                }
-                if flat.len() > before {
-                    rows.push(flat.len() - before);
-                }
-            }
-            // One value per line, or one line, is a vector; equal rows are a matrix.
-            let shape = if rows.len() <= 1 || rows.iter().all(|&r| r == 1) {
-                vec![flat.len()]
-            } else if rows.iter().all(|&r| r == rows[0]) {
-                vec![rows.len(), rows[0]]
-            } else {
-                let bad = rows
-                    .iter()
-                    .position(|&r| r != rows[0])
-                    .expect("rows differ");
-                bail!(
-                    "ragged rows: row 1 has {} values but row {} has {}",
-                    rows[0],
-                    bad + 1,
-                    rows[bad]
-                );
-            };
-            Ok(Array {
-                data: numbers_to_data(&flat, dtype, |i| {
-                    format!("line {}, value {}", lines[i].0, lines[i].1)
-                })?,
-                shape,
-            })
+        Format::Text => parse_text(bytes, dtype, false),
+    }
+}
+
+/// Text: numbers separated by commas or whitespace; `matrix` reads every line as a row.
+fn parse_text(bytes: &[u8], dtype: Option<DType>, matrix: bool) -> Result<Array> {
+    let text = std::str::from_utf8(bytes).map_err(|_| anyhow!("not UTF-8 text"))?;
+    let mut flat = Vec::new();
+    let mut rows = Vec::new();
+    let mut lines = Vec::new();
+    for (lineno, line) in text.lines().enumerate() {
+        let before = flat.len();
+        for (col, tok) in line
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|t| !t.is_empty())
+            .enumerate()
+        {
+            let v: Number = tok.parse().map_err(|_| {
+                anyhow!(
+                    "line {}, value {}: {tok:?} is not a number",
+                    lineno + 1,
+                    col + 1
+                )
+            })?;
+            flat.push(v);
+            lines.push((lineno + 1, col + 1));
+        }
+        if flat.len() > before {
+            rows.push(flat.len() - before);
         }
     }
+    // As a matrix every line is a row. Otherwise one value per line, or one line, is a
+    // vector, and equal rows are a matrix.
+    let shape = if matrix && rows.iter().all(|&r| r == rows[0]) {
+        vec![rows.len(), rows.first().copied().unwrap_or(0)]
+    } else if !matrix && (rows.len() <= 1 || rows.iter().all(|&r| r == 1)) {
+        vec![flat.len()]
+    } else if rows.iter().all(|&r| r == rows[0]) {
+        vec![rows.len(), rows[0]]
+    } else {
+        let bad = rows
+            .iter()
+            .position(|&r| r != rows[0])
+            .expect("rows differ");
+        bail!(
+            "ragged rows: row 1 has {} values but row {} has {}",
+            rows[0],
+            bad + 1,
+            rows[bad]
+        );
+    };
+    Ok(Array {
+        data: numbers_to_data(&flat, dtype, |i| {
+            format!("line {}, value {}", lines[i].0, lines[i].1)
+        })?,
+        shape,
+    })
 }
 
 /// A number as written: integers are kept exact.
@@ -626,6 +659,25 @@ mod tests {
         assert!(e.to_string().contains("7 bytes"), "{e}");
         let e = parse(b"[1, 2", Format::Json, None).unwrap_err();
         assert!(e.to_string().starts_with("not valid JSON"), "{e}");
+    }
+
+    #[test]
+    fn matrices_take_text_lines_as_rows_and_refuse_other_ranks() {
+        let one_row = parse_matrix(b"1,2,3\n", Format::Text, None).unwrap();
+        assert_eq!(one_row.shape, vec![1, 3]);
+        let one_col = parse_matrix(b"1\n2\n", Format::Text, Some(DType::F32)).unwrap();
+        assert_eq!(one_col.shape, vec![2, 1]);
+        assert_eq!(one_col.data, Data::F32(vec![1.0, 2.0]));
+        let e = parse_matrix(b"[1, 2, 3, 4, 5]", Format::Json, None).unwrap_err();
+        assert_eq!(e.to_string(), "expected a 2-D matrix, got shape [5]");
+        let e = parse_matrix(b"[[[1]]]", Format::Json, None).unwrap_err();
+        assert_eq!(e.to_string(), "expected a 2-D matrix, got shape [1, 1, 1]");
+        let e = parse_matrix(b"\n", Format::Text, None).unwrap_err();
+        assert_eq!(e.to_string(), "empty matrix (shape [0, 0])");
+        let e = parse_matrix(b"[[], []]", Format::Json, None).unwrap_err();
+        assert_eq!(e.to_string(), "empty matrix (shape [2, 0])");
+        let e = parse_matrix(b"1,2\n3\n", Format::Text, None).unwrap_err();
+        assert!(e.to_string().contains("ragged rows"), "{e}");
     }
 
     #[test]

@@ -147,17 +147,24 @@ const MAX_DECODED_BYTES: u64 = 8 << 30;
 pub fn load(path: &Path) -> Result<Image> {
     let name = path.display();
     let bytes = std::fs::read(path).with_context(|| format!("{name}: cannot read"))?;
-    decode(&bytes).with_context(|| format!("{name}"))
+    // The content decides the format; the extension only for formats without a signature (TGA).
+    decode_as(&bytes, ImageFormat::from_path(path).ok()).with_context(|| format!("{name}"))
 }
 
-/// Decodes an image from memory.
+/// Decodes an image from memory; the format comes from the content.
 pub fn decode(bytes: &[u8]) -> Result<Image> {
+    decode_as(bytes, None)
+}
+
+fn decode_as(bytes: &[u8], fallback: Option<ImageFormat>) -> Result<Image> {
     if bytes.is_empty() {
         bail!("empty file");
     }
-    let mut reader = image::ImageReader::new(Cursor::new(bytes))
-        .with_guessed_format()
-        .context("reading the header")?;
+    let mut reader = image::ImageReader::new(Cursor::new(bytes));
+    if let Some(f) = fallback {
+        reader.set_format(f);
+    }
+    let mut reader = reader.with_guessed_format().context("reading the header")?;
     if reader.format().is_none() {
         bail!("not an image gpukit can read (PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO)");
     }

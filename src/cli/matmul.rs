@@ -1,0 +1,144 @@
+//! `gpukit matmul`: C = op(A) op(B) from .npy, .json or .csv matrices, written by extension.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+use super::{Ctx, Status};
+use crate::gpu::{Engine, Timings};
+use crate::io::array::{self, Array, DType, Data, Format};
+use crate::io::output::PendingFile;
+use crate::ops::matmul::{self, Dims, Matmul, Precision};
+
+#[derive(Debug, Args)]
+pub struct MatmulArgs {
+    /// Left matrix A: .npy (float32 or float16, C or Fortran order), .json (nested arrays)
+    /// or .csv/.txt (one row per line).
+    #[arg(value_name = "A")]
+    a: PathBuf,
+    /// Right matrix B, in the same formats.
+    #[arg(value_name = "B")]
+    b: PathBuf,
+    /// Write C to FILE: .npy (float32), .json or .csv by extension; `-` or no -o prints JSON
+    /// on stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Precision of the inputs: f16 rounds them to float16 (needs an adapter with
+    /// shader-f16). Products are summed in f32 and C is float32 either way.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    dtype: Precision,
+    /// Use A transposed: the file holds A as k x m.
+    #[arg(long)]
+    transpose_a: bool,
+    /// Use B transposed: the file holds B as n x k.
+    #[arg(long)]
+    transpose_b: bool,
+}
+
+/// Where C goes, opened before the work starts so that a bad path fails at once.
+enum Sink {
+    Stdout,
+    File(PendingFile, Format),
+}
+
+fn input_format(path: &Path) -> Result<Format> {
+    match Format::from_path(path) {
+        Some(f @ (Format::Npy | Format::Json | Format::Text)) => Ok(f),
+        _ => bail!(crate::UsageError(format!(
+            "{}: matmul reads .npy, .json, .csv or .txt matrices",
+            path.display()
+        ))),
+    }
+}
+
+fn open_sink(output: Option<&Path>) -> Result<Sink> {
+    let Some(path) = output.filter(|p| *p != Path::new("-")) else {
+        return Ok(Sink::Stdout);
+    };
+    match Format::from_path(path) {
+        Some(f @ (Format::Npy | Format::Json | Format::Text)) => {
+            Ok(Sink::File(PendingFile::create(path)?, f))
+        }
+        _ => bail!(crate::UsageError(format!(
+            "{}: matmul writes .npy, .json, .csv or .txt (by extension), or - for stdout",
+            path.display()
+        ))),
+    }
+}
+
+/// A matrix file as f32 values and its stored shape.
+fn read(path: &Path, precision: Precision) -> Result<(Vec<f32>, usize, usize)> {
+    let format = input_format(path)?;
+    let name = path.display();
+    // Text and JSON are read as f32; a .npy keeps its dtype, which must be a float.
+    let hint = (format != Format::Npy).then_some(DType::F32);
+    let Array { shape, data } = array::read_matrix(path, format, hint)?;
+    let values = match data {
+        Data::F32(v) => v,
+        Data::F16(_) => data.to_f32(),
+        other => bail!(
+            "{name}: dtype {} is not supported by matmul (float32 or float16)",
+            other.dtype().name()
+        ),
+    };
+    let cols = shape[1];
+    if precision == Precision::F16 {
+        let max = half::f16::MAX.to_f32();
+        if let Some(i) = values.iter().position(|x| x.abs() > max) {
+            bail!(
+                "{name}: element [{}, {}] = {} is outside float16's range (±{max}); use --dtype f32",
+                i / cols,
+                i % cols,
+                values[i]
+            );
+        }
+    }
+    Ok((values, shape[0], cols))
+}
+
+pub fn run(ctx: &Ctx, args: MatmulArgs) -> Result<Status> {
+    input_format(&args.a)?;
+    input_format(&args.b)?;
+    let sink = open_sink(args.output.as_deref())?;
+    let mut timings = Timings::default();
+    let engine = ctx.engine(&mut timings)?;
+    if let Engine::Gpu(gpu) = &engine {
+        matmul::check_precision(gpu, args.dtype)?;
+    }
+    let ((a, ar, ac), (b, br, bc)) = timings.phase("decode", || -> Result<_> {
+        Ok((read(&args.a, args.dtype)?, read(&args.b, args.dtype)?))
+    })?;
+    let (m, k) = if args.transpose_a { (ac, ar) } else { (ar, ac) };
+    let (kb, n) = if args.transpose_b { (bc, br) } else { (br, bc) };
+    if k != kb {
+        let used = |t: bool| if t { ", used transposed" } else { "" };
+        bail!(
+            "inner dimensions differ: {} is {ar}x{ac}{} and {} is {br}x{bc}{}, so A has {k} \
+             columns but B has {kb} rows",
+            args.a.display(),
+            used(args.transpose_a),
+            args.b.display(),
+            used(args.transpose_b)
+        );
+    }
+    let p = Matmul {
+        a: &a,
+        b: &b,
+        dims: Dims { m, n, k },
+        trans_a: args.transpose_a,
+        trans_b: args.transpose_b,
+        precision: args.dtype,
+    };
+    let c = timings.phase("compute", || matmul::matmul(&engine, &p))?;
+    let c = Array {
+        shape: vec![m, n],
+        data: Data::F32(c),
+    };
+    timings.phase("encode", || match sink {
+        Sink::Stdout => array::write(Path::new("-"), Format::Json, &c),
+        Sink::File(file, format) => file.commit_with(|w| array::encode(w, format, &c)),
+    })?;
+    ctx.report_timings(&timings);
+    Ok(Status::Success)
+}

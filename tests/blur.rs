@@ -1,0 +1,472 @@
+//! `blur`: the GPU bit for bit against the CPU reference, golden files, and the command line.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use gpukit::gpu::{Engine, Timings};
+use gpukit::io::image::{self, Image, Samples};
+use gpukit::ops::blur::{
+    blur, blur_cpu, blur_with, gaussian_radius, BlurParams, BlurPlan, GpuOptions, Kind,
+};
+
+use crate::util::{gpu, run, run_in, tempdir};
+
+/// One device for every blur test, so pipelines compile once.
+fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| Engine::Gpu(Box::new(gpu())))
+}
+
+/// Deterministic noise with every sample value likely, and some fully transparent pixels.
+fn noise(w: u32, h: u32, channels: u8, sixteen: bool, seed: u32) -> Image {
+    let n = (w * h * channels as u32) as usize;
+    let mut s = seed.wrapping_mul(2654435761) | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 17;
+        s ^= s << 5;
+        s
+    };
+    let mut img = if sixteen {
+        Image::new_u16(w, h, channels, (0..n).map(|_| next() as u16).collect())
+    } else {
+        Image::new_u8(w, h, channels, (0..n).map(|_| next() as u8).collect())
+    };
+    // Zero alpha on every 7th pixel: the unpremultiply's a = 0 case.
+    if channels == 2 || channels == 4 {
+        let c = channels as usize;
+        match &mut img.samples {
+            Samples::U8(v) => v.chunks_mut(c).step_by(7).for_each(|p| p[c - 1] = 0),
+            Samples::U16(v) => v.chunks_mut(c).step_by(7).for_each(|p| p[c - 1] = 0),
+        }
+    }
+    img
+}
+
+/// Writes both images next to the test binary when they differ, then fails.
+#[track_caller]
+fn assert_same(gpu: &Image, cpu: &Image, what: &str) {
+    if gpu != cpu {
+        let dir = std::env::temp_dir().join("gpukit-blur-mismatch");
+        std::fs::create_dir_all(&dir).unwrap();
+        let tag: String = what
+            .chars()
+            .map(|c| if c.is_alphanumeric() { c } else { '_' })
+            .collect();
+        let _ = image::save(&dir.join(format!("{tag}-gpu.png")), gpu.clone());
+        let _ = image::save(&dir.join(format!("{tag}-cpu.png")), cpu.clone());
+        panic!(
+            "GPU and CPU differ for {what}; both written to {}",
+            dir.display()
+        );
+    }
+}
+
+#[track_caller]
+fn check(img: &Image, params: BlurParams) {
+    let what = format!(
+        "{} {:?} r={} x{}",
+        img.describe(),
+        params.kind,
+        params.radius,
+        params.iterations
+    );
+    let want = blur_cpu(img, &params).unwrap();
+    let got = blur(engine(), img, &params, &mut Timings::default()).unwrap();
+    assert_same(&got, &want, &what);
+}
+
+const GAUSS1: Kind = Kind::Gaussian { sigma: 1.0 };
+
+#[test]
+fn box_sizes_and_radii_match_cpu() {
+    // Box workgroups take 32 lines and walk 32 positions a chunk: sizes straddle both.
+    let sizes = [
+        (1, 1),
+        (1, 17),
+        (17, 1),
+        (2, 3),
+        (31, 5),
+        (32, 33),
+        (33, 31),
+        (65, 2),
+        (257, 129),
+    ];
+    for (w, h) in sizes {
+        for r in [0, 1, 2, 15, 100] {
+            check(
+                &noise(w, h, 4, false, w * 31 + h),
+                BlurParams::new(Kind::Box, r, 1),
+            );
+            check(
+                &noise(w, h, 1, true, w + h * 7),
+                BlurParams::new(Kind::Box, r, 1),
+            );
+        }
+    }
+}
+
+#[test]
+fn gaussian_sizes_and_radii_match_cpu() {
+    // Gaussian chunks are 64 positions: 63, 64, 65 straddle them.
+    for (w, h) in [(1, 1), (2, 3), (63, 9), (64, 1), (65, 70), (257, 129)] {
+        for r in [1, 2, 15] {
+            let sigma = Kind::Gaussian {
+                sigma: r as f64 / 2.0,
+            };
+            check(&noise(w, h, 4, false, w ^ h), BlurParams::new(sigma, r, 1));
+            check(&noise(w, h, 3, true, w + h), BlurParams::new(sigma, r, 1));
+        }
+    }
+    check(
+        &noise(40, 30, 4, false, 5),
+        BlurParams::new(Kind::Gaussian { sigma: 40.0 }, 100, 1),
+    );
+}
+
+#[test]
+fn every_layout_and_depth_matches_cpu() {
+    for channels in 1..=4u8 {
+        for sixteen in [false, true] {
+            let img = noise(33, 31, channels, sixteen, channels as u32);
+            for params in [
+                BlurParams::new(Kind::Box, 2, 1),
+                BlurParams::new(Kind::Box, 2, 3),
+                BlurParams::new(GAUSS1, gaussian_radius(1.0), 1),
+                BlurParams::new(GAUSS1, gaussian_radius(1.0), 3),
+            ] {
+                check(&img, params);
+            }
+        }
+    }
+}
+
+#[test]
+fn radius_beyond_the_image_matches_cpu() {
+    for (w, h) in [(1, 1), (7, 5), (5, 40)] {
+        check(
+            &noise(w, h, 4, false, 9),
+            BlurParams::new(Kind::Box, 300, 1),
+        );
+        check(
+            &noise(w, h, 2, true, 9),
+            BlurParams::new(Kind::Box, 1000, 2),
+        );
+        check(
+            &noise(w, h, 4, false, 9),
+            BlurParams::new(Kind::Gaussian { sigma: 30.0 }, 90, 1),
+        );
+    }
+}
+
+#[test]
+fn strips_give_the_unsplit_result() {
+    // 40 RGBA8 columns: 640 bytes a row of intermediate; a 12 KiB binding forces strips, and
+    // 160-byte rows put most strip starts off the 256-byte binding alignment.
+    let options = GpuOptions {
+        max_binding: Some(12 << 10),
+    };
+    let g = match engine() {
+        Engine::Gpu(g) => g,
+        Engine::Cpu => unreachable!(),
+    };
+    for (img, params) in [
+        (noise(40, 50, 4, false, 1), BlurParams::new(Kind::Box, 2, 1)),
+        (noise(40, 50, 4, false, 2), BlurParams::new(Kind::Box, 3, 3)),
+        (noise(40, 61, 3, true, 3), BlurParams::new(GAUSS1, 3, 2)),
+    ] {
+        let plan = BlurPlan::new(g, &img, &params, options).unwrap();
+        assert!(plan.strips > 1, "{} strips", plan.strips);
+        let got = blur_with(engine(), &img, &params, options, &mut Timings::default()).unwrap();
+        assert_same(&got, &blur_cpu(&img, &params).unwrap(), "strips");
+    }
+}
+
+// On lavapipe the largest storage binding is 128 MiB, so the 144 MB intermediate of a
+// 3000x3000 image needs strips with the adapter's own limits.
+#[test]
+fn large_image_takes_strips_at_the_adapters_limit() {
+    let g = match engine() {
+        Engine::Gpu(g) => g,
+        Engine::Cpu => unreachable!(),
+    };
+    let img = noise(3000, 3000, 4, false, 4);
+    let params = BlurParams::new(Kind::Box, 2, 1);
+    let plan = BlurPlan::new(g, &img, &params, GpuOptions::DEFAULT).unwrap();
+    if g.limits.max_storage_buffer_binding_size < 3000 * 3000 * 16 {
+        assert!(plan.strips > 1);
+    }
+    drop(plan);
+    check(&img, params);
+}
+
+#[test]
+fn two_d_dispatch_matches_cpu() {
+    let mut g = gpu();
+    g.set_dispatch_limit(6);
+    let engine = Engine::Gpu(Box::new(g));
+    // 257 rows are 9 box workgroups of 32 lines (a 5x2 grid) or 33 gaussian ones of 8 (6x6).
+    let img = noise(70, 257, 4, false, 6);
+    for params in [
+        BlurParams::new(Kind::Box, 4, 1),
+        BlurParams::new(GAUSS1, 3, 1),
+    ] {
+        let got = blur(&engine, &img, &params, &mut Timings::default()).unwrap();
+        assert_same(&got, &blur_cpu(&img, &params).unwrap(), "2-D dispatch");
+    }
+}
+
+// ---- golden files and the command line -------------------------------------------------
+
+fn fixture(name: &str) -> String {
+    format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs the CLI blur on a fixture and compares the decoded output with a golden file.
+#[track_caller]
+fn golden(input: &str, args: &[&str], golden: &str) {
+    let dir = tempdir();
+    let out = dir.path().join("out.png");
+    let mut full = vec!["blur", input];
+    full.extend_from_slice(args);
+    full.extend_from_slice(&["-o", out.to_str().unwrap()]);
+    run(&full).code(0);
+    let got = image::load(&out).unwrap();
+    let want = image::load(Path::new(&fixture(golden))).unwrap();
+    assert_same(&got, &want, golden);
+}
+
+#[test]
+fn goldens() {
+    golden(
+        &fixture("hopper.png"),
+        &["-r", "15"],
+        "golden/hopper-box-r15.png",
+    );
+    golden(
+        &fixture("pngsuite/basn6a08.png"),
+        &["--kind", "gaussian", "--sigma", "2"],
+        "golden/basn6a08-gauss-s2.png",
+    );
+    golden(
+        &fixture("pngsuite/basn2c16.png"),
+        &["-r", "4", "--iterations", "3"],
+        "golden/basn2c16-box-r4-x3.png",
+    );
+    golden(
+        &fixture("pngsuite/basn4a16.png"),
+        &["-r", "1"],
+        "golden/basn4a16-box-r1.png",
+    );
+}
+
+fn pngsuite(corrupt: bool) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(fixture("pngsuite"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".png") && n.starts_with('x') == corrupt)
+        .map(|n| fixture(&format!("pngsuite/{n}")))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_valid_pngsuite_file_blurs() {
+    let dir = tempdir();
+    let files = pngsuite(false);
+    assert!(files.len() > 150);
+    let mut args = vec!["blur", "-r", "2", "--out-dir", "out"];
+    args.extend(files.iter().map(String::as_str));
+    run_in(Some(dir.path()), &args).code(0);
+    for f in &files {
+        let name = Path::new(f).file_name().unwrap();
+        let out = image::load(&dir.path().join("out").join(name)).unwrap();
+        let input = image::load(Path::new(f)).unwrap();
+        assert_eq!(
+            (out.width, out.height, out.channels),
+            (input.width, input.height, input.channels),
+            "{f}"
+        );
+        assert_eq!(out.bit_depth(), input.bit_depth(), "{f}");
+    }
+}
+
+#[test]
+fn corrupt_pngsuite_files_fail_one_line_each_and_write_nothing() {
+    let dir = tempdir();
+    let files = pngsuite(true);
+    assert!(files.len() >= 10);
+    // One good file among them: it is still written.
+    let good = fixture("pngsuite/basn0g08.png");
+    let mut args = vec!["blur", "--out-dir", "out"];
+    args.extend(files.iter().map(String::as_str));
+    args.push(&good);
+    let r = run_in(Some(dir.path()), &args);
+    r.code(1);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    // One line per corrupt file, then the summary warning.
+    assert_eq!(lines.len(), files.len() + 1, "{}", r.stderr);
+    for (line, f) in lines.iter().zip(&files) {
+        assert!(line.starts_with(&format!("gpukit: {f}: ")), "{line}");
+    }
+    let written: Vec<_> = std::fs::read_dir(dir.path().join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(written, vec![std::ffi::OsString::from("basn0g08.png")]);
+}
+
+#[test]
+fn output_may_be_the_input_itself() {
+    let dir = tempdir();
+    let path = dir.path().join("in.png");
+    std::fs::copy(fixture("pngsuite/basn2c08.png"), &path).unwrap();
+    let before = image::load(&path).unwrap();
+    run(&[
+        "blur",
+        path.to_str().unwrap(),
+        "-r",
+        "1",
+        "-o",
+        path.to_str().unwrap(),
+    ])
+    .code(0);
+    let after = image::load(&path).unwrap();
+    let want = blur_cpu(&before, &BlurParams::new(Kind::Box, 1, 1)).unwrap();
+    assert_same(&after, &want, "in place");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no temporary file left"
+    );
+}
+
+#[test]
+fn bad_usage_exits_2_with_one_line() {
+    let dir = tempdir();
+    let run = |args: &[&str]| run_in(Some(dir.path()), args);
+    let input = fixture("pngsuite/basn0g08.png");
+    let i = input.as_str();
+    run(&["blur", i, "-r", "-3", "-o", "x.png"])
+        .code(2)
+        .one_error_line("'-3'");
+    run(&["blur", i, "-r", "three", "-o", "x.png"])
+        .code(2)
+        .one_error_line("'three'");
+    run(&[
+        "blur", i, "--kind", "gaussian", "--sigma", "0", "-o", "x.png",
+    ])
+    .code(2)
+    .one_error_line("positive");
+    run(&[
+        "blur", i, "--kind", "gaussian", "--sigma", "-1", "-o", "x.png",
+    ])
+    .code(2)
+    .one_error_line("positive");
+    run(&["blur", i, "--iterations", "0", "-o", "x.png"])
+        .code(2)
+        .one_error_line("--iterations");
+    run(&["blur", "-o", "x.png"]).code(2).one_error_line("IN");
+    run(&["blur", i, i, "-o", "x.png"])
+        .code(2)
+        .one_error_line("use --out-dir");
+    run(&["blur", i]).code(2).one_error_line("--output");
+    run(&["blur", i, "-o", "x.pdfx"])
+        .code(2)
+        .one_error_line("no encoder for .pdfx");
+    run(&["blur", i, "--sigma", "2", "-o", "x.png"])
+        .code(2)
+        .one_error_line("--sigma applies to --kind gaussian");
+    run(&["blur", i, "-r", "40000", "-o", "x.png"]).code(0);
+    let sixteen = fixture("pngsuite/basn0g16.png");
+    // The limit depends on the file's depth, so it fails that file (exit 1), not the usage.
+    run(&["blur", &sixteen, "-r", "40000", "-o", "x.png"])
+        .code(1)
+        .one_error_line("too large for 16-bit");
+}
+
+#[test]
+fn bad_files_exit_1_and_leave_nothing() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::write(d.join("empty.png"), b"").unwrap();
+    let full = std::fs::read(fixture("hopper.png")).unwrap();
+    std::fs::write(d.join("truncated.png"), &full[..full.len() / 2]).unwrap();
+    std::fs::write(d.join("text.png"), b"this is not an image at all").unwrap();
+    std::fs::write(d.join("afile"), b"x").unwrap();
+    for (input, needle) in [
+        ("missing.png", "missing.png: cannot read"),
+        ("empty.png", "empty.png: empty file"),
+        ("truncated.png", "truncated.png: cannot decode"),
+        ("text.png", "text.png: cannot decode"),
+    ] {
+        run_in(Some(d), &["blur", input, "-o", "out.png"])
+            .code(1)
+            .one_error_line(needle);
+    }
+    run_in(Some(d), &["blur", "missing.png", "--out-dir", "afile"])
+        .code(2)
+        .one_error_line("afile: --out-dir names a file");
+    run_in(
+        Some(d),
+        &["blur", &fixture("pngsuite/basn6a08.png"), "-o", "out.jpg"],
+    )
+    .code(1)
+    .one_error_line("JPEG stores neither alpha");
+    run_in(
+        Some(d),
+        &["blur", &fixture("hopper.png"), "-o", "no/such/dir/out.png"],
+    )
+    .code(1)
+    .one_error_line("cannot write here");
+    let mut left: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["afile", "empty.png", "text.png", "truncated.png"]);
+}
+
+#[test]
+fn other_formats_keep_their_layout() {
+    let dir = tempdir();
+    let input = fixture("hopper.png");
+    for ext in ["tif", "bmp", "webp", "qoi", "pnm", "tga"] {
+        let out = dir.path().join(format!("out.{ext}"));
+        run(&["blur", &input, "-r", "2", "-o", out.to_str().unwrap()]).code(0);
+        let img = image::load(&out).unwrap();
+        let want = blur_cpu(
+            &image::load(Path::new(&input)).unwrap(),
+            &BlurParams::new(Kind::Box, 2, 1),
+        )
+        .unwrap();
+        // These formats are lossless: the pixels are the blur's.
+        assert_same(&img, &want, ext);
+    }
+}
+
+#[test]
+fn timings_name_the_phases() {
+    let dir = tempdir();
+    let out = dir.path().join("o.png");
+    let r = run(&[
+        "blur",
+        &fixture("hopper.png"),
+        "-r",
+        "3",
+        "--timings",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    r.code(0);
+    for phase in [
+        "device", "decode", "upload", "compute", "download", "encode", "total",
+    ] {
+        assert!(
+            r.stderr.contains(&format!("timing: {phase}")),
+            "{phase}: {}",
+            r.stderr
+        );
+    }
+}

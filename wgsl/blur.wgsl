@@ -1,0 +1,264 @@
+// blur: one separable pass of a box (`box_pass`) or gaussian (`gauss_pass`) blur. A pass blurs
+// along lines (rows of its input) and writes its result transposed, so the same kernel does
+// the horizontal pass and then, on its own output, the vertical one ("flip").
+// Integer arithmetic throughout: results are bit-identical to the CPU reference in
+// src/ops/blur.rs on every adapter.
+
+// Keep in sync with `PassParams` in src/ops/blur.rs.
+struct Params {
+    // Lines in this pass and samples per line (the clamp domain).
+    lines: u32,
+    len: u32,
+    // Positions [out_start, out_end) of every line are written.
+    out_start: u32,
+    out_end: u32,
+    // Word offset of line 0 in src, and pixels between lines.
+    in_base: u32,
+    in_line_stride: u32,
+    // Word offset of the first output, and pixels between consecutive positions of a line in
+    // dst (lines are adjacent there: the output is transposed).
+    out_base: u32,
+    out_pos_stride: u32,
+    radius: u32,
+    // Each sum S becomes (S * mul + add) / div, per channel.
+    mul: u32,
+    add: u32,
+    div: u32,
+    // 1: multiply colour by alpha on load (first pass); 1: divide it out on store (last pass).
+    premultiply: u32,
+    unpremultiply: u32,
+    alpha_lane: u32,
+    max_value: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+// Gaussian weights w[0..=2r], summing to a power of two (gauss_pass only).
+@group(0) @binding(3) var<storage, read> weights: array<u32>;
+
+// Pixel formats: 8-bit lanes packed in one word, 16-bit lanes in two words, or one word per
+// lane (the intermediate between the passes).
+const FMT_PACK8: u32 = 0u;
+const FMT_PACK16: u32 = 1u;
+const FMT_WIDE: u32 = 2u;
+override IN_FMT: u32 = 0u;
+override OUT_FMT: u32 = 2u;
+
+fn read_px(word: u32) -> vec4<u32> {
+    if IN_FMT == FMT_PACK8 {
+        let w = src[word];
+        return vec4<u32>(w & 0xffu, (w >> 8u) & 0xffu, (w >> 16u) & 0xffu, w >> 24u);
+    } else if IN_FMT == FMT_PACK16 {
+        let a = src[word];
+        let b = src[word + 1u];
+        return vec4<u32>(a & 0xffffu, a >> 16u, b & 0xffffu, b >> 16u);
+    }
+    return vec4<u32>(src[word], src[word + 1u], src[word + 2u], src[word + 3u]);
+}
+
+fn words_per_px(fmt: u32) -> u32 {
+    return select(select(1u, 2u, fmt == FMT_PACK16), 4u, fmt == FMT_WIDE);
+}
+
+// Sample `pos` of `line`, the position clamped to the line (edges repeat).
+fn load(line: u32, pos: i32) -> vec4<u32> {
+    let p = u32(clamp(pos, 0, i32(params.len) - 1));
+    let v = read_px(params.in_base + (line * params.in_line_stride + p) * words_per_px(IN_FMT));
+    if params.premultiply == 0u {
+        return v;
+    }
+    // Colour times alpha over the maximum, rounded: (c * a + max / 2) / max.
+    let a = v[params.alpha_lane];
+    var out = (v * a + vec4<u32>(params.max_value / 2u)) / params.max_value;
+    out[params.alpha_lane] = a;
+    return out;
+}
+
+fn finish(s: vec4<u32>) -> vec4<u32> {
+    return (s * params.mul + vec4<u32>(params.add)) / params.div;
+}
+
+fn store(index: u32, value: vec4<u32>) {
+    var v = value;
+    if params.unpremultiply != 0u {
+        // Colour back from premultiplied: (c * max + a / 2) / a, at most max; 0 where a = 0.
+        let a = v[params.alpha_lane];
+        if a == 0u {
+            v = vec4<u32>(0u);
+        } else {
+            v = min((v * params.max_value + vec4<u32>(a / 2u)) / a, vec4<u32>(params.max_value));
+            v[params.alpha_lane] = a;
+        }
+    }
+    let word = params.out_base + index * words_per_px(OUT_FMT);
+    if OUT_FMT == FMT_PACK8 {
+        dst[word] = v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
+    } else if OUT_FMT == FMT_PACK16 {
+        dst[word] = v.x | (v.y << 16u);
+        dst[word + 1u] = v.z | (v.w << 16u);
+    } else {
+        dst[word] = v.x;
+        dst[word + 1u] = v.y;
+        dst[word + 2u] = v.z;
+        dst[word + 3u] = v.w;
+    }
+}
+
+// ---- box: a sliding window carried along each line, chunk by chunk -------------------------
+// Keep in sync with BOX_ROWS, BOX_TPL, BOX_PPT in src/ops/blur.rs.
+const BOX_ROWS: u32 = 32u; // lines per workgroup
+const BOX_TPL: u32 = 8u; // threads per line
+const BOX_PPT: u32 = 4u; // positions per thread per chunk
+const BOX_CH: u32 = BOX_TPL * BOX_PPT; // positions per chunk
+const BOX_WG: u32 = BOX_ROWS * BOX_TPL;
+
+var<workgroup> sh_tot: array<vec4<u32>, BOX_WG>;
+var<workgroup> sh_carry: array<vec4<u32>, BOX_ROWS>;
+var<workgroup> sh_out: array<vec4<u32>, 1024>; // BOX_ROWS * BOX_CH
+
+// Window sums S(x) = S(x-1) + e(x+r) - e(x-r-1) over the clamped line e, in wrapping u32
+// arithmetic: the true S always fits (the host checks), so the wrapped result is exact. The
+// cost per output is two loads whatever the radius.
+@compute @workgroup_size(BOX_WG)
+fn box_pass(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let line0 = (wid.x + wid.y * nwg.x) * BOX_ROWS;
+    if line0 >= params.lines {
+        return;
+    }
+    let row = lid / BOX_TPL;
+    let t = lid % BOX_TPL;
+    let line = line0 + row;
+    let in_range = line < params.lines;
+    let r = i32(params.radius);
+    let len = i32(params.len);
+
+    // S at out_start - 1: the in-line part summed by the line's threads, the clamped parts as
+    // counts times the edge samples.
+    let c = i32(params.out_start) - 1;
+    let lo = c - r;
+    let hi = c + r;
+    var part = vec4<u32>(0u);
+    if in_range {
+        for (var j = max(lo, 0) + i32(t); j <= min(hi, len - 1); j += i32(BOX_TPL)) {
+            part += load(line, j);
+        }
+        if t == 0u {
+            let left = max(0, min(hi, -1) - lo + 1);
+            let right = max(0, hi - max(lo, len) + 1);
+            part += u32(left) * load(line, 0) + u32(right) * load(line, len - 1);
+        }
+    }
+    sh_tot[lid] = part;
+    workgroupBarrier();
+    if t == 0u {
+        var s = vec4<u32>(0u);
+        for (var k = 0u; k < BOX_TPL; k++) {
+            s += sh_tot[row * BOX_TPL + k];
+        }
+        sh_carry[row] = s;
+    }
+    workgroupBarrier();
+
+    for (var c0 = params.out_start; c0 < params.out_end; c0 += BOX_CH) {
+        var local: array<vec4<u32>, BOX_PPT>;
+        var run = vec4<u32>(0u);
+        for (var i = 0u; i < BOX_PPT; i++) {
+            let x = i32(c0 + t * BOX_PPT + i);
+            if in_range && x < i32(params.out_end) {
+                run += load(line, x + r) - load(line, x - r - 1);
+            }
+            local[i] = run;
+        }
+        sh_tot[lid] = run;
+        workgroupBarrier();
+        var excl = sh_carry[row];
+        for (var k = 0u; k < t; k++) {
+            excl += sh_tot[row * BOX_TPL + k];
+        }
+        for (var i = 0u; i < BOX_PPT; i++) {
+            sh_out[row * BOX_CH + t * BOX_PPT + i] = finish(excl + local[i]);
+        }
+        let carry = excl + run;
+        workgroupBarrier();
+        if t == BOX_TPL - 1u {
+            sh_carry[row] = carry;
+        }
+        // Transposed store: consecutive threads take consecutive lines of one position.
+        for (var k = 0u; k < BOX_PPT; k++) {
+            let flat = k * BOX_WG + lid;
+            let p = flat / BOX_ROWS;
+            let rr = flat % BOX_ROWS;
+            if c0 + p < params.out_end && line0 + rr < params.lines {
+                store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_out[rr * BOX_CH + p]);
+            }
+        }
+    }
+}
+
+// ---- gaussian: each chunk plus its halo staged in workgroup memory --------------------------
+// Keep in sync with GAUSS_TPL, GAUSS_PPT and the G_* constants set in src/ops/blur.rs.
+const GAUSS_TPL: u32 = 32u;
+const GAUSS_PPT: u32 = 2u;
+const GAUSS_CH: u32 = GAUSS_TPL * GAUSS_PPT;
+override G_ROWS: u32 = 8u; // lines per workgroup
+override G_WG: u32 = 256u; // G_ROWS * GAUSS_TPL
+override G_IN_LEN: u32 = 1u; // G_ROWS * (GAUSS_CH + 2r)
+override G_OUT_LEN: u32 = 512u; // G_ROWS * GAUSS_CH
+override G_TAPS: u32 = 1u; // 2r + 1
+
+var<workgroup> sh_in: array<vec4<u32>, G_IN_LEN>;
+var<workgroup> sh_gout: array<vec4<u32>, G_OUT_LEN>;
+var<workgroup> sh_w: array<u32, G_TAPS>;
+
+@compute @workgroup_size(G_WG)
+fn gauss_pass(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let line0 = (wid.x + wid.y * nwg.x) * G_ROWS;
+    if line0 >= params.lines {
+        return;
+    }
+    let row = lid / GAUSS_TPL;
+    let t = lid % GAUSS_TPL;
+    let taps = 2u * params.radius + 1u;
+    let width = GAUSS_CH + taps - 1u;
+    for (var k = lid; k < taps; k += G_WG) {
+        sh_w[k] = weights[k];
+    }
+    for (var c0 = params.out_start; c0 < params.out_end; c0 += GAUSS_CH) {
+        // Stage the chunk and its halo, positions c0 - r .. c0 + CH + r - 1, of every line.
+        for (var k = lid; k < G_ROWS * width; k += G_WG) {
+            let rr = k / width;
+            let j = k % width;
+            var v = vec4<u32>(0u);
+            if line0 + rr < params.lines {
+                v = load(line0 + rr, i32(c0 + j) - i32(params.radius));
+            }
+            sh_in[k] = v;
+        }
+        workgroupBarrier();
+        for (var i = 0u; i < GAUSS_PPT; i++) {
+            let p = t * GAUSS_PPT + i;
+            var s = vec4<u32>(0u);
+            for (var k = 0u; k < taps; k++) {
+                s += sh_w[k] * sh_in[row * width + p + k];
+            }
+            sh_gout[row * GAUSS_CH + p] = finish(s);
+        }
+        workgroupBarrier();
+        for (var k = lid; k < G_ROWS * GAUSS_CH; k += G_WG) {
+            let p = k / G_ROWS;
+            let rr = k % G_ROWS;
+            if c0 + p < params.out_end && line0 + rr < params.lines {
+                store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_gout[rr * GAUSS_CH + p]);
+            }
+        }
+    }
+}

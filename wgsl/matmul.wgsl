@@ -1,0 +1,265 @@
+// matmul: C = op(A) op(B), tiled in workgroup memory with register blocking, f32 accumulation.
+
+// Keep in sync with `MatmulParams` in src/ops/matmul.rs.
+struct Params {
+    // C is m x n; the product runs over k.
+    m: u32,
+    n: u32,
+    k: u32,
+    // Row strides, in vec4s, of A, B and C as stored (A stored k x m when A_T, B stored
+    // n x k when B_T). Rows are zero-padded to whole vec4s on upload.
+    lda4: u32,
+    ldb4: u32,
+    ldc4: u32,
+    // 1: add the product to C (K split into chunks, after the first); 0: overwrite C.
+    accumulate: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem4>;
+@group(0) @binding(2) var<storage, read> b: array<Elem4>;
+@group(0) @binding(3) var<storage, read_write> c: array<vec4<f32>>;
+
+// The element type of A and B. The f16 variant (matmul.rs, `f16_source`) replaces this line
+// with `vec4<f16>` and prepends `enable f16;`; tiles and accumulators stay f32.
+alias Elem4 = vec4<f32>;
+
+// Tile of C per workgroup (BM x BN), depth of one K step (BK), block of C per invocation
+// (TM x TN). Chosen by `TileConfig` in src/ops/matmul.rs, which checks the constraints:
+// TM, TN in {4, 8}; BM % (4 TM) == 0 and BN % (4 TN) == 0; BK % 4 == 0;
+// WG_SIZE == (BM / TM) * (BN / TN); at most 4 vec4 loads of each tile per invocation.
+override BM: u32 = 64u;
+override BN: u32 = 64u;
+override BK: u32 = 8u;
+override TM: u32 = 4u;
+override TN: u32 = 4u;
+override WG_SIZE: u32 = 256u;
+// A is stored transposed (k x m), B is stored transposed (n x k).
+override A_T: bool = false;
+override B_T: bool = false;
+// Workgroups run down GROUP_M tile rows before moving right, so that tiles running at the
+// same time share rows of A and columns of B in the cache.
+override GROUP_M: u32 = 8u;
+
+// Register arrays are sized for the largest block (8 x 8) and the most vec4 loads per
+// invocation per tile; smaller configurations use a prefix.
+const MAX_T4: u32 = 2u;
+const MAX_LOADS: u32 = 4u;
+
+// Threads along n and along m.
+override TX: u32 = BN / TN;
+override TY: u32 = BM / TM;
+// Row strides of the tiles in workgroup memory, in vec4s: one vec4 of padding per row keeps
+// the transposing stores free of bank conflicts and the vec4 reads aligned.
+override SA4: u32 = BM / 4u + 1u;
+override SB4: u32 = BN / 4u + 1u;
+// Two buffers of BK rows each (double buffering).
+override SH_A_LEN: u32 = 2u * BK * SA4;
+override SH_B_LEN: u32 = 2u * BK * SB4;
+// A tile[k][m] (transposed, so that both operands are read as vec4 along m and n).
+var<workgroup> sh_a: array<vec4<f32>, SH_A_LEN>;
+// B tile[k][n].
+var<workgroup> sh_b: array<vec4<f32>, SH_B_LEN>;
+
+// The vec4s of an A and a B tile, and the most any invocation loads of each per step.
+override TILE_A4: u32 = BM * BK / 4u;
+override TILE_B4: u32 = BN * BK / 4u;
+override LOADS_A: u32 = (TILE_A4 + WG_SIZE - 1u) / WG_SIZE;
+override LOADS_B: u32 = (TILE_B4 + WG_SIZE - 1u) / WG_SIZE;
+
+// Loads this invocation's part of the A tile at (m0, k0): zeros outside the matrix, so the
+// inner loop needs no bounds checks.
+fn load_a(lid: u32, m0: u32, k0: u32) -> array<vec4<f32>, MAX_LOADS> {
+    var r: array<vec4<f32>, MAX_LOADS>;
+    for (var l = 0u; l < LOADS_A; l++) {
+        let idx = lid + l * WG_SIZE;
+        if idx >= TILE_A4 {
+            break;
+        }
+        var v = vec4<f32>(0.0);
+        if A_T {
+            // Stored k x m: vec4s along m.
+            let kk = idx / (BM / 4u);
+            let q = idx % (BM / 4u);
+            let gk = k0 + kk;
+            let gm4 = m0 / 4u + q;
+            if gk < params.k && gm4 < params.lda4 {
+                v = vec4<f32>(a[gk * params.lda4 + gm4]);
+            }
+        } else {
+            // Stored m x k: vec4s along k.
+            let row = idx / (BK / 4u);
+            let q = idx % (BK / 4u);
+            let gm = m0 + row;
+            let gk4 = k0 / 4u + q;
+            if gm < params.m && gk4 < params.lda4 {
+                v = vec4<f32>(a[gm * params.lda4 + gk4]);
+            }
+        }
+        r[l] = v;
+    }
+    return r;
+}
+
+fn store_a(lid: u32, buf: u32, r: array<vec4<f32>, MAX_LOADS>) {
+    let base = buf * BK * SA4;
+    for (var l = 0u; l < LOADS_A; l++) {
+        let idx = lid + l * WG_SIZE;
+        if idx >= TILE_A4 {
+            break;
+        }
+        if A_T {
+            let kk = idx / (BM / 4u);
+            let q = idx % (BM / 4u);
+            sh_a[base + kk * SA4 + q] = r[l];
+        } else {
+            // Transpose into tile[k][m]: four scalar stores.
+            let row = idx / (BK / 4u);
+            let q = idx % (BK / 4u);
+            for (var e = 0u; e < 4u; e++) {
+                sh_a[base + (4u * q + e) * SA4 + row / 4u][row % 4u] = r[l][e];
+            }
+        }
+    }
+}
+
+fn load_b(lid: u32, n0: u32, k0: u32) -> array<vec4<f32>, MAX_LOADS> {
+    var r: array<vec4<f32>, MAX_LOADS>;
+    for (var l = 0u; l < LOADS_B; l++) {
+        let idx = lid + l * WG_SIZE;
+        if idx >= TILE_B4 {
+            break;
+        }
+        var v = vec4<f32>(0.0);
+        if B_T {
+            // Stored n x k: vec4s along k.
+            let col = idx / (BK / 4u);
+            let q = idx % (BK / 4u);
+            let gn = n0 + col;
+            let gk4 = k0 / 4u + q;
+            if gn < params.n && gk4 < params.ldb4 {
+                v = vec4<f32>(b[gn * params.ldb4 + gk4]);
+            }
+        } else {
+            // Stored k x n: vec4s along n.
+            let kk = idx / (BN / 4u);
+            let q = idx % (BN / 4u);
+            let gk = k0 + kk;
+            let gn4 = n0 / 4u + q;
+            if gk < params.k && gn4 < params.ldb4 {
+                v = vec4<f32>(b[gk * params.ldb4 + gn4]);
+            }
+        }
+        r[l] = v;
+    }
+    return r;
+}
+
+fn store_b(lid: u32, buf: u32, r: array<vec4<f32>, MAX_LOADS>) {
+    let base = buf * BK * SB4;
+    for (var l = 0u; l < LOADS_B; l++) {
+        let idx = lid + l * WG_SIZE;
+        if idx >= TILE_B4 {
+            break;
+        }
+        if B_T {
+            let col = idx / (BK / 4u);
+            let q = idx % (BK / 4u);
+            for (var e = 0u; e < 4u; e++) {
+                sh_b[base + (4u * q + e) * SB4 + col / 4u][col % 4u] = r[l][e];
+            }
+        } else {
+            let kk = idx / (BN / 4u);
+            let q = idx % (BN / 4u);
+            sh_b[base + kk * SB4 + q] = r[l];
+        }
+    }
+}
+
+@compute @workgroup_size(WG_SIZE)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    // Linear workgroup index of a 1-D or 2-D grid (see Gpu::grid), then its tile of C.
+    let tiles_m = (params.m + BM - 1u) / BM;
+    let tiles_n = (params.n + BN - 1u) / BN;
+    let pid = wid.x + wid.y * nwg.x;
+    if pid >= tiles_m * tiles_n {
+        return;
+    }
+    let group = GROUP_M * tiles_n;
+    let first_m = (pid / group) * GROUP_M;
+    let group_m = min(tiles_m - first_m, GROUP_M);
+    let m0 = (first_m + (pid % group) % group_m) * BM;
+    let n0 = ((pid % group) / group_m) * BN;
+
+    // This invocation's block of C: rows g * 4 TY + 4 ty + e and columns g * 4 TX + 4 tx + e
+    // for g < TM / 4 (TN / 4), e < 4, so that neighbouring invocations read neighbouring
+    // vec4s of the tiles.
+    let tx = lid % TX;
+    let ty = lid / TX;
+    var acc: array<vec4<f32>, MAX_T4 * 4u * MAX_T4>;
+    for (var i = 0u; i < TM * TN / 4u; i++) {
+        acc[i] = vec4<f32>(0.0);
+    }
+
+    let steps = (params.k + BK - 1u) / BK;
+    store_a(lid, 0u, load_a(lid, m0, 0u));
+    store_b(lid, 0u, load_b(lid, n0, 0u));
+    workgroupBarrier();
+    for (var s = 0u; s < steps; s++) {
+        let cur = s % 2u;
+        // Start the next tile's global loads; they land in registers during the products.
+        let more = s + 1u < steps;
+        var next_a: array<vec4<f32>, MAX_LOADS>;
+        var next_b: array<vec4<f32>, MAX_LOADS>;
+        if more {
+            next_a = load_a(lid, m0, (s + 1u) * BK);
+            next_b = load_b(lid, n0, (s + 1u) * BK);
+        }
+        let base_a = cur * BK * SA4;
+        let base_b = cur * BK * SB4;
+        for (var kk = 0u; kk < BK; kk++) {
+            var av: array<vec4<f32>, MAX_T4>;
+            var bv: array<vec4<f32>, MAX_T4>;
+            for (var g = 0u; g < TM / 4u; g++) {
+                av[g] = sh_a[base_a + kk * SA4 + g * TY + ty];
+            }
+            for (var g = 0u; g < TN / 4u; g++) {
+                bv[g] = sh_b[base_b + kk * SB4 + g * TX + tx];
+            }
+            for (var i = 0u; i < TM; i++) {
+                let ai = vec4<f32>(av[i / 4u][i % 4u]);
+                for (var g = 0u; g < TN / 4u; g++) {
+                    acc[i * (TN / 4u) + g] = fma(ai, bv[g], acc[i * (TN / 4u) + g]);
+                }
+            }
+        }
+        if more {
+            store_a(lid, 1u - cur, next_a);
+            store_b(lid, 1u - cur, next_b);
+        }
+        workgroupBarrier();
+    }
+
+    for (var i = 0u; i < TM; i++) {
+        let gm = m0 + (i / 4u) * 4u * TY + 4u * ty + i % 4u;
+        if gm >= params.m {
+            continue;
+        }
+        for (var g = 0u; g < TN / 4u; g++) {
+            let gn4 = n0 / 4u + g * TX + tx;
+            if gn4 < params.ldc4 {
+                let at = gm * params.ldc4 + gn4;
+                var v = acc[i * (TN / 4u) + g];
+                if params.accumulate != 0u {
+                    v += c[at];
+                }
+                c[at] = v;
+            }
+        }
+    }
+}
