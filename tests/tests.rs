@@ -7,4 +7,5 @@ mod blur;
 mod cli;
 mod copy;
 mod devices;
+mod histogram;
 mod matmul;

@@ -11,11 +11,11 @@ use crate::io::json::{JsonDest, JsonSink};
 use crate::ops;
 
 /// The ops `bench` knows, in the order `all` runs them.
-const OPS: &[&str] = &["copy", "blur", "matmul"];
+const OPS: &[&str] = &["copy", "blur", "histogram", "matmul"];
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Ops to measure (default: all): copy, blur, matmul.
+    /// Ops to measure (default: all): copy, blur, histogram, matmul.
     #[arg(value_name = "OP")]
     ops: Vec<String>,
     /// Timed runs per case.
@@ -76,6 +76,7 @@ pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {
         let mut cases: Vec<Case> = match op {
             "copy" => ops::copy::bench_cases(&engine, args.copy_mib << 20)?,
             "blur" => ops::blur::bench_cases(&engine)?,
+            "histogram" => ops::histogram::bench_cases(&engine)?,
             "matmul" => ops::matmul::bench_cases(&engine, args.matmul_size as usize)?,
             _ => unreachable!("checked against OPS above"),
         };

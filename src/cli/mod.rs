@@ -4,6 +4,7 @@ mod bench;
 mod blur;
 mod devices;
 pub mod exit;
+mod histogram;
 mod matmul;
 pub mod term;
 
@@ -58,6 +59,9 @@ pub enum Command {
     Devices(devices::DevicesArgs),
     /// Measure the kernels on synthetic inputs (GPU time from timestamp queries).
     Bench(bench::BenchArgs),
+    /// Per-channel histograms of images (red, green, blue, luminance or gray), exact, with
+    /// statistics, JSON and a plot.
+    Histogram(histogram::HistogramArgs),
     /// Multiply two matrices, C = op(A) op(B), with sums in f32.
     Matmul(matmul::MatmulArgs),
 }
@@ -127,6 +131,7 @@ where
         Command::Blur(args) => blur::run(&ctx, args),
         Command::Devices(args) => devices::run(&ctx, args),
         Command::Bench(args) => bench::run(&ctx, args),
+        Command::Histogram(args) => histogram::run(&ctx, args),
         Command::Matmul(args) => matmul::run(&ctx, args),
     }
 }

@@ -3,6 +3,7 @@
 
 mod device;
 mod kernel;
+mod render;
 mod timing;
 
 pub use device::{

@@ -175,6 +175,52 @@ fn decode_as(bytes: &[u8], fallback: Option<ImageFormat>) -> Result<Image> {
     Image::from_dynamic(img)
 }
 
+/// What an image file holds, read from its header alone: the layout `load` decodes it to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub width: u32,
+    pub height: u32,
+    /// 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA), palettes expanded.
+    pub channels: u8,
+    /// 8 or 16.
+    pub bit_depth: u32,
+}
+
+/// Reads an image's header without decoding its pixels, so a batch can be checked before
+/// any work starts. Errors name the file.
+pub fn probe(path: &Path) -> Result<Header> {
+    let name = path.display();
+    let probe = || -> Result<Header> {
+        let file = std::fs::File::open(path).context("cannot read")?;
+        if file.metadata().context("cannot read")?.len() == 0 {
+            bail!("empty file");
+        }
+        let reader = image::ImageReader::new(std::io::BufReader::new(file))
+            .with_guessed_format()
+            .context("reading the header")?;
+        if reader.format().is_none() {
+            bail!("not an image gpukit can read (PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO)");
+        }
+        let decoder = reader
+            .into_decoder()
+            .map_err(|e| anyhow!("cannot decode: {e}"))?;
+        let (width, height) = image::ImageDecoder::dimensions(&decoder);
+        let color = image::ImageDecoder::color_type(&decoder);
+        let channels = color.channel_count();
+        let bit_depth = 8 * u32::from(color.bytes_per_pixel() / channels);
+        if !matches!(bit_depth, 8 | 16) {
+            bail!("{color:?} images (floating point) are not supported; gpukit takes 8- and 16-bit images");
+        }
+        Ok(Header {
+            width,
+            height,
+            channels,
+            bit_depth,
+        })
+    };
+    probe().with_context(|| format!("{name}"))
+}
+
 /// The format an output path's extension names; PNG for no or an unknown extension is not
 /// guessed: an unknown extension is a usage error, so a typo never writes a surprise format.
 pub fn output_format(path: &Path) -> Result<ImageFormat> {

@@ -3,4 +3,5 @@
 
 pub mod blur;
 pub mod copy;
+pub mod histogram;
 pub mod matmul;

@@ -1,0 +1,29 @@
+// histogram_total: adds one image's counts into the 64-bit running total (for --sum and the plot).
+
+// Keep in sync with `TotalParams` in src/ops/histogram.rs.
+struct Params {
+    // Counts per histogram (bins * channels).
+    entries: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> counts: array<u32>;
+// (low word, high word) of each 64-bit count.
+@group(0) @binding(2) var<storage, read_write> total: array<vec2<u32>>;
+
+override WG_SIZE: u32 = 256u;
+
+@compute @workgroup_size(WG_SIZE)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = (wid.x + wid.y * nwg.x) * WG_SIZE + lid;
+    if i < params.entries {
+        let t = total[i];
+        let lo = t.x + counts[i];
+        // A carry happened when the low word wrapped below its old value.
+        total[i] = vec2<u32>(lo, t.y + select(0u, 1u, lo < t.x));
+    }
+}
