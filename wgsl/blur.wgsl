@@ -44,7 +44,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> weights: array<u32>;
 
 // Pixel formats: 8-bit lanes packed in one word, 16-bit lanes in two words, or one word per
-// lane (the intermediate between the passes).
+// lane. Between the passes 8-bit images use the 16-bit format (their fixed-point values stay
+// below 65536), 16-bit images the one-word format.
 const FMT_PACK8: u32 = 0u;
 const FMT_PACK16: u32 = 1u;
 const FMT_WIDE: u32 = 2u;
@@ -136,7 +137,10 @@ const BOX_WG: u32 = BOX_ROWS * BOX_TPL;
 
 var<workgroup> sh_tot: array<vec4<u32>, BOX_WG>;
 var<workgroup> sh_carry: array<vec4<u32>, BOX_ROWS>;
-var<workgroup> sh_out: array<vec4<u32>, 1024>; // BOX_ROWS * BOX_CH
+// The transposition tile, one vec4 of padding a line so that reading it across lines is
+// free of bank conflicts.
+const BOX_TILE_STRIDE: u32 = BOX_CH + 1u;
+var<workgroup> sh_out: array<vec4<u32>, 1056>; // BOX_ROWS * BOX_TILE_STRIDE
 
 // Window sums S(x) = S(x-1) + e(x+r) - e(x-r-1) over the clamped line e, in wrapping u32
 // arithmetic: the true S always fits (the host checks), so the wrapped result is exact. The
@@ -203,7 +207,7 @@ fn box_pass(
             excl += sh_tot[row * BOX_TPL + k];
         }
         for (var i = 0u; i < BOX_PPT; i++) {
-            sh_out[row * BOX_CH + t * BOX_PPT + i] = finish(excl + local[i]);
+            sh_out[row * BOX_TILE_STRIDE + t * BOX_PPT + i] = finish(excl + local[i]);
         }
         let carry = excl + run;
         workgroupBarrier();
@@ -216,7 +220,7 @@ fn box_pass(
             let p = flat / BOX_ROWS;
             let rr = flat % BOX_ROWS;
             if c0 + p < wk.end && line0 + rr < params.lines {
-                store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_out[rr * BOX_CH + p]);
+                store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_out[rr * BOX_TILE_STRIDE + p]);
             }
         }
     }
@@ -230,7 +234,7 @@ const GAUSS_CH: u32 = GAUSS_TPL * GAUSS_PPT;
 override G_ROWS: u32 = 8u; // lines per workgroup
 override G_WG: u32 = 256u; // G_ROWS * GAUSS_TPL
 override G_IN_LEN: u32 = 1u; // G_ROWS * (GAUSS_CH + 2r)
-override G_OUT_LEN: u32 = 512u; // G_ROWS * GAUSS_CH
+override G_OUT_LEN: u32 = 520u; // G_ROWS * (GAUSS_CH + 1): padded like the box tile
 override G_TAPS: u32 = 1u; // 2r + 1
 
 var<workgroup> sh_in: array<vec4<u32>, G_IN_LEN>;
@@ -273,14 +277,14 @@ fn gauss_pass(
             for (var k = 0u; k < taps; k++) {
                 s += sh_w[k] * sh_in[row * width + p + k];
             }
-            sh_gout[row * GAUSS_CH + p] = finish(s);
+            sh_gout[row * (GAUSS_CH + 1u) + p] = finish(s);
         }
         workgroupBarrier();
         for (var k = lid; k < G_ROWS * GAUSS_CH; k += G_WG) {
             let p = k / G_ROWS;
             let rr = k % G_ROWS;
             if c0 + p < wk.end && line0 + rr < params.lines {
-                store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_gout[rr * GAUSS_CH + p]);
+                store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_gout[rr * (GAUSS_CH + 1u) + p]);
             }
         }
     }

@@ -416,7 +416,7 @@ pub struct BlurPlan {
 fn gauss_rows(radius: u32, storage: u32) -> Option<u32> {
     [8u32, 4, 2, 1].into_iter().find(|&rows| {
         let bytes =
-            16 * rows * (GAUSS_CH + 2 * radius) + 16 * rows * GAUSS_CH + 4 * (2 * radius + 1);
+            16 * rows * (GAUSS_CH + 2 * radius) + 16 * rows * (GAUSS_CH + 1) + 4 * (2 * radius + 1);
         bytes <= storage
     })
 }
@@ -434,6 +434,13 @@ impl BlurPlan {
         let r = params.radius;
         let wpp: u64 = if max > 255 { 2 } else { 1 };
         let in_fmt = if max > 255 { FMT_PACK16 } else { FMT_PACK8 };
+        // Between the passes 8-bit images keep 16-bit fixed point (F <= 8 fraction bits on top
+        // of 8 integer bits), 16-bit images a word per channel.
+        let (mid_fmt, mid_px_bytes) = if max > 255 {
+            (FMT_WIDE, 16)
+        } else {
+            (FMT_PACK16, 8)
+        };
         let limit = options
             .max_binding
             .unwrap_or(u64::MAX)
@@ -448,10 +455,11 @@ impl BlurPlan {
         }
 
         // Strips of output rows: the first pass covers them plus r rows of halo on each side
-        // (clamped to the image) and its intermediate (16 bytes a pixel) must fit one binding,
+        // (clamped to the image) and its intermediate (8 or 16 bytes a pixel) must fit one binding,
         // as must each strip of the packed input and output.
         let budget = limit.saturating_sub(align) / 4 * 4;
-        let rows_in_budget = (budget / (w as u64 * 16)).min(budget / (w as u64 * wpp * 4));
+        let rows_in_budget =
+            (budget / (w as u64 * mid_px_bytes)).min(budget / (w as u64 * wpp * 4));
         let halo = 2 * r as u64;
         let strip_rows = if rows_in_budget >= h as u64 {
             h as u64
@@ -479,7 +487,7 @@ impl BlurPlan {
                         ("G_ROWS", rows as f64),
                         ("G_WG", (rows * 32) as f64),
                         ("G_IN_LEN", (rows * (GAUSS_CH + 2 * r)) as f64),
-                        ("G_OUT_LEN", (rows * GAUSS_CH) as f64),
+                        ("G_OUT_LEN", (rows * (GAUSS_CH + 1)) as f64),
                         ("G_TAPS", (2 * r + 1) as f64),
                     ],
                 )
@@ -495,8 +503,8 @@ impl BlurPlan {
             c.push(("OUT_FMT", o as f64));
             c
         };
-        let first = gpu.kernel(&shader!("blur"), entry, &with_formats(in_fmt, FMT_WIDE))?;
-        let second = gpu.kernel(&shader!("blur"), entry, &with_formats(FMT_WIDE, in_fmt))?;
+        let first = gpu.kernel(&shader!("blur"), entry, &with_formats(in_fmt, mid_fmt))?;
+        let second = gpu.kernel(&shader!("blur"), entry, &with_formats(mid_fmt, in_fmt))?;
 
         let words = to_words(img);
         let a = gpu.upload("blur image a", Usage::Storage, &words);
@@ -509,7 +517,7 @@ impl BlurPlan {
         let mid = gpu.buffer(
             "blur intermediate",
             Usage::Storage,
-            w as u64 * max_strip_in * 16,
+            w as u64 * max_strip_in * mid_px_bytes,
         );
         let weights = gpu.upload("blur weights", Usage::Storage, &ar.weights);
 
@@ -531,7 +539,7 @@ impl BlurPlan {
                 let s1 = (y1 + r).min(h);
                 let (ioff, isize, ibase) = rows_binding(s0, s1 - s0);
                 let (ooff, osize, obase) = rows_binding(y0, y1 - y0);
-                let mid_size = w as u64 * (s1 - s0) as u64 * 16;
+                let mid_size = w as u64 * (s1 - s0) as u64 * mid_px_bytes;
                 let p1 = PassParams {
                     lines: s1 - s0,
                     len: w,
