@@ -6,3 +6,4 @@ mod util;
 mod cli;
 mod copy;
 mod devices;
+mod scan;

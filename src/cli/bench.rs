@@ -11,11 +11,11 @@ use crate::io::json::{JsonDest, JsonSink};
 use crate::ops;
 
 /// The ops `bench` knows, in the order `all` runs them.
-const OPS: &[&str] = &["copy"];
+const OPS: &[&str] = &["copy", "scan"];
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Ops to measure (default: all): copy.
+    /// Ops to measure (default: all): copy, scan.
     #[arg(value_name = "OP")]
     ops: Vec<String>,
     /// Timed runs per case.
@@ -27,6 +27,9 @@ pub struct BenchArgs {
     /// Size of the `copy` buffer in MiB (capped at the adapter's largest storage binding).
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
     copy_mib: u64,
+    /// The larger `scan` case is 2^N u32 (the other 2^20; both capped at N).
+    #[arg(long, default_value_t = 28, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=31))]
+    scan_max_log2: u32,
     /// Write the results as JSON to FILE, or to stdout with `-` (documented in docs/formats.md).
     #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
     json: Option<JsonDest>,
@@ -71,6 +74,7 @@ pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {
     for op in ops {
         let mut cases: Vec<Case> = match op {
             "copy" => ops::copy::bench_cases(&engine, args.copy_mib << 20)?,
+            "scan" => ops::scan::bench_cases(&engine, args.scan_max_log2)?,
             _ => unreachable!("checked against OPS above"),
         };
         let bar = term::progress(cases.len() as u64, hide);

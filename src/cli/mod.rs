@@ -3,6 +3,7 @@
 mod bench;
 mod devices;
 pub mod exit;
+mod scan;
 pub mod term;
 
 use std::ffi::OsString;
@@ -54,6 +55,8 @@ pub enum Command {
     Devices(devices::DevicesArgs),
     /// Measure the kernels on synthetic inputs (GPU time from timestamp queries).
     Bench(bench::BenchArgs),
+    /// Prefix sum, min or max of an array (exclusive or inclusive; u32, i32, f32).
+    Scan(scan::ScanArgs),
 }
 
 /// What every runner gets: the global options, and ways to report.
@@ -120,6 +123,7 @@ where
     match cli.command {
         Command::Devices(args) => devices::run(&ctx, args),
         Command::Bench(args) => bench::run(&ctx, args),
+        Command::Scan(args) => scan::run(&ctx, args),
     }
 }
 

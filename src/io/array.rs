@@ -165,21 +165,51 @@ impl Format {
 /// read as (for .npy it must match the file's, when given); without it, text and JSON are
 /// read as u32 if every value is a non-negative integer, i32 if some are negative, else f32.
 pub fn read(path: &Path, format: Format, dtype: Option<DType>) -> Result<Array> {
-    let name = path.display().to_string();
-    let mut bytes = Vec::new();
+    let bytes = read_bytes(path)?;
+    parse(&bytes, format, dtype).with_context(|| path.display().to_string())
+}
+
+/// Reads a 1-D array from `path` (`-` for stdin), as [`parse_vector`] does.
+pub fn read_vector(path: &Path, format: Format, dtype: Option<DType>) -> Result<Data> {
+    let bytes = read_bytes(path)?;
+    parse_vector(&bytes, format, dtype).with_context(|| path.display().to_string())
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     if path == Path::new("-") {
+        let mut bytes = Vec::new();
         std::io::stdin()
             .lock()
             .read_to_end(&mut bytes)
             .context("reading stdin")?;
+        Ok(bytes)
     } else {
-        bytes = std::fs::read(path).with_context(|| format!("{name}: cannot read"))?;
+        std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))
     }
-    parse(&bytes, format, dtype).with_context(|| name.clone())
+}
+
+/// Parses a 1-D array: text is one list of numbers however its lines break; .npy and JSON
+/// must hold a 1-D array.
+pub fn parse_vector(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Data> {
+    let array = parse_shaped(bytes, format, dtype, false)?;
+    if array.shape.len() != 1 {
+        bail!("expected a 1-D array, got shape {:?}", array.shape);
+    }
+    Ok(array.data)
 }
 
 /// Parses bytes of a given format; errors do not name the file (the caller adds it).
 pub fn parse(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Array> {
+    parse_shaped(bytes, format, dtype, true)
+}
+
+/// [`parse`]; with `text_rows` false, text is one vector whatever its lines.
+fn parse_shaped(
+    bytes: &[u8],
+    format: Format,
+    dtype: Option<DType>,
+    text_rows: bool,
+) -> Result<Array> {
     match format {
         Format::Npy => parse_npy(bytes, dtype),
         Format::Bin => {
@@ -238,7 +268,7 @@ pub fn parse(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Array
                 }
             }
             // One value per line, or one line, is a vector; equal rows are a matrix.
-            let shape = if rows.len() <= 1 || rows.iter().all(|&r| r == 1) {
+            let shape = if !text_rows || rows.len() <= 1 || rows.iter().all(|&r| r == 1) {
                 vec![flat.len()]
             } else if rows.iter().all(|&r| r == rows[0]) {
                 vec![rows.len(), rows[0]]
@@ -626,6 +656,24 @@ mod tests {
         assert!(e.to_string().contains("7 bytes"), "{e}");
         let e = parse(b"[1, 2", Format::Json, None).unwrap_err();
         assert!(e.to_string().starts_with("not valid JSON"), "{e}");
+    }
+
+    #[test]
+    fn vectors_take_any_text_lines_but_only_1d_npy_and_json() {
+        let v = parse_vector(b"1 2 3\n4, 5\n\n6\n", Format::Text, None).unwrap();
+        assert_eq!(v, Data::U32(vec![1, 2, 3, 4, 5, 6]));
+        let e = parse_vector(b"1 2\n3 x", Format::Text, None).unwrap_err();
+        assert_eq!(e.to_string(), "line 2, value 2: \"x\" is not a number");
+        let e = parse_vector(b"[[1, 2], [3, 4]]", Format::Json, None).unwrap_err();
+        assert_eq!(e.to_string(), "expected a 1-D array, got shape [2, 2]");
+        let mut npy = Vec::new();
+        let m = Array {
+            shape: vec![1, 2],
+            data: Data::I32(vec![1, 2]),
+        };
+        encode(&mut npy, Format::Npy, &m).unwrap();
+        let e = parse_vector(&npy, Format::Npy, None).unwrap_err();
+        assert_eq!(e.to_string(), "expected a 1-D array, got shape [1, 2]");
     }
 
     #[test]

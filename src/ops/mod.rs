@@ -2,3 +2,4 @@
 //! path and the CPU reference that defines its result.
 
 pub mod copy;
+pub mod scan;
