@@ -45,17 +45,18 @@ fn main(lane: Lane) {
     let carry = carries[params.carry_base + tile];
     for (var k = 0u; k < VEC_PER_THREAD; k++) {
         let i = tile * tile_vec4 + k * WG_SIZE + p;
-        // Serial scan of the vec4 from everything before it.
-        var run = combine(carry, scan.prefix[k]);
-        var exclusive: vec4<u32>;
-        var inclusive: vec4<u32>;
-        for (var c = 0u; c < 4u; c++) {
-            exclusive[c] = run;
-            run = combine(run, x[k][c]);
-            inclusive[c] = run;
-        }
+        // Serial scan of the vec4, from everything before it.
+        let v = x[k];
+        let e0 = combine(carry, scan.prefix[k]);
+        let e1 = combine(e0, v.x);
+        let e2 = combine(e1, v.y);
+        let e3 = combine(e2, v.z);
         if i < n_vec4 {
-            data[i] = select(exclusive, inclusive, params.inclusive != 0u);
+            if params.inclusive != 0u {
+                data[i] = vec4<u32>(e1, e2, e3, combine(e3, v.w));
+            } else {
+                data[i] = vec4<u32>(e0, e1, e2, e3);
+            }
         }
     }
     if params.total_slot != 0xffffffffu && p == 0u {

@@ -478,13 +478,11 @@ pub fn f32_sum_depth(layout: &Layout, wg_size: u32, subgroup_size: Option<[u32; 
         Some([min, max]) => {
             let subgroups = wg_size / min;
             let chunks = (VEC_PER_THREAD * subgroups).div_ceil(min);
-            // Subgroup sum, then the subgroups' totals in a row; subgroup scan of the vec4
-            // totals, subgroup scan of the subgroup totals with its carry across chunks, and
-            // the two combines that join them.
-            (
-                in_thread + (max - 1) + subgroups,
-                2 * (max - 1) + chunks + 2,
-            )
+            // Reduce: subgroup sum, then the subgroups' totals in a row. Scan: a subgroup
+            // scan of the vec4 totals (inclusive = exclusive + own: up to `max`), a subgroup
+            // scan of the subgroup totals with its carry across chunks, and the two combines
+            // that join them.
+            (in_thread + (max - 1) + subgroups, 2 * max + chunks + 2)
         }
     };
     // In scan_block: the vec4 total (3), the tile prefix, + carry (1), the vec4's running sum
@@ -788,6 +786,19 @@ mod tests {
         let l = Layout::new(65, 4, 1 << 20);
         assert_eq!(l.segments[0].levels, vec![65, 17, 5, 2]);
         assert!(Layout::new(0, 4, 4).segments.is_empty());
+    }
+
+    #[test]
+    fn f32_depths_quoted_in_docs() {
+        // docs/scan.md, "f32 sums": 2^28 elements in one segment of 4096-element tiles.
+        let layout = Layout::new(1 << 28, 4096, 1 << 30);
+        assert_eq!(layout.segments[0].levels, vec![1 << 28, 65536, 16]);
+        assert_eq!(f32_sum_depth(&layout, 256, None), 69);
+        assert_eq!(f32_sum_depth(&layout, 256, Some([32, 32])), 178);
+        let layout = Layout::new((1 << 20) + 3, 4096, 1 << 30);
+        assert_eq!(f32_sum_depth(&layout, 256, None), 49);
+        assert_eq!(f32_sum_depth(&layout, 256, Some([8, 8])), 94);
+        assert_eq!(f32_sum_depth(&layout, 256, Some([32, 32])), 127);
     }
 
     #[test]

@@ -22,15 +22,19 @@ fn lane_position(lane: Lane) -> u32 {
     return lane.sid * lane.sgs + lane.sgi;
 }
 
-// Inclusive scan of `x` across the subgroup, in lane order. Sums use the hardware scan;
-// min and max have none, so they take log2(size) shuffle-up steps (Hillis and Steele).
-fn subgroup_inclusive(x: u32, lane: Lane) -> u32 {
+// Exclusive (x) and inclusive (y) scan of `x` across the subgroup, in lane order. Sums use the
+// hardware scan; min and max have none, so they take log2(size) shuffle-up steps (Hillis and
+// Steele).
+fn subgroup_scan(x: u32, lane: Lane) -> vec2<u32> {
+    var exclusive: u32;
     if OP == 0u {
         if DTYPE == 2u {
-            return bitcast<u32>(subgroupInclusiveAdd(bitcast<f32>(x)));
+            exclusive = bitcast<u32>(subgroupExclusiveAdd(bitcast<f32>(x)));
+        } else {
+            // u32 and i32 sums have the same bits.
+            exclusive = subgroupExclusiveAdd(x);
         }
-        // u32 and i32 sums have the same bits.
-        return subgroupInclusiveAdd(x);
+        return vec2<u32>(exclusive, combine(exclusive, x));
     }
     var v = x;
     for (var delta = 1u; delta < lane.sgs; delta <<= 1u) {
@@ -39,7 +43,8 @@ fn subgroup_inclusive(x: u32, lane: Lane) -> u32 {
             v = combine(up, v);
         }
     }
-    return v;
+    exclusive = select(subgroupShuffleUp(v, 1u), identity(), lane.sgi == 0u);
+    return vec2<u32>(exclusive, v);
 }
 
 // The combination of `x` over the subgroup.
@@ -100,10 +105,10 @@ fn tile_exclusive(t: array<u32, VEC_PER_THREAD>, lane: Lane) -> TileScan {
     let subgroups = WG_SIZE / lane.sgs;
     var within: array<u32, VEC_PER_THREAD>;
     for (var k = 0u; k < VEC_PER_THREAD; k++) {
-        let inclusive = subgroup_inclusive(t[k], lane);
-        within[k] = select(subgroupShuffleUp(inclusive, 1u), identity(), lane.sgi == 0u);
+        let scan = subgroup_scan(t[k], lane);
+        within[k] = scan.x;
         if lane.sgi == lane.sgs - 1u {
-            sh_totals[k * subgroups + lane.sid] = inclusive;
+            sh_totals[k * subgroups + lane.sid] = scan.y;
         }
     }
     workgroupBarrier();
@@ -116,17 +121,16 @@ fn tile_exclusive(t: array<u32, VEC_PER_THREAD>, lane: Lane) -> TileScan {
         if i < count {
             v = sh_totals[i];
         }
-        let inclusive = subgroup_inclusive(v, lane);
-        let exclusive = select(subgroupShuffleUp(inclusive, 1u), identity(), lane.sgi == 0u);
+        let scan = subgroup_scan(v, lane);
         for (var k = 0u; k < VEC_PER_THREAD; k++) {
             // Entry k of this subgroup; the same for all its lanes, so the shuffle broadcasts.
             let entry = k * subgroups + lane.sid;
-            let before = subgroupShuffle(exclusive, entry % lane.sgs);
+            let before = subgroupShuffle(scan.x, entry % lane.sgs);
             if entry >= base && entry < base + lane.sgs {
                 out.prefix[k] = combine(carry, before);
             }
         }
-        carry = combine(carry, subgroupShuffle(inclusive, lane.sgs - 1u));
+        carry = combine(carry, subgroupShuffle(scan.y, lane.sgs - 1u));
     }
     for (var k = 0u; k < VEC_PER_THREAD; k++) {
         out.prefix[k] = combine(out.prefix[k], within[k]);
