@@ -529,11 +529,15 @@ impl ScanPlan {
             bail!("scan workgroup size {wg} is not a power of two from 4 to {max_wg}");
         }
         let subgroups = takes_subgroups(gpu, opts)?;
-        let constants = [
+        let mut constants = vec![
             ("WG_SIZE", wg as f64),
             ("OP", opts.op.code() as f64),
             ("DTYPE", T::ELEM.code() as f64),
         ];
+        if subgroups {
+            let min = gpu.features.subgroup_size[0];
+            constants.push(("SUBGROUP_MIN", min as f64));
+        }
         let (reduce_src, block_src) = if subgroups {
             (
                 scan_shader!("scan_subgroup", "scan_reduce"),

@@ -11,9 +11,12 @@ struct Lane {
     @builtin(subgroup_id) sid: u32,
 }
 
-// One total per subgroup and per k: VEC_PER_THREAD * WG_SIZE / subgroup size of them, sized
-// here for the smallest subgroups there could be.
-var<workgroup> sh_totals: array<u32, WG_SIZE * VEC_PER_THREAD>;
+// The adapter's smallest subgroup size (the host passes it).
+override SUBGROUP_MIN: u32 = 1u;
+
+// One total per subgroup and per k: VEC_PER_THREAD * WG_SIZE / subgroup size of them
+// (32 entries for 32-lane subgroups).
+var<workgroup> sh_totals: array<u32, WG_SIZE * VEC_PER_THREAD / SUBGROUP_MIN>;
 
 // Where this invocation's values sit in the tile's order: subgroup after subgroup, so that
 // a subgroup's lanes are consecutive whatever local_invocation_index they have. Subgroups are
