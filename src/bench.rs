@@ -42,6 +42,10 @@ impl Unit {
     }
 }
 
+/// The most passes one GPU case may record: passes past it would go untimed and shorten the
+/// measured span, so ops keep their cases within it.
+pub const MAX_PASSES: u32 = 256;
+
 enum Runner<'a> {
     Gpu(Box<dyn FnMut(&mut Batch) + 'a>),
     Cpu(Box<dyn FnMut() + 'a>),
@@ -162,7 +166,7 @@ pub fn measure(engine: &Engine, case: &mut Case, config: Config) -> Result<Measu
             }
         }
         (Runner::Gpu(f), Engine::Gpu(gpu)) => {
-            let mut timer = PassTimer::new(gpu, 64);
+            let mut timer = PassTimer::new(gpu, MAX_PASSES);
             clock = if timer.is_active() {
                 Clock::GpuTimestamps
             } else {

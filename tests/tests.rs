@@ -9,3 +9,4 @@ mod copy;
 mod devices;
 mod histogram;
 mod matmul;
+mod scan;

@@ -11,11 +11,11 @@ use crate::io::json::{JsonDest, JsonSink};
 use crate::ops;
 
 /// The ops `bench` knows, in the order `all` runs them.
-const OPS: &[&str] = &["copy", "blur", "histogram", "matmul"];
+const OPS: &[&str] = &["copy", "blur", "histogram", "scan", "matmul"];
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Ops to measure (default: all): copy, blur, histogram, matmul.
+    /// Ops to measure (default: all): copy, blur, histogram, scan, matmul.
     #[arg(value_name = "OP")]
     ops: Vec<String>,
     /// Timed runs per case.
@@ -31,6 +31,9 @@ pub struct BenchArgs {
     /// (N+1)x(N-1)x(N-3). The CPU backend caps N at 512.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(8..=65536))]
     matmul_size: u64,
+    /// The larger `scan` case is 2^N u32 (the other 2^20; both capped at N).
+    #[arg(long, default_value_t = 28, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=30))]
+    scan_max_log2: u32,
     /// Write the results as JSON to FILE, or to stdout with `-` (documented in docs/formats.md).
     #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
     json: Option<JsonDest>,
@@ -78,6 +81,7 @@ pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {
             "blur" => ops::blur::bench_cases(&engine)?,
             "histogram" => ops::histogram::bench_cases(&engine)?,
             "matmul" => ops::matmul::bench_cases(&engine, args.matmul_size as usize)?,
+            "scan" => ops::scan::bench_cases(&engine, args.scan_max_log2)?,
             _ => unreachable!("checked against OPS above"),
         };
         let bar = term::progress(cases.len() as u64, hide);

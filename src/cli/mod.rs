@@ -6,6 +6,7 @@ mod devices;
 pub mod exit;
 mod histogram;
 mod matmul;
+mod scan;
 pub mod term;
 
 use std::ffi::OsString;
@@ -64,6 +65,8 @@ pub enum Command {
     Histogram(histogram::HistogramArgs),
     /// Multiply two matrices, C = op(A) op(B), with sums in f32.
     Matmul(matmul::MatmulArgs),
+    /// Prefix sum, min or max of an array (exclusive or inclusive; u32, i32, f32).
+    Scan(scan::ScanArgs),
 }
 
 /// What every runner gets: the global options, and ways to report.
@@ -133,6 +136,7 @@ where
         Command::Bench(args) => bench::run(&ctx, args),
         Command::Histogram(args) => histogram::run(&ctx, args),
         Command::Matmul(args) => matmul::run(&ctx, args),
+        Command::Scan(args) => scan::run(&ctx, args),
     }
 }
 

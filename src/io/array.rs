@@ -169,6 +169,12 @@ pub fn read(path: &Path, format: Format, dtype: Option<DType>) -> Result<Array> 
     parse(&bytes, format, dtype).with_context(|| path.display().to_string())
 }
 
+/// Reads a 1-D array from `path` (`-` for stdin), as [`parse_vector`] does.
+pub fn read_vector(path: &Path, format: Format, dtype: Option<DType>) -> Result<Data> {
+    let bytes = read_bytes(path)?;
+    parse_vector(&bytes, format, dtype).with_context(|| path.display().to_string())
+}
+
 /// Reads a matrix from `path` (`-` for stdin); see [`parse_matrix`].
 pub fn read_matrix(path: &Path, format: Format, dtype: Option<DType>) -> Result<Array> {
     let bytes = read_bytes(path)?;
@@ -188,12 +194,25 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Parses a 1-D array: text is one list of numbers however its lines break; .npy and JSON
+/// must hold a 1-D array.
+pub fn parse_vector(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Data> {
+    let array = match format {
+        Format::Text => parse_text(bytes, dtype, TextShape::Flat)?,
+        _ => parse(bytes, format, dtype)?,
+    };
+    if array.shape.len() != 1 {
+        bail!("expected a 1-D array, got shape {:?}", array.shape);
+    }
+    Ok(array.data)
+}
+
 /// Parses a 2-D matrix: like [`parse`], except that text is always rows x columns (one line
 /// per row: one line is 1 x n, one value per line is n x 1), and that an empty array or one
 /// of another rank is an error.
 pub fn parse_matrix(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Array> {
     let array = match format {
-        Format::Text => parse_text(bytes, dtype, true)?,
+        Format::Text => parse_text(bytes, dtype, TextShape::Rows)?,
         _ => parse(bytes, format, dtype)?,
     };
     if array.data.is_empty() {
@@ -238,12 +257,23 @@ pub fn parse(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Array
                 shape,
             })
         }
-        Format::Text => parse_text(bytes, dtype, false),
+        Format::Text => parse_text(bytes, dtype, TextShape::Auto),
     }
 }
 
-/// Text: numbers separated by commas or whitespace; `matrix` reads every line as a row.
-fn parse_text(bytes: &[u8], dtype: Option<DType>, matrix: bool) -> Result<Array> {
+/// How text lines shape an array.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TextShape {
+    /// One line, or one value per line, is a vector; equal rows are a matrix.
+    Auto,
+    /// Every line is a row of a matrix.
+    Rows,
+    /// One vector, however the lines break.
+    Flat,
+}
+
+/// Text: numbers separated by commas or whitespace, shaped by `how`.
+fn parse_text(bytes: &[u8], dtype: Option<DType>, how: TextShape) -> Result<Array> {
     let text = std::str::from_utf8(bytes).map_err(|_| anyhow!("not UTF-8 text"))?;
     let mut flat = Vec::new();
     let mut rows = Vec::new();
@@ -269,9 +299,10 @@ fn parse_text(bytes: &[u8], dtype: Option<DType>, matrix: bool) -> Result<Array>
             rows.push(flat.len() - before);
         }
     }
-    // As a matrix every line is a row. Otherwise one value per line, or one line, is a
-    // vector, and equal rows are a matrix.
-    let shape = if matrix && rows.iter().all(|&r| r == rows[0]) {
+    let matrix = how == TextShape::Rows;
+    let shape = if how == TextShape::Flat {
+        vec![flat.len()]
+    } else if matrix && rows.iter().all(|&r| r == rows[0]) {
         vec![rows.len(), rows.first().copied().unwrap_or(0)]
     } else if !matrix && (rows.len() <= 1 || rows.iter().all(|&r| r == 1)) {
         vec![flat.len()]
@@ -678,6 +709,24 @@ mod tests {
         assert_eq!(e.to_string(), "empty matrix (shape [2, 0])");
         let e = parse_matrix(b"1,2\n3\n", Format::Text, None).unwrap_err();
         assert!(e.to_string().contains("ragged rows"), "{e}");
+    }
+
+    #[test]
+    fn vectors_take_any_text_lines_but_only_1d_npy_and_json() {
+        let v = parse_vector(b"1 2 3\n4, 5\n\n6\n", Format::Text, None).unwrap();
+        assert_eq!(v, Data::U32(vec![1, 2, 3, 4, 5, 6]));
+        let e = parse_vector(b"1 2\n3 x", Format::Text, None).unwrap_err();
+        assert_eq!(e.to_string(), "line 2, value 2: \"x\" is not a number");
+        let e = parse_vector(b"[[1, 2], [3, 4]]", Format::Json, None).unwrap_err();
+        assert_eq!(e.to_string(), "expected a 1-D array, got shape [2, 2]");
+        let mut npy = Vec::new();
+        let m = Array {
+            shape: vec![1, 2],
+            data: Data::I32(vec![1, 2]),
+        };
+        encode(&mut npy, Format::Npy, &m).unwrap();
+        let e = parse_vector(&npy, Format::Npy, None).unwrap_err();
+        assert_eq!(e.to_string(), "expected a 1-D array, got shape [1, 2]");
     }
 
     #[test]

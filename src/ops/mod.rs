@@ -5,3 +5,4 @@ pub mod blur;
 pub mod copy;
 pub mod histogram;
 pub mod matmul;
+pub mod scan;

@@ -1,0 +1,137 @@
+//! `gpukit scan`: prefix sum, min or max of one array file, written by extension or as JSON
+//! on stdout.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+use super::{Ctx, Status};
+use crate::gpu::{Engine, Timings};
+use crate::io::array::{self, Array, DType, Data, Format};
+use crate::io::output::PendingFile;
+use crate::ops::scan::{self, Elem, Mode, Op, ScanOptions};
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Input formats: .npy (1-D uint32, int32 or float32, little-endian), .json (an array of numbers),
+.txt/.csv (numbers separated by commas, spaces or newlines), raw .bin with --dtype; a file of
+any other extension is read as raw with --dtype. Text and JSON without --dtype are read as u32
+when every value is a non-negative integer, i32 when some are negative, else f32.
+Output: by the extension of -o (.npy .json .txt .csv .bin); without -o, JSON on stdout.
+See docs/scan.md.")]
+pub struct ScanArgs {
+    /// Input array file, or `-` for stdin (with --format).
+    #[arg(value_name = "IN")]
+    input: PathBuf,
+    /// Output file (format by extension); `-` or none: JSON on stdout.
+    #[arg(short, long, value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// out[i] combines in[0..i], without in[i] (the default).
+    #[arg(long, conflicts_with = "inclusive")]
+    exclusive: bool,
+    /// out[i] combines in[0..=i].
+    #[arg(long)]
+    inclusive: bool,
+    /// The operator.
+    #[arg(long, value_enum, default_value_t = Op::Sum)]
+    op: Op,
+    /// Element type of raw input, and what text and JSON are read as; a .npy must hold it.
+    #[arg(long, value_enum)]
+    dtype: Option<Elem>,
+    /// Input format, for stdin or to override the extension.
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+}
+
+/// Where the result goes, decided (and a file opened) before any work.
+enum Dest {
+    Stdout,
+    File(PendingFile, Format),
+}
+
+fn io_dtype(e: Elem) -> DType {
+    match e {
+        Elem::U32 => DType::U32,
+        Elem::I32 => DType::I32,
+        Elem::F32 => DType::F32,
+    }
+}
+
+fn input_format(args: &ScanArgs) -> Result<Format> {
+    if let Some(f) = args.format {
+        return Ok(f);
+    }
+    if args.input == Path::new("-") {
+        bail!(crate::UsageError(
+            "reading stdin (-) needs --format npy|json|text|bin".into()
+        ));
+    }
+    match (Format::from_path(&args.input), args.dtype) {
+        (Some(f), _) => Ok(f),
+        (None, Some(_)) => Ok(Format::Bin),
+        (None, None) => bail!(crate::UsageError(format!(
+            "{}: unknown extension (.npy, .json, .txt, .csv, .bin); give --format, or --dtype to read it as raw",
+            args.input.display()
+        ))),
+    }
+}
+
+fn dest(args: &ScanArgs) -> Result<Dest> {
+    match &args.output {
+        None => Ok(Dest::Stdout),
+        Some(p) if p == Path::new("-") => Ok(Dest::Stdout),
+        Some(p) => match Format::from_path(p) {
+            Some(f) => Ok(Dest::File(PendingFile::create(p)?, f)),
+            None => bail!(crate::UsageError(format!(
+                "{}: unknown output extension (.npy, .json, .txt, .csv or .bin)",
+                p.display()
+            ))),
+        },
+    }
+}
+
+pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
+    let format = input_format(&args)?;
+    let dest = dest(&args)?;
+    let mut timings = Timings::default();
+    let data = timings.phase("decode", || {
+        array::read_vector(&args.input, format, args.dtype.map(io_dtype))
+    })?;
+    let opts = ScanOptions {
+        op: args.op,
+        mode: if args.inclusive {
+            Mode::Inclusive
+        } else {
+            Mode::Exclusive
+        },
+        ..ScanOptions::default()
+    };
+    let engine = ctx.engine(&mut timings)?;
+    if ctx.global.verbose > 0 {
+        if let Engine::Gpu(gpu) = &engine {
+            let path = if scan::takes_subgroups(gpu, &opts)? {
+                "subgroup"
+            } else {
+                "workgroup"
+            };
+            ctx.note(&format!("scan: {path} path"));
+        }
+    }
+    let out = match data {
+        Data::U32(v) => Data::U32(scan::scan_timed(&engine, &v, &opts, &mut timings)?),
+        Data::I32(v) => Data::I32(scan::scan_timed(&engine, &v, &opts, &mut timings)?),
+        Data::F32(v) => Data::F32(scan::scan_timed(&engine, &v, &opts, &mut timings)?),
+        Data::F16(_) => bail!(
+            "{}: float16 is not supported by scan (uint32, int32 or float32)",
+            args.input.display()
+        ),
+    };
+    let out = Array::vector(out);
+    timings.phase("encode", || match dest {
+        Dest::Stdout => array::write(Path::new("-"), Format::Json, &out),
+        Dest::File(file, format) => file.commit_with(|w| array::encode(w, format, &out)),
+    })?;
+    ctx.report_timings(&timings);
+    Ok(Status::Success)
+}

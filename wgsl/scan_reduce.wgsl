@@ -1,0 +1,37 @@
+// scan_reduce: the total of each tile of one scan level, which the level above scans.
+// Built with shared/scan_op.wgsl and shared/scan_workgroup.wgsl or shared/scan_subgroup.wgsl after it.
+
+// Keep in sync with `ReduceParams` in src/ops/scan.rs.
+struct Params {
+    // Elements in this level.
+    n: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> totals: array<u32>;
+
+override WG_SIZE: u32 = 256u;
+
+@compute @workgroup_size(WG_SIZE)
+fn main(lane: Lane) {
+    // Linear workgroup index of a 1-D or 2-D grid (see Gpu::grid); one tile per workgroup.
+    let tile = lane.wid.x + lane.wid.y * lane.nwg.x;
+    let tile_vec4 = WG_SIZE * VEC_PER_THREAD;
+    let n_vec4 = (params.n + 3u) / 4u;
+    if tile * tile_vec4 >= n_vec4 {
+        return;
+    }
+    let p = lane_position(lane);
+    var acc = identity();
+    for (var k = 0u; k < VEC_PER_THREAD; k++) {
+        let i = tile * tile_vec4 + k * WG_SIZE + p;
+        if i < n_vec4 {
+            acc = combine(acc, combine4(masked(src[i], 4u * i, params.n)));
+        }
+    }
+    let total = tile_reduce(acc, lane);
+    if p == 0u {
+        totals[tile] = total;
+    }
+}
