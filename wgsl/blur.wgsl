@@ -20,22 +20,25 @@ struct Params {
     out_base: u32,
     out_pos_stride: u32,
     radius: u32,
-    // Each sum S becomes (S * mul + add) / div, per channel.
-    mul: u32,
-    add: u32,
-    div: u32,
-    // 1: multiply colour by alpha on load (first pass); 1: divide it out on store (last pass).
-    premultiply: u32,
-    unpremultiply: u32,
-    alpha_lane: u32,
-    max_value: u32,
     // Positions per workgroup: a line is split into segments of this length, each walked by
     // its own workgroup, so that short images still fill the GPU.
     seg_len: u32,
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 }
+
+// The arithmetic is fixed per pipeline, so that every division is by a constant (which
+// drivers turn into a multiply and a shift). Each sum S becomes (S * MUL + ADD) / DIV.
+override MUL: u32 = 1u;
+override ADD: u32 = 0u;
+override DIV: u32 = 1u;
+// 255 or 65535.
+override MAX_VALUE: u32 = 255u;
+// Multiply colour by alpha on load (the first pass); divide it out on store (the last).
+override PREMULTIPLY: bool = false;
+override UNPREMULTIPLY: bool = false;
+// 1 (gray+alpha) or 3 (RGBA).
+override ALPHA_LANE: u32 = 3u;
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
@@ -87,30 +90,30 @@ fn work(wid: vec3<u32>, nwg: vec3<u32>, rows: u32) -> Work {
 fn load(line: u32, pos: i32) -> vec4<u32> {
     let p = u32(clamp(pos, 0, i32(params.len) - 1));
     let v = read_px(params.in_base + (line * params.in_line_stride + p) * words_per_px(IN_FMT));
-    if params.premultiply == 0u {
+    if !PREMULTIPLY {
         return v;
     }
     // Colour times alpha over the maximum, rounded: (c * a + max / 2) / max.
-    let a = v[params.alpha_lane];
-    var out = (v * a + vec4<u32>(params.max_value / 2u)) / params.max_value;
-    out[params.alpha_lane] = a;
+    let a = v[ALPHA_LANE];
+    var out = (v * a + vec4<u32>(MAX_VALUE / 2u)) / MAX_VALUE;
+    out[ALPHA_LANE] = a;
     return out;
 }
 
 fn finish(s: vec4<u32>) -> vec4<u32> {
-    return (s * params.mul + vec4<u32>(params.add)) / params.div;
+    return (s * MUL + vec4<u32>(ADD)) / DIV;
 }
 
 fn store(index: u32, value: vec4<u32>) {
     var v = value;
-    if params.unpremultiply != 0u {
+    if UNPREMULTIPLY {
         // Colour back from premultiplied: (c * max + a / 2) / a, at most max; 0 where a = 0.
-        let a = v[params.alpha_lane];
+        let a = v[ALPHA_LANE];
         if a == 0u {
             v = vec4<u32>(0u);
         } else {
-            v = min((v * params.max_value + vec4<u32>(a / 2u)) / a, vec4<u32>(params.max_value));
-            v[params.alpha_lane] = a;
+            v = min((v * MAX_VALUE + vec4<u32>(a / 2u)) / a, vec4<u32>(MAX_VALUE));
+            v[ALPHA_LANE] = a;
         }
     }
     let word = params.out_base + index * words_per_px(OUT_FMT);
@@ -271,14 +274,20 @@ fn gauss_pass(
             sh_in[k] = v;
         }
         workgroupBarrier();
-        for (var i = 0u; i < GAUSS_PPT; i++) {
-            let p = t * GAUSS_PPT + i;
-            var s = vec4<u32>(0u);
-            for (var k = 0u; k < taps; k++) {
-                s += sh_w[k] * sh_in[row * width + p + k];
-            }
-            sh_gout[row * (GAUSS_CH + 1u) + p] = finish(s);
+        // A thread's two adjacent outputs share all but one staged sample: each is loaded
+        // once (GAUSS_PPT is 2).
+        let base = row * width + t * GAUSS_PPT;
+        var s0 = vec4<u32>(0u);
+        var s1 = vec4<u32>(0u);
+        var prev = sh_in[base];
+        for (var k = 0u; k < taps; k++) {
+            let next = sh_in[base + k + 1u];
+            s0 += sh_w[k] * prev;
+            s1 += sh_w[k] * next;
+            prev = next;
         }
+        sh_gout[row * (GAUSS_CH + 1u) + t * GAUSS_PPT] = finish(s0);
+        sh_gout[row * (GAUSS_CH + 1u) + t * GAUSS_PPT + 1u] = finish(s1);
         workgroupBarrier();
         for (var k = lid; k < G_ROWS * GAUSS_CH; k += G_WG) {
             let p = k / G_ROWS;

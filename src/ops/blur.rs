@@ -366,15 +366,8 @@ struct PassParams {
     out_base: u32,
     out_pos_stride: u32,
     radius: u32,
-    mul: u32,
-    add: u32,
-    div: u32,
-    premultiply: u32,
-    unpremultiply: u32,
-    alpha_lane: u32,
-    max_value: u32,
     seg_len: u32,
-    _pad: [u32; 3],
+    _pad: [u32; 2],
 }
 
 /// Positions one workgroup walks along a line. Lines are split into segments so that a
@@ -403,13 +396,21 @@ impl GpuOptions {
 /// A blur planned for one image size on one device: pipelines, buffers and strips, ready
 /// to record (many times, for `bench`).
 pub struct BlurPlan {
-    first: Kernel,
-    second: Kernel,
-    bind_groups: Vec<(wgpu::BindGroup, wgpu::BindGroup, u32, u32)>,
+    /// Row pass with and without premultiply; column pass with and without unpremultiply.
+    kernels: [Kernel; 4],
+    passes: Vec<Pass>,
     /// The full-image buffer the last pass writes.
     result: wgpu::Buffer,
     words: usize,
     pub strips: usize,
+}
+
+/// One dispatch of a plan.
+struct Pass {
+    label: &'static str,
+    kernel: usize,
+    bind: wgpu::BindGroup,
+    workgroups: u32,
 }
 
 /// Gaussian lines per workgroup: as many (8, 4, 2, 1) as fit the workgroup storage.
@@ -497,14 +498,38 @@ impl BlurPlan {
             Kind::Box => BOX_ROWS,
             Kind::Gaussian { .. } => constants[0].1 as u32,
         };
-        let with_formats = |i: u32, o: u32| {
+        let alpha = alpha_lane(img.channels);
+        // A pass's pipeline: its formats and arithmetic are constants, so every division in
+        // it is by a constant. Every loop in blur.wgsl is bounded by a constant or a uniform,
+        // so drivers may unroll them.
+        let kernel = |second: bool, premultiply: bool, unpremultiply: bool| {
+            let (fmt_in, fmt_out, (mul, add, div)) = if second {
+                (mid_fmt, in_fmt, ar.second)
+            } else {
+                (in_fmt, mid_fmt, ar.first)
+            };
             let mut c = constants.clone();
-            c.push(("IN_FMT", i as f64));
-            c.push(("OUT_FMT", o as f64));
-            c
+            c.extend([
+                ("IN_FMT", fmt_in as f64),
+                ("OUT_FMT", fmt_out as f64),
+                ("MUL", mul as f64),
+                ("ADD", add as f64),
+                ("DIV", div as f64),
+                ("MAX_VALUE", max as f64),
+                ("PREMULTIPLY", premultiply as u32 as f64),
+                ("UNPREMULTIPLY", unpremultiply as u32 as f64),
+                ("ALPHA_LANE", alpha.unwrap_or(3) as f64),
+            ]);
+            gpu.kernel_unrolled(&shader!("blur"), entry, &c)
         };
-        let first = gpu.kernel(&shader!("blur"), entry, &with_formats(in_fmt, mid_fmt))?;
-        let second = gpu.kernel(&shader!("blur"), entry, &with_formats(mid_fmt, in_fmt))?;
+        let has_alpha = alpha.is_some();
+        // The first iteration's row pass premultiplies, the last one's column pass divides out.
+        let kernels = [
+            kernel(false, has_alpha, false)?,
+            kernel(false, false, false)?,
+            kernel(true, false, has_alpha)?,
+            kernel(true, false, false)?,
+        ];
 
         let words = to_words(img);
         let a = gpu.upload("blur image a", Usage::Storage, &words);
@@ -521,8 +546,7 @@ impl BlurPlan {
         );
         let weights = gpu.upload("blur weights", Usage::Storage, &ar.weights);
 
-        let alpha = alpha_lane(img.channels);
-        let mut bind_groups = Vec::new();
+        let mut passes = Vec::new();
         let row_bytes = w as u64 * wpp * 4;
         // A binding of `rows` image rows from row `y0`, its offset aligned down; returns the
         // binding and the word offset of row y0 inside it.
@@ -550,15 +574,8 @@ impl BlurPlan {
                     out_base: 0,
                     out_pos_stride: s1 - s0,
                     radius: r,
-                    mul: ar.first.0,
-                    add: ar.first.1,
-                    div: ar.first.2,
-                    premultiply: (it == 0 && alpha.is_some()) as u32,
-                    unpremultiply: 0,
-                    alpha_lane: alpha.unwrap_or(0) as u32,
-                    max_value: max,
                     seg_len: segment_len(params.kind, r, w),
-                    _pad: [0; 3],
+                    _pad: [0; 2],
                 };
                 // The second pass's lines are the image's columns, read from the transposed
                 // intermediate; it writes rows y0..y1 (positions y0 - s0 .. y1 - s0).
@@ -571,11 +588,6 @@ impl BlurPlan {
                     in_line_stride: s1 - s0,
                     out_base: obase,
                     out_pos_stride: w,
-                    mul: ar.second.0,
-                    add: ar.second.1,
-                    div: ar.second.2,
-                    premultiply: 0,
-                    unpremultiply: (it + 1 == params.iterations && alpha.is_some()) as u32,
                     seg_len: segment_len(params.kind, r, y1 - y0),
                     ..p1
                 };
@@ -591,19 +603,25 @@ impl BlurPlan {
                     g1.push((&weights, 0, wsize));
                     g2.push((&weights, 0, wsize));
                 }
-                let segments = |len: u32, seg: u32| len.div_ceil(seg);
-                bind_groups.push((
-                    gpu.bind_ranges(&first, &g1),
-                    gpu.bind_ranges(&second, &g2),
-                    (s1 - s0).div_ceil(rows_per_wg) * segments(w, p1.seg_len),
-                    w.div_ceil(rows_per_wg) * segments(y1 - y0, p2.seg_len),
-                ));
+                let k1 = if it == 0 { 0 } else { 1 };
+                let k2 = if it + 1 == params.iterations { 2 } else { 3 };
+                passes.push(Pass {
+                    label: "blur rows",
+                    kernel: k1,
+                    bind: gpu.bind_ranges(&kernels[k1], &g1),
+                    workgroups: (s1 - s0).div_ceil(rows_per_wg) * w.div_ceil(p1.seg_len),
+                });
+                passes.push(Pass {
+                    label: "blur columns",
+                    kernel: k2,
+                    bind: gpu.bind_ranges(&kernels[k2], &g2),
+                    workgroups: w.div_ceil(rows_per_wg) * (y1 - y0).div_ceil(p2.seg_len),
+                });
             }
         }
         Ok(BlurPlan {
-            first,
-            second,
-            bind_groups,
+            kernels,
+            passes,
             result: if params.iterations.is_multiple_of(2) {
                 a
             } else {
@@ -616,9 +634,8 @@ impl BlurPlan {
 
     /// Records every pass: per iteration and strip, the row pass then the column pass.
     pub fn record(&self, batch: &mut Batch) {
-        for (g1, g2, wg1, wg2) in &self.bind_groups {
-            batch.dispatch("blur rows", &self.first, g1, *wg1);
-            batch.dispatch("blur columns", &self.second, g2, *wg2);
+        for p in &self.passes {
+            batch.dispatch(p.label, &self.kernels[p.kernel], &p.bind, p.workgroups);
         }
     }
 
@@ -655,7 +672,7 @@ pub fn blur_with(
         return Ok(img.clone());
     }
     let plan = timings.phase("upload", || BlurPlan::new(gpu, img, params, options))?;
-    let mut timer = PassTimer::new(gpu, 2 * plan.bind_groups.len() as u32);
+    let mut timer = PassTimer::new(gpu, plan.passes.len() as u32);
     timings.phase("compute", || {
         let mut batch = gpu.batch(Some(&mut timer));
         plan.record(&mut batch);

@@ -42,8 +42,8 @@ const CHUNK_BUDGET: u64 = 32 << 20;
 // The reduce pass: invocations per workgroup, consecutive entries per workgroup, and chunks
 // summed into one per level.
 const REDUCE_WG_SIZE: u32 = 256;
-const ENTRIES_PER_WG: u32 = 64;
-const FAN_IN: u32 = 32;
+const ENTRIES_PER_WG: u32 = 16;
+const FAN_IN: u32 = 256;
 // The running total and the plot's scale pass (a power of two: a tree reduction).
 const TOTAL_WG_SIZE: u32 = 256;
 const SCALE_WG_SIZE: u32 = 256;
