@@ -171,6 +171,11 @@ fn radius_beyond_the_image_matches_cpu() {
             &noise(w, h, 4, false, 9),
             BlurParams::new(Kind::Gaussian { sigma: 30.0 }, 90, 1),
         );
+        // The largest gaussian radius fits lavapipe's 32 KiB of workgroup storage.
+        check(
+            &noise(w, h, 3, false, 9),
+            BlurParams::new(Kind::Gaussian { sigma: 160.0 }, 500, 1),
+        );
     }
 }
 
@@ -217,15 +222,16 @@ fn large_image_takes_strips_at_the_adapters_limit() {
 
 #[test]
 fn two_d_dispatch_matches_cpu() {
-    let mut g = gpu();
-    g.set_dispatch_limit(6);
-    let engine = Engine::Gpu(Box::new(g));
-    // 257 rows are 9 box workgroups of 32 lines (a 5x2 grid) or 33 gaussian ones of 8 (6x6).
+    // 257 rows are 9 box workgroups of 32 lines: a 3x3 grid at a limit of 3. Gaussian
+    // workgroups take 8 or 4 lines (by workgroup storage): up to 65, an 8x9 grid at 9.
     let img = noise(70, 257, 4, false, 6);
-    for params in [
-        BlurParams::new(Kind::Box, 4, 1),
-        BlurParams::new(GAUSS1, 3, 1),
+    for (params, limit) in [
+        (BlurParams::new(Kind::Box, 4, 1), 3),
+        (BlurParams::new(GAUSS1, 3, 1), 9),
     ] {
+        let mut g = gpu();
+        g.set_dispatch_limit(limit);
+        let engine = Engine::Gpu(Box::new(g));
         let got = blur(&engine, &img, &params, &mut Timings::default()).unwrap();
         assert_same(&got, &blur_cpu(&img, &params).unwrap(), "2-D dispatch");
     }
