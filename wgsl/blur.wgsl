@@ -251,9 +251,6 @@ override G_WG: u32 = 256u; // G_ROWS * GAUSS_TPL
 override G_IN_LEN: u32 = 1u; // G_ROWS * skew(GAUSS_CH + 2r)
 override G_OUT_LEN: u32 = 1032u; // G_ROWS * (GAUSS_CH + 1): padded like the box tile
 override G_TAPS: u32 = 1u; // 2r + 1
-// Sum in f32 (8-bit images): every product and partial sum is an integer below 2^24, which
-// f32 holds exactly, and f32 multiply-adds run at twice the rate of u32 ones.
-override G_FLOAT: bool = false;
 
 var<workgroup> sh_in: array<vec4<u32>, G_IN_LEN>;
 var<workgroup> sh_gout: array<vec4<u32>, G_OUT_LEN>;
@@ -287,14 +284,11 @@ fn gauss_pass(
     }
     for (var c0 = wk.start; c0 < wk.end; c0 += GAUSS_CH) {
         // Stage the chunk and its halo, positions c0 - r .. c0 + CH + r - 1, each line by its
-        // own threads; as f32 bits on the float path.
+        // own threads.
         for (var j = t; j < width; j += GAUSS_TPL) {
             var v = vec4<u32>(0u);
             if line_ok {
                 v = load(line0 + row, i32(c0 + j) - i32(params.radius));
-            }
-            if G_FLOAT {
-                v = bitcast<vec4<u32>>(vec4<f32>(v));
             }
             sh_in[rb + skew(j)] = v;
         }
@@ -309,38 +303,16 @@ fn gauss_pass(
         var s1 = vec4<u32>(0u);
         var s2 = vec4<u32>(0u);
         var s3 = vec4<u32>(0u);
-        if G_FLOAT {
-            var f0 = vec4<f32>(0.0);
-            var f1 = vec4<f32>(0.0);
-            var f2 = vec4<f32>(0.0);
-            var f3 = vec4<f32>(0.0);
-            for (var k = 0u; k < taps; k++) {
-                let x3 = sh_in[rb + skew(p0 + k + 3u)];
-                let w = f32(sh_w[k]);
-                f0 += w * bitcast<vec4<f32>>(x0);
-                f1 += w * bitcast<vec4<f32>>(x1);
-                f2 += w * bitcast<vec4<f32>>(x2);
-                f3 += w * bitcast<vec4<f32>>(x3);
-                x0 = x1;
-                x1 = x2;
-                x2 = x3;
-            }
-            s0 = vec4<u32>(f0);
-            s1 = vec4<u32>(f1);
-            s2 = vec4<u32>(f2);
-            s3 = vec4<u32>(f3);
-        } else {
-            for (var k = 0u; k < taps; k++) {
-                let x3 = sh_in[rb + skew(p0 + k + 3u)];
-                let w = sh_w[k];
-                s0 += w * x0;
-                s1 += w * x1;
-                s2 += w * x2;
-                s3 += w * x3;
-                x0 = x1;
-                x1 = x2;
-                x2 = x3;
-            }
+        for (var k = 0u; k < taps; k++) {
+            let x3 = sh_in[rb + skew(p0 + k + 3u)];
+            let w = sh_w[k];
+            s0 += w * x0;
+            s1 += w * x1;
+            s2 += w * x2;
+            s3 += w * x3;
+            x0 = x1;
+            x1 = x2;
+            x2 = x3;
         }
         let o = row * (GAUSS_CH + 1u) + p0;
         sh_gout[o] = finish(s0);

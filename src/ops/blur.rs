@@ -126,11 +126,9 @@ fn arith(params: &BlurParams, max_value: u32) -> Result<Arith> {
                     MAX_GAUSS_RADIUS / 3
                 )));
             }
-            // Weights total 2^G and F fraction bits are kept between passes. 16-bit: G = 14,
-            // F = 2, so 2^(G+F) * (maxval + 1) <= 2^32 and every sum fits u32. 8-bit: G = 12,
-            // F = 4, so every sum of either pass is below 2^24 and exact in f32 too, which
-            // the GPU uses (f32 multiply-adds are twice as fast as u32 ones).
-            let (g, f) = if max_value > 255 { (14, 2) } else { (12, 4) };
+            // Weights total 2^G and F fraction bits are kept between passes, with
+            // 2^(G+F) * (maxval + 1) <= 2^32: G = 16, F = 8 for 8-bit, G = 14, F = 2 for 16-bit.
+            let (g, f) = if max_value > 255 { (14, 2) } else { (16, 8) };
             let weights = gaussian_weights(sigma, r, g);
             Ok(Arith {
                 first: (1, 1 << (g - f - 1), 1 << (g - f)),
@@ -498,7 +496,6 @@ impl BlurPlan {
                         ("G_IN_LEN", (rows * gauss_line_len(r)) as f64),
                         ("G_OUT_LEN", (rows * (GAUSS_CH + 1)) as f64),
                         ("G_TAPS", (2 * r + 1) as f64),
-                        ("G_FLOAT", (max <= 255) as u32 as f64),
                     ],
                 )
             }
