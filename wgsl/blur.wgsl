@@ -242,25 +242,19 @@ fn box_pass(
 }
 
 // ---- gaussian: each chunk plus its halo staged in workgroup memory --------------------------
-// Keep in sync with GAUSS_TPL, GAUSS_PPT, GAUSS_CH and the G_* constants in src/ops/blur.rs.
-const GAUSS_TPL: u32 = 32u; // threads per line
-const GAUSS_PPT: u32 = 4u; // adjacent outputs per thread
+// Keep in sync with GAUSS_TPL, GAUSS_PPT and the G_* constants set in src/ops/blur.rs.
+const GAUSS_TPL: u32 = 32u;
+const GAUSS_PPT: u32 = 2u;
 const GAUSS_CH: u32 = GAUSS_TPL * GAUSS_PPT;
 override G_ROWS: u32 = 8u; // lines per workgroup
 override G_WG: u32 = 256u; // G_ROWS * GAUSS_TPL
-override G_IN_LEN: u32 = 1u; // G_ROWS * skew(GAUSS_CH + 2r)
-override G_OUT_LEN: u32 = 1032u; // G_ROWS * (GAUSS_CH + 1): padded like the box tile
+override G_IN_LEN: u32 = 1u; // G_ROWS * (GAUSS_CH + 2r)
+override G_OUT_LEN: u32 = 520u; // G_ROWS * (GAUSS_CH + 1): padded like the box tile
 override G_TAPS: u32 = 1u; // 2r + 1
 
 var<workgroup> sh_in: array<vec4<u32>, G_IN_LEN>;
 var<workgroup> sh_gout: array<vec4<u32>, G_OUT_LEN>;
 var<workgroup> sh_w: array<u32, G_TAPS>;
-
-// Staged sample j of a line sits at skew(j): one vec4 of padding every 4, so that the 8 lanes
-// of a shared-memory phase, each starting 4 samples after the last, hit distinct banks.
-fn skew(j: u32) -> u32 {
-    return j + (j >> 2u);
-}
 
 @compute @workgroup_size(G_WG)
 fn gauss_pass(
@@ -277,48 +271,35 @@ fn gauss_pass(
     let t = lid % GAUSS_TPL;
     let taps = 2u * params.radius + 1u;
     let width = GAUSS_CH + taps - 1u;
-    let rb = row * skew(width);
-    let line_ok = line0 + row < params.lines;
     for (var k = lid; k < taps; k += G_WG) {
         sh_w[k] = weights[k];
     }
     for (var c0 = wk.start; c0 < wk.end; c0 += GAUSS_CH) {
-        // Stage the chunk and its halo, positions c0 - r .. c0 + CH + r - 1, each line by its
-        // own threads.
-        for (var j = t; j < width; j += GAUSS_TPL) {
+        // Stage the chunk and its halo, positions c0 - r .. c0 + CH + r - 1, of every line.
+        for (var k = lid; k < G_ROWS * width; k += G_WG) {
+            let rr = k / width;
+            let j = k % width;
             var v = vec4<u32>(0u);
-            if line_ok {
-                v = load(line0 + row, i32(c0 + j) - i32(params.radius));
+            if line0 + rr < params.lines {
+                v = load(line0 + rr, i32(c0 + j) - i32(params.radius));
             }
-            sh_in[rb + skew(j)] = v;
+            sh_in[k] = v;
         }
         workgroupBarrier();
-        // A thread's 4 adjacent outputs slide over the same staged samples: one load a tap
-        // feeds all four sums.
-        let p0 = t * GAUSS_PPT;
-        var x0 = sh_in[rb + skew(p0)];
-        var x1 = sh_in[rb + skew(p0 + 1u)];
-        var x2 = sh_in[rb + skew(p0 + 2u)];
+        // A thread's two adjacent outputs share all but one staged sample: each is loaded
+        // once (GAUSS_PPT is 2).
+        let base = row * width + t * GAUSS_PPT;
         var s0 = vec4<u32>(0u);
         var s1 = vec4<u32>(0u);
-        var s2 = vec4<u32>(0u);
-        var s3 = vec4<u32>(0u);
+        var prev = sh_in[base];
         for (var k = 0u; k < taps; k++) {
-            let x3 = sh_in[rb + skew(p0 + k + 3u)];
-            let w = sh_w[k];
-            s0 += w * x0;
-            s1 += w * x1;
-            s2 += w * x2;
-            s3 += w * x3;
-            x0 = x1;
-            x1 = x2;
-            x2 = x3;
+            let next = sh_in[base + k + 1u];
+            s0 += sh_w[k] * prev;
+            s1 += sh_w[k] * next;
+            prev = next;
         }
-        let o = row * (GAUSS_CH + 1u) + p0;
-        sh_gout[o] = finish(s0);
-        sh_gout[o + 1u] = finish(s1);
-        sh_gout[o + 2u] = finish(s2);
-        sh_gout[o + 3u] = finish(s3);
+        sh_gout[row * (GAUSS_CH + 1u) + t * GAUSS_PPT] = finish(s0);
+        sh_gout[row * (GAUSS_CH + 1u) + t * GAUSS_PPT + 1u] = finish(s1);
         workgroupBarrier();
         for (var k = lid; k < G_ROWS * GAUSS_CH; k += G_WG) {
             let p = k / G_ROWS;

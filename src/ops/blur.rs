@@ -348,7 +348,7 @@ pub fn blur_cpu(img: &Image, params: &BlurParams) -> Result<Image> {
 
 // Keep in sync with wgsl/blur.wgsl.
 const BOX_ROWS: u32 = 32;
-const GAUSS_CH: u32 = 128;
+const GAUSS_CH: u32 = 64;
 const FMT_PACK8: u32 = 0;
 const FMT_PACK16: u32 = 1;
 const FMT_WIDE: u32 = 2;
@@ -413,17 +413,12 @@ struct Pass {
     workgroups: u32,
 }
 
-/// Staged samples of a gaussian line, with one vec4 of padding every 4 (`skew` in the shader).
-fn gauss_line_len(radius: u32) -> u32 {
-    let width = GAUSS_CH + 2 * radius;
-    width + width / 4 + 1
-}
-
-/// Gaussian lines per workgroup: as many (8, 4, 2, 1) as fit the workgroup storage.
+/// Gaussian lines per workgroup: as many (8, 4, 2, 1) as fit the workgroup storage (staged
+/// lines, the output tile and the weights).
 fn gauss_rows(radius: u32, storage: u32) -> Option<u32> {
     [8u32, 4, 2, 1].into_iter().find(|&rows| {
         let bytes =
-            16 * rows * gauss_line_len(radius) + 16 * rows * (GAUSS_CH + 1) + 4 * (2 * radius + 1);
+            16 * rows * (GAUSS_CH + 2 * radius) + 16 * rows * (GAUSS_CH + 1) + 4 * (2 * radius + 1);
         bytes <= storage
     })
 }
@@ -493,7 +488,7 @@ impl BlurPlan {
                     vec![
                         ("G_ROWS", rows as f64),
                         ("G_WG", (rows * 32) as f64),
-                        ("G_IN_LEN", (rows * gauss_line_len(r)) as f64),
+                        ("G_IN_LEN", (rows * (GAUSS_CH + 2 * r)) as f64),
                         ("G_OUT_LEN", (rows * (GAUSS_CH + 1)) as f64),
                         ("G_TAPS", (2 * r + 1) as f64),
                     ],
