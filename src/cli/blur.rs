@@ -134,12 +134,18 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     let params = args.params()?;
     let jobs = args.jobs()?;
     let mut timings = Timings::default();
-    let engine = ctx.engine(&mut timings)?;
+    // The first input decodes while the device opens.
+    let (engine, first) = ctx.engine_alongside(&mut timings, |t| {
+        t.phase("decode", || img_io::load(&jobs[0].0))
+    });
+    let engine = engine?;
+    let mut first = Some(first);
     let bar = term::progress(jobs.len() as u64, ctx.global.quiet || jobs.len() == 1);
     let mut failed = 0;
     for (input, output) in &jobs {
         bar.set_message(input.display().to_string());
-        if let Err(e) = blur_file(&engine, input, output, &params, &mut timings) {
+        let decoded = first.take();
+        if let Err(e) = blur_file(&engine, input, output, &params, &mut timings, decoded) {
             bar.suspend(|| eprintln!("{} {e:#}", term::error_prefix()));
             failed += 1;
         }
@@ -163,11 +169,15 @@ fn blur_file(
     output: &Path,
     params: &BlurParams,
     timings: &mut Timings,
+    decoded: Option<Result<Image>>,
 ) -> Result<()> {
     let format = img_io::output_format(output)?;
     // Created before the work so an unwritable place fails at once; removed on any error.
     let pending = PendingFile::create(output)?;
-    let image: Image = timings.phase("decode", || img_io::load(input))?;
+    let image: Image = match decoded {
+        Some(image) => image?,
+        None => timings.phase("decode", || img_io::load(input))?,
+    };
     img_io::check_layout(output, format, image.channels, image.bit_depth())?;
     let blurred = blur::blur(engine, &image, params, timings)
         .with_context(|| format!("{}", input.display()))?;
