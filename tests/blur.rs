@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use gpukit::gpu::{Engine, Timings};
 use gpukit::io::image::{self, Image, Samples};
 use gpukit::ops::blur::{
-    blur, blur_cpu, blur_with, gaussian_radius, BlurParams, BlurPlan, GpuOptions, Kind,
+    blur_cpu, blur_with, gaussian_radius, BlurParams, BlurPlan, GpuOptions, Kind, Layout,
 };
 
 use crate::util::{gpu, run, run_in, tempdir, xorshift};
@@ -66,9 +66,19 @@ fn check(img: &Image, params: BlurParams) {
         params.iterations
     );
     let want = blur_cpu(img, &params).unwrap();
-    let got = blur(engine(), img, &params, &mut Timings::default()).unwrap();
-    assert_same(&got, &want, &what);
+    for layout in LAYOUTS {
+        let options = GpuOptions {
+            layout: Some(layout),
+            ..GpuOptions::DEFAULT
+        };
+        let got = blur_with(engine(), img, &params, options, &mut Timings::default()).unwrap();
+        assert_same(&got, &want, &format!("{what} {layout:?}"));
+    }
 }
+
+/// Both kernel layouts run on every adapter: the one a GPU uses and the one a CPU adapter
+/// uses, whichever this machine has.
+const LAYOUTS: [Layout; 2] = [Layout::Workgroup, Layout::LinePerInvocation];
 
 const GAUSS1: Kind = Kind::Gaussian { sigma: 1.0 };
 
@@ -177,22 +187,25 @@ fn radius_beyond_the_image_matches_cpu() {
 fn strips_give_the_unsplit_result() {
     // 40 RGBA8 columns: 640 bytes a row of intermediate; a 12 KiB binding forces strips, and
     // 160-byte rows put most strip starts off the 256-byte binding alignment.
-    let options = GpuOptions {
-        max_binding: Some(12 << 10),
-    };
     let g = match engine() {
         Engine::Gpu(g) => g,
         Engine::Cpu => unreachable!(),
     };
-    for (img, params) in [
-        (noise(40, 50, 4, false, 1), BlurParams::new(Kind::Box, 2, 1)),
-        (noise(40, 50, 4, false, 2), BlurParams::new(Kind::Box, 3, 3)),
-        (noise(40, 61, 3, true, 3), BlurParams::new(GAUSS1, 3, 2)),
-    ] {
-        let plan = BlurPlan::new(g, &img, &params, options).unwrap();
-        assert!(plan.strips > 1, "{} strips", plan.strips);
-        let got = blur_with(engine(), &img, &params, options, &mut Timings::default()).unwrap();
-        assert_same(&got, &blur_cpu(&img, &params).unwrap(), "strips");
+    for layout in LAYOUTS {
+        let options = GpuOptions {
+            max_binding: Some(12 << 10),
+            layout: Some(layout),
+        };
+        for (img, params) in [
+            (noise(40, 50, 4, false, 1), BlurParams::new(Kind::Box, 2, 1)),
+            (noise(40, 50, 4, false, 2), BlurParams::new(Kind::Box, 3, 3)),
+            (noise(40, 61, 3, true, 3), BlurParams::new(GAUSS1, 3, 2)),
+        ] {
+            let plan = BlurPlan::new(g, &img, &params, options).unwrap();
+            assert!(plan.strips > 1, "{} strips", plan.strips);
+            let got = blur_with(engine(), &img, &params, options, &mut Timings::default()).unwrap();
+            assert_same(&got, &blur_cpu(&img, &params).unwrap(), "strips");
+        }
     }
 }
 
@@ -217,16 +230,27 @@ fn large_image_takes_strips_at_the_adapters_limit() {
 #[test]
 fn two_d_dispatch_matches_cpu() {
     // 257 rows are 9 box workgroups of 32 lines: a 3x3 grid at a limit of 3. Gaussian
-    // workgroups take 8 or 4 lines (by workgroup storage): up to 65, an 8x9 grid at 9.
+    // workgroups take 8 or 4 lines (by workgroup storage): up to 65, an 8x9 grid at 9. One
+    // line an invocation: 5 workgroups of 64 lines, a 3x2 grid at a limit of 3.
     let img = noise(70, 257, 4, false, 6);
-    for (params, limit) in [
-        (BlurParams::new(Kind::Box, 4, 1), 3),
-        (BlurParams::new(GAUSS1, 3, 1), 9),
+    for (params, layout, limit) in [
+        (BlurParams::new(Kind::Box, 4, 1), Layout::Workgroup, 3),
+        (BlurParams::new(GAUSS1, 3, 1), Layout::Workgroup, 9),
+        (
+            BlurParams::new(Kind::Box, 4, 1),
+            Layout::LinePerInvocation,
+            3,
+        ),
+        (BlurParams::new(GAUSS1, 3, 1), Layout::LinePerInvocation, 3),
     ] {
         let mut g = gpu();
         g.set_dispatch_limit(limit);
         let engine = Engine::Gpu(Box::new(g));
-        let got = blur(&engine, &img, &params, &mut Timings::default()).unwrap();
+        let options = GpuOptions {
+            layout: Some(layout),
+            ..GpuOptions::DEFAULT
+        };
+        let got = blur_with(&engine, &img, &params, options, &mut Timings::default()).unwrap();
         assert_same(&got, &blur_cpu(&img, &params).unwrap(), "2-D dispatch");
     }
 }

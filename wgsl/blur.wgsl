@@ -241,6 +241,64 @@ fn box_pass(
     }
 }
 
+// ---- one line per invocation (CPU adapters) -------------------------------------------------
+// Each invocation walks one line's segment alone: no workgroup memory and no barriers, which
+// CPU implementations (lavapipe) run slowly, while consecutive invocations still store
+// consecutive lines of the transposed output. On GPUs the workgroup kernels above are faster.
+override LINE_WG: u32 = 64u;
+
+@compute @workgroup_size(LINE_WG)
+fn box_line_pass(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let wk = work(wid, nwg, LINE_WG);
+    let line = wk.line0 + lid;
+    if wk.start >= wk.end || line >= params.lines {
+        return;
+    }
+    let r = i32(params.radius);
+    let len = i32(params.len);
+    // S at the segment's start - 1, as in box_pass.
+    let c = i32(wk.start) - 1;
+    let lo = c - r;
+    let hi = c + r;
+    var s = vec4<u32>(0u);
+    for (var j = max(lo, 0); j <= min(hi, len - 1); j++) {
+        s += load(line, j);
+    }
+    let left = max(0, min(hi, -1) - lo + 1);
+    let right = max(0, hi - max(lo, len) + 1);
+    s += u32(left) * load(line, 0) + u32(right) * load(line, len - 1);
+    for (var x = wk.start; x < wk.end; x++) {
+        s += load(line, i32(x) + r) - load(line, i32(x) - r - 1);
+        store((x - params.out_start) * params.out_pos_stride + line, finish(s));
+    }
+}
+
+@compute @workgroup_size(LINE_WG)
+fn gauss_line_pass(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let wk = work(wid, nwg, LINE_WG);
+    let line = wk.line0 + lid;
+    if wk.start >= wk.end || line >= params.lines {
+        return;
+    }
+    let taps = 2u * params.radius + 1u;
+    for (var x = wk.start; x < wk.end; x++) {
+        let first = i32(x) - i32(params.radius);
+        var s = vec4<u32>(0u);
+        for (var k = 0u; k < taps; k++) {
+            s += weights[k] * load(line, first + i32(k));
+        }
+        store((x - params.out_start) * params.out_pos_stride + line, finish(s));
+    }
+}
+
 // ---- gaussian: each chunk plus its halo staged in workgroup memory --------------------------
 // Keep in sync with GAUSS_TPL, GAUSS_PPT and the G_* constants set in src/ops/blur.rs.
 const GAUSS_TPL: u32 = 32u;

@@ -374,23 +374,56 @@ struct PassParams {
 /// 2160-row image gives the GPU hundreds of workgroups, not 68. Each box segment pays
 /// min(2r + 1, len) loads for its first window sum, so box segments are at least 4 windows
 /// long (that cost stays under a quarter of the two loads an output).
-fn segment_len(kind: Kind, radius: u32, len: u32) -> u32 {
-    let want = match kind {
-        Kind::Box => (4 * (2 * radius + 1)).max(256),
-        Kind::Gaussian { .. } => 256,
+/// With one line per invocation (CPU adapters, which have few cores to fill), a whole line
+/// is one segment.
+fn segment_len(kind: Kind, layout: Layout, radius: u32, len: u32) -> u32 {
+    let want = match (layout, kind) {
+        (Layout::LinePerInvocation, _) => len,
+        (Layout::Workgroup, Kind::Box) => (4 * (2 * radius + 1)).max(256),
+        (Layout::Workgroup, Kind::Gaussian { .. }) => 256,
     };
     want.next_multiple_of(64).min(len.max(1))
 }
 
-/// Limits a blur plan works within; tests lower `max_binding` to force strips on small images.
+/// How a pass's work is laid out on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Workgroups cooperate through workgroup memory (box_pass, gauss_pass): for GPUs.
+    Workgroup,
+    /// Each invocation walks one line alone, without workgroup memory or barriers
+    /// (box_line_pass, gauss_line_pass): for CPU adapters such as lavapipe.
+    LinePerInvocation,
+}
+
+impl Layout {
+    /// The layout for an adapter: one line per invocation on CPU adapters.
+    pub fn for_gpu(gpu: &Gpu) -> Layout {
+        if gpu.info.device_type == wgpu::DeviceType::Cpu {
+            Layout::LinePerInvocation
+        } else {
+            Layout::Workgroup
+        }
+    }
+}
+
+/// Lines per workgroup of the one-line-per-invocation kernels (keep in sync with LINE_WG).
+const LINE_WG: u32 = 64;
+
+/// Limits a blur plan works within; tests lower `max_binding` to force strips on small images
+/// and pick the layout to test both on any adapter.
 #[derive(Clone, Copy, Debug)]
 pub struct GpuOptions {
     /// Largest storage binding to use (bytes); `None` is the adapter's limit.
     pub max_binding: Option<u64>,
+    /// `None`: the adapter's layout ([`Layout::for_gpu`]).
+    pub layout: Option<Layout>,
 }
 
 impl GpuOptions {
-    pub const DEFAULT: GpuOptions = GpuOptions { max_binding: None };
+    pub const DEFAULT: GpuOptions = GpuOptions {
+        max_binding: None,
+        layout: None,
+    };
 }
 
 /// A blur planned for one image size on one device: pipelines, buffers and strips, ready
@@ -477,9 +510,16 @@ impl BlurPlan {
             .map(|y0| (y0, (y0 as u64 + strip_rows).min(h as u64) as u32))
             .collect();
 
-        let (entry, constants): (&str, Vec<(&str, f64)>) = match params.kind {
-            Kind::Box => ("box_pass", vec![]),
-            Kind::Gaussian { .. } => {
+        let layout = options.layout.unwrap_or_else(|| Layout::for_gpu(gpu));
+        let (entry, constants): (&str, Vec<(&str, f64)>) = match (layout, params.kind) {
+            (Layout::LinePerInvocation, Kind::Box) => {
+                ("box_line_pass", vec![("LINE_WG", LINE_WG as f64)])
+            }
+            (Layout::LinePerInvocation, Kind::Gaussian { .. }) => {
+                ("gauss_line_pass", vec![("LINE_WG", LINE_WG as f64)])
+            }
+            (Layout::Workgroup, Kind::Box) => ("box_pass", vec![]),
+            (Layout::Workgroup, Kind::Gaussian { .. }) => {
                 let rows = gauss_rows(r, gpu.limits.max_compute_workgroup_storage_size).ok_or_else(|| {
                     anyhow::anyhow!("gaussian radius {r} needs more workgroup storage than this adapter has")
                 })?;
@@ -495,9 +535,10 @@ impl BlurPlan {
                 )
             }
         };
-        let rows_per_wg = match params.kind {
-            Kind::Box => BOX_ROWS,
-            Kind::Gaussian { .. } => constants[0].1 as u32,
+        let rows_per_wg = match (layout, params.kind) {
+            (Layout::LinePerInvocation, _) => LINE_WG,
+            (Layout::Workgroup, Kind::Box) => BOX_ROWS,
+            (Layout::Workgroup, Kind::Gaussian { .. }) => constants[0].1 as u32,
         };
         let alpha = alpha_lane(img.channels);
         // A pass's pipeline: its formats and arithmetic are constants, so every division in
@@ -575,7 +616,7 @@ impl BlurPlan {
                     out_base: 0,
                     out_pos_stride: s1 - s0,
                     radius: r,
-                    seg_len: segment_len(params.kind, r, w),
+                    seg_len: segment_len(params.kind, layout, r, w),
                     _pad: [0; 2],
                 };
                 // The second pass's lines are the image's columns, read from the transposed
@@ -589,7 +630,7 @@ impl BlurPlan {
                     in_line_stride: s1 - s0,
                     out_base: obase,
                     out_pos_stride: w,
-                    seg_len: segment_len(params.kind, r, y1 - y0),
+                    seg_len: segment_len(params.kind, layout, r, y1 - y0),
                     ..p1
                 };
                 let u1 = gpu.upload("blur params", Usage::Uniform, &[p1]);
