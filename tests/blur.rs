@@ -185,6 +185,7 @@ fn strips_give_the_unsplit_result() {
     // 160-byte rows put most strip starts off the 256-byte binding alignment.
     let options = GpuOptions {
         max_binding: Some(12 << 10),
+        ..GpuOptions::DEFAULT
     };
     let g = match engine() {
         Engine::Gpu(g) => g,

@@ -135,11 +135,18 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     let jobs = args.jobs()?;
     let mut timings = Timings::default();
     let engine = ctx.engine(&mut timings)?;
+    let tuned = ctx.tuned(&engine);
     let bar = term::progress(jobs.len() as u64, ctx.global.quiet || jobs.len() == 1);
     let mut failed = 0;
     for (input, output) in &jobs {
         bar.set_message(input.display().to_string());
-        if let Err(e) = blur_file(&engine, input, output, &params, &mut timings) {
+        let options = |pixels: usize| blur::GpuOptions {
+            tunables: bar
+                .suspend(|| tuned.choice(ctx, "blur", pixels as f64, blur::Tunables::check))
+                .unwrap_or(blur::Tunables::DEFAULT),
+            ..blur::GpuOptions::DEFAULT
+        };
+        if let Err(e) = blur_file(&engine, input, output, &params, &options, &mut timings) {
             bar.suspend(|| eprintln!("{} {e:#}", term::error_prefix()));
             failed += 1;
         }
@@ -162,6 +169,7 @@ fn blur_file(
     input: &Path,
     output: &Path,
     params: &BlurParams,
+    options: &dyn Fn(usize) -> blur::GpuOptions,
     timings: &mut Timings,
 ) -> Result<()> {
     let format = img_io::output_format(output)?;
@@ -169,7 +177,7 @@ fn blur_file(
     let pending = PendingFile::create(output)?;
     let image: Image = timings.phase("decode", || img_io::load(input))?;
     img_io::check_layout(output, format, image.channels, image.bit_depth())?;
-    let blurred = blur::blur(engine, &image, params, timings)
+    let blurred = blur::blur_with(engine, &image, params, options(image.pixels()), timings)
         .with_context(|| format!("{}", input.display()))?;
     timings.phase("encode", || img_io::save_to(pending, format, blurred))
 }
