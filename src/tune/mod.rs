@@ -11,6 +11,7 @@
 
 pub mod cache;
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::fmt::{Debug, Display};
 
@@ -122,6 +123,31 @@ struct SizeClass {
     label: String,
     /// The op's size parameter (image side lengths, elements, matmul n).
     dims: (usize, usize),
+    /// The op's benchmark input, made once for all its candidates.
+    image: OnceCell<Image>,
+    elements: OnceCell<Vec<u32>>,
+    matrices: OnceCell<(Vec<f32>, Vec<f32>)>,
+}
+
+impl SizeClass {
+    fn new(class: u32, label: String, dims: (usize, usize)) -> SizeClass {
+        SizeClass {
+            class,
+            label,
+            dims,
+            image: OnceCell::new(),
+            elements: OnceCell::new(),
+            matrices: OnceCell::new(),
+        }
+    }
+
+    /// An RGBA8 noise image of the class's size.
+    fn image(&self) -> &Image {
+        self.image.get_or_init(|| {
+            let (w, h) = self.dims;
+            Image::new_u8(w as u32, h as u32, 4, noise(w * h * 4, 3))
+        })
+    }
 }
 
 /// What an op plugs into the search.
@@ -407,11 +433,8 @@ fn noise(len: usize, seed: u32) -> Vec<u8> {
 }
 
 fn image_class(w: usize, h: usize) -> SizeClass {
-    SizeClass {
-        class: ((w * h) as f64).log2().round() as u32,
-        label: format!("{w}x{h}"),
-        dims: (w, h),
-    }
+    let class = ((w * h) as f64).log2().round() as u32;
+    SizeClass::new(class, format!("{w}x{h}"), (w, h))
 }
 
 /// Image sizes: 2^16 pixels quick; 2^18, 2^21 and 2^23 (about 4K) in full.
@@ -526,13 +549,13 @@ fn blur_case<'g>(
     t: &blur::Tunables,
 ) -> Result<Case<'g>> {
     let (w, h) = class.dims;
-    let img = Image::new_u8(w as u32, h as u32, 4, noise(w * h * 4, 3));
+    let img = class.image();
     let params = blur_params(stage);
     let options = blur::GpuOptions {
         tunables: *t,
         ..blur::GpuOptions::DEFAULT
     };
-    let plan = blur::BlurPlan::new(gpu, &img, &params, options)?;
+    let plan = blur::BlurPlan::new(gpu, img, &params, options)?;
     let name = match params.kind {
         blur::Kind::Box => format!("{w}x{h} RGBA8 box r=15"),
         blur::Kind::Gaussian { .. } => format!("{w}x{h} RGBA8 gaussian sigma=5"),
@@ -590,24 +613,29 @@ fn histogram_stages() -> Vec<Stage<histogram::Tunables>> {
         Stage {
             name: "reduce",
             candidates: |best, limits, quick| {
-                let shapes: Vec<(u32, u32, u32)> = if quick {
-                    vec![(128, 8, 64)]
+                let shapes: Vec<(u32, u32)> = if quick {
+                    vec![(128, 8)]
                 } else {
                     pow2(64, max_invocations(limits).min(1024))
                         .flat_map(|wg| pow2(4, 64.min(wg)).map(move |e| (wg, e)))
-                        .flat_map(|(wg, e)| [16, 64, 256, 1024].map(|f| (wg, e, f)))
                         .collect()
                 };
                 shapes
                     .into_iter()
-                    .map(
-                        |(reduce_wg_size, entries_per_wg, fan_in)| histogram::Tunables {
-                            reduce_wg_size,
-                            entries_per_wg,
-                            fan_in,
-                            ..*best
-                        },
-                    )
+                    .map(|(reduce_wg_size, entries_per_wg)| histogram::Tunables {
+                        reduce_wg_size,
+                        entries_per_wg,
+                        ..*best
+                    })
+                    .collect()
+            },
+        },
+        Stage {
+            name: "fan-in",
+            candidates: |best, _, quick| {
+                let fans: &[u32] = if quick { &[] } else { &[16, 64, 256, 1024] };
+                fans.iter()
+                    .map(|&fan_in| histogram::Tunables { fan_in, ..*best })
                     .collect()
             },
         },
@@ -632,12 +660,11 @@ fn histogram_case<'g>(
     t: &histogram::Tunables,
 ) -> Result<Case<'g>> {
     let (w, h) = class.dims;
-    let img = Image::new_u8(w as u32, h as u32, 4, noise(w * h * 4, 5));
     let channels = histogram::Channels::of(4, false);
     histogram::gpu_case(
         gpu,
         format!("{w}x{h} RGBA8 random"),
-        &img,
+        class.image(),
         channels,
         256,
         *t,
@@ -656,11 +683,7 @@ fn scan_classes(gpu: &Gpu, level: Level) -> Vec<SizeClass> {
         vec![16, 20, 24]
     };
     logs.into_iter()
-        .map(|l| SizeClass {
-            class: l,
-            label: format!("2^{l}"),
-            dims: (1 << l, 1),
-        })
+        .map(|l| SizeClass::new(l, format!("2^{l}"), (1 << l, 1)))
         .collect()
 }
 
@@ -717,8 +740,10 @@ fn scan_case<'g>(gpu: &'g Gpu, class: &SizeClass, t: &scan::Tunables) -> Result<
     if plan.layout().passes() > bench::MAX_PASSES as usize {
         bail!("more passes than one timed batch holds");
     }
-    let data: Vec<u32> = (0..n as u32).map(|i| i % 1000).collect();
-    plan.upload(gpu, &data);
+    let data = class
+        .elements
+        .get_or_init(|| (0..n as u32).map(|i| i % 1000).collect());
+    plan.upload(gpu, data);
     Ok(Case::gpu(
         "scan",
         format!("u32 sum {}", class.label),
@@ -739,11 +764,7 @@ fn matmul_classes(level: Level) -> Vec<SizeClass> {
     };
     sizes
         .iter()
-        .map(|&n| SizeClass {
-            class: n.ilog2(),
-            label: format!("{n}^3"),
-            dims: (n, n),
-        })
+        .map(|&n| SizeClass::new(n.ilog2(), format!("{n}^3"), (n, n)))
         .collect()
 }
 
@@ -845,18 +866,19 @@ fn verify_matmul(gpu: &Gpu, t: &matmul::TileConfig) -> Result<Option<String>> {
 
 fn matmul_case<'g>(gpu: &'g Gpu, class: &SizeClass, t: &matmul::TileConfig) -> Result<Case<'g>> {
     let n = class.dims.0;
-    let a: Vec<f32> = noise(n * n, 23)
-        .into_iter()
-        .map(|v| v as f32 / 128.0 - 1.0)
-        .collect();
-    let b: Vec<f32> = noise(n * n, 29)
-        .into_iter()
-        .map(|v| v as f32 / 128.0 - 1.0)
-        .collect();
+    let (a, b) = class.matrices.get_or_init(|| {
+        let values = |seed| {
+            noise(n * n, seed)
+                .into_iter()
+                .map(|v| v as f32 / 128.0 - 1.0)
+                .collect::<Vec<f32>>()
+        };
+        (values(23), values(29))
+    });
     let dims = matmul::Dims { m: n, n, k: n };
     let p = matmul::Matmul {
-        a: &a,
-        b: &b,
+        a,
+        b,
         dims,
         trans_a: false,
         trans_b: false,
