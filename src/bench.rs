@@ -97,6 +97,20 @@ impl<'a> Case<'a> {
     }
 }
 
+/// `n` bytes of deterministic noise (xorshift32), the synthetic image data of the image
+/// benchmarks: no pass can skip work on it, and every run measures the same input.
+pub fn noise_bytes(n: usize, seed: u32) -> Vec<u8> {
+    let mut state = seed | 1;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state >> 24) as u8
+        })
+        .collect()
+}
+
 /// How many runs to make.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {

@@ -9,7 +9,7 @@ use gpukit::ops::blur::{
     blur, blur_cpu, blur_with, gaussian_radius, BlurParams, BlurPlan, GpuOptions, Kind,
 };
 
-use crate::util::{gpu, run, run_in, tempdir};
+use crate::util::{gpu, run, run_in, tempdir, xorshift};
 
 /// One device for every blur test, so pipelines compile once.
 fn engine() -> &'static Engine {
@@ -20,13 +20,7 @@ fn engine() -> &'static Engine {
 /// Deterministic noise with every sample value likely, and some fully transparent pixels.
 fn noise(w: u32, h: u32, channels: u8, sixteen: bool, seed: u32) -> Image {
     let n = (w * h * channels as u32) as usize;
-    let mut s = seed.wrapping_mul(2654435761) | 1;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 17;
-        s ^= s << 5;
-        s
-    };
+    let mut next = xorshift(seed);
     let mut img = if sixteen {
         Image::new_u16(w, h, channels, (0..n).map(|_| next() as u16).collect())
     } else {

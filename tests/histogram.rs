@@ -10,18 +10,12 @@ use gpukit::ops::histogram::{
     channel_stats, histogram_cpu, plot_cpu, Channels, Histogram, HistogramGpu,
 };
 
-use crate::util::{gpu, run, run_in, tempdir};
+use crate::util::{gpu, run, run_in, tempdir, xorshift};
 
 /// Pseudo-random samples of every value, 0 and the top value included.
 fn image(width: u32, height: u32, channels: u8, bits: u32, seed: u32) -> Image {
     let n = (width * height * channels as u32) as usize;
-    let mut s = seed.wrapping_mul(2654435761) | 1;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 17;
-        s ^= s << 5;
-        s
-    };
+    let mut next = xorshift(seed);
     if bits == 8 {
         Image::new_u8(
             width,

@@ -10,7 +10,7 @@ use gpukit::io::array::{self, Array, Data, Format};
 use gpukit::io::image::Image;
 use gpukit::ops::{blur, histogram, matmul, scan};
 
-use crate::util::{gpu, gpukit, run, tempdir, Run};
+use crate::util::{gpu, gpukit, run, tempdir, xorshift, Run};
 
 /// Writes `values` as a u32 .npy.
 fn write_u32_npy(path: &Path, values: Vec<u32>) {
@@ -227,15 +227,8 @@ fn unknown_op_is_a_usage_error() {
 }
 
 fn noise(len: usize, seed: u32) -> Vec<u32> {
-    let mut s = seed.wrapping_mul(2654435761) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            s
-        })
-        .collect()
+    let mut next = xorshift(seed);
+    (0..len).map(|_| next()).collect()
 }
 
 fn engine() -> Engine {

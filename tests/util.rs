@@ -92,3 +92,15 @@ pub fn gpu() -> Gpu {
     open_gpu(&DeviceRequest::default())
         .expect("GPU tests need a wgpu adapter: install mesa-vulkan-drivers for lavapipe")
 }
+
+/// A deterministic xorshift32 stream for test inputs: every bit pattern is likely, and the
+/// same seed always gives the same data.
+pub fn xorshift(seed: u32) -> impl FnMut() -> u32 {
+    let mut s = seed.wrapping_mul(2654435761) | 1;
+    move || {
+        s ^= s << 13;
+        s ^= s >> 17;
+        s ^= s << 5;
+        s
+    }
+}

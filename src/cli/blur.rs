@@ -134,8 +134,13 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     let params = args.params()?;
     let jobs = args.jobs()?;
     let mut timings = Timings::default();
-    let engine = ctx.engine(&mut timings)?;
+    // The first input decodes while the device opens.
+    let (engine, first) = ctx.engine_alongside(&mut timings, |t| {
+        t.phase("decode", || img_io::load(&jobs[0].0))
+    });
+    let engine = engine?;
     let tuned = ctx.tuned(&engine);
+    let mut first = Some(first);
     let bar = term::progress(jobs.len() as u64, ctx.global.quiet || jobs.len() == 1);
     let mut failed = 0;
     for (input, output) in &jobs {
@@ -146,7 +151,9 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
                 .unwrap_or(blur::Tunables::DEFAULT),
             ..blur::GpuOptions::DEFAULT
         };
-        if let Err(e) = blur_file(&engine, input, output, &params, &options, &mut timings) {
+        let decoded = first.take();
+        let job = (input.as_path(), output.as_path(), decoded);
+        if let Err(e) = blur_file(&engine, job, &params, &options, &mut timings) {
             bar.suspend(|| eprintln!("{} {e:#}", term::error_prefix()));
             failed += 1;
         }
@@ -166,8 +173,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
 
 fn blur_file(
     engine: &crate::gpu::Engine,
-    input: &Path,
-    output: &Path,
+    (input, output, decoded): (&Path, &Path, Option<Result<Image>>),
     params: &BlurParams,
     options: &dyn Fn(usize) -> blur::GpuOptions,
     timings: &mut Timings,
@@ -175,7 +181,10 @@ fn blur_file(
     let format = img_io::output_format(output)?;
     // Created before the work so an unwritable place fails at once; removed on any error.
     let pending = PendingFile::create(output)?;
-    let image: Image = timings.phase("decode", || img_io::load(input))?;
+    let image: Image = match decoded {
+        Some(image) => image?,
+        None => timings.phase("decode", || img_io::load(input))?,
+    };
     img_io::check_layout(output, format, image.channels, image.bit_depth())?;
     let blurred = blur::blur_with(engine, &image, params, options(image.pixels()), timings)
         .with_context(|| format!("{}", input.display()))?;

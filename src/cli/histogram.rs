@@ -215,17 +215,10 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
 
     // The device opens (tens of milliseconds, more on software adapters) while the first
     // input decodes.
-    let (engine, mut first) = std::thread::scope(|s| {
-        let opening = s.spawn(|| {
-            let mut t = Timings::default();
-            (ctx.engine(&mut t), t)
-        });
-        let first = headers
+    let (engine, mut first) = ctx.engine_alongside(&mut timings, |t| {
+        headers
             .first()
-            .map(|(path, _)| timings.phase("decode", || image::load(path)));
-        let (engine, t) = opening.join().expect("opening the device does not panic");
-        timings.merge(&t);
-        (engine, first)
+            .map(|(path, _)| t.phase("decode", || image::load(path)))
     });
     let engine = engine?;
     if let (Engine::Gpu(gpu), Some(_)) = (&engine, &plot) {

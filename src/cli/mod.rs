@@ -110,6 +110,25 @@ impl Ctx {
         tune::Tuned::load(self, engine)
     }
 
+    /// Opens the engine on another thread while `work` runs on this one: device start-up
+    /// (tens of milliseconds, more on software adapters) overlaps decoding the first input.
+    pub fn engine_alongside<T>(
+        &self,
+        timings: &mut Timings,
+        work: impl FnOnce(&mut Timings) -> T,
+    ) -> (Result<Engine>, T) {
+        std::thread::scope(|s| {
+            let opening = s.spawn(|| {
+                let mut t = Timings::default();
+                (self.engine(&mut t), t)
+            });
+            let out = work(timings);
+            let (engine, t) = opening.join().expect("opening the device does not panic");
+            timings.merge(&t);
+            (engine, out)
+        })
+    }
+
     /// A note on stderr, unless `--quiet`.
     pub fn note(&self, msg: &str) {
         if !self.global.quiet {
@@ -172,9 +191,8 @@ fn clap_error(e: clap::Error) -> Result<Status> {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let mut out = std::io::stdout().lock();
-            write!(out, "{}", e.render().ansi())?;
-            out.flush()?;
+            // clap styles help only where stdout is a terminal.
+            e.print()?;
             Ok(Status::Success)
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {

@@ -4,7 +4,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use wgpu::util::DeviceExt;
 
-use super::timing::PassTimer;
+use super::timing::{PassTimer, Timings};
 use super::Gpu;
 
 /// A WGSL file from wgsl/, compiled into the binary. Make one with [`shader!`](crate::shader).
@@ -299,6 +299,18 @@ impl Gpu {
             });
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, padded);
         self.queue.submit([encoder.finish()]);
+        let mut bytes = self.read_mapped(&staging, <[u8]>::to_vec)?;
+        bytes.truncate(size as usize);
+        Ok(bytes)
+    }
+
+    /// Maps a MAP_READ staging buffer once the submitted work is done, hands its bytes to
+    /// `f` and unmaps it.
+    pub(crate) fn read_mapped<T>(
+        &self,
+        staging: &wgpu::Buffer,
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<T> {
         let (tx, rx) = std::sync::mpsc::channel();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);
@@ -307,13 +319,33 @@ impl Gpu {
         rx.recv()
             .context("read-back callback never ran")?
             .map_err(|e| anyhow!("mapping the read-back buffer failed: {e}"))?;
-        let mut bytes = staging
-            .get_mapped_range(..)
-            .map_err(|e| anyhow!("mapping the read-back buffer failed: {e}"))?
-            .to_vec();
+        let out = {
+            let view = staging
+                .get_mapped_range(..)
+                .map_err(|e| anyhow!("mapping the read-back buffer failed: {e}"))?;
+            f(&view)
+        };
         staging.unmap();
-        bytes.truncate(size as usize);
-        Ok(bytes)
+        Ok(out)
+    }
+
+    /// Records `record` into one batch with timestamps for up to `passes` passes, submits it
+    /// and waits: the wall time goes to the "compute" phase of `timings`, each pass's GPU time
+    /// to its passes.
+    pub fn run_timed(
+        &self,
+        timings: &mut Timings,
+        passes: u32,
+        record: impl FnOnce(&mut Batch),
+    ) -> Result<()> {
+        let mut timer = PassTimer::new(self, passes);
+        timings.phase("compute", || {
+            let mut batch = self.batch(Some(&mut timer));
+            record(&mut batch);
+            batch.submit()
+        })?;
+        timings.add_passes(&timer.take(self)?);
+        Ok(())
     }
 
     /// Reads `len` values of type `T` from the start of `buffer`.

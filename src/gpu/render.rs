@@ -1,7 +1,7 @@
 //! Drawing: a full-screen fragment shader rendered into an RGBA8 texture and read back, for
 //! ops that make pictures (the histogram plot).
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Result};
 
 use super::{Gpu, Shader};
 
@@ -144,24 +144,13 @@ impl Gpu {
             size,
         );
         self.queue.submit([encoder.finish()]);
-        let (tx, rx) = std::sync::mpsc::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-        self.wait()?;
-        rx.recv()
-            .context("read-back callback never ran")?
-            .map_err(|e| anyhow!("mapping the rendered image failed: {e}"))?;
-        let mut pixels = Vec::with_capacity((row * height as u64) as usize);
-        {
-            let mapped = staging
-                .get_mapped_range(..)
-                .map_err(|e| anyhow!("mapping the rendered image failed: {e}"))?;
+        // Rows arrive padded to 256 bytes: keep each row's pixels.
+        self.read_mapped(&staging, |mapped| {
+            let mut pixels = Vec::with_capacity((row * height as u64) as usize);
             for r in mapped.chunks_exact(padded_row as usize) {
                 pixels.extend_from_slice(&r[..row as usize]);
             }
-        }
-        staging.unmap();
-        Ok(pixels)
+            pixels
+        })
     }
 }

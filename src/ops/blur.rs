@@ -9,7 +9,7 @@ use anyhow::{bail, ensure, Result};
 use rayon::prelude::*;
 
 use crate::bench::{Case, Unit};
-use crate::gpu::{Batch, Engine, Gpu, Kernel, PassTimer, Timings, Usage};
+use crate::gpu::{Batch, Engine, Gpu, Kernel, Timings, Usage};
 use crate::io::image::{Image, Samples};
 use crate::shader;
 
@@ -771,13 +771,7 @@ pub fn blur_with(
         return Ok(img.clone());
     }
     let plan = timings.phase("upload", || BlurPlan::new(gpu, img, params, options))?;
-    let mut timer = PassTimer::new(gpu, plan.passes.len() as u32);
-    timings.phase("compute", || {
-        let mut batch = gpu.batch(Some(&mut timer));
-        plan.record(&mut batch);
-        batch.submit()
-    })?;
-    timings.add_passes(&timer.take(gpu)?);
+    gpu.run_timed(timings, plan.passes.len() as u32, |b| plan.record(b))?;
     let words = timings.phase("download", || plan.read(gpu))?;
     Ok(from_words(&words, img))
 }
@@ -785,17 +779,12 @@ pub fn blur_with(
 /// `bench blur`: a 3840x2160 RGBA8 image; box r = 3, 15, 100 and gaussian sigma 5.
 pub fn bench_cases(engine: &Engine) -> Result<Vec<Case<'_>>> {
     let (w, h) = (3840u32, 2160u32);
-    // A deterministic noise image (xorshift), so no pass can skip work.
-    let mut state = 0x9e3779b9u32;
-    let data: Vec<u8> = (0..w * h * 4)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state as u8
-        })
-        .collect();
-    let img = Image::new_u8(w, h, 4, data);
+    let img = Image::new_u8(
+        w,
+        h,
+        4,
+        crate::bench::noise_bytes((w * h * 4) as usize, 0x9e37_79b9),
+    );
     let pixels = (w * h) as f64;
     let configs = [
         ("box r=3", BlurParams::new(Kind::Box, 3, 1)),

@@ -1194,15 +1194,7 @@ pub fn plot_cpu(hist: &Histogram, width: u32, height: u32) -> Image {
 /// the worst case for atomics).
 pub fn bench_cases(engine: &Engine) -> Result<Vec<Case<'_>>> {
     let (w, h) = (3840u32, 2160u32);
-    let mut state = 0x2545_f491u32;
-    let random: Vec<u8> = (0..w * h * 4)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            (state >> 24) as u8
-        })
-        .collect();
+    let random = crate::bench::noise_bytes((w * h * 4) as usize, 0x2545_f491);
     let flat: Vec<u8> = [200u8, 120, 40, 255].repeat((w * h) as usize);
     let channels = Channels::of(4, false);
     let mut cases = Vec::new();

@@ -18,7 +18,7 @@ use std::fmt;
 use anyhow::{bail, Result};
 
 use crate::bench::{Case, Unit, MAX_PASSES};
-use crate::gpu::{Batch, Engine, Gpu, Kernel, PassTimer, Shader, Timings, Usage};
+use crate::gpu::{Batch, Engine, Gpu, Kernel, Shader, Timings, Usage};
 
 /// Invocations per workgroup by default (`Tunables::wg_size`).
 pub const WG_SIZE: u32 = 256;
@@ -756,13 +756,7 @@ pub fn scan_timed<T: Element>(
     };
     let plan = timings.phase("pipeline", || ScanPlan::new::<T>(gpu, data.len(), opts))?;
     timings.phase("upload", || plan.upload(gpu, data));
-    let mut timer = PassTimer::new(gpu, plan.layout.passes() as u32);
-    timings.phase("compute", || {
-        let mut batch = gpu.batch(Some(&mut timer));
-        plan.record(&mut batch);
-        batch.submit()
-    })?;
-    timings.add_passes(&timer.take(gpu)?);
+    gpu.run_timed(timings, plan.layout.passes() as u32, |b| plan.record(b))?;
     timings.phase("download", || plan.read(gpu))
 }
 

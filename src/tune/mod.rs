@@ -145,7 +145,7 @@ impl SizeClass {
     fn image(&self) -> &Image {
         self.image.get_or_init(|| {
             let (w, h) = self.dims;
-            Image::new_u8(w as u32, h as u32, 4, noise(w * h * 4, 3))
+            Image::new_u8(w as u32, h as u32, 4, bench::noise_bytes(w * h * 4, 3))
         })
     }
 }
@@ -419,19 +419,6 @@ impl<T: Tunable> Search<'_, '_, T> {
     }
 }
 
-/// Deterministic noise bytes (xorshift).
-fn noise(len: usize, seed: u32) -> Vec<u8> {
-    let mut s = seed.wrapping_mul(2_654_435_761) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s >> 24) as u8
-        })
-        .collect()
-}
-
 fn image_class(w: usize, h: usize) -> SizeClass {
     let class = ((w * h) as f64).log2().round() as u32;
     SizeClass::new(class, format!("{w}x{h}"), (w, h))
@@ -527,7 +514,7 @@ fn blur_stages() -> Vec<Stage<blur::Tunables>> {
 /// Both filters on a 300x45 RGBA8 image (lines longer than one segment, partial chunks),
 /// bit for bit against the CPU reference.
 fn verify_blur(engine: &Engine, t: &blur::Tunables) -> Result<Option<String>> {
-    let img = Image::new_u8(300, 45, 4, noise(300 * 45 * 4, 7));
+    let img = Image::new_u8(300, 45, 4, bench::noise_bytes(300 * 45 * 4, 7));
     for stage in ["box shape", "gaussian"] {
         let params = blur_params(stage);
         let options = blur::GpuOptions {
@@ -645,7 +632,7 @@ fn histogram_stages() -> Vec<Stage<histogram::Tunables>> {
 /// A 333x129 RGBA8 image, 256 bins of red, green, blue and luminance, count for count
 /// against the CPU reference.
 fn verify_histogram(gpu: &Gpu, t: &histogram::Tunables) -> Result<Option<String>> {
-    let img = Image::new_u8(333, 129, 4, noise(333 * 129 * 4, 11));
+    let img = Image::new_u8(333, 129, 4, bench::noise_bytes(333 * 129 * 4, 11));
     let channels = histogram::Channels::of(4, false);
     let mut hg = histogram::HistogramGpu::new(gpu, 256);
     hg.set_tunables(*t);
@@ -721,7 +708,7 @@ fn verify_scan(engine: &Engine, t: &scan::Tunables) -> Result<Option<String>> {
         segment_len: Some(2 * tile),
         ..opts
     };
-    let data: Vec<u32> = noise(5 * tile / 2 + 3, 13)
+    let data: Vec<u32> = bench::noise_bytes(5 * tile / 2 + 3, 13)
         .into_iter()
         .map(u32::from)
         .collect();
@@ -823,11 +810,11 @@ fn matmul_stages() -> Vec<Stage<matmul::TileConfig>> {
 /// documented bound of the exact product.
 fn verify_matmul(gpu: &Gpu, t: &matmul::TileConfig) -> Result<Option<String>> {
     let (m, n, k) = (67, 45, 37);
-    let a: Vec<f32> = noise(m * k, 17)
+    let a: Vec<f32> = bench::noise_bytes(m * k, 17)
         .into_iter()
         .map(|v| v as f32 / 128.0 - 1.0)
         .collect();
-    let b: Vec<f32> = noise(k * n, 19)
+    let b: Vec<f32> = bench::noise_bytes(k * n, 19)
         .into_iter()
         .map(|v| v as f32 / 128.0 - 1.0)
         .collect();
@@ -868,7 +855,7 @@ fn matmul_case<'g>(gpu: &'g Gpu, class: &SizeClass, t: &matmul::TileConfig) -> R
     let n = class.dims.0;
     let (a, b) = class.matrices.get_or_init(|| {
         let values = |seed| {
-            noise(n * n, seed)
+            bench::noise_bytes(n * n, seed)
                 .into_iter()
                 .map(|v| v as f32 / 128.0 - 1.0)
                 .collect::<Vec<f32>>()
