@@ -9,6 +9,7 @@ pub mod cli;
 pub mod gpu;
 pub mod io;
 pub mod ops;
+pub mod tune;
 
 /// An error in how gpukit was called (a bad flag value, conflicting options) rather than in
 /// the work itself; the command line exits with code 2 for it.

@@ -195,6 +195,7 @@ fn strips_give_the_unsplit_result() {
         let options = GpuOptions {
             max_binding: Some(12 << 10),
             layout: Some(layout),
+            ..GpuOptions::DEFAULT
         };
         for (img, params) in [
             (noise(40, 50, 4, false, 1), BlurParams::new(Kind::Box, 2, 1)),

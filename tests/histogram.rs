@@ -102,7 +102,7 @@ fn sizes_around_the_tile_and_many_tiles_match() {
     let g = gpu();
     let mut hg = HistogramGpu::new(&g, 256);
     // One tile is chunk_wg_size units; an RGBA8 unit is 4 pixels.
-    let tile = hg.tuning.chunk_wg_size * 4;
+    let tile = hg.tuning.tunables.chunk_wg_size * 4;
     for w in [tile - 1, tile, tile + 1, 2 * tile + 3] {
         check(&mut hg, &image(w, 1, 4, 8, w), Channels::of(4, false), 256);
     }
@@ -130,8 +130,8 @@ fn three_reduce_levels_and_2d_dispatch_match() {
     let mut hg = HistogramGpu::new(&g, 256);
     // 64-invocation tiles, as many as it takes: 530 x 531 RGBA8 is 1100 tiles, which
     // reduce 32 at a time in three levels (chunks -> scratch -> chunks -> counts).
-    hg.tuning.chunk_wg_size = 64;
-    hg.tuning.target_tiles = 1 << 20;
+    hg.tuning.tunables.chunk_wg_size = 64;
+    hg.tuning.tunables.target_tiles = 1 << 20;
     check(
         &mut hg,
         &image(530, 531, 4, 8, 3),

@@ -8,7 +8,7 @@ use gpukit::gpu::{Engine, Gpu};
 use gpukit::io::array::{self, Array, Data, Format};
 use gpukit::ops::scan::{
     f32_sum_depth, layout_for, scan, scan_cpu, takes_subgroups, Element, Mode, Op, Path,
-    ScanOptions, WG_SIZE,
+    ScanOptions, Tunables, WG_SIZE,
 };
 
 use crate::util::{gpu, run, run_in, tempdir};
@@ -104,7 +104,7 @@ fn check<T: Sample>(engine: &Engine, data: &[T], opts: &ScanOptions, what: &str)
         let subgroups = takes_subgroups(gpu, opts).unwrap();
         let depth = f32_sum_depth(
             &layout_for(gpu, data.len(), opts),
-            opts.wg_size,
+            opts.tunables,
             subgroups.then_some(gpu.features.subgroup_size),
         );
         // One more rounding: the reference's own, from f64 to f32.
@@ -209,7 +209,10 @@ fn large_inputs_and_deep_levels_match_cpu() {
         for (wg_size, n) in [(32, 512 * 512 + 513), (8, (1 << 21) + 129)] {
             let opts = ScanOptions {
                 path,
-                wg_size,
+                tunables: Tunables {
+                    wg_size,
+                    ..Tunables::DEFAULT
+                },
                 ..ScanOptions::default()
             };
             let levels = layout_for(the_gpu(&engine), n, &opts).segments[0]
@@ -366,7 +369,10 @@ fn forced_subgroup_path_is_refused_where_subgroups_do_not_fit() {
     // Workgroups smaller than a subgroup cannot hold full subgroups.
     let opts = ScanOptions {
         path: Path::Subgroup,
-        wg_size: 4,
+        tunables: Tunables {
+            wg_size: 4,
+            ..Tunables::DEFAULT
+        },
         ..ScanOptions::default()
     };
     if g.features.subgroup_size[1] > 4 {
@@ -377,13 +383,16 @@ fn forced_subgroup_path_is_refused_where_subgroups_do_not_fit() {
         &engine,
         &[1u32],
         &ScanOptions {
-            wg_size: 48,
+            tunables: Tunables {
+                wg_size: 48,
+                ..Tunables::DEFAULT
+            },
             ..ScanOptions::default()
         },
     )
     .unwrap_err();
     assert!(err.to_string().contains("not a power of two"), "{err:#}");
-    assert_eq!(WG_SIZE, ScanOptions::default().wg_size);
+    assert_eq!(WG_SIZE, ScanOptions::default().tunables.wg_size);
 }
 
 #[test]

@@ -10,3 +10,4 @@ mod devices;
 mod histogram;
 mod matmul;
 mod scan;
+mod tune;

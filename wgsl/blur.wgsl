@@ -143,19 +143,21 @@ fn store(index: u32, value: vec4<u32>) {
 }
 
 // ---- box: a sliding window carried along each line, chunk by chunk -------------------------
-// Keep in sync with BOX_ROWS, BOX_TPL, BOX_PPT in src/ops/blur.rs.
-const BOX_ROWS: u32 = 32u; // lines per workgroup
-const BOX_TPL: u32 = 8u; // threads per line
+// Set per pipeline from `Tunables` in src/ops/blur.rs (these are its defaults). BOX_PPT sizes
+// a function-scope array, so it is a const that the host rewrites per variant.
+override BOX_ROWS: u32 = 32u; // lines per workgroup
+override BOX_TPL: u32 = 8u; // threads per line
 const BOX_PPT: u32 = 4u; // positions per thread per chunk
-const BOX_CH: u32 = BOX_TPL * BOX_PPT; // positions per chunk
-const BOX_WG: u32 = BOX_ROWS * BOX_TPL;
+override BOX_CH: u32 = BOX_TPL * BOX_PPT; // positions per chunk
+override BOX_WG: u32 = BOX_ROWS * BOX_TPL;
+// The transposition tile, one vec4 of padding a line so that reading it across lines is
+// free of bank conflicts.
+override BOX_TILE_STRIDE: u32 = BOX_CH + 1u;
+override BOX_OUT_LEN: u32 = BOX_ROWS * BOX_TILE_STRIDE;
 
 var<workgroup> sh_tot: array<vec4<u32>, BOX_WG>;
 var<workgroup> sh_carry: array<vec4<u32>, BOX_ROWS>;
-// The transposition tile, one vec4 of padding a line so that reading it across lines is
-// free of bank conflicts.
-const BOX_TILE_STRIDE: u32 = BOX_CH + 1u;
-var<workgroup> sh_out: array<vec4<u32>, BOX_ROWS * BOX_TILE_STRIDE>;
+var<workgroup> sh_out: array<vec4<u32>, BOX_OUT_LEN>;
 
 // Window sums S(x) = S(x-1) + e(x+r) - e(x-r-1) over the clamped line e, in wrapping u32
 // arithmetic: the true S always fits (the host checks), so the wrapped result is exact. The
@@ -300,10 +302,10 @@ fn gauss_line_pass(
 }
 
 // ---- gaussian: each chunk plus its halo staged in workgroup memory --------------------------
-// Keep in sync with GAUSS_TPL, GAUSS_PPT and the G_* constants set in src/ops/blur.rs.
-const GAUSS_TPL: u32 = 32u;
+// Keep in sync with GAUSS_PPT, `Tunables` and the G_* constants set in src/ops/blur.rs.
+override GAUSS_TPL: u32 = 32u; // threads per line
 const GAUSS_PPT: u32 = 2u;
-const GAUSS_CH: u32 = GAUSS_TPL * GAUSS_PPT;
+override GAUSS_CH: u32 = GAUSS_TPL * GAUSS_PPT;
 override G_ROWS: u32 = 8u; // lines per workgroup
 override G_WG: u32 = 256u; // G_ROWS * GAUSS_TPL
 override G_IN_LEN: u32 = 1u; // G_ROWS * (GAUSS_CH + 2r)

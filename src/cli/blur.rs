@@ -139,13 +139,21 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         t.phase("decode", || img_io::load(&jobs[0].0))
     });
     let engine = engine?;
+    let tuned = ctx.tuned(&engine);
     let mut first = Some(first);
     let bar = term::progress(jobs.len() as u64, ctx.global.quiet || jobs.len() == 1);
     let mut failed = 0;
     for (input, output) in &jobs {
         bar.set_message(input.display().to_string());
+        let options = |pixels: usize| blur::GpuOptions {
+            tunables: bar
+                .suspend(|| tuned.choice(ctx, "blur", pixels as f64, blur::Tunables::check))
+                .unwrap_or(blur::Tunables::DEFAULT),
+            ..blur::GpuOptions::DEFAULT
+        };
         let decoded = first.take();
-        if let Err(e) = blur_file(&engine, input, output, &params, &mut timings, decoded) {
+        let job = (input.as_path(), output.as_path(), decoded);
+        if let Err(e) = blur_file(&engine, job, &params, &options, &mut timings) {
             bar.suspend(|| eprintln!("{} {e:#}", term::error_prefix()));
             failed += 1;
         }
@@ -165,11 +173,10 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
 
 fn blur_file(
     engine: &crate::gpu::Engine,
-    input: &Path,
-    output: &Path,
+    (input, output, decoded): (&Path, &Path, Option<Result<Image>>),
     params: &BlurParams,
+    options: &dyn Fn(usize) -> blur::GpuOptions,
     timings: &mut Timings,
-    decoded: Option<Result<Image>>,
 ) -> Result<()> {
     let format = img_io::output_format(output)?;
     // Created before the work so an unwritable place fails at once; removed on any error.
@@ -179,7 +186,7 @@ fn blur_file(
         None => timings.phase("decode", || img_io::load(input))?,
     };
     img_io::check_layout(output, format, image.channels, image.bit_depth())?;
-    let blurred = blur::blur(engine, &image, params, timings)
+    let blurred = blur::blur_with(engine, &image, params, options(image.pixels()), timings)
         .with_context(|| format!("{}", input.display()))?;
     timings.phase("encode", || img_io::save_to(pending, format, blurred))
 }

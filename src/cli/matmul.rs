@@ -130,7 +130,21 @@ pub fn run(ctx: &Ctx, args: MatmulArgs) -> Result<Status> {
         trans_b: args.transpose_b,
         precision: args.dtype,
     };
-    let c = timings.phase("compute", || matmul::matmul(&engine, &p))?;
+    let tuned = ctx.tuned(&engine);
+    let size = ((m * n * k) as f64).cbrt();
+    let c = timings.phase("compute", || match &engine {
+        Engine::Gpu(gpu) => {
+            let defaults = matmul::Options::for_gpu(gpu);
+            let options = matmul::Options {
+                tile: tuned
+                    .choice(ctx, "matmul", size, matmul::TileConfig::check)
+                    .unwrap_or(defaults.tile),
+                ..defaults
+            };
+            matmul::matmul_with(gpu, &p, options)
+        }
+        Engine::Cpu => matmul::matmul(&engine, &p),
+    })?;
     let c = Array {
         shape: vec![m, n],
         data: Data::F32(c),

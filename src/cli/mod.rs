@@ -8,6 +8,7 @@ mod histogram;
 mod matmul;
 mod scan;
 pub mod term;
+mod tune;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -47,6 +48,13 @@ pub struct GlobalArgs {
     /// Print wall time per phase and GPU time per pass on stderr.
     #[arg(long, global = true)]
     pub timings: bool,
+    /// The tune cache to read (and `gpukit tune` to write) instead of this adapter's file in
+    /// the user's cache folder (docs/tune.md).
+    #[arg(long, global = true, env = "GPUKIT_TUNE_CACHE", value_name = "FILE")]
+    pub tune_cache: Option<std::path::PathBuf>,
+    /// Use the ops' default shapes, not the tune cache's (`gpukit tune`: write no cache).
+    #[arg(long, global = true)]
+    pub no_tune_cache: bool,
     /// Colour on stderr. `auto` means on a terminal, unless NO_COLOR is set.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
@@ -67,6 +75,9 @@ pub enum Command {
     Matmul(matmul::MatmulArgs),
     /// Prefix sum, min or max of an array (exclusive or inclusive; u32, i32, f32).
     Scan(scan::ScanArgs),
+    /// Measure the kernels' workgroup sizes and tile shapes on this adapter and cache the
+    /// fastest, which the ops then use (docs/tune.md).
+    Tune(tune::TuneArgs),
 }
 
 /// What every runner gets: the global options, and ways to report.
@@ -92,6 +103,11 @@ impl Ctx {
             }
         }
         Ok(engine)
+    }
+
+    /// The tune cache for the engine's adapter, read once per run (see [`tune::Tuned`]).
+    pub fn tuned(&self, engine: &Engine) -> tune::Tuned {
+        tune::Tuned::load(self, engine)
     }
 
     /// Opens the engine on another thread while `work` runs on this one: device start-up
@@ -156,6 +172,7 @@ where
         Command::Histogram(args) => histogram::run(&ctx, args),
         Command::Matmul(args) => matmul::run(&ctx, args),
         Command::Scan(args) => scan::run(&ctx, args),
+        Command::Tune(args) => tune::run(&ctx, args),
     }
 }
 

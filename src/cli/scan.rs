@@ -108,6 +108,13 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
         ..ScanOptions::default()
     };
     let engine = ctx.engine(&mut timings)?;
+    let tuned = ctx.tuned(&engine);
+    let opts = ScanOptions {
+        tunables: tuned
+            .choice(ctx, "scan", data.len() as f64, scan::Tunables::check)
+            .unwrap_or(scan::Tunables::DEFAULT),
+        ..opts
+    };
     if ctx.global.verbose > 0 {
         if let Engine::Gpu(gpu) = &engine {
             let path = if scan::takes_subgroups(gpu, &opts)? {

@@ -346,9 +346,9 @@ pub fn blur_cpu(img: &Image, params: &BlurParams) -> Result<Image> {
 // ---------------------------------------------------------------------------------------
 // The GPU path.
 
-// Keep in sync with wgsl/blur.wgsl.
-const BOX_ROWS: u32 = 32;
-const GAUSS_CH: u32 = 64;
+// Keep in sync with wgsl/blur.wgsl: outputs per gaussian thread (its register reuse is
+// written for two).
+const GAUSS_PPT: u32 = 2;
 const FMT_PACK8: u32 = 0;
 const FMT_PACK16: u32 = 1;
 const FMT_WIDE: u32 = 2;
@@ -370,19 +370,99 @@ struct PassParams {
     _pad: [u32; 2],
 }
 
+/// The shape of the blur kernels' work, which `gpukit tune` chooses per adapter and size.
+/// Results are bit-identical for every choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tunables {
+    /// Box: lines per workgroup, threads per line, positions per thread per chunk (1, 2, 4
+    /// or 8: the shader's `BOX_PPT`, a generated constant).
+    pub box_rows: u32,
+    pub box_tpl: u32,
+    pub box_ppt: u32,
+    /// Gaussian: the most lines per workgroup (fewer where the radius's staging does not
+    /// fit workgroup memory), and threads per line (two outputs each).
+    pub gauss_rows: u32,
+    pub gauss_tpl: u32,
+}
+
+impl Tunables {
+    /// The defaults, measured on an H200 (box r = 15 at 4K in 0.226 ms): 256 invocations and
+    /// 21.5 KiB of workgroup memory for the box, within the limits of every native adapter
+    /// (32 KiB or more); the gaussian takes fewer lines where its staging does not fit.
+    pub const DEFAULT: Tunables = Tunables {
+        box_rows: 32,
+        box_tpl: 8,
+        box_ppt: 4,
+        gauss_rows: 8,
+        gauss_tpl: 32,
+    };
+
+    fn box_chunk(&self) -> u32 {
+        self.box_tpl * self.box_ppt
+    }
+
+    fn gauss_chunk(&self) -> u32 {
+        self.gauss_tpl * GAUSS_PPT
+    }
+
+    /// Workgroup memory of the box pass (window totals, carries, the transposition tile).
+    /// Keep in sync with wgsl/blur.wgsl.
+    pub fn box_workgroup_bytes(&self) -> u32 {
+        16 * (self.box_rows * self.box_tpl + self.box_rows + self.box_rows * (self.box_chunk() + 1))
+    }
+
+    /// Whether the kernels can run this choice on an adapter with `limits` (the gaussian
+    /// with one line per workgroup; more lines are taken where they fit).
+    pub fn check(&self, limits: &wgpu::Limits) -> Result<()> {
+        let max_wg = limits
+            .max_compute_invocations_per_workgroup
+            .min(limits.max_compute_workgroup_size_x);
+        let pow2 = |v: u32| v.is_power_of_two();
+        ensure!(
+            pow2(self.box_rows) && pow2(self.box_tpl) && matches!(self.box_ppt, 1 | 2 | 4 | 8),
+            "blur box rows and threads per line must be powers of two, positions per thread 1, 2, 4 or 8"
+        );
+        ensure!(
+            pow2(self.gauss_rows) && pow2(self.gauss_tpl),
+            "blur gaussian rows and threads per line must be powers of two"
+        );
+        ensure!(
+            self.box_rows * self.box_tpl <= max_wg && self.gauss_tpl <= max_wg,
+            "blur workgroups exceed this adapter's {max_wg} invocations"
+        );
+        ensure!(
+            self.box_workgroup_bytes() <= limits.max_compute_workgroup_storage_size,
+            "blur box needs {} bytes of workgroup memory; this adapter has {}",
+            self.box_workgroup_bytes(),
+            limits.max_compute_workgroup_storage_size
+        );
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Tunables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "box rows={} tpl={} ppt={}, gaussian rows={} tpl={}",
+            self.box_rows, self.box_tpl, self.box_ppt, self.gauss_rows, self.gauss_tpl
+        )
+    }
+}
+
 /// Positions one workgroup walks along a line. Lines are split into segments so that a
 /// 2160-row image gives the GPU hundreds of workgroups, not 68. Each box segment pays
 /// min(2r + 1, len) loads for its first window sum, so box segments are at least 4 windows
 /// long (that cost stays under a quarter of the two loads an output).
-/// With one line per invocation (CPU adapters, which have few cores to fill), a whole line
-/// is one segment.
-fn segment_len(kind: Kind, layout: Layout, radius: u32, len: u32) -> u32 {
+/// Segments are whole chunks (`chunk` positions a workgroup does at a time). With one line
+/// per invocation (CPU adapters, which have few cores to fill) a whole line is one segment.
+fn segment_len(kind: Kind, layout: Layout, radius: u32, len: u32, chunk: u32) -> u32 {
     let want = match (layout, kind) {
         (Layout::LinePerInvocation, _) => len,
         (Layout::Workgroup, Kind::Box) => (4 * (2 * radius + 1)).max(256),
         (Layout::Workgroup, Kind::Gaussian { .. }) => 256,
     };
-    want.next_multiple_of(64).min(len.max(1))
+    want.next_multiple_of(chunk.max(64)).min(len.max(1))
 }
 
 /// How a pass's work is laid out on the device.
@@ -409,20 +489,23 @@ impl Layout {
 /// Lines per workgroup of the one-line-per-invocation kernels (keep in sync with LINE_WG).
 const LINE_WG: u32 = 64;
 
-/// Limits a blur plan works within; tests lower `max_binding` to force strips on small images
-/// and pick the layout to test both on any adapter.
+/// How a blur runs on a GPU: the kernels' layout and shape, and the limits the plan works
+/// within (tests lower `max_binding` to force strips on small images, and pick the layout to
+/// test both on any adapter).
 #[derive(Clone, Copy, Debug)]
 pub struct GpuOptions {
     /// Largest storage binding to use (bytes); `None` is the adapter's limit.
     pub max_binding: Option<u64>,
     /// `None`: the adapter's layout ([`Layout::for_gpu`]).
     pub layout: Option<Layout>,
+    pub tunables: Tunables,
 }
 
 impl GpuOptions {
     pub const DEFAULT: GpuOptions = GpuOptions {
         max_binding: None,
         layout: None,
+        tunables: Tunables::DEFAULT,
     };
 }
 
@@ -446,12 +529,12 @@ struct Pass {
     workgroups: u32,
 }
 
-/// Gaussian lines per workgroup: as many (8, 4, 2, 1) as fit the workgroup storage (staged
-/// lines, the output tile and the weights).
-fn gauss_rows(radius: u32, storage: u32) -> Option<u32> {
-    [8u32, 4, 2, 1].into_iter().find(|&rows| {
-        let bytes =
-            16 * rows * (GAUSS_CH + 2 * radius) + 16 * rows * (GAUSS_CH + 1) + 4 * (2 * radius + 1);
+/// Gaussian lines per workgroup: as many (`t.gauss_rows`, halved down to 1) as fit the
+/// workgroup storage (staged lines, the output tile and the weights).
+fn gauss_rows(radius: u32, storage: u32, t: &Tunables) -> Option<u32> {
+    let ch = t.gauss_chunk();
+    std::iter::successors(Some(t.gauss_rows), |&r| (r > 1).then_some(r / 2)).find(|&rows| {
+        let bytes = 16 * rows * (ch + 2 * radius) + 16 * rows * (ch + 1) + 4 * (2 * radius + 1);
         bytes <= storage
     })
 }
@@ -465,6 +548,8 @@ impl BlurPlan {
     ) -> Result<BlurPlan> {
         let max = img.max_value();
         let ar = arith(params, max)?;
+        let t = options.tunables;
+        t.check(&gpu.limits)?;
         let (w, h) = (img.width, img.height);
         let r = params.radius;
         let wpp: u64 = if max > 255 { 2 } else { 1 };
@@ -511,35 +596,52 @@ impl BlurPlan {
             .collect();
 
         let layout = options.layout.unwrap_or_else(|| Layout::for_gpu(gpu));
-        let (entry, constants): (&str, Vec<(&str, f64)>) = match (layout, params.kind) {
-            (Layout::LinePerInvocation, Kind::Box) => {
-                ("box_line_pass", vec![("LINE_WG", LINE_WG as f64)])
-            }
-            (Layout::LinePerInvocation, Kind::Gaussian { .. }) => {
-                ("gauss_line_pass", vec![("LINE_WG", LINE_WG as f64)])
-            }
-            (Layout::Workgroup, Kind::Box) => ("box_pass", vec![]),
-            (Layout::Workgroup, Kind::Gaussian { .. }) => {
-                let rows = gauss_rows(r, gpu.limits.max_compute_workgroup_storage_size).ok_or_else(|| {
-                    anyhow::anyhow!("gaussian radius {r} needs more workgroup storage than this adapter has")
-                })?;
-                (
-                    "gauss_pass",
+        let (entry, constants, rows_per_wg, chunk): (&str, Vec<(&str, f64)>, u32, u32) =
+            match (layout, params.kind) {
+                (Layout::LinePerInvocation, Kind::Box) => (
+                    "box_line_pass",
+                    vec![("LINE_WG", LINE_WG as f64)],
+                    LINE_WG,
+                    1,
+                ),
+                (Layout::LinePerInvocation, Kind::Gaussian { .. }) => (
+                    "gauss_line_pass",
+                    vec![("LINE_WG", LINE_WG as f64)],
+                    LINE_WG,
+                    1,
+                ),
+                (Layout::Workgroup, Kind::Box) => (
+                    "box_pass",
                     vec![
-                        ("G_ROWS", rows as f64),
-                        ("G_WG", (rows * 32) as f64),
-                        ("G_IN_LEN", (rows * (GAUSS_CH + 2 * r)) as f64),
-                        ("G_OUT_LEN", (rows * (GAUSS_CH + 1)) as f64),
-                        ("G_TAPS", (2 * r + 1) as f64),
+                        ("BOX_ROWS", t.box_rows as f64),
+                        ("BOX_TPL", t.box_tpl as f64),
                     ],
-                )
-            }
-        };
-        let rows_per_wg = match (layout, params.kind) {
-            (Layout::LinePerInvocation, _) => LINE_WG,
-            (Layout::Workgroup, Kind::Box) => BOX_ROWS,
-            (Layout::Workgroup, Kind::Gaussian { .. }) => constants[0].1 as u32,
-        };
+                    t.box_rows,
+                    t.box_chunk(),
+                ),
+                (Layout::Workgroup, Kind::Gaussian { .. }) => {
+                    let storage = gpu.limits.max_compute_workgroup_storage_size;
+                    let rows = gauss_rows(r, storage, &t).ok_or_else(|| {
+                        anyhow::anyhow!(
+                        "gaussian radius {r} needs more workgroup storage than this adapter has"
+                    )
+                    })?;
+                    let ch = t.gauss_chunk();
+                    (
+                        "gauss_pass",
+                        vec![
+                            ("GAUSS_TPL", t.gauss_tpl as f64),
+                            ("G_ROWS", rows as f64),
+                            ("G_WG", (rows * t.gauss_tpl) as f64),
+                            ("G_IN_LEN", (rows * (ch + 2 * r)) as f64),
+                            ("G_OUT_LEN", (rows * (ch + 1)) as f64),
+                            ("G_TAPS", (2 * r + 1) as f64),
+                        ],
+                        rows,
+                        ch,
+                    )
+                }
+            };
         let alpha = alpha_lane(img.channels);
         // A pass's pipeline: its formats and arithmetic are constants, so every division in
         // it is by a constant. Every loop in blur.wgsl is bounded by a constant or a uniform,
@@ -562,7 +664,7 @@ impl BlurPlan {
                 ("UNPREMULTIPLY", unpremultiply as u32 as f64),
                 ("ALPHA_LANE", alpha.unwrap_or(3) as f64),
             ]);
-            gpu.kernel_unrolled(&shader!("blur"), entry, &c)
+            gpu.kernel_variant(&shader!("blur"), &[("BOX_PPT", t.box_ppt)], entry, &c, true)
         };
         let has_alpha = alpha.is_some();
         // The first iteration's row pass premultiplies, the last one's column pass divides out.
@@ -616,7 +718,7 @@ impl BlurPlan {
                     out_base: 0,
                     out_pos_stride: s1 - s0,
                     radius: r,
-                    seg_len: segment_len(params.kind, layout, r, w),
+                    seg_len: segment_len(params.kind, layout, r, w, chunk),
                     _pad: [0; 2],
                 };
                 // The second pass's lines are the image's columns, read from the transposed
@@ -630,7 +732,7 @@ impl BlurPlan {
                     in_line_stride: s1 - s0,
                     out_base: obase,
                     out_pos_stride: w,
-                    seg_len: segment_len(params.kind, layout, r, y1 - y0),
+                    seg_len: segment_len(params.kind, layout, r, y1 - y0, chunk),
                     ..p1
                 };
                 let u1 = gpu.upload("blur params", Usage::Uniform, &[p1]);

@@ -31,7 +31,7 @@ pub const MAX_BINS_16BIT: u32 = 65536;
 pub const LUMA_WEIGHTS: [u32; 3] = [6966, 23436, 2366];
 pub const LUMA_SHIFT: u32 = 15;
 
-// Tunables. The chunk pass: invocations per workgroup (capped by the adapter), sub-histograms
+// The defaults of `Tunables`. The chunk pass: invocations per workgroup (capped by the adapter), sub-histograms
 // per workgroup (capped by workgroup storage), and tiles per image aimed at (two
 // 1024-invocation workgroups on each of an H100's 132 SMs: one wave); chunks are kept within
 // CHUNK_BUDGET bytes, so bigger bin counts get fewer, bigger tiles.
@@ -307,18 +307,84 @@ struct TotalParams {
     entries: u32,
 }
 
+/// The shape of the histogram kernels' work, which `gpukit tune` chooses per adapter and
+/// size. Counts are exact for every choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tunables {
+    /// Invocations per chunk-pass workgroup (a power of two).
+    pub chunk_wg_size: u32,
+    /// The most sub-histograms per chunk-pass workgroup (fewer where workgroup storage is short).
+    pub max_copies: u32,
+    /// Tiles (chunks) per segment aimed at; fewer when the chunks would not fit CHUNK_BUDGET.
+    pub target_tiles: u64,
+    /// Invocations per reduce workgroup (a power of two), consecutive entries it sums (a power
+    /// of two up to it), and chunks summed into one per level (at least 2).
+    pub reduce_wg_size: u32,
+    pub entries_per_wg: u32,
+    pub fan_in: u32,
+}
+
+impl Tunables {
+    /// The defaults (measured on an H200: 101 Gpix/s at 4K RGBA8), the chunk workgroup
+    /// capped by the adapter's limits.
+    pub fn default_for(limits: &wgpu::Limits) -> Tunables {
+        Tunables {
+            chunk_wg_size: CHUNK_WG_SIZE.min(max_invocations(limits)),
+            max_copies: MAX_COPIES,
+            target_tiles: TARGET_TILES,
+            reduce_wg_size: REDUCE_WG_SIZE.min(max_invocations(limits)),
+            entries_per_wg: ENTRIES_PER_WG,
+            fan_in: FAN_IN,
+        }
+    }
+
+    /// Whether the kernels can run this choice on an adapter with `limits`.
+    pub fn check(&self, limits: &wgpu::Limits) -> Result<()> {
+        let max = max_invocations(limits);
+        let wg_ok = |v: u32| v.is_power_of_two() && v <= max;
+        if !wg_ok(self.chunk_wg_size) || !wg_ok(self.reduce_wg_size) {
+            bail!("histogram workgroup sizes must be powers of two up to {max}");
+        }
+        if !self.entries_per_wg.is_power_of_two() || self.entries_per_wg > self.reduce_wg_size {
+            bail!("histogram entries per reduce workgroup must be a power of two up to its size");
+        }
+        if !(1..=64).contains(&self.max_copies) || self.target_tiles == 0 || self.fan_in < 2 {
+            bail!("histogram copies must be 1 to 64, target tiles at least 1, fan-in at least 2");
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Tunables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "chunk wg={} copies={} tiles={}, reduce wg={} entries={} fan-in={}",
+            self.chunk_wg_size,
+            self.max_copies,
+            self.target_tiles,
+            self.reduce_wg_size,
+            self.entries_per_wg,
+            self.fan_in
+        )
+    }
+}
+
+fn max_invocations(limits: &wgpu::Limits) -> u32 {
+    limits
+        .max_compute_invocations_per_workgroup
+        .min(limits.max_compute_workgroup_size_x)
+}
+
 /// Limits the plan works within: the adapter's, unless lowered (tests do, to reach the
-/// segmented and bin-range paths with small images).
+/// segmented and bin-range paths with small images); and the kernels' shape.
 #[derive(Clone, Copy, Debug)]
 pub struct Tuning {
     /// The most bytes of pixels uploaded and bound at once (one segment).
     pub segment_bytes: u64,
     /// The workgroup storage the chunk pass may use.
     pub workgroup_bytes: u32,
-    /// Invocations per chunk-pass workgroup.
-    pub chunk_wg_size: u32,
-    /// Tiles (chunks) per segment aimed at; fewer when the chunks would not fit CHUNK_BUDGET.
-    pub target_tiles: u64,
+    pub tunables: Tunables,
 }
 
 impl Tuning {
@@ -329,10 +395,7 @@ impl Tuning {
                 .max_storage_buffer_binding_size
                 .min(gpu.limits.max_buffer_size),
             workgroup_bytes: gpu.limits.max_compute_workgroup_storage_size,
-            chunk_wg_size: CHUNK_WG_SIZE
-                .min(gpu.limits.max_compute_invocations_per_workgroup)
-                .min(gpu.limits.max_compute_workgroup_size_x),
-            target_tiles: TARGET_TILES,
+            tunables: Tunables::default_for(&gpu.limits),
         }
     }
 }
@@ -354,13 +417,13 @@ fn gcd(a: u32, b: u32) -> u32 {
 }
 
 /// Sub-histograms per workgroup, bins per range and ranges, for `hc` channels of `bins`
-/// bins in `workgroup_bytes` of storage: as many copies as fit (up to MAX_COPIES) when all
+/// bins in `workgroup_bytes` of storage: as many copies as fit (up to `max_copies`) when all
 /// bins fit; else one copy and the bins split into ranges of even size, one pass each.
-fn copies_and_span(hc: u32, bins: u32, workgroup_bytes: u32) -> (u32, u32, u32) {
+fn copies_and_span(hc: u32, bins: u32, workgroup_bytes: u32, max_copies: u32) -> (u32, u32, u32) {
     let words = workgroup_bytes / 4;
     let per_copy = hc * bins + 1;
     if per_copy <= words {
-        (MAX_COPIES.min(words / per_copy), bins, 1)
+        (max_copies.min(words / per_copy), bins, 1)
     } else {
         let most = (words - 1) / hc;
         let ranges = bins.div_ceil(most);
@@ -386,7 +449,9 @@ struct Geometry {
 impl Geometry {
     fn new(gpu: &Gpu, tuning: &Tuning, in_channels: u32, bits: u32, hc: u32, bins: u32) -> Self {
         let (unit_pixels, unit_vecs) = unit(in_channels, bits);
-        let (copies, span, n_ranges) = copies_and_span(hc, bins, tuning.workgroup_bytes);
+        let t = tuning.tunables;
+        let (copies, span, n_ranges) =
+            copies_and_span(hc, bins, tuning.workgroup_bytes, t.max_copies);
         let pixel_bytes = (in_channels * bits / 8) as u64;
         let unit_bytes = unit_pixels as u64 * pixel_bytes;
         let segment_pixels = (tuning.segment_bytes / unit_bytes).max(1) * unit_pixels as u64;
@@ -394,13 +459,9 @@ impl Geometry {
         let budget = CHUNK_BUDGET.min(gpu.limits.max_storage_buffer_binding_size);
         // The chunk pass's tiles x ranges workgroups must fit a 2-D grid.
         let grid = u64::from(gpu.dispatch_limit).pow(2) / u64::from(n_ranges);
-        let max_tiles = tuning
-            .target_tiles
-            .min(budget / chunk_bytes)
-            .min(grid)
-            .max(1);
+        let max_tiles = t.target_tiles.min(budget / chunk_bytes).min(grid).max(1);
         Geometry {
-            wg_size: tuning.chunk_wg_size,
+            wg_size: t.chunk_wg_size,
             unit_pixels,
             unit_vecs,
             copies,
@@ -524,6 +585,15 @@ impl<'g> HistogramGpu<'g> {
         self.timer = Some(PassTimer::new(self.gpu, 64));
     }
 
+    /// Shapes the kernels of the images histogrammed from now on (the next one is planned
+    /// afresh when this changes anything).
+    pub fn set_tunables(&mut self, tunables: Tunables) {
+        if self.tuning.tunables != tunables {
+            self.tuning.tunables = tunables;
+            self.plan = None;
+        }
+    }
+
     fn kernel(&mut self, name: &str, constants: &[(&str, u32)]) -> Result<Rc<Kernel>> {
         let key = format!("{name}{constants:?}");
         if let Some(k) = self.kernels.get(&key) {
@@ -562,6 +632,8 @@ impl<'g> HistogramGpu<'g> {
             channels.count(),
             self.bins,
         );
+        let t = self.tuning.tunables;
+        t.check(&gpu.limits)?;
         let g = Geometry::new(gpu, &self.tuning, ic, bits, hc, bins);
         let chunk = self.kernel(
             "chunk",
@@ -579,8 +651,8 @@ impl<'g> HistogramGpu<'g> {
         let reduce = self.kernel(
             "reduce",
             &[
-                ("WG_SIZE", REDUCE_WG_SIZE),
-                ("ENTRIES_PER_WG", ENTRIES_PER_WG),
+                ("WG_SIZE", t.reduce_wg_size),
+                ("ENTRIES_PER_WG", t.entries_per_wg),
             ],
         )?;
         let entries = bins * hc;
@@ -598,7 +670,7 @@ impl<'g> HistogramGpu<'g> {
         let scratch = gpu.buffer(
             "histogram scratch",
             Usage::Storage,
-            max_tiles.div_ceil(FAN_IN) as u64 * entries as u64 * 4,
+            max_tiles.div_ceil(t.fan_in) as u64 * entries as u64 * 4,
         );
         let counts = gpu.buffer("histogram counts", Usage::Storage, entries as u64 * 4);
         let mut params = Vec::new();
@@ -626,9 +698,9 @@ impl<'g> HistogramGpu<'g> {
             params.push(p);
             let mut levels = Vec::new();
             let (mut n_in, mut in_chunks) = (n_tiles, true);
-            let blocks = entries.div_ceil(ENTRIES_PER_WG);
+            let blocks = entries.div_ceil(t.entries_per_wg);
             loop {
-                let n_out = n_in.div_ceil(FAN_IN);
+                let n_out = n_in.div_ceil(t.fan_in);
                 let last = n_out == 1;
                 let p = gpu.upload(
                     "histogram reduce params",
@@ -636,7 +708,7 @@ impl<'g> HistogramGpu<'g> {
                     &[ReduceParams {
                         entries,
                         n_in,
-                        fan_in: FAN_IN,
+                        fan_in: t.fan_in,
                         n_out,
                         blocks,
                         accumulate: u32::from(last),
@@ -891,6 +963,13 @@ impl<'g> Histogrammer<'g> {
         }
     }
 
+    /// See [`HistogramGpu::set_tunables`]; nothing on the CPU backend.
+    pub fn set_tunables(&mut self, tunables: Tunables) {
+        if let Histogrammer::Gpu(h) = self {
+            h.set_tunables(tunables);
+        }
+    }
+
     pub fn start_total(&mut self, channels: Channels) {
         match self {
             Histogrammer::Gpu(h) => h.start_total(channels),
@@ -1124,13 +1203,8 @@ pub fn bench_cases(engine: &Engine) -> Result<Vec<Case<'_>>> {
         let work = img.pixels() as f64;
         cases.push(match engine {
             Engine::Gpu(gpu) => {
-                let mut hg = HistogramGpu::new(gpu, 256);
-                let plan = hg.plan(w, h, 4, 8, channels)?;
-                write_padded(gpu, &plan.src, &sample_bytes(&img.samples));
-                Case::gpu("histogram", name.into(), Unit::Gpixps, work, move |b| {
-                    b.encoder.clear_buffer(&plan.counts, 0, None);
-                    plan.record(b, &plan.segments[0]);
-                })
+                let tunables = Tunables::default_for(&gpu.limits);
+                gpu_case(gpu, name.into(), &img, channels, 256, tunables)?
             }
             Engine::Cpu => Case::cpu("histogram", name.into(), Unit::Gpixps, work, move || {
                 std::hint::black_box(histogram_cpu(&img, channels, 256));
@@ -1138,6 +1212,35 @@ pub fn bench_cases(engine: &Engine) -> Result<Vec<Case<'_>>> {
         });
     }
     Ok(cases)
+}
+
+/// A benchmark case on the GPU: the histogram of `img` (within one segment) with `tunables`.
+pub fn gpu_case<'g>(
+    gpu: &'g Gpu,
+    name: String,
+    img: &Image,
+    channels: Channels,
+    bins: u32,
+    tunables: Tunables,
+) -> Result<Case<'g>> {
+    let mut hg = HistogramGpu::new(gpu, bins);
+    hg.tuning.tunables = tunables;
+    let plan = hg.plan(
+        img.width,
+        img.height,
+        img.channels,
+        img.bit_depth(),
+        channels,
+    )?;
+    if plan.segments.len() != 1 {
+        bail!("a benchmark image must fit one segment");
+    }
+    write_padded(gpu, &plan.src, &sample_bytes(&img.samples));
+    let work = img.pixels() as f64;
+    Ok(Case::gpu("histogram", name, Unit::Gpixps, work, move |b| {
+        b.encoder.clear_buffer(&plan.counts, 0, None);
+        plan.record(b, &plan.segments[0]);
+    }))
 }
 
 #[cfg(test)]
@@ -1192,10 +1295,10 @@ mod tests {
     #[test]
     fn bins_split_into_ranges_that_fit() {
         // lavapipe's 32 KiB: 4 x 256 bins fit 7 times; 65536 bins need ranges.
-        assert_eq!(copies_and_span(4, 256, 32768), (7, 256, 1));
-        assert_eq!(copies_and_span(4, 256, 49152), (8, 256, 1));
+        assert_eq!(copies_and_span(4, 256, 32768, MAX_COPIES), (7, 256, 1));
+        assert_eq!(copies_and_span(4, 256, 49152, MAX_COPIES), (8, 256, 1));
         for (hc, bins, bytes) in [(4, 65536, 32768), (5, 65536, 49152), (1, 1000, 2048)] {
-            let (copies, span, ranges) = copies_and_span(hc, bins, bytes);
+            let (copies, span, ranges) = copies_and_span(hc, bins, bytes, MAX_COPIES);
             assert_eq!(copies, 1);
             assert!(copies * (hc * span + 1) * 4 <= bytes);
             assert!(span * ranges >= bins && span * (ranges - 1) < bins);

@@ -142,7 +142,7 @@ pub fn error_bound(k: usize, abs_sum: f64) -> f64 {
 /// The tiling of the kernel: the single place its sizes are chosen. C is cut into BM x BN
 /// tiles, one per workgroup; each step stages BM x BK of A and BK x BN of B in workgroup
 /// memory (twice: double-buffered); each invocation computes a TM x TN block of its tile.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TileConfig {
     pub bm: u32,
     pub bn: u32,
@@ -249,6 +249,16 @@ impl TileConfig {
             ("A_T", trans_a as u8 as f64),
             ("B_T", trans_b as u8 as f64),
         ]
+    }
+}
+
+impl std::fmt::Display for TileConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}x{}x{} tiles, {}x{} per invocation, group {}",
+            self.bm, self.bn, self.bk, self.tm, self.tn, self.group_m
+        )
     }
 }
 

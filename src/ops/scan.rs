@@ -20,9 +20,10 @@ use anyhow::{bail, Result};
 use crate::bench::{Case, Unit, MAX_PASSES};
 use crate::gpu::{Batch, Engine, Gpu, Kernel, Shader, Timings, Usage};
 
-/// Invocations per workgroup by default (`ScanOptions::wg_size`).
+/// Invocations per workgroup by default (`Tunables::wg_size`).
 pub const WG_SIZE: u32 = 256;
-/// vec4s each invocation owns per tile. Keep in sync with wgsl/shared/scan_op.wgsl.
+/// vec4s each invocation owns per tile by default (`Tunables::vec_per_thread`). Keep in
+/// sync with wgsl/shared/scan_op.wgsl.
 pub const VEC_PER_THREAD: u32 = 4;
 /// Element indices in the shaders are u32 (`4 * vec4 index`), so no segment is longer.
 const MAX_SEGMENT: usize = 1 << 30;
@@ -94,15 +95,70 @@ pub struct ScanOptions {
     /// and one 2-D dispatch take. Rounded down to whole tiles, at least one; tests lower it to
     /// reach chained segments with small inputs.
     pub segment_len: Option<usize>,
+    /// Workgroup size and work per invocation (`gpukit tune` measures them).
+    pub tunables: Tunables,
+}
+
+/// The shape of the scan kernels' work, which `gpukit tune` chooses per adapter and size.
+/// Results are the same for every choice (within docs/scan.md's bound for f32 sums, which
+/// depends on it through [`f32_sum_depth`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tunables {
     /// Invocations per workgroup (the shaders' `WG_SIZE`): a power of two from 4 to the
-    /// adapter's limit. A tile is `wg_size * VEC_PER_THREAD` vec4s.
+    /// adapter's limit.
     pub wg_size: u32,
+    /// vec4s each invocation owns per tile (the shaders' `VEC_PER_THREAD`, a generated
+    /// constant): 1, 2, 4 or 8. A tile is `wg_size * vec_per_thread` vec4s.
+    pub vec_per_thread: u32,
+}
+
+impl Tunables {
+    /// The defaults, measured on an H200 (2^28 u32 at 220 Gelem/s) and valid everywhere.
+    pub const DEFAULT: Tunables = Tunables {
+        wg_size: WG_SIZE,
+        vec_per_thread: VEC_PER_THREAD,
+    };
+
+    /// Whether the kernels can run this choice on an adapter with `limits`.
+    pub fn check(&self, limits: &wgpu::Limits) -> Result<()> {
+        let wg = self.wg_size;
+        let max_wg = limits
+            .max_compute_invocations_per_workgroup
+            .min(limits.max_compute_workgroup_size_x);
+        if !wg.is_power_of_two() || wg < 4 || wg > max_wg {
+            bail!("scan workgroup size {wg} is not a power of two from 4 to {max_wg}");
+        }
+        if !matches!(self.vec_per_thread, 1 | 2 | 4 | 8) {
+            bail!(
+                "scan vec4s per invocation must be 1, 2, 4 or 8, not {}",
+                self.vec_per_thread
+            );
+        }
+        Ok(())
+    }
+
+    /// Workgroup memory of the in-tile scan: one total per subgroup and vec4 on the subgroup
+    /// path (`subgroup_min` the adapter's smallest subgroup), Blelloch's padded tree of every
+    /// vec4 total on the workgroup path. Keep in sync with wgsl/shared/scan_*.wgsl.
+    pub fn workgroup_bytes(&self, subgroup_min: Option<u32>) -> u32 {
+        let totals = self.wg_size * self.vec_per_thread;
+        4 * match subgroup_min {
+            Some(min) => totals / min,
+            None => totals + (totals >> 5),
+        }
+    }
+}
+
+impl fmt::Display for Tunables {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "wg={} vec4s={}", self.wg_size, self.vec_per_thread)
+    }
 }
 
 impl ScanOptions {
     /// Elements per tile: what one workgroup scans.
     pub fn tile(&self) -> usize {
-        (self.wg_size * VEC_PER_THREAD * 4) as usize
+        (self.tunables.wg_size * self.tunables.vec_per_thread * 4) as usize
     }
 }
 
@@ -113,7 +169,7 @@ impl Default for ScanOptions {
             mode: Mode::Exclusive,
             path: Path::Auto,
             segment_len: None,
-            wg_size: WG_SIZE,
+            tunables: Tunables::DEFAULT,
         }
     }
 }
@@ -424,14 +480,14 @@ pub fn subgroups_usable(gpu: &Gpu, wg_size: u32) -> bool {
 
 /// Whether `path` runs on subgroup operations on this adapter.
 pub fn takes_subgroups(gpu: &Gpu, opts: &ScanOptions) -> Result<bool> {
-    let usable = subgroups_usable(gpu, opts.wg_size);
+    let usable = subgroups_usable(gpu, opts.tunables.wg_size);
     Ok(match opts.path {
         Path::Auto => usable,
         Path::Workgroup => false,
         Path::Subgroup if usable => true,
         Path::Subgroup => bail!(
             "the subgroup path needs subgroups whose size divides {}; this adapter has {}",
-            opts.wg_size,
+            opts.tunables.wg_size,
             if gpu.features.subgroups {
                 format!("sizes {:?}", gpu.features.subgroup_size)
             } else {
@@ -459,25 +515,29 @@ pub fn layout_for(gpu: &Gpu, n: usize, opts: &ScanOptions) -> Layout {
 }
 
 /// The most f32 additions any input passes through on its way into any result of a sum on
-/// `layout` with `wg_size` invocations per workgroup; `subgroup_size` is the adapter's
+/// `layout` with the kernels shaped by `tunables`; `subgroup_size` is the adapter's
 /// `[min, max]` on the subgroup path, `None` on the workgroup path. Subgroup reductions and scans count as serial (size - 1 additions), the
 /// worst any hardware may do. docs/scan.md derives it and the bound it gives:
 /// `|gpu[i] - exact[i]| <= D u / (1 - D u) * sum(|x[j]|, j <= i)`, `u = 2^-24`.
-pub fn f32_sum_depth(layout: &Layout, wg_size: u32, subgroup_size: Option<[u32; 2]>) -> u32 {
+pub fn f32_sum_depth(layout: &Layout, tunables: Tunables, subgroup_size: Option<[u32; 2]>) -> u32 {
+    let Tunables {
+        wg_size,
+        vec_per_thread,
+    } = tunables;
     let levels = layout.segments.first().map_or(1, |s| s.levels.len()) as u32;
     let segments = layout.segments.len() as u32;
-    // One invocation's share: a vec4 left to right (3), then its vec4 totals in a row (4).
-    let in_thread = 3 + VEC_PER_THREAD;
+    // One invocation's share: a vec4 left to right (3), then its vec4 totals in a row.
+    let in_thread = 3 + vec_per_thread;
     // `reduce`: scan_reduce's depth; `tile`: tile_exclusive's, from a vec4 total to a prefix.
     let (reduce, tile) = match subgroup_size {
-        // A tree over wg_size; Blelloch's up-sweep and down-sweep over wg_size * VEC_PER_THREAD.
+        // A tree over wg_size; Blelloch's up-sweep and down-sweep over wg_size * vec_per_thread.
         None => (
             in_thread + wg_size.ilog2(),
-            2 * (wg_size * VEC_PER_THREAD).ilog2(),
+            2 * (wg_size * vec_per_thread).ilog2(),
         ),
         Some([min, max]) => {
             let subgroups = wg_size / min;
-            let chunks = (VEC_PER_THREAD * subgroups).div_ceil(min);
+            let chunks = (vec_per_thread * subgroups).div_ceil(min);
             // Reduce: subgroup sum, then the subgroups' totals in a row. Scan: a subgroup
             // scan of the vec4 totals (inclusive = exclusive + own: up to `max`), a subgroup
             // scan of the subgroup totals with its carry across chunks, and the two combines
@@ -520,14 +580,8 @@ pub struct ScanPlan {
 impl ScanPlan {
     /// Builds the pipelines and buffers for `n` elements of `T`.
     pub fn new<T: Element>(gpu: &Gpu, n: usize, opts: &ScanOptions) -> Result<ScanPlan> {
-        let wg = opts.wg_size;
-        let max_wg = gpu
-            .limits
-            .max_compute_invocations_per_workgroup
-            .min(gpu.limits.max_compute_workgroup_size_x);
-        if !wg.is_power_of_two() || wg < 4 || wg > max_wg {
-            bail!("scan workgroup size {wg} is not a power of two from 4 to {max_wg}");
-        }
+        opts.tunables.check(&gpu.limits)?;
+        let wg = opts.tunables.wg_size;
         let subgroups = takes_subgroups(gpu, opts)?;
         let mut constants = vec![
             ("WG_SIZE", wg as f64),
@@ -549,8 +603,19 @@ impl ScanPlan {
                 scan_shader!("scan_workgroup", "scan_block"),
             )
         };
-        let reduce = gpu.kernel(&reduce_src, "main", &constants)?;
-        let block = gpu.kernel(&block_src, "main", &constants)?;
+        let bytes = opts
+            .tunables
+            .workgroup_bytes(subgroups.then_some(gpu.features.subgroup_size[0]));
+        if bytes > gpu.limits.max_compute_workgroup_storage_size {
+            bail!(
+                "scan with {} needs {bytes} bytes of workgroup memory; this adapter has {}",
+                opts.tunables,
+                gpu.limits.max_compute_workgroup_storage_size
+            );
+        }
+        let consts = [("VEC_PER_THREAD", opts.tunables.vec_per_thread)];
+        let reduce = gpu.kernel_variant(&reduce_src, &consts, "main", &constants, false)?;
+        let block = gpu.kernel_variant(&block_src, &consts, "main", &constants, false)?;
 
         let layout = layout_for(gpu, n, opts);
         let tile = layout.tile;
@@ -795,12 +860,18 @@ mod tests {
         // docs/scan.md, "f32 sums": 2^28 elements in one segment of 4096-element tiles.
         let layout = Layout::new(1 << 28, 4096, 1 << 30);
         assert_eq!(layout.segments[0].levels, vec![1 << 28, 65536, 16]);
-        assert_eq!(f32_sum_depth(&layout, 256, None), 69);
-        assert_eq!(f32_sum_depth(&layout, 256, Some([32, 32])), 178);
+        assert_eq!(f32_sum_depth(&layout, Tunables::DEFAULT, None), 69);
+        assert_eq!(
+            f32_sum_depth(&layout, Tunables::DEFAULT, Some([32, 32])),
+            178
+        );
         let layout = Layout::new((1 << 20) + 3, 4096, 1 << 30);
-        assert_eq!(f32_sum_depth(&layout, 256, None), 49);
-        assert_eq!(f32_sum_depth(&layout, 256, Some([8, 8])), 94);
-        assert_eq!(f32_sum_depth(&layout, 256, Some([32, 32])), 127);
+        assert_eq!(f32_sum_depth(&layout, Tunables::DEFAULT, None), 49);
+        assert_eq!(f32_sum_depth(&layout, Tunables::DEFAULT, Some([8, 8])), 94);
+        assert_eq!(
+            f32_sum_depth(&layout, Tunables::DEFAULT, Some([32, 32])),
+            127
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@ override OP: u32 = 0u;
 override DTYPE: u32 = 0u;
 
 // vec4s each invocation owns in a tile, WG_SIZE apart so that every load is coalesced.
-// Keep in sync with `VEC_PER_THREAD` in src/ops/scan.rs.
+// A const (it sizes function-scope arrays): src/ops/scan.rs sets it per pipeline
+// (`Tunables::vec_per_thread`); this is the default, `VEC_PER_THREAD` there.
 const VEC_PER_THREAD: u32 = 4u;
 
 // The value a scan starts from: 0 for sums, the largest value for min, the smallest for max.

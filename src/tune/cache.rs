@@ -1,0 +1,255 @@
+//! The tune cache: one JSON file per adapter and gpukit version holding the choices
+//! `gpukit tune` measured, per op and size class; where it lives, how it is read (never
+//! trusted blindly) and written (atomically). Format: docs/tune.md and docs/formats.md.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+use crate::gpu::Gpu;
+use crate::io::output::write_atomic;
+
+/// The version of the file's layout; a file of another version is ignored.
+pub const FORMAT: u32 = 1;
+
+/// What a cache is valid for: one adapter, driver and backend. Any difference makes a cache
+/// stale (a driver update can move the best choice, or break one).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdapterKey {
+    pub name: String,
+    pub vendor_id: u32,
+    pub device_id: u32,
+    pub driver: String,
+    pub driver_info: String,
+    pub backend: String,
+}
+
+impl AdapterKey {
+    pub fn of(gpu: &Gpu) -> AdapterKey {
+        AdapterKey {
+            name: gpu.info.name.clone(),
+            vendor_id: gpu.info.vendor,
+            device_id: gpu.info.device,
+            driver: gpu.info.driver.clone(),
+            driver_info: gpu.info.driver_info.clone(),
+            backend: format!("{:?}", gpu.info.backend).to_lowercase(),
+        }
+    }
+
+    /// The cache's file name in the cache folder: `tune-<name>-<vendor>-<device>-<backend>.json`,
+    /// the name lower-cased with runs of other characters as one `-`.
+    pub fn file_name(&self) -> String {
+        let mut slug = String::new();
+        for c in self.name.chars() {
+            if c.is_ascii_alphanumeric() {
+                slug.push(c.to_ascii_lowercase());
+            } else if !slug.ends_with('-') {
+                slug.push('-');
+            }
+        }
+        format!(
+            "tune-{}-{:04x}-{:04x}-{}.json",
+            slug.trim_matches('-'),
+            self.vendor_id,
+            self.device_id,
+            self.backend
+        )
+    }
+}
+
+/// One op's timing on one case, default against tuned, as measured by `gpukit tune`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageTime {
+    /// What the stage chose (e.g. `box`, `tiles`).
+    pub stage: String,
+    /// The benchmark case it was timed on.
+    pub case: String,
+    pub default_ms: f64,
+    pub tuned_ms: f64,
+}
+
+/// The choice for one op and size class.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// round(log2) of the size the op is tuned at: pixels (blur, histogram), elements (scan),
+    /// or the cube root of m n k (matmul).
+    pub size_class: u32,
+    /// The size measured, for people ("2048x1024", "2^20", "1024^3").
+    pub size: String,
+    /// The op's `Tunables` (matmul: `TileConfig`), field by field.
+    pub choice: serde_json::Value,
+    pub times: Vec<StageTime>,
+}
+
+/// The whole file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cache {
+    pub format: u32,
+    pub gpukit_version: String,
+    pub adapter: AdapterKey,
+    /// Whether `--quick` measured it (tiny sizes, few candidates).
+    pub quick: bool,
+    /// Op name to its entries, one per size class.
+    pub ops: BTreeMap<String, Vec<Entry>>,
+}
+
+impl Cache {
+    pub fn new(gpu: &Gpu, quick: bool) -> Cache {
+        Cache {
+            format: FORMAT,
+            gpukit_version: env!("CARGO_PKG_VERSION").to_string(),
+            adapter: AdapterKey::of(gpu),
+            quick,
+            ops: BTreeMap::new(),
+        }
+    }
+
+    /// Why this cache does not apply to `gpu` under this gpukit, if it does not.
+    pub fn stale_for(&self, gpu: &Gpu) -> Option<String> {
+        let version = env!("CARGO_PKG_VERSION");
+        if self.format != FORMAT {
+            Some(format!(
+                "format {} (this gpukit reads {FORMAT})",
+                self.format
+            ))
+        } else if self.gpukit_version != version {
+            Some(format!(
+                "made by gpukit {} (this is {version})",
+                self.gpukit_version
+            ))
+        } else if self.adapter != AdapterKey::of(gpu) {
+            let a = &self.adapter;
+            Some(format!(
+                "made for {} ({}, driver {} {}), not this adapter",
+                a.name, a.backend, a.driver, a.driver_info
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// The entry of `op` nearest to a problem of `size` (pixels, elements, or matmul's cube
+    /// root of m n k) in log2; on a tie, the larger class.
+    pub fn entry(&self, op: &str, size: f64) -> Option<&Entry> {
+        let class = size.max(1.0).log2();
+        self.ops.get(op)?.iter().min_by(|a, b| {
+            let da = (a.size_class as f64 - class).abs();
+            let db = (b.size_class as f64 - class).abs();
+            da.total_cmp(&db).then(b.size_class.cmp(&a.size_class))
+        })
+    }
+
+    /// The choice of that entry as the op's type.
+    pub fn choice<T: DeserializeOwned>(entry: &Entry) -> Result<T> {
+        serde_json::from_value(entry.choice.clone()).context("its choice does not parse")
+    }
+
+    /// Reads and parses a cache file (staleness is the caller's question).
+    pub fn read(path: &Path) -> Result<Cache> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read", path.display()))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a gpukit tune cache", path.display()))
+    }
+
+    /// Writes the cache to `path` atomically, creating its folder.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
+        }
+        let mut text = serde_json::to_string_pretty(self).context("serialising the cache")?;
+        text.push('\n');
+        write_atomic(path, text.as_bytes())
+    }
+}
+
+/// The user's cache folder for gpukit: `$XDG_CACHE_HOME/gpukit` (an absolute path) or
+/// `~/.cache/gpukit` on Linux and other Unix systems, `~/Library/Caches/gpukit` on macOS,
+/// `%LOCALAPPDATA%\gpukit` on Windows. The rules of the `dirs` crate, written out here.
+pub fn cache_dir() -> Result<PathBuf> {
+    let env_dir = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let base = if cfg!(windows) {
+        env_dir("LOCALAPPDATA")
+    } else if cfg!(target_os = "macos") {
+        env_dir("HOME").map(|h| h.join("Library/Caches"))
+    } else {
+        env_dir("XDG_CACHE_HOME").or_else(|| env_dir("HOME").map(|h| h.join(".cache")))
+    };
+    match base {
+        Some(b) => Ok(b.join("gpukit")),
+        None => {
+            bail!("no cache folder: HOME (or XDG_CACHE_HOME) is not set; give --tune-cache FILE")
+        }
+    }
+}
+
+/// Where the cache of `gpu` is: `explicit` (--tune-cache, GPUKIT_TUNE_CACHE) or the cache
+/// folder's file for this adapter.
+pub fn path_for(gpu: &Gpu, explicit: Option<&Path>) -> Result<PathBuf> {
+    match explicit {
+        Some(p) => Ok(p.to_path_buf()),
+        None => Ok(cache_dir()?.join(AdapterKey::of(gpu).file_name())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(size_class: u32) -> Entry {
+        Entry {
+            size_class,
+            size: String::new(),
+            choice: serde_json::json!({ "class": size_class }),
+            times: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn file_names_are_tame() {
+        let key = AdapterKey {
+            name: "NVIDIA H200 (NVL) / 141GB".into(),
+            vendor_id: 0x10de,
+            device_id: 0x2335,
+            driver: "NVIDIA".into(),
+            driver_info: "570.1".into(),
+            backend: "vulkan".into(),
+        };
+        assert_eq!(
+            key.file_name(),
+            "tune-nvidia-h200-nvl-141gb-10de-2335-vulkan.json"
+        );
+    }
+
+    #[test]
+    fn the_nearest_size_class_answers() {
+        let cache = Cache {
+            format: FORMAT,
+            gpukit_version: String::new(),
+            adapter: AdapterKey {
+                name: String::new(),
+                vendor_id: 0,
+                device_id: 0,
+                driver: String::new(),
+                driver_info: String::new(),
+                backend: String::new(),
+            },
+            quick: false,
+            ops: [("scan".to_string(), vec![entry(16), entry(20), entry(24)])].into(),
+        };
+        let class = |size: f64| cache.entry("scan", size).map(|e| e.size_class);
+        assert_eq!(class(1.0), Some(16));
+        assert_eq!(class((1u64 << 19) as f64), Some(20));
+        // 2^22 is as near 20 as 24: the larger wins.
+        assert_eq!(class((1u64 << 22) as f64), Some(24));
+        assert_eq!(class(1e12), Some(24));
+        assert_eq!(cache.entry("blur", 100.0), None);
+    }
+}

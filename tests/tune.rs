@@ -1,0 +1,432 @@
+//! `gpukit tune` and the tune cache: a quick tune end to end, the cache read back by an op
+//! (visible with -v), corrupt and stale caches ignored with a warning, the XDG location;
+//! and every op bit-identical to its CPU reference (matmul within its bound) for choices
+//! other than the defaults.
+
+use std::path::Path;
+
+use gpukit::gpu::{Engine, Gpu, Timings};
+use gpukit::io::array::{self, Array, Data, Format};
+use gpukit::io::image::Image;
+use gpukit::ops::{blur, histogram, matmul, scan};
+
+use crate::util::{gpu, gpukit, run, tempdir, xorshift, Run};
+
+/// Writes `values` as a u32 .npy.
+fn write_u32_npy(path: &Path, values: Vec<u32>) {
+    array::write(path, Format::Npy, &Array::vector(Data::U32(values))).unwrap();
+}
+
+fn read_u32_npy(path: &Path) -> Vec<u32> {
+    match array::read_vector(path, Format::Npy, None).unwrap() {
+        Data::U32(v) => v,
+        other => panic!("{path:?} holds {:?}", other.dtype()),
+    }
+}
+
+fn values() -> Vec<u32> {
+    (0..5000u32)
+        .map(|i| i.wrapping_mul(2654435761) >> 20)
+        .collect()
+}
+
+fn exclusive_sums(v: &[u32]) -> Vec<u32> {
+    scan::scan_cpu(v, scan::Op::Sum, scan::Mode::Exclusive)
+}
+
+fn run_env(args: &[&str], env: &[(&str, &Path)]) -> Run {
+    let mut cmd = gpukit();
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the gpukit binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn quick_tune_writes_a_cache_that_the_ops_then_use() {
+    let d = tempdir();
+    let cache = d.path().join("sub/tune.json");
+    let c = cache.to_str().unwrap();
+    let r = run(&["tune", "--quick", "--tune-cache", c]);
+    r.code(0);
+    for op in ["blur", "histogram", "scan", "matmul"] {
+        assert!(
+            r.stdout
+                .lines()
+                .any(|l| l.starts_with(op) && l.contains(" * ")),
+            "no chosen {op} line:\n{}",
+            r.stdout
+        );
+    }
+    assert!(r.stderr.contains("tune cache written to"), "{}", r.stderr);
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    assert_eq!(doc["quick"], true);
+    for op in ["blur", "histogram", "scan", "matmul"] {
+        assert_eq!(doc["ops"][op].as_array().unwrap().len(), 1, "{op}");
+    }
+
+    // Put a choice other than the default in the cache: scan must use it and stay exact.
+    doc["ops"]["scan"][0]["choice"] = serde_json::json!({ "wg_size": 32, "vec_per_thread": 2 });
+    std::fs::write(&cache, serde_json::to_string(&doc).unwrap()).unwrap();
+    let (input, output) = (d.path().join("v.npy"), d.path().join("out.npy"));
+    write_u32_npy(&input, values());
+    let args = [
+        "scan",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+    ];
+    let r = run(&[&args[..], &["-v", "--tune-cache", c]].concat());
+    r.code(0);
+    assert!(
+        r.stderr.contains("scan: tuned wg=32 vec4s=2 (cache "),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(read_u32_npy(&output), exclusive_sums(&values()));
+
+    // --no-tune-cache: the defaults.
+    let r = run(&[&args[..], &["-v", "--tune-cache", c, "--no-tune-cache"]].concat());
+    r.code(0);
+    assert!(
+        r.stderr.contains("scan: defaults (--no-tune-cache)"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn tune_json_to_stdout_writes_no_cache_with_no_tune_cache() {
+    let d = tempdir();
+    let r = run_env(
+        &["tune", "scan", "--quick", "--json", "-", "--no-tune-cache"],
+        &[("XDG_CACHE_HOME", d.path())],
+    );
+    r.code(0);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["cache"], serde_json::Value::Null);
+    let trials = doc["trials"].as_array().unwrap();
+    assert!(trials
+        .iter()
+        .any(|t| t["chosen"] == true && t["status"] == "measured"));
+    assert!(trials.iter().all(|t| t["op"] == "scan"));
+    assert_eq!(doc["choices"]["scan"][0]["size"], "2^16");
+    assert!(!d.path().join("gpukit").exists());
+}
+
+#[test]
+fn the_cache_lives_in_the_xdg_cache_folder_by_default() {
+    let d = tempdir();
+    let xdg = [("XDG_CACHE_HOME", d.path())];
+    run_env(&["tune", "scan", "--quick"], &xdg).code(0);
+    let files: Vec<_> = std::fs::read_dir(d.path().join("gpukit"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].starts_with("tune-") && files[0].ends_with("-vulkan.json"));
+    let (input, output) = (d.path().join("v.npy"), d.path().join("out.npy"));
+    write_u32_npy(&input, values());
+    let r = run_env(
+        &[
+            "scan",
+            input.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+            "-v",
+        ],
+        &xdg,
+    );
+    r.code(0);
+    assert!(r.stderr.contains("scan: tuned "), "{}", r.stderr);
+}
+
+// A cache must never be fatal: corrupt, stale and nonsensical ones give one warning each
+// and the op runs on its defaults.
+#[test]
+fn corrupt_stale_and_unfit_caches_are_ignored_with_a_warning() {
+    let d = tempdir();
+    let (input, output) = (d.path().join("v.npy"), d.path().join("out.npy"));
+    write_u32_npy(&input, values());
+    let stale = serde_json::json!({
+        "format": 1,
+        "gpukit_version": "0.0.0-old",
+        "adapter": { "name": "x", "vendor_id": 1, "device_id": 2, "driver": "d",
+                     "driver_info": "i", "backend": "vulkan" },
+        "quick": true,
+        "ops": {}
+    });
+    let cases = [
+        (
+            "corrupt.json",
+            "{not json".to_string(),
+            "not a gpukit tune cache",
+        ),
+        (
+            "stale.json",
+            stale.to_string(),
+            "ignoring a stale tune cache",
+        ),
+        ("missing.json", String::new(), "cannot read"),
+    ];
+    for (name, text, warning) in cases {
+        let cache = d.path().join(name);
+        if !text.is_empty() {
+            std::fs::write(&cache, text).unwrap();
+        }
+        let args = [
+            "scan",
+            input.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+        ];
+        let r = run_env(&args, &[("GPUKIT_TUNE_CACHE", &cache)]);
+        r.code(0).one_error_line(warning);
+        assert!(r.stderr.starts_with("gpukit: warning:"), "{}", r.stderr);
+        assert_eq!(read_u32_npy(&output), exclusive_sums(&values()));
+    }
+
+    // A valid cache of this adapter whose choice this adapter cannot run.
+    let cache = d.path().join("t.json");
+    run(&[
+        "tune",
+        "scan",
+        "--quick",
+        "--tune-cache",
+        cache.to_str().unwrap(),
+    ])
+    .code(0);
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    doc["ops"]["scan"][0]["choice"] = serde_json::json!({ "wg_size": 48, "vec_per_thread": 4 });
+    std::fs::write(&cache, doc.to_string()).unwrap();
+    let args = [
+        "scan",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+    ];
+    let r = run_env(&args, &[("GPUKIT_TUNE_CACHE", &cache)]);
+    r.code(0)
+        .one_error_line("ignoring its scan choice for 2^16");
+    assert_eq!(read_u32_npy(&output), exclusive_sums(&values()));
+}
+
+#[test]
+fn unknown_op_is_a_usage_error() {
+    run(&["tune", "sort", "--quick"])
+        .code(2)
+        .one_error_line("unknown tune op \"sort\"");
+}
+
+fn noise(len: usize, seed: u32) -> Vec<u32> {
+    let mut next = xorshift(seed);
+    (0..len).map(|_| next()).collect()
+}
+
+fn engine() -> Engine {
+    Engine::Gpu(Box::new(gpu()))
+}
+
+fn the_gpu(e: &Engine) -> &Gpu {
+    match e {
+        Engine::Gpu(g) => g,
+        Engine::Cpu => unreachable!(),
+    }
+}
+
+#[test]
+fn blur_is_bit_identical_for_other_choices() {
+    let e = engine();
+    let rgba8 = Image::new_u8(
+        301,
+        23,
+        4,
+        noise(301 * 23 * 4, 1).iter().map(|&v| v as u8).collect(),
+    );
+    let gray16 = Image::new_u16(
+        77,
+        290,
+        1,
+        noise(77 * 290, 2).iter().map(|&v| v as u16).collect(),
+    );
+    let choices = [
+        blur::Tunables {
+            box_rows: 8,
+            box_tpl: 16,
+            box_ppt: 1,
+            gauss_rows: 2,
+            gauss_tpl: 64,
+        },
+        blur::Tunables {
+            box_rows: 64,
+            box_tpl: 2,
+            box_ppt: 8,
+            gauss_rows: 16,
+            gauss_tpl: 8,
+        },
+        blur::Tunables {
+            box_rows: 4,
+            box_tpl: 32,
+            box_ppt: 2,
+            gauss_rows: 1,
+            gauss_tpl: 16,
+        },
+    ];
+    let params = [
+        blur::BlurParams::new(blur::Kind::Box, 9, 1),
+        blur::BlurParams::new(blur::Kind::Gaussian { sigma: 2.0 }, 6, 2),
+    ];
+    for t in choices {
+        for img in [&rgba8, &gray16] {
+            for p in &params {
+                let options = blur::GpuOptions {
+                    tunables: t,
+                    layout: Some(blur::Layout::Workgroup),
+                    ..blur::GpuOptions::DEFAULT
+                };
+                let got = blur::blur_with(&e, img, p, options, &mut Timings::default()).unwrap();
+                let want = blur::blur_cpu(img, p).unwrap();
+                assert!(
+                    got.samples == want.samples,
+                    "{t} {p:?} {}x{}",
+                    img.width,
+                    img.height
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn histogram_counts_are_exact_for_other_choices() {
+    let e = engine();
+    let g = the_gpu(&e);
+    let img = Image::new_u8(
+        211,
+        97,
+        3,
+        noise(211 * 97 * 3, 3).iter().map(|&v| v as u8).collect(),
+    );
+    let channels = histogram::Channels::of(3, false);
+    let choices = [
+        histogram::Tunables {
+            chunk_wg_size: 64,
+            max_copies: 1,
+            target_tiles: 2048,
+            reduce_wg_size: 64,
+            entries_per_wg: 4,
+            // Many tiny reduce levels.
+            fan_in: 2,
+        },
+        histogram::Tunables {
+            chunk_wg_size: 512,
+            max_copies: 16,
+            target_tiles: 3,
+            reduce_wg_size: 128,
+            entries_per_wg: 64,
+            fan_in: 1024,
+        },
+    ];
+    for t in choices {
+        let mut hg = histogram::HistogramGpu::new(g, 256);
+        hg.set_tunables(t);
+        let got = hg
+            .histogram(&img, channels, &mut Timings::default())
+            .unwrap();
+        assert_eq!(
+            got.counts,
+            histogram::histogram_cpu(&img, channels, 256).counts,
+            "{t}"
+        );
+    }
+}
+
+#[test]
+fn scan_is_exact_for_other_choices() {
+    let e = engine();
+    let data = noise(70_001, 4);
+    let shapes = [(32, 1), (64, 8), (1024, 2), (128, 4)];
+    for (wg_size, vec_per_thread) in shapes {
+        for (op, mode) in [
+            (scan::Op::Sum, scan::Mode::Exclusive),
+            (scan::Op::Max, scan::Mode::Inclusive),
+        ] {
+            let opts = scan::ScanOptions {
+                op,
+                mode,
+                tunables: scan::Tunables {
+                    wg_size,
+                    vec_per_thread,
+                },
+                ..scan::ScanOptions::default()
+            };
+            let got = scan::scan(&e, &data, &opts).unwrap();
+            assert!(
+                got == scan::scan_cpu(&data, op, mode),
+                "{} {op:?} {mode:?}",
+                opts.tunables
+            );
+        }
+    }
+}
+
+#[test]
+fn matmul_is_within_its_bound_for_other_choices() {
+    let e = engine();
+    let g = the_gpu(&e);
+    let (m, n, k) = (70, 93, 45);
+    let a: Vec<f32> = noise(m * k, 5)
+        .iter()
+        .map(|&v| (v >> 8) as f32 / (1 << 23) as f32 - 1.0)
+        .collect();
+    let b: Vec<f32> = noise(k * n, 6)
+        .iter()
+        .map(|&v| (v >> 8) as f32 / (1 << 23) as f32 - 1.0)
+        .collect();
+    let p = matmul::Matmul {
+        a: &a,
+        b: &b,
+        dims: matmul::Dims { m, n, k },
+        trans_a: false,
+        trans_b: true,
+        precision: matmul::Precision::F32,
+    };
+    let (want, abs) = matmul::reference(&p);
+    let tile = |bm, bn, bk, tm, tn, group_m| matmul::TileConfig {
+        bm,
+        bn,
+        bk,
+        tm,
+        tn,
+        group_m,
+    };
+    for t in [
+        tile(32, 32, 4, 4, 4, 1),
+        tile(64, 128, 8, 4, 8, 4),
+        tile(128, 32, 4, 8, 4, 16),
+    ] {
+        t.check(&g.limits).unwrap();
+        let options = matmul::Options {
+            tile: t,
+            ..matmul::Options::for_gpu(g)
+        };
+        let got = matmul::matmul_with(g, &p, options).unwrap();
+        for i in 0..m * n {
+            let diff = (got[i] as f64 - want[i]).abs();
+            assert!(
+                diff <= matmul::error_bound(k, abs[i]),
+                "{t}: C[{i}] {} vs {}",
+                got[i],
+                want[i]
+            );
+        }
+    }
+}
