@@ -111,6 +111,18 @@ pub fn choose(trials: &[Trial], incumbent: usize) -> Option<usize> {
     }
 }
 
+/// A duel's verdict: the choice stays if it beats the default by `MARGIN` on some case and
+/// loses by more than `MARGIN` on none.
+pub fn duel_keeps_choice(duel: &[StageTime]) -> bool {
+    let slower = duel
+        .iter()
+        .any(|d| d.tuned_ms > d.default_ms * (1.0 + MARGIN));
+    let faster = duel
+        .iter()
+        .any(|d| d.tuned_ms < d.default_ms * (1.0 - MARGIN));
+    faster && !slower
+}
+
 /// One stage of a search: the candidates it tries around the best so far.
 struct Stage<T> {
     name: &'static str,
@@ -388,6 +400,34 @@ impl<T: Tunable> Search<'_, '_, T> {
                     });
                 }
             }
+            // Stages compare candidates timed seconds apart, while a GPU's clocks move (the
+            // first cases of a class run on a cold GPU). The last word is a duel on every
+            // stage's case, default and choice timed alternately: the choice stays only if it
+            // is faster somewhere and slower nowhere, so tuning never slows an op down.
+            if best != default {
+                progress(&format!(
+                    "{} {}: default against {best}",
+                    self.op, class.label
+                ));
+                let mut duel = Vec::new();
+                for stage in &stages {
+                    if duel.iter().any(|d: &StageTime| d.stage == stage.name) {
+                        continue;
+                    }
+                    let (case, default_ms, tuned_ms) =
+                        self.duel(class, stage.name, &default, &best)?;
+                    duel.push(StageTime {
+                        stage: stage.name.to_string(),
+                        case,
+                        default_ms,
+                        tuned_ms,
+                    });
+                }
+                if !duel_keeps_choice(&duel) {
+                    best = default;
+                }
+                times = duel;
+            }
             entries.push(Entry {
                 size_class: class.class,
                 size: class.label.clone(),
@@ -396,6 +436,29 @@ impl<T: Tunable> Search<'_, '_, T> {
             });
         }
         Ok(OpResult { trials, entries })
+    }
+
+    /// Times the default and `best` on one stage's case, alternately, three rounds each;
+    /// returns the case and the fastest median of each (the one the clocks disturbed least).
+    fn duel(
+        &mut self,
+        class: &SizeClass,
+        stage: &'static str,
+        default: &T,
+        best: &T,
+    ) -> Result<(String, f64, f64)> {
+        let mut d_case = (self.case)(class, stage, default)?;
+        let mut b_case = (self.case)(class, stage, best)?;
+        let (mut d_ms, mut b_ms) = (f64::INFINITY, f64::INFINITY);
+        let mut name = String::new();
+        for _ in 0..3 {
+            let d = bench::measure(self.engine, &mut d_case, self.level.full())?;
+            let b = bench::measure(self.engine, &mut b_case, self.level.full())?;
+            d_ms = d_ms.min(d.median_ms);
+            b_ms = b_ms.min(b.median_ms);
+            name = d.case;
+        }
+        Ok((name, d_ms, b_ms))
     }
 
     /// Screens a candidate, then measures it in full unless it is clearly slower than
@@ -890,6 +953,28 @@ fn matmul_case<'g>(gpu: &'g Gpu, class: &SizeClass, t: &matmul::TileConfig) -> R
 
 #[cfg(test)]
 mod tests {
+
+    fn time(default_ms: f64, tuned_ms: f64) -> StageTime {
+        StageTime {
+            stage: "s".into(),
+            case: "c".into(),
+            default_ms,
+            tuned_ms,
+        }
+    }
+
+    // Tuning must never make an op slower: a choice that loses anywhere is undone.
+    #[test]
+    fn duel_keeps_a_choice_only_if_faster_somewhere_and_slower_nowhere() {
+        assert!(duel_keeps_choice(&[time(1.0, 0.9)]));
+        assert!(duel_keeps_choice(&[time(1.0, 0.9), time(2.0, 2.01)]));
+        assert!(!duel_keeps_choice(&[time(1.0, 0.99)]), "within the margin");
+        assert!(
+            !duel_keeps_choice(&[time(1.0, 0.5), time(2.0, 2.1)]),
+            "slower on one case"
+        );
+        assert!(!duel_keeps_choice(&[]));
+    }
     use super::*;
 
     fn trial(status: Status, ms: Option<f64>) -> Trial {
