@@ -145,7 +145,8 @@ pub struct Measurement {
     pub unit: Unit,
     /// Throughput at the median time.
     pub throughput: f64,
-    /// Median GPU time of each pass (timestamp clock only).
+    /// Median GPU time of each pass label, passes of one label added up (timestamp clock
+    /// only).
     pub passes: Vec<(String, f64)>,
 }
 
@@ -198,11 +199,19 @@ pub fn measure(engine: &Engine, case: &mut Case, config: Config) -> Result<Measu
                     Some(ns) if clock == Clock::GpuTimestamps => times_ms.push(ns / 1e6),
                     _ => times_ms.push(wall),
                 }
-                for (i, p) in passes.iter().enumerate() {
-                    if pass_ms.len() <= i {
-                        pass_ms.push((p.label.clone(), Vec::new()));
+                // Passes of one label (a multi-segment scan repeats its stages) add up.
+                let mut this_rep: Vec<(String, f64)> = Vec::new();
+                for p in &passes {
+                    match this_rep.iter_mut().find(|(l, _)| *l == p.label) {
+                        Some((_, ms)) => *ms += p.ms(),
+                        None => this_rep.push((p.label.clone(), p.ms())),
                     }
-                    pass_ms[i].1.push(p.ms());
+                }
+                for (label, ms) in this_rep {
+                    match pass_ms.iter_mut().find(|(l, _)| *l == label) {
+                        Some((_, v)) => v.push(ms),
+                        None => pass_ms.push((label, vec![ms])),
+                    }
                 }
             }
         }
