@@ -329,7 +329,9 @@ fn gauss_pass(
     }
     let row = lid / GAUSS_TPL;
     let t = lid % GAUSS_TPL;
-    let taps = 2u * params.radius + 1u;
+    // The pipeline's constant, not the uniform's radius: a loop bound the compiler knows
+    // lets it unroll the taps and issue their workgroup-memory loads ahead of the sums.
+    let taps = G_TAPS;
     let width = GAUSS_CH + taps - 1u;
     for (var k = lid; k < taps; k += G_WG) {
         sh_w[k] = weights[k];
