@@ -43,8 +43,14 @@ override ALPHA_LANE: u32 = 3u;
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
-// Gaussian weights w[0..=2r], summing to a power of two (gauss_pass only).
-@group(0) @binding(3) var<storage, read> weights: array<u32>;
+// Gaussian weights w[0..=2r], summing to a power of two, four to a vec4 (uniform arrays
+// have 16-byte elements): a uniform, so that an unrolled tap loop reads them as constants.
+// 251 vec4s hold 1001 taps, radius 500 (keep in sync with MAX_GAUSS_RADIUS).
+@group(0) @binding(3) var<uniform> weights: array<vec4<u32>, 251>;
+
+fn weight(k: u32) -> u32 {
+    return weights[k >> 2u][k & 3u];
+}
 
 // Pixel formats: 8-bit lanes packed in one word, 16-bit lanes in two words, or one word per
 // lane. Between the passes 8-bit images use the 16-bit format (their fixed-point values stay
@@ -295,7 +301,7 @@ fn gauss_line_pass(
         let first = i32(x) - i32(params.radius);
         var s = vec4<u32>(0u);
         for (var k = 0u; k < taps; k++) {
-            s += weights[k] * load(line, first + i32(k));
+            s += weight(k) * load(line, first + i32(k));
         }
         store((x - params.out_start) * params.out_pos_stride + line, finish(s));
     }
@@ -308,13 +314,24 @@ const GAUSS_PPT: u32 = 2u;
 override GAUSS_CH: u32 = GAUSS_TPL * GAUSS_PPT;
 override G_ROWS: u32 = 8u; // lines per workgroup
 override G_WG: u32 = 256u; // G_ROWS * GAUSS_TPL
-override G_IN_LEN: u32 = 1u; // G_ROWS * (GAUSS_CH + 2r)
+override G_IN_LEN: u32 = 1u; // G_ROWS * gauss_stride(GAUSS_CH + 2r)
 override G_OUT_LEN: u32 = 520u; // G_ROWS * (GAUSS_CH + 1): padded like the box tile
 override G_TAPS: u32 = 1u; // 2r + 1
 
 var<workgroup> sh_in: array<vec4<u32>, G_IN_LEN>;
 var<workgroup> sh_gout: array<vec4<u32>, G_OUT_LEN>;
-var<workgroup> sh_w: array<u32, G_TAPS>;
+
+// Staged sample j of a line sits at skew(j), one vec4 of padding every 8: the 8 lanes of a
+// workgroup-memory phase start 2 samples apart, and unpadded every fourth lane would hit
+// the same banks. A line of `width` samples takes gauss_stride(width) vec4s. Keep in sync
+// with `gauss_stride` in src/ops/blur.rs.
+fn skew(j: u32) -> u32 {
+    return j + (j >> 3u);
+}
+
+fn gauss_stride(width: u32) -> u32 {
+    return width + (width >> 3u) + 1u;
+}
 
 @compute @workgroup_size(G_WG)
 fn gauss_pass(
@@ -333,9 +350,7 @@ fn gauss_pass(
     // lets it unroll the taps and issue their workgroup-memory loads ahead of the sums.
     let taps = G_TAPS;
     let width = GAUSS_CH + taps - 1u;
-    for (var k = lid; k < taps; k += G_WG) {
-        sh_w[k] = weights[k];
-    }
+    let stride = gauss_stride(width);
     for (var c0 = wk.start; c0 < wk.end; c0 += GAUSS_CH) {
         // Stage the chunk and its halo, positions c0 - r .. c0 + CH + r - 1, of every line.
         for (var k = lid; k < G_ROWS * width; k += G_WG) {
@@ -345,19 +360,21 @@ fn gauss_pass(
             if line0 + rr < params.lines {
                 v = load(line0 + rr, i32(c0 + j) - i32(params.radius));
             }
-            sh_in[k] = v;
+            sh_in[rr * stride + skew(j)] = v;
         }
         workgroupBarrier();
         // A thread's two adjacent outputs share all but one staged sample: each is loaded
         // once (GAUSS_PPT is 2).
-        let base = row * width + t * GAUSS_PPT;
+        let rb = row * stride;
+        let p0 = t * GAUSS_PPT;
         var s0 = vec4<u32>(0u);
         var s1 = vec4<u32>(0u);
-        var prev = sh_in[base];
+        var prev = sh_in[rb + skew(p0)];
         for (var k = 0u; k < taps; k++) {
-            let next = sh_in[base + k + 1u];
-            s0 += sh_w[k] * prev;
-            s1 += sh_w[k] * next;
+            let next = sh_in[rb + skew(p0 + k + 1u)];
+            let w = weight(k);
+            s0 += w * prev;
+            s1 += w * next;
             prev = next;
         }
         sh_gout[row * (GAUSS_CH + 1u) + t * GAUSS_PPT] = finish(s0);

@@ -552,14 +552,23 @@ struct Pass {
 }
 
 /// Gaussian lines per workgroup: as many (`t.gauss_rows`, halved down to 1) as fit the
-/// workgroup storage (staged lines, the output tile and the weights).
+/// workgroup storage (staged lines and the output tile; the weights are a uniform).
 fn gauss_rows(radius: u32, storage: u32, t: &Tunables) -> Option<u32> {
     let ch = t.gauss_chunk();
     std::iter::successors(Some(t.gauss_rows), |&r| (r > 1).then_some(r / 2)).find(|&rows| {
-        let bytes = 16 * rows * (ch + 2 * radius) + 16 * rows * (ch + 1) + 4 * (2 * radius + 1);
+        let bytes = 16 * rows * gauss_stride(ch + 2 * radius) + 16 * rows * (ch + 1);
         bytes <= storage
     })
 }
+
+/// vec4s a staged gaussian line of `width` samples takes in workgroup memory: one of padding
+/// every 8 (`skew` in the shader). Keep in sync with wgsl/blur.wgsl.
+fn gauss_stride(width: u32) -> u32 {
+    width + width / 8 + 1
+}
+
+/// The uniform array of gaussian weights: 251 vec4s, 1001 taps (wgsl/blur.wgsl).
+const WEIGHT_SLOTS: usize = 4 * 251;
 
 impl BlurPlan {
     pub fn new(
@@ -655,7 +664,7 @@ impl BlurPlan {
                             ("GAUSS_TPL", t.gauss_tpl as f64),
                             ("G_ROWS", rows as f64),
                             ("G_WG", (rows * t.gauss_tpl) as f64),
-                            ("G_IN_LEN", (rows * (ch + 2 * r)) as f64),
+                            ("G_IN_LEN", (rows * gauss_stride(ch + 2 * r)) as f64),
                             ("G_OUT_LEN", (rows * (ch + 1)) as f64),
                             ("G_TAPS", (2 * r + 1) as f64),
                         ],
@@ -710,7 +719,9 @@ impl BlurPlan {
             Usage::Storage,
             w as u64 * max_strip_in * mid_px_bytes,
         );
-        let weights = gpu.upload("blur weights", Usage::Storage, &ar.weights);
+        let mut slots = ar.weights.clone();
+        slots.resize(WEIGHT_SLOTS, 0);
+        let weights = gpu.upload("blur weights", Usage::Uniform, &slots);
 
         let mut passes = Vec::new();
         let row_bytes = w as u64 * wpp * 4;
@@ -766,7 +777,7 @@ impl BlurPlan {
                 let mut g2: Vec<(&wgpu::Buffer, u64, u64)> =
                     vec![(&u2, 0, psize), (&mid, 0, mid_size), (dst, ooff, osize)];
                 if !ar.weights.is_empty() {
-                    let wsize = 4 * ar.weights.len() as u64;
+                    let wsize = 4 * WEIGHT_SLOTS as u64;
                     g1.push((&weights, 0, wsize));
                     g2.push((&weights, 0, wsize));
                 }
