@@ -312,25 +312,58 @@ fn gauss_line_pass(
 override GAUSS_TPL: u32 = 32u; // threads per line
 const GAUSS_PPT: u32 = 2u;
 override GAUSS_CH: u32 = GAUSS_TPL * GAUSS_PPT;
-override G_ROWS: u32 = 8u; // lines per workgroup
-override G_WG: u32 = 256u; // G_ROWS * GAUSS_TPL
-override G_IN_LEN: u32 = 1u; // G_ROWS * gauss_stride(GAUSS_CH + 2r)
-override G_OUT_LEN: u32 = 520u; // G_ROWS * (GAUSS_CH + 1): padded like the box tile
+override G_ROWS: u32 = 4u; // lines per workgroup
+override G_WG: u32 = 128u; // G_ROWS * GAUSS_TPL
+override G_IN_LEN: u32 = 1u; // G_ROWS * gauss_stride(GAUSS_CH + 2r), in staged elements
+override G_OUT_LEN: u32 = 260u; // G_ROWS * (GAUSS_CH + 1): padded like the box tile
 override G_TAPS: u32 = 1u; // 2r + 1
 
-var<workgroup> sh_in: array<vec4<u32>, G_IN_LEN>;
+// Staged samples keep the input's packing, so a tap reads as few workgroup-memory bytes as
+// possible (the loads, not the multiplies, bound this kernel): a word per 8-bit pixel, a
+// pair of words per 16-bit one, a vec4 for the wide format. Only the array of the pass's
+// input format has G_IN_LEN elements.
+var<workgroup> sh_in8: array<u32, select(1u, G_IN_LEN, IN_FMT == FMT_PACK8)>;
+var<workgroup> sh_in16: array<vec2<u32>, select(1u, G_IN_LEN, IN_FMT == FMT_PACK16)>;
+var<workgroup> sh_in32: array<vec4<u32>, select(1u, G_IN_LEN, IN_FMT == FMT_WIDE)>;
 var<workgroup> sh_gout: array<vec4<u32>, G_OUT_LEN>;
 
-// Staged sample j of a line sits at skew(j), one vec4 of padding every 8: the 8 lanes of a
-// workgroup-memory phase start 2 samples apart, and unpadded every fourth lane would hit
-// the same banks. A line of `width` samples takes gauss_stride(width) vec4s. Keep in sync
-// with `gauss_stride` in src/ops/blur.rs.
+fn stage(i: u32, v: vec4<u32>) {
+    if IN_FMT == FMT_PACK8 {
+        // Premultiplied 8-bit samples are still at most 255.
+        sh_in8[i] = v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
+    } else if IN_FMT == FMT_PACK16 {
+        sh_in16[i] = vec2<u32>(v.x | (v.y << 16u), v.z | (v.w << 16u));
+    } else {
+        sh_in32[i] = v;
+    }
+}
+
+fn staged(i: u32) -> vec4<u32> {
+    if IN_FMT == FMT_PACK8 {
+        let w = sh_in8[i];
+        return vec4<u32>(w & 0xffu, (w >> 8u) & 0xffu, (w >> 16u) & 0xffu, w >> 24u);
+    } else if IN_FMT == FMT_PACK16 {
+        let a = sh_in16[i];
+        return vec4<u32>(a.x & 0xffffu, a.x >> 16u, a.y & 0xffffu, a.y >> 16u);
+    }
+    return sh_in32[i];
+}
+
+// Staged sample j of a line sits at skew(j), one element of padding every 128 bytes (32
+// words, 16 pairs or 8 vec4s): a thread's outputs start 2 samples after its neighbour's, and
+// unpadded, lanes half a warp apart would hit the same banks. A line of `width` samples takes
+// gauss_stride(width) elements. Keep in sync with `gauss_stride` in src/ops/blur.rs.
 fn skew(j: u32) -> u32 {
+    if IN_FMT == FMT_PACK8 {
+        return j + (j >> 5u);
+    } else if IN_FMT == FMT_PACK16 {
+        return j + (j >> 4u);
+    }
     return j + (j >> 3u);
 }
 
 fn gauss_stride(width: u32) -> u32 {
-    return width + (width >> 3u) + 1u;
+    return skew(width) + 1u;
 }
 
 @compute @workgroup_size(G_WG)
@@ -360,7 +393,7 @@ fn gauss_pass(
             if line0 + rr < params.lines {
                 v = load(line0 + rr, i32(c0 + j) - i32(params.radius));
             }
-            sh_in[rr * stride + skew(j)] = v;
+            stage(rr * stride + skew(j), v);
         }
         workgroupBarrier();
         // A thread's two adjacent outputs share all but one staged sample: each is loaded
@@ -369,9 +402,9 @@ fn gauss_pass(
         let p0 = t * GAUSS_PPT;
         var s0 = vec4<u32>(0u);
         var s1 = vec4<u32>(0u);
-        var prev = sh_in[rb + skew(p0)];
+        var prev = staged(rb + skew(p0));
         for (var k = 0u; k < taps; k++) {
-            let next = sh_in[rb + skew(p0 + k + 1u)];
+            let next = staged(rb + skew(p0 + k + 1u));
             let w = weight(k);
             s0 += w * prev;
             s1 += w * next;

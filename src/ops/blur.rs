@@ -386,14 +386,15 @@ pub struct Tunables {
 }
 
 impl Tunables {
-    /// The defaults, measured on an H200 (box r = 15 at 4K in 0.226 ms): 256 invocations and
-    /// 21.5 KiB of workgroup memory for the box, within the limits of every native adapter
-    /// (32 KiB or more); the gaussian takes fewer lines where its staging does not fit.
+    /// The defaults, measured on an H200 (box r = 15 at 4K in 0.226 ms, gaussian sigma 5 in
+    /// 0.315 ms): 256 invocations and 21.5 KiB of workgroup memory for the box, within the
+    /// limits of every native adapter (32 KiB or more); 128 invocations for the gaussian,
+    /// which takes fewer lines where its staging does not fit.
     pub const DEFAULT: Tunables = Tunables {
         box_rows: 32,
         box_tpl: 8,
         box_ppt: 4,
-        gauss_rows: 8,
+        gauss_rows: 4,
         gauss_tpl: 32,
     };
 
@@ -552,19 +553,30 @@ struct Pass {
 }
 
 /// Gaussian lines per workgroup: as many (`t.gauss_rows`, halved down to 1) as fit the
-/// workgroup storage (staged lines and the output tile; the weights are a uniform).
-fn gauss_rows(radius: u32, storage: u32, t: &Tunables) -> Option<u32> {
+/// workgroup storage (lines staged in format `fmt` and the output tile; the weights are a
+/// uniform).
+fn gauss_rows(radius: u32, storage: u32, t: &Tunables, fmt: u32) -> Option<u32> {
     let ch = t.gauss_chunk();
     std::iter::successors(Some(t.gauss_rows), |&r| (r > 1).then_some(r / 2)).find(|&rows| {
-        let bytes = 16 * rows * gauss_stride(ch + 2 * radius) + 16 * rows * (ch + 1);
-        bytes <= storage
+        let staged = staged_bytes(fmt) * rows * gauss_stride(ch + 2 * radius, fmt);
+        staged + 16 * rows * (ch + 1) <= storage
     })
 }
 
-/// vec4s a staged gaussian line of `width` samples takes in workgroup memory: one of padding
-/// every 8 (`skew` in the shader). Keep in sync with wgsl/blur.wgsl.
-fn gauss_stride(width: u32) -> u32 {
-    width + width / 8 + 1
+/// Bytes of one staged gaussian sample: staging keeps the pass's input packing (`stage` in
+/// wgsl/blur.wgsl).
+fn staged_bytes(fmt: u32) -> u32 {
+    match fmt {
+        FMT_PACK8 => 4,
+        FMT_PACK16 => 8,
+        _ => 16,
+    }
+}
+
+/// Elements a staged gaussian line of `width` samples in format `fmt` takes in workgroup
+/// memory: one of padding every 128 bytes (`skew` in wgsl/blur.wgsl; keep in sync).
+fn gauss_stride(width: u32, fmt: u32) -> u32 {
+    width + width / (128 / staged_bytes(fmt)) + 1
 }
 
 /// The uniform array of gaussian weights: 251 vec4s, 1001 taps (wgsl/blur.wgsl).
@@ -627,6 +639,8 @@ impl BlurPlan {
             .collect();
 
         let layout = options.layout.unwrap_or_else(|| Layout::for_gpu(gpu));
+        // The gaussian's staged lines per workgroup and samples per line, when it stages.
+        let mut staging: Option<(u32, u32)> = None;
         let (entry, constants, rows_per_wg, chunk): (&str, Vec<(&str, f64)>, u32, u32) =
             match (layout, params.kind) {
                 (Layout::LinePerInvocation, Kind::Box) => (
@@ -652,19 +666,20 @@ impl BlurPlan {
                 ),
                 (Layout::Workgroup, Kind::Gaussian { .. }) => {
                     let storage = gpu.limits.max_compute_workgroup_storage_size;
-                    let rows = gauss_rows(r, storage, &t).ok_or_else(|| {
+                    // The second pass stages the wider format (the intermediate).
+                    let rows = gauss_rows(r, storage, &t, mid_fmt).ok_or_else(|| {
                         anyhow::anyhow!(
                         "gaussian radius {r} needs more workgroup storage than this adapter has"
                     )
                     })?;
                     let ch = t.gauss_chunk();
+                    staging = Some((rows, ch + 2 * r));
                     (
                         "gauss_pass",
                         vec![
                             ("GAUSS_TPL", t.gauss_tpl as f64),
                             ("G_ROWS", rows as f64),
                             ("G_WG", (rows * t.gauss_tpl) as f64),
-                            ("G_IN_LEN", (rows * gauss_stride(ch + 2 * r)) as f64),
                             ("G_OUT_LEN", (rows * (ch + 1)) as f64),
                             ("G_TAPS", (2 * r + 1) as f64),
                         ],
@@ -684,6 +699,9 @@ impl BlurPlan {
                 (in_fmt, mid_fmt, ar.first)
             };
             let mut c = constants.clone();
+            if let Some((rows, width)) = staging {
+                c.push(("G_IN_LEN", (rows * gauss_stride(width, fmt_in)) as f64));
+            }
             c.extend([
                 ("IN_FMT", fmt_in as f64),
                 ("OUT_FMT", fmt_out as f64),
