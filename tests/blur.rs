@@ -84,7 +84,7 @@ const GAUSS1: Kind = Kind::Gaussian { sigma: 1.0 };
 
 #[test]
 fn box_sizes_and_radii_match_cpu() {
-    // Box workgroups take 32 lines and walk 32 positions a chunk: sizes straddle both.
+    // Box workgroups take 8 lines and walk 32 positions a chunk: sizes straddle both.
     let sizes = [
         (1, 1),
         (1, 17),
@@ -230,12 +230,12 @@ fn large_image_takes_strips_at_the_adapters_limit() {
 
 #[test]
 fn two_d_dispatch_matches_cpu() {
-    // 257 rows are 9 box workgroups of 32 lines: a 3x3 grid at a limit of 3. Gaussian
-    // workgroups take 8 or 4 lines (by workgroup storage): up to 65, an 8x9 grid at 9. One
-    // line an invocation: 5 workgroups of 64 lines, a 3x2 grid at a limit of 3.
+    // 257 rows are 33 box workgroups of 8 lines: a 6x6 grid at a limit of 6. Gaussian
+    // workgroups take 4 lines: 65, an 8x9 grid at 9. One line an invocation: 5 workgroups of
+    // 64 lines, a 3x2 grid at a limit of 3.
     let img = noise(70, 257, 4, false, 6);
     for (params, layout, limit) in [
-        (BlurParams::new(Kind::Box, 4, 1), Layout::Workgroup, 3),
+        (BlurParams::new(Kind::Box, 4, 1), Layout::Workgroup, 6),
         (BlurParams::new(GAUSS1, 3, 1), Layout::Workgroup, 9),
         (
             BlurParams::new(Kind::Box, 4, 1),

@@ -151,7 +151,7 @@ fn store(index: u32, value: vec4<u32>) {
 // ---- box: a sliding window carried along each line, chunk by chunk -------------------------
 // Set per pipeline from `Tunables` in src/ops/blur.rs (these are its defaults). BOX_PPT sizes
 // a function-scope array, so it is a const that the host rewrites per variant.
-override BOX_ROWS: u32 = 32u; // lines per workgroup
+override BOX_ROWS: u32 = 8u; // lines per workgroup
 override BOX_TPL: u32 = 8u; // threads per line
 const BOX_PPT: u32 = 4u; // positions per thread per chunk
 override BOX_CH: u32 = BOX_TPL * BOX_PPT; // positions per chunk

@@ -386,12 +386,12 @@ pub struct Tunables {
 }
 
 impl Tunables {
-    /// The defaults, measured on an H200 (box r = 15 at 4K in 0.226 ms, gaussian sigma 5 in
-    /// 0.315 ms): 256 invocations and 21.5 KiB of workgroup memory for the box, within the
-    /// limits of every native adapter (32 KiB or more); 128 invocations for the gaussian,
-    /// which takes fewer lines where its staging does not fit.
+    /// The defaults, measured on an H200 at 4K (box r = 3, 15, 100 in 0.215, 0.201, 0.229 ms;
+    /// gaussian sigma 5 in 0.312 ms): 64 invocations and 5.3 KiB of workgroup memory for the
+    /// box, 128 invocations for the gaussian (which takes fewer lines where its staging does
+    /// not fit), within the limits of every adapter.
     pub const DEFAULT: Tunables = Tunables {
-        box_rows: 32,
+        box_rows: 8,
         box_tpl: 8,
         box_ppt: 4,
         gauss_rows: 4,
