@@ -2,7 +2,7 @@
 //! repeated runs timed with timestamp queries (wall time where the adapter has none), median
 //! and spread, and throughput in the op's natural unit.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -114,8 +114,25 @@ pub fn noise_bytes(n: usize, seed: u32) -> Vec<u8> {
 /// How many runs to make.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
+    /// Untimed runs: at least `warmup`, and more until `warmup_time` has passed.
     pub warmup: u32,
+    pub warmup_time: Duration,
     pub reps: u32,
+}
+
+/// Runs `run` as `config`'s warm-up says. The time matters more than the count: GPUs lower
+/// their clocks within a fraction of a second of idling (an H200 went from 1980 to 615 MHz
+/// while a bench case built its 1 GiB input on the CPU) and take about as long to raise
+/// them, while three runs of a 1 ms kernel are over in 3 ms: without a timed warm-up that
+/// case measured 3.7 ms for what takes 1.2.
+fn warm_up(config: Config, mut run: impl FnMut() -> Result<()>) -> Result<()> {
+    let start = Instant::now();
+    let mut runs = 0;
+    while runs < config.warmup || start.elapsed() < config.warmup_time {
+        run()?;
+        runs += 1;
+    }
+    Ok(())
 }
 
 /// Where a measurement's time came from.
@@ -160,7 +177,7 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// Runs one case: warm-up, then `reps` timed runs.
+/// Runs one case: the warm-up, then `reps` timed runs.
 pub fn measure(engine: &Engine, case: &mut Case, config: Config) -> Result<Measurement> {
     if config.reps == 0 {
         bail!("bench needs at least one repetition");
@@ -171,9 +188,10 @@ pub fn measure(engine: &Engine, case: &mut Case, config: Config) -> Result<Measu
     match (&mut case.runner, engine) {
         (Runner::Cpu(f), _) => {
             clock = Clock::CpuWall;
-            for _ in 0..config.warmup {
+            warm_up(config, || {
                 f();
-            }
+                Ok(())
+            })?;
             for _ in 0..config.reps {
                 let t = Instant::now();
                 f();
@@ -187,9 +205,7 @@ pub fn measure(engine: &Engine, case: &mut Case, config: Config) -> Result<Measu
             } else {
                 Clock::Wall
             };
-            for _ in 0..config.warmup {
-                run_gpu(gpu, f, None)?;
-            }
+            warm_up(config, || run_gpu(gpu, f, None))?;
             for _ in 0..config.reps {
                 let t = Instant::now();
                 run_gpu(gpu, f, Some(&mut timer))?;
@@ -295,6 +311,46 @@ mod tests {
     fn median_of_odd_and_even() {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    /// Runs of a CPU case that takes 1 ms, measured with `config`: (runs, wall time).
+    fn count_runs(config: Config) -> (u32, Duration) {
+        let runs = std::cell::Cell::new(0u32);
+        let mut case = Case::cpu("test", "sleep".into(), Unit::GBps, 1.0, || {
+            runs.set(runs.get() + 1);
+            std::thread::sleep(Duration::from_millis(1));
+        });
+        let start = Instant::now();
+        let m = measure(&Engine::Cpu, &mut case, config).unwrap();
+        assert_eq!(m.reps, config.reps);
+        let elapsed = start.elapsed();
+        drop(case);
+        (runs.get(), elapsed)
+    }
+
+    #[test]
+    fn warm_up_runs_at_least_its_count_and_its_time() {
+        let by_count = Config {
+            warmup: 3,
+            warmup_time: Duration::ZERO,
+            reps: 2,
+        };
+        assert_eq!(count_runs(by_count).0, 5);
+        let none = Config {
+            warmup: 0,
+            ..by_count
+        };
+        assert_eq!(count_runs(none).0, 2);
+        // 40 ms of warm-up: more runs than the count asks for (each takes 1 ms or more), and
+        // timing starts only after 40 ms.
+        let by_time = Config {
+            warmup: 1,
+            warmup_time: Duration::from_millis(40),
+            reps: 2,
+        };
+        let (runs, elapsed) = count_runs(by_time);
+        assert!(runs > 1 + 2, "{runs} runs");
+        assert!(elapsed >= Duration::from_millis(40 + 2), "{elapsed:?}");
     }
 
     #[test]

@@ -70,6 +70,8 @@ fn bench_copy_json_reports_gpu_time_and_throughput() {
         "3",
         "--warmup",
         "1",
+        "--warmup-ms",
+        "20",
         "--copy-mib",
         "4",
         "--json",
@@ -77,6 +79,8 @@ fn bench_copy_json_reports_gpu_time_and_throughput() {
     ]);
     r.code(0);
     let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["warmup"], 1);
+    assert_eq!(doc["warmup_ms"], 20);
     let m = &doc["results"][0];
     assert_eq!(m["op"], "copy");
     assert_eq!(m["case"], "4 MiB u32");

@@ -72,6 +72,8 @@ fn backend_and_device_come_from_the_environment() {
             "1",
             "--warmup",
             "0",
+            "--warmup-ms",
+            "0",
             "--copy-mib",
             "1",
         ])
@@ -97,6 +99,8 @@ fn device_by_index_and_name_part_opens_that_adapter() {
             "--reps",
             "1",
             "--warmup",
+            "0",
+            "--warmup-ms",
             "0",
             "--copy-mib",
             "1",

@@ -566,6 +566,8 @@ fn bench_histogram_reports_both_cases_in_gpix_per_second() {
         "1",
         "--warmup",
         "0",
+        "--warmup-ms",
+        "0",
         "--json",
         "-",
     ]);

@@ -609,6 +609,8 @@ fn bench_matmul_reports_tflops_of_2mnk() {
         "2",
         "--warmup",
         "1",
+        "--warmup-ms",
+        "0",
         "--json",
     ]);
     r.code(0);

@@ -747,6 +747,8 @@ fn bench_scan_reports_gelem_per_second() {
         "2",
         "--warmup",
         "1",
+        "--warmup-ms",
+        "0",
         "--scan-max-log2",
         "14",
         "--json",

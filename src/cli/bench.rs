@@ -21,9 +21,13 @@ pub struct BenchArgs {
     /// Timed runs per case.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     reps: u32,
-    /// Untimed runs before the timed ones.
+    /// Untimed runs before the timed ones (at least; see --warmup-ms).
     #[arg(long, default_value_t = 3)]
     warmup: u32,
+    /// Untimed runs go on until this many milliseconds have passed, so that the GPU's clocks
+    /// are up when timing starts (GPUs lower them within a fraction of a second of idling).
+    #[arg(long, value_name = "MS", default_value_t = 300)]
+    warmup_ms: u64,
     /// Size of the `copy` buffer in MiB (capped at the adapter's largest storage binding).
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
     copy_mib: u64,
@@ -44,6 +48,7 @@ struct BenchDoc<'a> {
     gpukit_version: &'static str,
     adapter: String,
     warmup: u32,
+    warmup_ms: u64,
     reps: u32,
     results: &'a [Measurement],
 }
@@ -72,6 +77,7 @@ pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {
     let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
     let config = Config {
         warmup: args.warmup,
+        warmup_time: std::time::Duration::from_millis(args.warmup_ms),
         reps: args.reps,
     };
     let mut results = Vec::new();
@@ -96,6 +102,7 @@ pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {
         gpukit_version: env!("CARGO_PKG_VERSION"),
         adapter: adapter.clone(),
         warmup: args.warmup,
+        warmup_ms: args.warmup_ms,
         reps: args.reps,
         results: &results,
     };

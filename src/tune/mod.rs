@@ -14,6 +14,7 @@ pub mod cache;
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::fmt::{Debug, Display};
+use std::time::Duration;
 
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -41,18 +42,25 @@ pub struct Level {
 }
 
 impl Level {
+    /// Warm-up time before each candidate's runs: building a candidate's pipeline leaves the
+    /// GPU idle long enough for its clocks to drop (bench::Config). Quick tunes skip it.
+    fn warmup_time(self) -> Duration {
+        Duration::from_millis(if self.quick { 0 } else { 100 })
+    }
+
     fn screen(self) -> Config {
-        Config { warmup: 1, reps: 3 }
+        Config {
+            warmup: 1,
+            warmup_time: self.warmup_time(),
+            reps: 3,
+        }
     }
 
     fn full(self) -> Config {
-        if self.quick {
-            Config { warmup: 1, reps: 5 }
-        } else {
-            Config {
-                warmup: 3,
-                reps: 15,
-            }
+        Config {
+            warmup: if self.quick { 1 } else { 3 },
+            warmup_time: self.warmup_time(),
+            reps: if self.quick { 5 } else { 15 },
         }
     }
 }
