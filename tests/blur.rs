@@ -161,6 +161,20 @@ fn every_layout_and_depth_matches_cpu() {
 }
 
 #[test]
+fn images_of_several_upload_chunks_match_cpu() {
+    // Pixels of fewer than 4 channels are packed for upload 16384 at a time: 300x120 is two
+    // whole chunks and a partial one, in every channel count and depth.
+    for channels in 1..=3u8 {
+        for sixteen in [false, true] {
+            check(
+                &noise(300, 120, channels, sixteen, 40 + channels as u32),
+                BlurParams::new(Kind::Box, 2, 1),
+            );
+        }
+    }
+}
+
+#[test]
 fn radius_beyond_the_image_matches_cpu() {
     for (w, h) in [(1, 1), (7, 5), (5, 40)] {
         check(

@@ -186,6 +186,37 @@ impl Gpu {
             })
     }
 
+    /// A buffer of `size` bytes (a multiple of 4, not 0) that `fill` writes, all of it, into
+    /// the memory wgpu maps for it at creation: data converted on the way needs no host copy
+    /// of its own.
+    pub fn upload_with(
+        &self,
+        label: &str,
+        usage: Usage,
+        size: u64,
+        fill: impl FnOnce(&mut wgpu::BufferViewMut),
+    ) -> Result<wgpu::Buffer> {
+        assert!(
+            size > 0 && size.is_multiple_of(4),
+            "upload_with needs a size of 4n > 0 bytes"
+        );
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage: usage.flags(),
+            mapped_at_creation: true,
+        });
+        {
+            let mut view = buffer
+                .slice(..)
+                .get_mapped_range_mut()
+                .map_err(|e| anyhow!("mapping the new buffer {label} failed: {e}"))?;
+            fill(&mut view);
+        }
+        buffer.unmap();
+        Ok(buffer)
+    }
+
     /// A zeroed buffer of `size` bytes, rounded up to 4 and at least 16, so that even an empty
     /// input binds as an array of vec4.
     pub fn buffer(&self, label: &str, usage: Usage, size: u64) -> wgpu::Buffer {
@@ -281,8 +312,20 @@ impl Gpu {
 
     /// Reads `size` bytes at `offset` of `buffer` back to the host.
     pub fn read(&self, buffer: &wgpu::Buffer, offset: u64, size: u64) -> Result<Vec<u8>> {
+        self.read_with(buffer, offset, size, <[u8]>::to_vec)
+    }
+
+    /// Hands the `size` bytes at `offset` of `buffer` to `f` in the mapped read-back memory
+    /// (4-byte aligned), so that callers convert them without copying them first.
+    pub fn read_with<T>(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<T> {
         if size == 0 {
-            return Ok(Vec::new());
+            return Ok(f(&[]));
         }
         let padded = size.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
         // MAP_READ buffers can only be copy destinations: stage through one.
@@ -299,9 +342,7 @@ impl Gpu {
             });
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, padded);
         self.queue.submit([encoder.finish()]);
-        let mut bytes = self.read_mapped(&staging, <[u8]>::to_vec)?;
-        bytes.truncate(size as usize);
-        Ok(bytes)
+        self.read_mapped(&staging, |bytes| f(&bytes[..size as usize]))
     }
 
     /// Maps a MAP_READ staging buffer once the submitted work is done, hands its bytes to
@@ -350,8 +391,8 @@ impl Gpu {
 
     /// Reads `len` values of type `T` from the start of `buffer`.
     pub fn read_vec<T: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<T>> {
-        let bytes = self.read(buffer, 0, (len * std::mem::size_of::<T>()) as u64)?;
-        Ok(bytemuck::pod_collect_to_vec(&bytes))
+        let size = (len * std::mem::size_of::<T>()) as u64;
+        self.read_with(buffer, 0, size, bytemuck::pod_collect_to_vec)
     }
 }
 

@@ -151,30 +151,46 @@ fn alpha_lane(channels: u8) -> Option<usize> {
     }
 }
 
-/// The image as GPU words: 1 per pixel for 8-bit, 2 for 16-bit.
-fn to_words(img: &Image) -> Vec<u32> {
+/// Writes `img` packed (one word a pixel for 8-bit images, two for 16-bit) into `out`, which
+/// holds exactly that many bytes; pixels of fewer than 4 channels are packed a chunk at a
+/// time, so no packed copy of the whole image is made.
+fn write_words(img: &Image, out: &mut wgpu::BufferViewMut) {
+    const CHUNK: usize = 1 << 14; // pixels
     let c = img.channels as usize;
+    let mut words: Vec<u32> = Vec::with_capacity(2 * CHUNK);
+    // Chunk i of `words_per_px`-word pixels.
+    let mut put = |i: usize, words_per_px: usize, words: &[u32]| {
+        let at = i * CHUNK * words_per_px * 4;
+        out.slice(at..at + 4 * words.len())
+            .copy_from_slice(bytemuck::cast_slice(words));
+    };
     match &img.samples {
-        Samples::U8(s) if c == 4 => bytemuck::pod_collect_to_vec(s),
-        Samples::U8(s) => s
-            .par_chunks(c)
-            .map(|px| {
-                px.iter()
-                    .enumerate()
-                    .fold(0u32, |w, (k, &v)| w | (v as u32) << (8 * k))
-            })
-            .collect(),
-        Samples::U16(s) if c == 4 => bytemuck::pod_collect_to_vec(s),
-        Samples::U16(s) => s
-            .par_chunks(c)
-            .flat_map_iter(|px| {
-                let mut lanes = [0u32; 4];
-                for (k, &v) in px.iter().enumerate() {
-                    lanes[k] = v as u32;
-                }
-                [lanes[0] | lanes[1] << 16, lanes[2] | lanes[3] << 16]
-            })
-            .collect(),
+        Samples::U8(s) if c == 4 => out.copy_from_slice(s),
+        Samples::U16(s) if c == 4 => out.copy_from_slice(bytemuck::cast_slice(s)),
+        Samples::U8(s) => {
+            for (i, chunk) in s.chunks(c * CHUNK).enumerate() {
+                words.clear();
+                words.extend(chunk.chunks(c).map(|px| {
+                    px.iter()
+                        .enumerate()
+                        .fold(0u32, |w, (k, &v)| w | (v as u32) << (8 * k))
+                }));
+                put(i, 1, &words);
+            }
+        }
+        Samples::U16(s) => {
+            for (i, chunk) in s.chunks(c * CHUNK).enumerate() {
+                words.clear();
+                words.extend(chunk.chunks(c).flat_map(|px| {
+                    let mut lanes = [0u32; 4];
+                    for (k, &v) in px.iter().enumerate() {
+                        lanes[k] = v as u32;
+                    }
+                    [lanes[0] | lanes[1] << 16, lanes[2] | lanes[3] << 16]
+                }));
+                put(i, 2, &words);
+            }
+        }
     }
 }
 
@@ -183,25 +199,25 @@ fn from_words(words: &[u32], like: &Image) -> Image {
     let (w, h) = (like.width, like.height);
     match like.samples {
         Samples::U8(_) if c == 4 => Image::new_u8(w, h, 4, bytemuck::pod_collect_to_vec(words)),
-        Samples::U8(_) => Image::new_u8(
-            w,
-            h,
-            like.channels,
-            words
-                .par_iter()
-                .flat_map_iter(|&px| (0..c).map(move |k| (px >> (8 * k)) as u8))
-                .collect(),
-        ),
+        Samples::U8(_) => {
+            let mut out = vec![0u8; words.len() * c];
+            out.par_chunks_mut(c)
+                .zip(words.par_iter())
+                .for_each(|(px, &word)| px.copy_from_slice(&word.to_le_bytes()[..c]));
+            Image::new_u8(w, h, like.channels, out)
+        }
         Samples::U16(_) if c == 4 => Image::new_u16(w, h, 4, bytemuck::pod_collect_to_vec(words)),
-        Samples::U16(_) => Image::new_u16(
-            w,
-            h,
-            like.channels,
-            words
-                .par_chunks(2)
-                .flat_map_iter(|px| (0..c).map(move |k| (px[k / 2] >> (16 * (k % 2))) as u16))
-                .collect(),
-        ),
+        Samples::U16(_) => {
+            let mut out = vec![0u16; words.len() / 2 * c];
+            out.par_chunks_mut(c)
+                .zip(words.par_chunks(2))
+                .for_each(|(px, pair)| {
+                    for (k, v) in px.iter_mut().enumerate() {
+                        *v = (pair[k / 2] >> (16 * (k % 2))) as u16;
+                    }
+                });
+            Image::new_u16(w, h, like.channels, out)
+        }
     }
 }
 
@@ -724,8 +740,9 @@ impl BlurPlan {
             kernel(true, false, false)?,
         ];
 
-        let words = to_words(img);
-        let a = gpu.upload("blur image a", Usage::Storage, &words);
+        let a = gpu.upload_with("blur image a", Usage::Storage, image_bytes, |view| {
+            write_words(img, view)
+        })?;
         let b = gpu.buffer("blur image b", Usage::Storage, image_bytes);
         let max_strip_in = strips
             .iter()
@@ -823,7 +840,7 @@ impl BlurPlan {
             } else {
                 b
             },
-            words: words.len(),
+            words: (image_bytes / 4) as usize,
             strips: strips.len(),
         })
     }
@@ -835,8 +852,11 @@ impl BlurPlan {
         }
     }
 
-    fn read(&self, gpu: &Gpu) -> Result<Vec<u32>> {
-        gpu.read_vec(&self.result, self.words)
+    /// The result as an image like `like`, converted straight from the read-back memory.
+    fn read(&self, gpu: &Gpu, like: &Image) -> Result<Image> {
+        gpu.read_with(&self.result, 0, 4 * self.words as u64, |bytes| {
+            from_words(bytemuck::cast_slice(bytes), like)
+        })
     }
 }
 
@@ -869,8 +889,7 @@ pub fn blur_with(
     }
     let plan = timings.phase("upload", || BlurPlan::new(gpu, img, params, options))?;
     gpu.run_timed(timings, plan.passes.len() as u32, |b| plan.record(b))?;
-    let words = timings.phase("download", || plan.read(gpu))?;
-    Ok(from_words(&words, img))
+    timings.phase("download", || plan.read(gpu, img))
 }
 
 /// `bench blur`: a 3840x2160 RGBA8 image, box r = 3, 15, 100 and gaussian sigma 5; and a
