@@ -61,14 +61,27 @@ const FMT_WIDE: u32 = 2u;
 override IN_FMT: u32 = 0u;
 override OUT_FMT: u32 = 2u;
 
+fn unpack8(w: u32) -> vec4<u32> {
+    return vec4<u32>(w & 0xffu, (w >> 8u) & 0xffu, (w >> 16u) & 0xffu, w >> 24u);
+}
+
+fn pack8(v: vec4<u32>) -> u32 {
+    return v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
+}
+
+fn unpack16(p: vec2<u32>) -> vec4<u32> {
+    return vec4<u32>(p.x & 0xffffu, p.x >> 16u, p.y & 0xffffu, p.y >> 16u);
+}
+
+fn pack16(v: vec4<u32>) -> vec2<u32> {
+    return vec2<u32>(v.x | (v.y << 16u), v.z | (v.w << 16u));
+}
+
 fn read_px(word: u32) -> vec4<u32> {
     if IN_FMT == FMT_PACK8 {
-        let w = src[word];
-        return vec4<u32>(w & 0xffu, (w >> 8u) & 0xffu, (w >> 16u) & 0xffu, w >> 24u);
+        return unpack8(src[word]);
     } else if IN_FMT == FMT_PACK16 {
-        let a = src[word];
-        let b = src[word + 1u];
-        return vec4<u32>(a & 0xffffu, a >> 16u, b & 0xffffu, b >> 16u);
+        return unpack16(vec2<u32>(src[word], src[word + 1u]));
     }
     return vec4<u32>(src[word], src[word + 1u], src[word + 2u], src[word + 3u]);
 }
@@ -136,10 +149,11 @@ fn store(index: u32, value: vec4<u32>) {
     }
     let word = params.out_base + index * words_per_px(OUT_FMT);
     if OUT_FMT == FMT_PACK8 {
-        dst[word] = v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
+        dst[word] = pack8(v);
     } else if OUT_FMT == FMT_PACK16 {
-        dst[word] = v.x | (v.y << 16u);
-        dst[word + 1u] = v.z | (v.w << 16u);
+        let p = pack16(v);
+        dst[word] = p.x;
+        dst[word + 1u] = p.y;
     } else {
         dst[word] = v.x;
         dst[word + 1u] = v.y;
@@ -330,9 +344,9 @@ var<workgroup> sh_gout: array<vec4<u32>, G_OUT_LEN>;
 fn stage(i: u32, v: vec4<u32>) {
     if IN_FMT == FMT_PACK8 {
         // Premultiplied 8-bit samples are still at most 255.
-        sh_in8[i] = v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
+        sh_in8[i] = pack8(v);
     } else if IN_FMT == FMT_PACK16 {
-        sh_in16[i] = vec2<u32>(v.x | (v.y << 16u), v.z | (v.w << 16u));
+        sh_in16[i] = pack16(v);
     } else {
         sh_in32[i] = v;
     }
@@ -340,11 +354,9 @@ fn stage(i: u32, v: vec4<u32>) {
 
 fn staged(i: u32) -> vec4<u32> {
     if IN_FMT == FMT_PACK8 {
-        let w = sh_in8[i];
-        return vec4<u32>(w & 0xffu, (w >> 8u) & 0xffu, (w >> 16u) & 0xffu, w >> 24u);
+        return unpack8(sh_in8[i]);
     } else if IN_FMT == FMT_PACK16 {
-        let a = sh_in16[i];
-        return vec4<u32>(a.x & 0xffffu, a.x >> 16u, a.y & 0xffffu, a.y >> 16u);
+        return unpack16(sh_in16[i]);
     }
     return sh_in32[i];
 }
