@@ -8,7 +8,7 @@ mod histogram;
 mod matmul;
 mod scan;
 pub mod term;
-mod tune;
+pub(crate) mod tune;
 
 use std::ffi::OsString;
 use std::io::Write;

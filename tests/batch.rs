@@ -1,0 +1,294 @@
+//! Batches of files through the pipeline: every output equals the CPU reference whatever the
+//! number of jobs, a bad file fails alone, re-runs skip what is done, and the inputs come from
+//! folders, globs and lists the way batch scripts have them.
+
+use std::path::{Path, PathBuf};
+
+use gpukit::io::image;
+use gpukit::ops::blur::{blur_cpu, BlurParams, Kind};
+
+use crate::util::{gpukit, run_in, tempdir};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
+}
+
+/// A batch of mixed sizes, depths and layouts: gray, gray+alpha, RGB, RGBA, palette, 8 and
+/// 16 bits, and the 512x512 hopper.
+const MIXED: &[&str] = &[
+    "pngsuite/basn0g08.png",
+    "pngsuite/basn0g16.png",
+    "pngsuite/basn2c08.png",
+    "pngsuite/basn2c16.png",
+    "pngsuite/basn3p04.png",
+    "pngsuite/basn4a08.png",
+    "pngsuite/basn6a16.png",
+    "pngsuite/s35i3p04.png",
+    "hopper.png",
+];
+
+/// Copies the MIXED files into `dir/in`, some in a subfolder.
+fn mixed_tree(dir: &Path) -> Vec<PathBuf> {
+    let mut rels = Vec::new();
+    for (i, f) in MIXED.iter().enumerate() {
+        let name = Path::new(f).file_name().unwrap();
+        let rel = if i % 3 == 0 {
+            Path::new("sub").join(name)
+        } else {
+            PathBuf::from(name)
+        };
+        let to = dir.join("in").join(&rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(fixture(f), &to).unwrap();
+        rels.push(rel);
+    }
+    rels
+}
+
+#[track_caller]
+fn assert_blurred(input: &Path, output: &Path, radius: u32) {
+    let want = blur_cpu(
+        &image::load(input).unwrap(),
+        &BlurParams::new(Kind::Box, radius, 1),
+    )
+    .unwrap();
+    let got = image::load(output).unwrap();
+    assert!(
+        got == want,
+        "{} differs from the reference",
+        output.display()
+    );
+}
+
+#[test]
+fn a_recursive_batch_equals_the_reference_for_any_number_of_jobs() {
+    let dir = tempdir();
+    let d = dir.path();
+    let rels = mixed_tree(d);
+    for jobs in ["1", "2", "8"] {
+        let out = format!("out{jobs}");
+        let args = [
+            "blur",
+            "in",
+            "--recursive",
+            "-r",
+            "2",
+            "--out-dir",
+            &out,
+            "-j",
+            jobs,
+        ];
+        let r = run_in(Some(d), &args);
+        r.code(0);
+        for rel in &rels {
+            assert_blurred(&d.join("in").join(rel), &d.join(&out).join(rel), 2);
+        }
+        // The tree is kept: sub/ holds the files that came from sub/.
+        assert!(d.join(&out).join("sub").is_dir());
+    }
+}
+
+#[test]
+fn a_corrupt_file_in_the_middle_fails_alone_and_the_report_says_so() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    for f in ["a.png", "c.png"] {
+        std::fs::copy(fixture("pngsuite/basn2c08.png"), d.join("in").join(f)).unwrap();
+    }
+    std::fs::write(d.join("in/b.png"), b"\x89PNG\r\n\x1a\nnot really").unwrap();
+    let r = run_in(
+        Some(d),
+        &[
+            "blur",
+            "in",
+            "--out-dir",
+            "out",
+            "--report",
+            "report.json",
+            "-r",
+            "1",
+        ],
+    );
+    r.code(1);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert!(lines[0].starts_with("gpukit: in/b.png: "), "{}", r.stderr);
+    assert_eq!(
+        lines.last().unwrap().split(" in ").next().unwrap(),
+        "gpukit: 2 done, 0 skipped, 1 failed",
+        "{}",
+        r.stderr
+    );
+    assert_blurred(&d.join("in/a.png"), &d.join("out/a.png"), 1);
+    assert_blurred(&d.join("in/c.png"), &d.join("out/c.png"), 1);
+    assert!(!d.join("out/b.png").exists());
+
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["command"], "blur");
+    let files = report["files"].as_array().unwrap();
+    let status: Vec<&str> = files
+        .iter()
+        .map(|f| f["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(status, ["ok", "failed", "ok"]);
+    assert_eq!(files[1]["input"], "in/b.png");
+    assert!(files[1]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("in/b.png: "));
+    assert!(files[0]["error"].is_null());
+    for stage in ["decode_ms", "wait_ms", "engine_ms", "encode_ms"] {
+        assert!(files[0]["times"][stage].as_f64().unwrap() >= 0.0, "{stage}");
+    }
+    let summary = &report["summary"];
+    assert_eq!(
+        (
+            summary["files"].as_u64(),
+            summary["done"].as_u64(),
+            summary["failed"].as_u64()
+        ),
+        (Some(3), Some(2), Some(1))
+    );
+}
+
+#[test]
+fn skip_existing_finishes_an_interrupted_batch_and_touches_nothing_done() {
+    let dir = tempdir();
+    let d = dir.path();
+    let rels = mixed_tree(d);
+    // As if an earlier run had finished two files: their outputs hold other bytes, so any
+    // rewrite would show.
+    std::fs::create_dir_all(d.join("out/sub")).unwrap();
+    let done = [&rels[0], &rels[1]];
+    for rel in done {
+        std::fs::write(d.join("out").join(rel), b"done before").unwrap();
+    }
+    let r = run_in(
+        Some(d),
+        &[
+            "blur",
+            "in",
+            "--recursive",
+            "--out-dir",
+            "out",
+            "--skip-existing",
+            "--report",
+            "-",
+        ],
+    );
+    r.code(0);
+    for rel in done {
+        assert_eq!(
+            std::fs::read(d.join("out").join(rel)).unwrap(),
+            b"done before"
+        );
+    }
+    for rel in &rels[2..] {
+        assert_blurred(&d.join("in").join(rel), &d.join("out").join(rel), 3);
+    }
+    let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(report["summary"]["skipped"], 2);
+    assert_eq!(report["summary"]["done"], rels.len() - 2);
+}
+
+#[test]
+fn files_from_takes_nul_separated_odd_names_on_stdin() {
+    use std::io::Write;
+    let dir = tempdir();
+    let d = dir.path();
+    let names = ["with space.png", "ünïcødé.png", "new\nline.png"];
+    std::fs::create_dir(d.join("in")).unwrap();
+    let mut list = Vec::new();
+    for n in names {
+        std::fs::copy(fixture("pngsuite/basn0g08.png"), d.join("in").join(n)).unwrap();
+        list.extend_from_slice(format!("in/{n}").as_bytes());
+        list.push(0);
+    }
+    let mut child = gpukit()
+        .args(["blur", "--files-from", "-", "--out-dir", "out", "-r", "1"])
+        .current_dir(d)
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&list).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for n in names {
+        // A listed relative path keeps its folders under --out-dir.
+        assert_blurred(&d.join("in").join(n), &d.join("out/in").join(n), 1);
+    }
+}
+
+#[test]
+fn a_quoted_glob_is_expanded_and_out_format_converts() {
+    let dir = tempdir();
+    let d = dir.path();
+    let rels = mixed_tree(d);
+    let r = run_in(
+        Some(d),
+        &[
+            "blur",
+            "in/**/basn[02]*.png",
+            "--out-dir",
+            "out",
+            "--out-format",
+            "tif",
+            "-r",
+            "1",
+        ],
+    );
+    r.code(0);
+    let mut n = 0;
+    let chosen = |r: &&PathBuf| {
+        let name = r.file_name().unwrap().to_str().unwrap();
+        name.starts_with("basn0") || name.starts_with("basn2")
+    };
+    for rel in rels.iter().filter(chosen) {
+        // The glob's fixed prefix is `in`: the tree below it is kept.
+        let got = d.join("out").join(rel).with_extension("tif");
+        assert_blurred(&d.join("in").join(rel), &got, 1);
+        n += 1;
+    }
+    assert_eq!(n, 4);
+}
+
+#[test]
+fn a_batch_over_its_own_inputs_needs_overwrite() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    let input = d.join("in/a.png");
+    std::fs::copy(fixture("pngsuite/basn2c08.png"), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    run_in(Some(d), &["blur", "in/a.png", "--out-dir", "in"])
+        .code(2)
+        .one_error_line("add --overwrite");
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+    run_in(
+        Some(d),
+        &[
+            "blur",
+            "in/a.png",
+            "--out-dir",
+            "./in/",
+            "--overwrite",
+            "-r",
+            "1",
+        ],
+    )
+    .code(0);
+    let want = blur_cpu(
+        &image::decode(&before).unwrap(),
+        &BlurParams::new(Kind::Box, 1, 1),
+    )
+    .unwrap();
+    assert!(image::load(&input).unwrap() == want);
+}
