@@ -292,3 +292,49 @@ fn a_batch_over_its_own_inputs_needs_overwrite() {
     .unwrap();
     assert!(image::load(&input).unwrap() == want);
 }
+
+#[test]
+fn histogram_of_a_folder_writes_what_it_counted_and_lists_the_failure() {
+    use gpukit::ops::histogram::{histogram_cpu, Channels};
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("in/deep")).unwrap();
+    std::fs::copy(fixture("pngsuite/basn2c08.png"), d.join("in/a.png")).unwrap();
+    std::fs::copy(fixture("hopper.png"), d.join("in/deep/c.png")).unwrap();
+    std::fs::write(d.join("in/b.png"), b"\x89PNG\r\n\x1a\nnot really").unwrap();
+    let r = run_in(
+        Some(d),
+        &[
+            "histogram",
+            "in",
+            "--recursive",
+            "--sum",
+            "--json",
+            "h.json",
+            "-j",
+            "2",
+        ],
+    );
+    r.code(1).one_error_line("in/b.png");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("h.json")).unwrap()).unwrap();
+    let inputs = doc["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 2);
+    for (input, path) in inputs.iter().zip(["in/a.png", "in/deep/c.png"]) {
+        assert_eq!(input["path"], path);
+        let img = image::load(&d.join(path)).unwrap();
+        let want = histogram_cpu(&img, Channels::of(img.channels, false), 256);
+        for (c, channel) in input["channels"].as_array().unwrap().iter().enumerate() {
+            let counts: Vec<u64> = channel["counts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect();
+            assert_eq!(counts, want.channel(c), "{path} channel {c}");
+        }
+    }
+    assert_eq!(doc["failed"][0]["path"], "in/b.png");
+    // A sum over some of the inputs would be wrong: there is none.
+    assert!(doc["sum"].is_null());
+}

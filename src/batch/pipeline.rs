@@ -54,10 +54,11 @@ impl StageTimes {
     }
 }
 
-/// One file through the pipeline: its index in the batch and how it ended.
-pub struct Outcome {
+/// One file through the pipeline: its index in the batch and how it ended (with what the
+/// encode stage gave back).
+pub struct Outcome<O> {
     pub index: usize,
-    pub result: Result<()>,
+    pub result: Result<O>,
     pub times: StageTimes,
 }
 
@@ -65,42 +66,49 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// The stages of one batch. `decode` and `encode` run on the pool; `start` (opening the
+/// The stages of one batch. `decode` and `encode` run on the pool (`encode` may also just hand
+/// the engine's result back, for work that writes no file per input); `start` (opening the
 /// device, say) and `engine` run on one thread of their own, so the device opens while the
 /// first files decode.
-pub struct Stages<Dec, Start, Eng, Enc> {
+pub struct Stages<Dec, Start, Eng, Enc, Fin> {
     pub decode: Dec,
     pub start: Start,
     pub engine: Eng,
     pub encode: Enc,
+    /// Runs on the engine thread after the last file, for work that spans the batch (the
+    /// sum of histograms, its plot) and to hand back what the engine measured.
+    pub finish: Fin,
 }
 
 impl Pipeline {
     /// Runs every item through the stages, calling `done` on this thread as each file ends.
     /// A file's error is its own and the batch goes on; an error from `start` stops the batch
     /// and is returned once the files in flight end.
-    /// Returns the engine's state, for work that spans the batch (a sum of histograms).
-    pub fn run<T, D, R, S, Dec, Start, Eng, Enc>(
+    /// Returns what `finish` made of the engine's state.
+    pub fn run<T, D, R, O, S, F, Dec, Start, Eng, Enc, Fin>(
         &self,
         items: &[T],
-        stages: Stages<Dec, Start, Eng, Enc>,
-        mut done: impl FnMut(Outcome),
-    ) -> Result<S>
+        stages: Stages<Dec, Start, Eng, Enc, Fin>,
+        mut done: impl FnMut(Outcome<O>),
+    ) -> Result<F>
     where
         T: Sync,
         D: Send,
         R: Send,
-        S: Send,
+        O: Send,
+        F: Send,
         Dec: Fn(&T) -> Result<D> + Sync,
         Start: FnOnce() -> Result<S> + Send,
         Eng: FnMut(&mut S, &T, D) -> Result<R> + Send,
-        Enc: Fn(&T, R) -> Result<()> + Sync,
+        Enc: Fn(&T, R) -> Result<O> + Sync,
+        Fin: FnOnce(S) -> Result<F> + Send,
     {
         let Stages {
             decode,
             start,
             mut engine,
             encode,
+            finish,
         } = stages;
         let (decode, encode) = (&decode, &encode);
         let next = &AtomicUsize::new(0);
@@ -108,7 +116,7 @@ impl Pipeline {
         let (decoded_tx, decoded_rx) = mpsc::sync_channel(self.depth);
         let (result_tx, result_rx) = mpsc::sync_channel::<(usize, R, StageTimes)>(self.depth);
         let result_rx = &Mutex::new(result_rx);
-        let (done_tx, done_rx) = mpsc::channel::<Outcome>();
+        let (done_tx, done_rx) = mpsc::channel::<Outcome<O>>();
         std::thread::scope(|s| {
             for _ in 0..self.jobs {
                 let decoded_tx = decoded_tx.clone();
@@ -134,7 +142,7 @@ impl Pipeline {
             drop(decoded_tx);
 
             let engine_done = done_tx.clone();
-            let engine_thread = s.spawn(move || -> Result<S> {
+            let engine_thread = s.spawn(move || -> Result<F> {
                 let mut state = match start() {
                     Ok(state) => state,
                     Err(e) => {
@@ -165,7 +173,8 @@ impl Pipeline {
                         }
                     }
                 }
-                Ok(state)
+                drop(result_tx);
+                finish(state)
             });
 
             for _ in 0..self.jobs {
@@ -210,6 +219,7 @@ mod tests {
         fn() -> Result<Vec<u32>>,
         fn(&mut Vec<u32>, &u32, u64) -> Result<u64>,
         fn(&u32, u64) -> Result<()>,
+        fn(Vec<u32>) -> Result<Vec<u32>>,
     >;
 
     fn stages_squaring(fail_at: Option<u32>) -> Squaring {
@@ -229,6 +239,7 @@ mod tests {
                 assert_eq!(r, u64::from(x) * u64::from(x));
                 Ok(())
             },
+            finish: Ok,
         }
     }
 
@@ -260,6 +271,7 @@ mod tests {
             decode: |&x: &u32| Ok(x),
             engine: |_: &mut (), _: &u32, d: u32| Ok(d),
             encode: |_: &u32, _: u32| Ok(()),
+            finish: |_: ()| Ok(()),
         };
         let mut ended = 0;
         let err = Pipeline { jobs: 2, depth: 1 }
@@ -282,6 +294,7 @@ mod tests {
                 Ok(d)
             },
             encode: |_: &u32, _: u32| Ok(()),
+            finish: |_: ()| Ok(()),
         };
         let mut failed = Vec::new();
         Pipeline { jobs: 2, depth: 1 }

@@ -240,8 +240,9 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
             outputs::create_parent(&job.output)?;
             img_io::save_to(PendingFile::create(&job.output)?, job.format, blurred)
         },
+        finish: |s: EngineState| Ok(s.timings),
     };
-    let state = pipeline.run(&todo, stages, |outcome| {
+    let engine_timings = pipeline.run(&todo, stages, |outcome| {
         let i = todo[outcome.index];
         for (phase, d) in outcome.times.phases() {
             if phase != "engine" {
@@ -264,7 +265,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         }
     });
     bar.finish_and_clear();
-    let mut timings = state?.timings;
+    let mut timings = engine_timings?;
     timings.merge(&stage_times);
     ctx.report_timings(&timings);
     let records: Vec<FileRecord> = records

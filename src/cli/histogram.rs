@@ -2,14 +2,16 @@
 //! document and a plot drawn on the GPU.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 
 use super::{print_stdout, term, Ctx, Status};
+use crate::batch::{self, InputOptions, Pipeline, Stages};
 use crate::gpu::{Engine, Timings};
-use crate::io::image;
+use crate::io::image::{self, Image};
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::output::PendingFile;
 use crate::ops::histogram::{
@@ -18,9 +20,19 @@ use crate::ops::histogram::{
 
 #[derive(Debug, Args)]
 pub struct HistogramArgs {
-    /// Images, or folders of images (the image files directly in them, by name).
-    #[arg(value_name = "IN", required = true)]
+    /// Images, folders of images (the image files directly in them, by name), or quoted globs
+    /// that gpukit expands itself ('photos/**/*.jpg').
+    #[arg(value_name = "IN", required_unless_present = "files_from")]
     inputs: Vec<PathBuf>,
+    /// Folders give the images in their whole tree.
+    #[arg(long)]
+    recursive: bool,
+    /// Also read inputs from FILE (`-`: stdin), NUL-separated if it holds a NUL, else one a line.
+    #[arg(long, value_name = "FILE|-")]
+    files_from: Option<PathBuf>,
+    /// Files decoded at once (default: the number of cores).
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    jobs: Option<u32>,
     /// Bins per channel: 1 to 256 for 8-bit images, 1 to 65536 for 16-bit ones.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
     bins: u32,
@@ -71,8 +83,25 @@ struct HistogramDoc {
     bins: u32,
     alpha: bool,
     inputs: Vec<InputDoc>,
-    /// Only with --sum; null otherwise.
+    /// The inputs that could not be counted, in input order.
+    failed: Vec<FailedDoc>,
+    /// Only with --sum, and only when every input was counted; null otherwise.
     sum: Option<SumDoc>,
+}
+
+#[derive(Serialize)]
+struct FailedDoc {
+    path: String,
+    error: String,
+}
+
+impl FailedDoc {
+    fn new(path: &std::path::Path, e: &anyhow::Error) -> FailedDoc {
+        FailedDoc {
+            path: path.display().to_string(),
+            error: format!("{e:#}"),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -128,40 +157,6 @@ fn layout_name(channels: u8) -> &'static str {
     }
 }
 
-/// Extensions of the image files a folder contributes.
-const IMAGE_EXTENSIONS: &[&str] = &[
-    "png", "jpg", "jpeg", "webp", "tif", "tiff", "bmp", "gif", "pnm", "pbm", "pgm", "ppm", "pam",
-    "tga", "qoi", "ico",
-];
-
-/// The inputs with folders replaced by the image files directly in them, sorted by name.
-fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for p in inputs {
-        if !p.is_dir() {
-            out.push(p.clone());
-            continue;
-        }
-        let name = p.display();
-        let mut files: Vec<PathBuf> = std::fs::read_dir(p)
-            .with_context(|| format!("{name}: cannot list the folder"))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|f| {
-                f.is_file()
-                    && f.extension()
-                        .and_then(|e| e.to_str())
-                        .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_lowercase().as_str()))
-            })
-            .collect();
-        if files.is_empty() {
-            anyhow::bail!("{name}: no image files in this folder");
-        }
-        files.sort();
-        out.extend(files);
-    }
-    Ok(out)
-}
-
 /// One input's result.
 struct Report {
     path: String,
@@ -169,8 +164,34 @@ struct Report {
     hist: Histogram,
 }
 
+/// What the engine thread hands back: the sum, its plot, and what it measured.
+struct Finished {
+    total: Option<Histogram>,
+    plot: Option<Image>,
+    timings: Timings,
+}
+
+/// What the engine stage keeps across the batch.
+struct EngineState<'e> {
+    hist: Histogrammer<'e>,
+    tuned: crate::cli::tune::Tuned,
+    timings: Timings,
+}
+
 pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
-    let inputs = expand(&args.inputs)?;
+    let options = InputOptions {
+        recursive: args.recursive,
+        files_from: args.files_from.clone(),
+    };
+    let inputs: Vec<PathBuf> = batch::expand(&args.inputs, &options)?
+        .into_iter()
+        .map(|i| i.path)
+        .collect();
+    if inputs.is_empty() {
+        anyhow::bail!(crate::UsageError(
+            "no inputs: --files-from listed none".into()
+        ));
+    }
     if args.plot.is_some() && inputs.len() > 1 && !args.sum {
         anyhow::bail!(crate::UsageError(
             "--plot draws one histogram: with several inputs, add --sum to plot their sum".into()
@@ -188,16 +209,18 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
 
     // Headers: every input's bit depth against --bins, and the channels a sum needs.
     let mut headers = Vec::new();
+    let mut failures = Vec::new();
     timings.phase("probe", || -> Result<()> {
         for path in &inputs {
             match image::probe(path) {
                 Ok(h) => {
                     check_bins(args.bins, h.bit_depth)
                         .with_context(|| path.display().to_string())?;
-                    headers.push((path, h));
+                    headers.push((path.clone(), h));
                 }
                 Err(e) => {
                     fail(&e);
+                    failures.push(FailedDoc::new(path, &e));
                     status = Status::Failure;
                 }
             }
@@ -213,103 +236,136 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
         _ => None,
     };
 
-    // The device opens (tens of milliseconds, more on software adapters) while the first
-    // input decodes.
-    let (engine, mut first) = ctx.engine_alongside(&mut timings, |t| {
-        headers
-            .first()
-            .map(|(path, _)| t.phase("decode", || image::load(path)))
-    });
-    let engine = engine?;
-    if let (Engine::Gpu(gpu), Some(_)) = (&engine, &plot) {
-        let max = gpu.limits.max_texture_dimension_2d;
-        let PlotSize { width, height } = args.plot_size;
-        if width > max || height > max {
-            anyhow::bail!(crate::UsageError(format!(
-                "--plot-size {width}x{height}: this adapter draws at most {max} pixels a side"
-            )));
-        }
-    }
-    let tuned = ctx.tuned(&engine);
-    let mut hist = Histogrammer::new(&engine, args.bins);
-    if ctx.global.timings {
-        hist.time_passes();
-    }
-    if let Some(c) = shared {
-        hist.start_total(c);
-    }
-    let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
-    let bar = term::progress(headers.len() as u64, hide);
-    let mut reports = Vec::new();
-    for (path, header) in &headers {
-        bar.set_message(path.display().to_string());
-        let result = (|| -> Result<Histogram> {
-            let img = match first.take() {
-                Some(img) => img?,
-                None => timings.phase("decode", || image::load(path))?,
-            };
+    // The device opens on the engine thread while the first inputs decode.
+    let engine_cell = OnceLock::new();
+    let plot_wanted = plot.is_some();
+    let stages = Stages {
+        decode: |(path, _): &(PathBuf, image::Header)| image::load(path),
+        start: || -> Result<EngineState<'_>> {
+            let mut timings = Timings::default();
+            let opened = ctx.engine(&mut timings)?;
+            let engine = engine_cell.get_or_init(|| opened);
+            check_plot_size(engine, plot_wanted, args.plot_size)?;
+            let mut hist = Histogrammer::new(engine, args.bins);
+            if ctx.global.timings {
+                hist.time_passes();
+            }
+            if let Some(c) = shared {
+                hist.start_total(c);
+            }
+            let tuned = ctx.tuned(engine);
+            Ok(EngineState {
+                hist,
+                tuned,
+                timings,
+            })
+        },
+        engine: |s: &mut EngineState<'_>, (path, _): &(PathBuf, image::Header), img: Image| {
             let own = Channels::of(img.channels, args.alpha);
             let channels = shared.unwrap_or(own);
             if channels.union(own) != channels {
-                anyhow::bail!("its header and its pixels disagree on the layout");
+                anyhow::bail!(
+                    "{}: its header and its pixels disagree on the layout",
+                    path.display()
+                );
             }
-            if let Engine::Gpu(gpu) = &engine {
-                let tunables = bar
-                    .suspend(|| {
-                        let check = crate::ops::histogram::Tunables::check;
-                        tuned.choice(ctx, "histogram", img.pixels() as f64, check)
-                    })
+            if let Some(Engine::Gpu(gpu)) = engine_cell.get() {
+                let check = crate::ops::histogram::Tunables::check;
+                let tunables = s
+                    .tuned
+                    .choice(ctx, "histogram", img.pixels() as f64, check)
                     .unwrap_or_else(|| crate::ops::histogram::Tunables::default_for(&gpu.limits));
-                hist.set_tunables(tunables);
+                s.hist.set_tunables(tunables);
             }
-            hist.histogram(&img, channels, &mut timings)
-        })();
-        match result {
-            Ok(h) => reports.push(Report {
+            s.hist
+                .histogram(&img, channels, &mut s.timings)
+                .with_context(|| path.display().to_string())
+        },
+        encode: |_: &(PathBuf, image::Header), h: Histogram| Ok(h),
+        // The sum and its plot are made on the engine thread; they are used only if every
+        // input was counted.
+        finish: |mut s: EngineState<'_>| -> Result<Finished> {
+            let total = match shared {
+                Some(_) => Some(s.timings.phase("download", || s.hist.total())?),
+                None => None,
+            };
+            let PlotSize { width, height } = args.plot_size;
+            let plot = match (&total, plot_wanted) {
+                (Some(_), true) => Some(
+                    s.timings
+                        .phase("plot", || s.hist.plot_total(width, height))?,
+                ),
+                _ => None,
+            };
+            Ok(Finished {
+                total,
+                plot,
+                timings: s.timings,
+            })
+        },
+    };
+    let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
+    let bar = term::progress(headers.len() as u64, hide);
+    let mut results: Vec<Option<Result<Histogram>>> = (0..headers.len()).map(|_| None).collect();
+    let mut stage_times = Timings::default();
+    let pipeline = Pipeline::new(args.jobs.map(|j| j as usize));
+    let state = pipeline.run(&headers, stages, |outcome| {
+        for (phase, d) in outcome.times.phases() {
+            if phase != "engine" {
+                stage_times.add(phase, d);
+            }
+        }
+        results[outcome.index] = Some(outcome.result);
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    let finished = state?;
+    let mut reports = Vec::new();
+    for ((path, header), result) in headers.iter().zip(results) {
+        match result.expect("every input ends") {
+            Ok(hist) => reports.push(Report {
                 path: path.display().to_string(),
                 header: *header,
-                hist: h,
+                hist,
             }),
             // A usage error (bins against the decoded depth) ends the run.
-            Err(e) if Status::of_error(&e) == Status::Usage => {
-                return Err(e.context(path.display().to_string()))
-            }
+            Err(e) if Status::of_error(&e) == Status::Usage => return Err(e),
             Err(e) => {
-                fail(&e.context(path.display().to_string()));
+                fail(&e);
+                failures.push(FailedDoc::new(path, &e));
                 status = Status::Failure;
             }
         }
-        bar.inc(1);
     }
-    bar.finish_and_clear();
+    timings.merge(&finished.timings);
+    timings.merge(&stage_times);
 
-    let total = match shared {
-        Some(_) if !reports.is_empty() => Some(timings.phase("download", || hist.total())?),
-        _ => None,
-    };
-    if status == Status::Success {
-        if let Some((pending, format)) = plot {
-            let PlotSize { width, height } = args.plot_size;
-            let img = timings.phase("plot", || hist.plot_total(width, height))?;
-            timings.phase("encode", || image::save_to(pending, format, img))?;
-        }
-        if let Some(sink) = sink {
-            let doc = HistogramDoc {
-                gpukit_version: env!("CARGO_PKG_VERSION"),
-                bins: args.bins,
-                alpha: args.alpha,
-                inputs: reports.iter().map(input_doc).collect(),
-                sum: total.as_ref().filter(|_| args.sum).map(|t| SumDoc {
-                    inputs: reports.len(),
-                    pixels: t.pixels,
-                    bins: t.bins,
-                    channels: channel_docs(t),
-                }),
-            };
-            sink.write(&doc)?;
-        }
-    } else if (sink.is_some() || plot.is_some()) && !reports.is_empty() {
-        ctx.note("no --json or --plot output written, since not every input could be read");
+    // A sum over some of the inputs would be a wrong answer: it is given only when every
+    // input was counted.
+    let counted_all = status == Status::Success && !reports.is_empty();
+    let total = finished.total.filter(|_| counted_all);
+    if let (Some((pending, format)), Some(img), true) = (plot, finished.plot, counted_all) {
+        timings.phase("encode", || image::save_to(pending, format, img))?;
+    } else if args.plot.is_some() && !reports.is_empty() {
+        ctx.note("no --plot written, since not every input could be read");
+    }
+    // The per-input results are written when any input was counted, with the failures
+    // listed beside them (docs/formats.md).
+    if let Some(sink) = sink.filter(|_| !reports.is_empty()) {
+        let doc = HistogramDoc {
+            gpukit_version: env!("CARGO_PKG_VERSION"),
+            bins: args.bins,
+            alpha: args.alpha,
+            inputs: reports.iter().map(input_doc).collect(),
+            failed: failures,
+            sum: total.as_ref().filter(|_| args.sum).map(|t| SumDoc {
+                inputs: reports.len(),
+                pixels: t.pixels,
+                bins: t.bins,
+                channels: channel_docs(t),
+            }),
+        };
+        sink.write(&doc)?;
     }
     if args.json.is_none() && args.plot.is_none() {
         let sum = total.as_ref().filter(|_| args.sum);
@@ -317,6 +373,20 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     }
     ctx.report_timings(&timings);
     Ok(status)
+}
+
+/// A plot larger than the adapter draws is a usage error, found before any counting.
+fn check_plot_size(engine: &Engine, plot: bool, size: PlotSize) -> Result<()> {
+    if let (Engine::Gpu(gpu), true) = (engine, plot) {
+        let max = gpu.limits.max_texture_dimension_2d;
+        let PlotSize { width, height } = size;
+        if width > max || height > max {
+            anyhow::bail!(crate::UsageError(format!(
+                "--plot-size {width}x{height}: this adapter draws at most {max} pixels a side"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn input_doc(r: &Report) -> InputDoc {
@@ -381,7 +451,6 @@ fn summary(reports: &[Report], sum: Option<&Histogram>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
 
     use super::*;
 
@@ -397,22 +466,5 @@ mod tests {
         for bad in ["640", "0x480", "15x100", "100x16385", "axb", "640x"] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn folders_expand_to_their_images_by_name() {
-        let dir = tempfile::tempdir().unwrap();
-        for f in ["b.png", "a.JPG", "notes.txt"] {
-            std::fs::write(dir.path().join(f), b"x").unwrap();
-        }
-        let got = expand(&[dir.path().to_path_buf(), Path::new("c.png").into()]).unwrap();
-        let names: Vec<_> = got
-            .iter()
-            .map(|p| p.file_name().unwrap().to_str().unwrap())
-            .collect();
-        assert_eq!(names, ["a.JPG", "b.png", "c.png"]);
-        let empty = tempfile::tempdir().unwrap();
-        let err = expand(&[empty.path().to_path_buf()]).unwrap_err();
-        assert!(err.to_string().contains("no image files"), "{err}");
     }
 }
