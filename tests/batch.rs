@@ -338,3 +338,109 @@ fn histogram_of_a_folder_writes_what_it_counted_and_lists_the_failure() {
     // A sum over some of the inputs would be wrong: there is none.
     assert!(doc["sum"].is_null());
 }
+
+/// The files of `dir/in` a `--shard` run wrote under `out`.
+fn written(out: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(out)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn shards_split_a_folder_into_disjoint_parts_from_flags_or_the_scheduler() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    let mut all = Vec::new();
+    for i in 0..12 {
+        let name = format!("f{i:02}.png");
+        std::fs::copy(fixture("pngsuite/basn0g08.png"), d.join("in").join(&name)).unwrap();
+        all.push(name);
+    }
+    let mut union = Vec::new();
+    for i in 1..=3 {
+        let out = format!("out{i}");
+        let shard = format!("{i}/3");
+        run_in(
+            Some(d),
+            &[
+                "blur",
+                "in",
+                "--out-dir",
+                &out,
+                "--shard",
+                &shard,
+                "-r",
+                "1",
+            ],
+        )
+        .code(0);
+        union.extend(written(&d.join(&out)));
+    }
+    union.sort();
+    assert_eq!(union, all, "every file in exactly one shard");
+
+    // Slurm's array index (here 11..13, so task 12 is the second part) and Kubernetes' index
+    // (0-based, with the count from GPUKIT_SHARD_COUNT) pick the same parts as the flag.
+    let by_flag = written(&d.join("out2"));
+    let slurm = gpukit()
+        .args(["blur", "in", "--out-dir", "slurm", "-r", "1"])
+        .current_dir(d)
+        .envs([
+            ("SLURM_ARRAY_TASK_ID", "12"),
+            ("SLURM_ARRAY_TASK_MIN", "11"),
+            ("SLURM_ARRAY_TASK_MAX", "13"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        slurm.status.success(),
+        "{}",
+        String::from_utf8_lossy(&slurm.stderr)
+    );
+    assert_eq!(written(&d.join("slurm")), by_flag);
+    let k8s = gpukit()
+        .args(["blur", "in", "--out-dir", "k8s", "-r", "1"])
+        .current_dir(d)
+        .envs([("JOB_COMPLETION_INDEX", "1"), ("GPUKIT_SHARD_COUNT", "3")])
+        .output()
+        .unwrap();
+    assert!(
+        k8s.status.success(),
+        "{}",
+        String::from_utf8_lossy(&k8s.stderr)
+    );
+    assert_eq!(written(&d.join("k8s")), by_flag);
+    // The flag wins over the environment.
+    let flag = gpukit()
+        .args([
+            "blur",
+            "in",
+            "--out-dir",
+            "flag",
+            "-r",
+            "1",
+            "--shard",
+            "2/3",
+        ])
+        .current_dir(d)
+        .envs([("JOB_COMPLETION_INDEX", "0"), ("GPUKIT_SHARD_COUNT", "3")])
+        .output()
+        .unwrap();
+    assert!(flag.status.success());
+    assert_eq!(written(&d.join("flag")), by_flag);
+    // An index without a count is a usage error.
+    let bad = gpukit()
+        .args(["blur", "in", "--out-dir", "bad"])
+        .current_dir(d)
+        .env("JOB_COMPLETION_INDEX", "0")
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--shard-count"));
+}

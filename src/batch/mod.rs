@@ -5,6 +5,7 @@ pub mod inputs;
 pub mod outputs;
 pub mod pipeline;
 pub mod report;
+pub mod shard;
 
 pub use inputs::{expand, InputOptions, Item};
 pub use pipeline::{Outcome, Pipeline, StageTimes, Stages};

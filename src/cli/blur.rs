@@ -7,9 +7,10 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use image::ImageFormat;
 
+use super::inputs::InputArgs;
 use super::{term, Ctx, Status};
 use crate::batch::report::{FileRecord, FileStatus, Report};
-use crate::batch::{self, outputs, InputOptions, Pipeline, StageTimes, Stages};
+use crate::batch::{outputs, StageTimes, Stages};
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self as img_io, Image};
 use crate::io::json::{JsonDest, JsonSink};
@@ -25,10 +26,8 @@ enum KindArg {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct BlurArgs {
-    /// Input images (PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO; 8 or 16 bits), folders
-    /// of images, or quoted globs that gpukit expands itself ('photos/**/*.jpg').
-    #[arg(value_name = "IN", required_unless_present = "files_from")]
-    inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    input: InputArgs,
     /// Output file (one input only; may be the input itself). Its extension picks the format.
     #[arg(
         short,
@@ -42,12 +41,6 @@ pub struct BlurArgs {
     /// from (created when missing).
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
-    /// Folders give the images in their whole tree, kept as a tree under --out-dir.
-    #[arg(long)]
-    recursive: bool,
-    /// Also read inputs from FILE (`-`: stdin), NUL-separated if it holds a NUL, else one a line.
-    #[arg(long, value_name = "FILE|-")]
-    files_from: Option<PathBuf>,
     /// With --out-dir: write this format (an extension: png, jpg, webp, tif, ...) instead of
     /// the input's.
     #[arg(long, value_name = "EXT", requires = "out_dir", value_parser = out_format)]
@@ -59,9 +52,6 @@ pub struct BlurArgs {
     /// With --out-dir: allow outputs to replace their own inputs.
     #[arg(long, requires = "out_dir")]
     overwrite: bool,
-    /// Files decoded and encoded at once (default: the number of cores).
-    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    jobs: Option<u32>,
     /// Write what became of each file as JSON to FILE, or to stdout with `-` (docs/formats.md).
     #[arg(long, value_name = "FILE|-")]
     report: Option<JsonDest>,
@@ -123,16 +113,9 @@ impl BlurArgs {
 
     /// Inputs paired with their outputs, checked up front (nothing is created but the
     /// output folder).
-    fn jobs(&self) -> Result<Vec<Job>> {
+    fn jobs(&self, ctx: &Ctx) -> Result<Vec<Job>> {
         let usage = |m: String| anyhow::Error::new(crate::UsageError(m));
-        let options = InputOptions {
-            recursive: self.recursive,
-            files_from: self.files_from.clone(),
-        };
-        let items = batch::expand(&self.inputs, &options)?;
-        if items.is_empty() {
-            return Err(usage("no inputs: --files-from listed none".into()));
-        }
+        let items = self.input.items(ctx)?;
         let outputs = match (&self.output, &self.out_dir) {
             (Some(out), _) => {
                 if items.len() > 1 {
@@ -185,7 +168,11 @@ struct EngineState {
 
 pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     let params = args.params()?;
-    let jobs = args.jobs()?;
+    let jobs = args.jobs(ctx)?;
+    if jobs.is_empty() {
+        ctx.note("this shard holds none of the inputs");
+        return Ok(Status::Success);
+    }
     // Opened before the work, so a bad path fails at once.
     let report_sink = args.report.as_ref().map(JsonSink::open).transpose()?;
     if args.output.is_some() {
@@ -202,7 +189,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
             todo.push(i);
         }
     }
-    let pipeline = Pipeline::new(args.jobs.map(|j| j as usize));
+    let pipeline = args.input.pipeline();
     let hide = ctx.global.quiet
         || jobs.len() == 1
         || report_sink.as_ref().is_some_and(JsonSink::is_stdout);

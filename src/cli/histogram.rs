@@ -8,8 +8,9 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 
+use super::inputs::InputArgs;
 use super::{print_stdout, term, Ctx, Status};
-use crate::batch::{self, InputOptions, Pipeline, Stages};
+use crate::batch::Stages;
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self, Image};
 use crate::io::json::{JsonDest, JsonSink};
@@ -20,19 +21,8 @@ use crate::ops::histogram::{
 
 #[derive(Debug, Args)]
 pub struct HistogramArgs {
-    /// Images, folders of images (the image files directly in them, by name), or quoted globs
-    /// that gpukit expands itself ('photos/**/*.jpg').
-    #[arg(value_name = "IN", required_unless_present = "files_from")]
-    inputs: Vec<PathBuf>,
-    /// Folders give the images in their whole tree.
-    #[arg(long)]
-    recursive: bool,
-    /// Also read inputs from FILE (`-`: stdin), NUL-separated if it holds a NUL, else one a line.
-    #[arg(long, value_name = "FILE|-")]
-    files_from: Option<PathBuf>,
-    /// Files decoded at once (default: the number of cores).
-    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    jobs: Option<u32>,
+    #[command(flatten)]
+    input: InputArgs,
     /// Bins per channel: 1 to 256 for 8-bit images, 1 to 65536 for 16-bit ones.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
     bins: u32,
@@ -179,18 +169,10 @@ struct EngineState<'e> {
 }
 
 pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
-    let options = InputOptions {
-        recursive: args.recursive,
-        files_from: args.files_from.clone(),
-    };
-    let inputs: Vec<PathBuf> = batch::expand(&args.inputs, &options)?
-        .into_iter()
-        .map(|i| i.path)
-        .collect();
+    let inputs: Vec<PathBuf> = args.input.items(ctx)?.into_iter().map(|i| i.path).collect();
     if inputs.is_empty() {
-        anyhow::bail!(crate::UsageError(
-            "no inputs: --files-from listed none".into()
-        ));
+        ctx.note("this shard holds none of the inputs");
+        return Ok(Status::Success);
     }
     if args.plot.is_some() && inputs.len() > 1 && !args.sum {
         anyhow::bail!(crate::UsageError(
@@ -308,7 +290,7 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     let bar = term::progress(headers.len() as u64, hide);
     let mut results: Vec<Option<Result<Histogram>>> = (0..headers.len()).map(|_| None).collect();
     let mut stage_times = Timings::default();
-    let pipeline = Pipeline::new(args.jobs.map(|j| j as usize));
+    let pipeline = args.input.pipeline();
     let state = pipeline.run(&headers, stages, |outcome| {
         for (phase, d) in outcome.times.phases() {
             if phase != "engine" {
