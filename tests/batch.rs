@@ -385,14 +385,14 @@ fn shards_split_a_folder_into_disjoint_parts_from_flags_or_the_scheduler() {
     union.sort();
     assert_eq!(union, all, "every file in exactly one shard");
 
-    // Slurm's array index (here 11..13, so task 12 is the second part) and Kubernetes' index
+    // Slurm's array index (here 11..13; task 13 is part 13 mod 3 = 1, the second) and Kubernetes' index
     // (0-based, with the count from GPUKIT_SHARD_COUNT) pick the same parts as the flag.
     let by_flag = written(&d.join("out2"));
     let slurm = gpukit()
         .args(["blur", "in", "--out-dir", "slurm", "-r", "1"])
         .current_dir(d)
         .envs([
-            ("SLURM_ARRAY_TASK_ID", "12"),
+            ("SLURM_ARRAY_TASK_ID", "13"),
             ("SLURM_ARRAY_TASK_MIN", "11"),
             ("SLURM_ARRAY_TASK_MAX", "13"),
         ])

@@ -59,8 +59,10 @@ impl Shard {
     }
 
     /// The shard a scheduler gave this task, if any, and where it came from: Slurm job arrays
-    /// (`SLURM_ARRAY_TASK_ID`, counted from `SLURM_ARRAY_TASK_MIN`, with
-    /// `SLURM_ARRAY_TASK_COUNT` or `SLURM_ARRAY_TASK_MAX`), or a Kubernetes Indexed Job
+    /// (`SLURM_ARRAY_TASK_ID` modulo the count, so any range of consecutive IDs covers every
+    /// part, and re-running some tasks of the array with `--shard-count` gives them the same
+    /// parts as before; the count is `SLURM_ARRAY_TASK_COUNT`, else `SLURM_ARRAY_TASK_MAX -
+    /// SLURM_ARRAY_TASK_MIN + 1`), or a Kubernetes Indexed Job
     /// (`JOB_COMPLETION_INDEX`, with the count from `count`: `--shard-count` or
     /// `GPUKIT_SHARD_COUNT`, the job's `completions`).
     pub fn from_env(
@@ -85,7 +87,16 @@ impl Shard {
                     "SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MAX is: give --shard-count"
                 ),
             };
-            return Self::checked(id.checked_sub(min), n, "SLURM_ARRAY_TASK_ID").map(Some);
+            if n == 0 {
+                bail!("SLURM_ARRAY_TASK_COUNT is 0");
+            }
+            return Ok(Some((
+                Shard {
+                    index: id % n,
+                    count: n,
+                },
+                "SLURM_ARRAY_TASK_ID",
+            )));
         }
         if let Some(index) = num("JOB_COMPLETION_INDEX")? {
             let Some(n) = count else {
@@ -225,16 +236,42 @@ mod tests {
             got.unwrap(),
             Some((Shard { index: 3, count: 8 }, "SLURM_ARRAY_TASK_ID"))
         );
-        // An array of 1-10 (--array=1-10): task 1 is the first part.
-        let slurm = env(&[
-            ("SLURM_ARRAY_TASK_ID", "1"),
-            ("SLURM_ARRAY_TASK_MIN", "1"),
-            ("SLURM_ARRAY_TASK_MAX", "10"),
-        ]);
+        // An array of 1-10 (--array=1-10): the IDs modulo 10 name every part once.
+        let slurm = |id: &'static str| {
+            let pairs: &'static [(&str, &str)] = Box::leak(Box::new([
+                ("SLURM_ARRAY_TASK_ID", id),
+                ("SLURM_ARRAY_TASK_MIN", "1"),
+                ("SLURM_ARRAY_TASK_MAX", "10"),
+            ]));
+            env(pairs)
+        };
+        let first = Shard::from_env(slurm("1"), None).unwrap().unwrap().0;
         assert_eq!(
-            Shard::from_env(slurm, None).unwrap().unwrap().0,
+            first,
+            Shard {
+                index: 1,
+                count: 10
+            }
+        );
+        let last = Shard::from_env(slurm("10"), None).unwrap().unwrap().0;
+        assert_eq!(
+            last,
             Shard {
                 index: 0,
+                count: 10
+            }
+        );
+        // Re-running task 7 alone (--array=7) with the count given keeps its part.
+        let retry = env(&[
+            ("SLURM_ARRAY_TASK_ID", "7"),
+            ("SLURM_ARRAY_TASK_MIN", "7"),
+            ("SLURM_ARRAY_TASK_MAX", "7"),
+        ]);
+        let again = Shard::from_env(retry, Some(10)).unwrap().unwrap().0;
+        assert_eq!(
+            again,
+            Shard {
+                index: 7,
                 count: 10
             }
         );
