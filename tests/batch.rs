@@ -444,3 +444,54 @@ fn shards_split_a_folder_into_disjoint_parts_from_flags_or_the_scheduler() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--shard-count"));
 }
+
+#[test]
+fn merged_histograms_of_shards_equal_the_unsharded_run() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    for f in [
+        "basn2c08", "f00n2c08", "f01n2c08", "f02n2c08", "f03n2c08", "f04n2c08", "g03n2c08",
+        "g04n2c08", "g05n2c08", "g07n2c08", "g10n2c08", "g25n2c08",
+    ] {
+        let from = fixture(&format!("pngsuite/{f}.png"));
+        std::fs::copy(from, d.join("in").join(format!("{f}.png"))).unwrap();
+    }
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(d.join(name)).unwrap()).unwrap()
+    };
+    run_in(Some(d), &["histogram", "in", "--sum", "--json", "all.json"]).code(0);
+    let mut shards = Vec::new();
+    for i in 1..=3 {
+        let json = format!("s{i}.json");
+        let shard = format!("{i}/3");
+        run_in(
+            Some(d),
+            &[
+                "histogram",
+                "in",
+                "--sum",
+                "--shard",
+                &shard,
+                "--json",
+                &json,
+            ],
+        )
+        .code(0);
+        assert!(!read(&json)["inputs"].as_array().unwrap().is_empty());
+        shards.push(json);
+    }
+    let mut args = vec!["histogram", "--merge", "--json", "merged.json"];
+    args.extend(shards.iter().map(String::as_str));
+    run_in(Some(d), &args).code(0);
+    assert_eq!(read("merged.json"), read("all.json"));
+    // Documents of different runs are refused.
+    run_in(
+        Some(d),
+        &["histogram", "in", "--bins", "16", "--json", "b16.json"],
+    )
+    .code(0);
+    run_in(Some(d), &["histogram", "--merge", "s1.json", "b16.json"])
+        .code(1)
+        .one_error_line("bins");
+}

@@ -23,6 +23,10 @@ use crate::ops::histogram::{
 pub struct HistogramArgs {
     #[command(flatten)]
     input: InputArgs,
+    /// The inputs are histogram JSON documents of shards of one run (`--json`): write the
+    /// document of the whole run (docs/scale-out.md), to --json or stdout.
+    #[arg(long, conflicts_with_all = ["plot", "sum", "alpha"])]
+    merge: bool,
     /// Bins per channel: 1 to 256 for 8-bit images, 1 to 65536 for 16-bit ones.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
     bins: u32,
@@ -169,6 +173,12 @@ struct EngineState<'e> {
 }
 
 pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
+    if args.merge {
+        let sink = JsonSink::open(args.json.as_ref().unwrap_or(&JsonDest::Stdout))?;
+        let merged = super::merge::histograms(&args.input.inputs)?;
+        sink.write(&merged)?;
+        return Ok(Status::Success);
+    }
     let inputs: Vec<PathBuf> = args.input.items(ctx)?.into_iter().map(|i| i.path).collect();
     if inputs.is_empty() {
         ctx.note("this shard holds none of the inputs");

@@ -7,6 +7,7 @@ pub mod exit;
 mod histogram;
 mod inputs;
 mod matmul;
+mod merge;
 mod scan;
 pub mod term;
 pub(crate) mod tune;
