@@ -198,7 +198,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     let mut printed = 0;
     let stages = Stages {
         decode: |&i: &usize| img_io::load(&jobs[i].input),
-        start: || -> Result<EngineState> {
+        start: |_| -> Result<EngineState> {
             let mut timings = Timings::default();
             let engine = ctx.engine(&mut timings)?;
             let tuned = ctx.tuned(&engine);
@@ -252,7 +252,10 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         }
     });
     bar.finish_and_clear();
-    let mut timings = engine_timings?;
+    let mut timings = Timings::default();
+    for t in engine_timings? {
+        timings.merge(&t);
+    }
     timings.merge(&stage_times);
     ctx.report_timings(&timings);
     let records: Vec<FileRecord> = records

@@ -233,7 +233,7 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     let plot_wanted = plot.is_some();
     let stages = Stages {
         decode: |(path, _): &(PathBuf, image::Header)| image::load(path),
-        start: || -> Result<EngineState<'_>> {
+        start: |_| -> Result<EngineState<'_>> {
             let mut timings = Timings::default();
             let opened = ctx.engine(&mut timings)?;
             let engine = engine_cell.get_or_init(|| opened);
@@ -311,7 +311,8 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
         bar.inc(1);
     });
     bar.finish_and_clear();
-    let finished = state?;
+    // One engine: its sum and plot are the batch's.
+    let finished = state?.pop().expect("one engine");
     let mut reports = Vec::new();
     for ((path, header), result) in headers.iter().zip(results) {
         match result.expect("every input ends") {
