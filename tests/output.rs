@@ -255,6 +255,10 @@ fn json_does_not_swallow_an_input() {
     .code(2)
     .one_error_line("--json A.png");
     run_in(Some(d), &["devices", "--json", "A.png"]).code(2);
+    // `bench --json blur` would write the table to a file named `blur`.
+    run_in(Some(d), &["bench", "--json", "blur"])
+        .code(2)
+        .one_error_line("--json blur: a JSON file's name must end in .json");
     // A bare --json is a usage error, not a silent choice.
     run_in(
         Some(d),
@@ -352,8 +356,19 @@ fn out_dir_over_the_inputs_needs_overwrite() {
     clippy::zombie_processes,
     reason = "the child is returned, and its caller waits for it"
 )]
-fn long_blur(dir: &Path) -> std::process::Child {
-    let mut child = gpukit()
+fn long_blur(dir: &Path, ignore_hup: bool) -> std::process::Child {
+    let mut cmd = gpukit();
+    if ignore_hup {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: only signal(), async-signal-safe, runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd
         .current_dir(dir)
         .args([
             "--backend",
@@ -399,7 +414,7 @@ fn signals_leave_nothing_and_keep_the_old_output() {
     for sig in [Signal::INT, Signal::TERM, Signal::HUP, Signal::KILL] {
         let dir = tempdir();
         std::fs::write(dir.path().join("out.png"), "old").unwrap();
-        let mut child = long_blur(dir.path());
+        let mut child = long_blur(dir.path(), false);
         std::thread::sleep(std::time::Duration::from_millis(200));
         assert!(
             child.try_wait().unwrap().is_none(),
@@ -413,6 +428,24 @@ fn signals_leave_nothing_and_keep_the_old_output() {
         assert_eq!(std::fs::read(dir.path().join("out.png")).unwrap(), b"old");
         assert_eq!(names(dir.path()), ["out.png"], "{sig:?}");
     }
+}
+
+// Under `nohup` (SIGHUP ignored) gpukit must not die of SIGHUP for having handlers.
+#[test]
+fn an_ignored_sighup_stays_ignored() {
+    use rustix::process::Signal;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempdir();
+    let mut child = long_blur(dir.path(), true);
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, Signal::HUP).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let alive = child.try_wait().unwrap().is_none();
+    rustix::process::kill_process(pid, Signal::TERM).unwrap();
+    let status = child.wait().unwrap();
+    assert!(alive, "SIGHUP ended a run that ignores it: {status:?}");
+    assert_eq!(status.signal(), Some(Signal::TERM.as_raw()));
+    assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
 }
 
 /// A command whose files may grow to `bytes` (RLIMIT_FSIZE); writing more fails with EFBIG.

@@ -500,7 +500,11 @@ fn install_signal_cleanup() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        // A signal the caller ignores (`nohup`, `cmd &` in a script) stays ignored.
+        let wanted = [SIGINT, SIGTERM, SIGHUP]
+            .into_iter()
+            .filter(|&s| !ignored(s));
+        let Ok(mut signals) = signal_hook::iterator::Signals::new(wanted) else {
             return;
         };
         let _ = std::thread::Builder::new()
@@ -517,6 +521,16 @@ fn install_signal_cleanup() {
                 }
             });
     });
+}
+
+/// Whether `sig` is ignored (SIG_IGN), as `nohup` leaves SIGHUP.
+#[cfg(unix)]
+fn ignored(sig: i32) -> bool {
+    let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: with a null new action, sigaction only writes the current one into `old`.
+    let rc = unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) };
+    // SAFETY: sigaction succeeded, so it filled `old` (which was zeroed besides).
+    rc == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN
 }
 
 #[cfg(target_os = "linux")]
@@ -664,6 +678,39 @@ mod tests {
         let mode = std::fs::metadata(&real).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o640);
         assert_eq!(entries(dir.path()), ["link.txt", "real.txt"]);
+    }
+
+    // The path of systems and filesystems without O_TMPFILE: a named file only at the end.
+    #[test]
+    fn the_named_temp_path_replaces_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.bin");
+        write_named("out.bin", &target, None, b"one").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"one");
+        let keep = Keep::of(&std::fs::metadata(&target).unwrap());
+        write_named("out.bin", &target, Some(&keep), b"two").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"two");
+        assert_eq!(entries(dir.path()), ["out.bin"]);
+        assert!(registry().is_empty());
+        let err = write_named("gone/x", &dir.path().join("gone/x"), None, b"")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "gone/x: cannot write here");
+        probe_dir(dir.path()).unwrap();
+        assert_eq!(entries(dir.path()), ["out.bin"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn link_chains_resolve_to_the_last_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::os::unix::fs::symlink("sub/b", d.join("a")).unwrap();
+        std::os::unix::fs::symlink("c", d.join("sub/b")).unwrap();
+        assert_eq!(final_target(&d.join("a")).unwrap(), d.join("sub/c"));
+        std::os::unix::fs::symlink("loop", d.join("loop")).unwrap();
+        assert!(final_target(&d.join("loop")).is_err());
     }
 
     #[test]
