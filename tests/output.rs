@@ -126,6 +126,35 @@ fn a_fifo_gets_the_whole_output() {
     assert_eq!(names(dir.path()), ["in.json", "pipe.json"]);
 }
 
+// Without CAP_DAC_READ_SEARCH (any user but root) the unnamed file is linked in through
+// /proc/self/fd; replacing and creating work the same.
+#[test]
+fn an_ordinary_user_replaces_and_creates_files() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(d.join("in.json"), SCAN_IN).unwrap();
+    std::fs::write(d.join("old.json"), "old").unwrap();
+    std::fs::set_permissions(d.join("old.json"), std::fs::Permissions::from_mode(0o666)).unwrap();
+    for out in ["old.json", "new.json"] {
+        let mut cmd = gpukit();
+        cmd.current_dir(d)
+            .args(["--backend", "cpu", "scan", "in.json", "-o", out]);
+        if is_root() {
+            cmd.uid(65534).gid(65534);
+        }
+        let r = cmd.output().unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        assert_eq!(
+            scan_json(&std::fs::read_to_string(d.join(out)).unwrap()),
+            SCAN_OUT
+        );
+    }
+    assert_eq!(names(d), ["in.json", "new.json", "old.json"]);
+}
+
 // A symlink at the output path used to be replaced by a file; its target must be replaced
 // (atomically, beside the target) and the link kept, also when the target is missing.
 #[test]

@@ -1,6 +1,6 @@
 //! Output paths, written so that nothing the user points at is destroyed or half-written:
-//! a regular file (or a symlink's final target) is replaced atomically; a device, FIFO or
-//! socket is written through; `-` is stdout. The guarantees per platform are in docs/cli.md.
+//! a regular file (or a symlink's final target) is replaced atomically; a device or FIFO is
+//! written through; `-` is stdout. The guarantees per platform are in docs/cli.md.
 //!
 //! On Linux a regular file's data goes into an unnamed `O_TMPFILE` file in the target's
 //! folder and gets a name only at the end (linked straight to the target when it is new, or
@@ -73,12 +73,14 @@ impl PendingFile {
     /// through; anything else is a regular file to create or replace atomically.
     pub fn create(path: &Path) -> Result<Self> {
         let name = path.display();
-        let kind = match fd_alias(path) {
+        let alias = fd_alias(path);
+        let kind = match alias {
             Some(1) => Kind::Stdout,
             Some(2) => Kind::Stderr,
+            // `/dev/fd/N` is the caller's open file, whatever it is: written through.
             _ => match std::fs::metadata(path) {
                 Ok(m) if m.is_dir() => bail!("{name}: is a directory"),
-                Ok(m) if m.is_file() && fd_alias(path).is_none() => replace(path, Some(m))?,
+                Ok(m) if m.is_file() && alias.is_none() => replace(path, Some(m))?,
                 Ok(m) => {
                     check_through(path, &m)?;
                     Kind::Through {
@@ -136,18 +138,15 @@ impl PendingFile {
     /// printed on it.
     pub fn refuse_terminal(&self, what: &str) -> Result<()> {
         use std::io::IsTerminal;
-        let tty = match self.kind {
-            Kind::Stdout => io::stdout().is_terminal(),
-            Kind::Stderr => io::stderr().is_terminal(),
-            _ => false,
+        let stream = match self.kind {
+            Kind::Stdout if io::stdout().is_terminal() => "stdout",
+            Kind::Stderr if io::stderr().is_terminal() => "stderr",
+            _ => return Ok(()),
         };
-        if tty {
-            bail!(crate::UsageError(format!(
-                "{}: stdout is a terminal; not writing {what} to it (redirect it to a file or a pipe)",
-                self.path.display()
-            )));
-        }
-        Ok(())
+        bail!(crate::UsageError(format!(
+            "{}: {stream} is a terminal; not writing {what} to it (redirect it to a file or a pipe)",
+            self.path.display()
+        )))
     }
 
     /// Writes `bytes` and commits.
@@ -242,12 +241,15 @@ pub fn refuse_input_as_output<P: AsRef<Path>>(
     output: &Path,
     inputs: &[P],
 ) -> Result<()> {
-    if let Some(input) = inputs.iter().find(|i| same_file(output, i.as_ref())) {
-        let input = input.as_ref().display();
-        let same = if output == Path::new(&input.to_string()) {
+    if let Some(input) = inputs
+        .iter()
+        .map(AsRef::as_ref)
+        .find(|i| same_file(output, i))
+    {
+        let same = if output == input {
             String::new()
         } else {
-            format!(" (the same file as {input})")
+            format!(" (the same file as {})", input.display())
         };
         bail!(crate::UsageError(format!(
             "{}: {flag} names an input file{same}; refusing to overwrite it",
