@@ -199,9 +199,9 @@ fn blur_file(
     detail: &dyn Fn(&str),
     timings: &mut Timings,
 ) -> Result<()> {
+    let format = img_io::output_format(output)?;
     // Created before the work so an unwritable place fails at once; removed on any error.
     let pending = PendingFile::create(output)?;
-    let format = img_io::output_format(output)?;
     let image: Image = match decoded {
         Some(image) => image?,
         None => timings.phase("decode", || img_io::load(input))?,

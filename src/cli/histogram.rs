@@ -185,8 +185,8 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
         let json = args
             .json
             .as_ref()
-            .map_or(Path::new(""), |j| j.path().unwrap_or(Path::new("-")));
-        if json == p || (output::names_stream(json) && output::names_stream(p)) {
+            .map(|j| j.path().unwrap_or(Path::new("-")));
+        if json.is_some_and(|j| j == p || (output::names_stream(j) && output::names_stream(p))) {
             anyhow::bail!(crate::UsageError(format!(
                 "--json and --plot both name {}; give them different outputs",
                 p.display()
@@ -311,8 +311,8 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
                 header: *header,
                 hist: h,
             }),
-            // A usage error (bins against the decoded depth) ends the run.
-            // Every error above names the file already.
+            // A usage error (bins against the decoded depth) ends the run. Every error above
+            // names the file already.
             Err(e) if Status::of_error(&e) == Status::Usage => return Err(e),
             Err(e) => {
                 fail(&e);
