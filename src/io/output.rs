@@ -446,7 +446,9 @@ fn write_to<W: Write>(
         },
     );
     let result = f(&mut w).and_then(|()| Ok(w.flush()?));
-    match w.get_mut().error.take() {
+    // On an error the buffered rest is dropped, not written after it.
+    let (mut tracked, _) = w.into_parts();
+    match tracked.error.take() {
         Some(e) => Err(write_error(name, e)),
         None => result,
     }
@@ -736,6 +738,19 @@ mod tests {
             msg.starts_with("out.png: cannot write: No space left on device"),
             "{msg}"
         );
+    }
+
+    // A stream cannot be taken back, so an encoder's failure must not flush what it began.
+    #[test]
+    fn a_failed_encoder_writes_nothing_through() {
+        let mut sink = Vec::new();
+        let err = write_to("-", &mut sink, |w| {
+            w.write_all(b"half an image")?;
+            bail!("the encoder gave up")
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), "the encoder gave up");
+        assert!(sink.is_empty());
     }
 
     #[test]
