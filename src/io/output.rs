@@ -4,7 +4,8 @@
 //!
 //! On Linux a regular file's data goes into an unnamed `O_TMPFILE` file in the target's
 //! folder and gets a name only at the end (linked straight to the target when it is new, or
-//! linked beside it and renamed over it), so a crash or `kill -9` leaves nothing. Elsewhere,
+//! linked beside it and renamed over it; copied there where it cannot be linked), so a
+//! crash or `kill -9` leaves nothing. Elsewhere,
 //! and on filesystems without `O_TMPFILE`, the encoded bytes are kept in memory and a named
 //! temporary file exists only while they are written and renamed. SIGINT, SIGTERM and SIGHUP
 //! remove such a named file before gpukit dies of the signal.
@@ -543,15 +544,16 @@ mod linux {
 
     use std::fs::File;
     use std::io;
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     use rustix::fs::{AtFlags, Mode, OFlags, CWD};
 
-    /// An unnamed file in `dir`, with 0666 less the umask, as a new file would get.
+    /// An unnamed file in `dir`, with 0666 less the umask, as a new file would get. Readable
+    /// too, so that it can be copied where it cannot be linked.
     pub fn unnamed_in(dir: &Path) -> io::Result<File> {
         let fd = rustix::fs::open(
             dir,
-            OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
+            OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o666),
         )?;
         Ok(File::from(fd))
@@ -568,39 +570,87 @@ mod linux {
     }
 
     /// Gives `file` the name `to`: linked straight there when `to` does not exist, else
-    /// linked to a temporary name beside it (registered for removal on a signal) and renamed
-    /// over it. The registry is held throughout, so a signal waits for the rename.
+    /// linked to a temporary name beside it and renamed over it. The registry of named
+    /// temporary files is held throughout, so a signal waits for the rename.
     pub fn link_into_place(file: &File, to: &Path) -> io::Result<()> {
+        place(file, to, link)
+    }
+
+    /// [`link_into_place`] with the linking step given. Where linking fails (no /proc, a
+    /// security module), the data is copied into the temporary file instead.
+    pub(super) fn place(
+        file: &File,
+        to: &Path,
+        link: impl Fn(&File, &Path) -> io::Result<()>,
+    ) -> io::Result<()> {
         let mut names = super::registry();
-        match link(file, to) {
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            other => return other,
+        // A new file needs no temporary name. When `to` exists, or linking fails, the file
+        // gets a temporary name beside it (copied there if it cannot be linked).
+        if link(file, to).is_ok() {
+            return Ok(());
         }
         let dir = match to.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
         let base = to.file_name().unwrap_or_default().to_string_lossy();
+        let temp = match beside(dir, &base, |t| link(file, t)) {
+            Ok(t) => t,
+            Err(_) => beside(dir, &base, |t| copy(file, t))?,
+        };
+        names.push(temp.clone());
+        let r = std::fs::rename(&temp, to);
+        if r.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        names.retain(|p| p != &temp);
+        r
+    }
+
+    /// Makes `dir/.BASE.XXXXXXXX.tmp` with `make`, trying other names while one exists.
+    fn beside(
+        dir: &Path,
+        base: &str,
+        make: impl Fn(&Path) -> io::Result<()>,
+    ) -> io::Result<PathBuf> {
         for attempt in 0..100u32 {
             let temp = dir.join(format!(
                 ".{base}.{:08x}.tmp",
                 std::process::id() ^ attempt.wrapping_mul(0x9e37_79b9)
             ));
-            match link(file, &temp) {
-                Ok(()) => {
-                    names.push(temp.clone());
-                    let r = std::fs::rename(&temp, to);
-                    if r.is_err() {
-                        let _ = std::fs::remove_file(&temp);
-                    }
-                    names.retain(|p| p != &temp);
-                    return r;
-                }
+            match make(&temp) {
+                Ok(()) => return Ok(temp),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
         }
         Err(io::Error::other("no free temporary file name"))
+    }
+
+    /// Copies the unnamed file's data, mode and (best effort) owner into the new file `to`.
+    fn copy(mut file: &File, to: &Path) -> io::Result<()> {
+        use std::io::{Seek, SeekFrom};
+        use std::os::unix::fs::MetadataExt;
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(to)?;
+        let r = (|| {
+            let meta = file.metadata()?;
+            file.seek(SeekFrom::Start(0))?;
+            io::copy(&mut file, &mut out)?;
+            out.set_permissions(meta.permissions())?;
+            let _ = rustix::fs::fchown(
+                &out,
+                Some(rustix::fs::Uid::from_raw(meta.uid())),
+                Some(rustix::fs::Gid::from_raw(meta.gid())),
+            );
+            out.sync_all()
+        })();
+        if r.is_err() {
+            let _ = std::fs::remove_file(to);
+        }
+        r
     }
 
     /// `linkat` of an open unnamed file: by `AT_EMPTY_PATH` (needs CAP_DAC_READ_SEARCH), else
@@ -751,6 +801,23 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.to_string(), "the encoder gave up");
         assert!(sink.is_empty());
+    }
+
+    // Where an unnamed file cannot be linked, its data is copied under a temporary name and
+    // renamed: same result, nothing left.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_unlinkable_file_is_copied_into_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let to = dir.path().join("out.txt");
+        let no_link = |_: &File, _: &Path| Err(io::Error::from_raw_os_error(2));
+        for content in [&b"new file"[..], b"replacing it"] {
+            let mut file = linux::unnamed_in(dir.path()).unwrap();
+            file.write_all(content).unwrap();
+            linux::place(&file, &to, no_link).unwrap();
+            assert_eq!(std::fs::read(&to).unwrap(), content);
+            assert_eq!(entries(dir.path()), ["out.txt"]);
+        }
     }
 
     #[test]
