@@ -10,5 +10,7 @@ mod copy;
 mod devices;
 mod histogram;
 mod matmul;
+#[cfg(unix)]
+mod output;
 mod scan;
 mod tune;

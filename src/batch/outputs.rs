@@ -14,11 +14,6 @@ fn usage(msg: String) -> anyhow::Error {
     crate::UsageError(msg).into()
 }
 
-/// The path of an existing file with its folders resolved, to compare two spellings of it.
-fn identity(path: &Path) -> Option<PathBuf> {
-    std::fs::canonicalize(path).ok()
-}
-
 /// Where each item is written under `dir`: its relative path, with the extension `format`
 /// (an extension such as "png") when given. Creates nothing.
 pub fn under_dir(
@@ -33,10 +28,6 @@ pub fn under_dir(
             dir.display()
         )));
     }
-    let inputs: HashMap<PathBuf, &Path> = items
-        .iter()
-        .filter_map(|i| Some((identity(&i.path)?, i.path.as_path())))
-        .collect();
     let mut seen = HashMap::new();
     let mut outs = Vec::with_capacity(items.len());
     for item in items {
@@ -52,13 +43,16 @@ pub fn under_dir(
                 out.display()
             )));
         }
-        if !overwrite {
-            if let Some(input) = identity(&out).and_then(|o| inputs.get(&o)) {
-                return Err(usage(format!(
-                    "{}: would be written over by its output; add --overwrite to replace inputs",
-                    input.display()
-                )));
-            }
+        if !overwrite
+            && items
+                .iter()
+                .any(|i| crate::io::output::same_file(&out, &i.path))
+        {
+            return Err(usage(format!(
+                "{}: --out-dir {} would write over this input; add --overwrite to replace inputs",
+                out.display(),
+                dir.display()
+            )));
         }
         outs.push(out);
     }

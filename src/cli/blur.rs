@@ -14,7 +14,7 @@ use crate::batch::{outputs, StageTimes, Stages};
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self as img_io, Image};
 use crate::io::json::{JsonDest, JsonSink};
-use crate::io::output::PendingFile;
+use crate::io::output::{self, PendingFile};
 use crate::ops::blur::{self, BlurParams, Kind};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -28,7 +28,8 @@ enum KindArg {
 pub struct BlurArgs {
     #[command(flatten)]
     input: InputArgs,
-    /// Output file (one input only; may be the input itself). Its extension picks the format.
+    /// Output file (one input only; may be the input itself). Its extension picks the format;
+    /// `-` writes PNG to stdout (not to a terminal).
     #[arg(
         short,
         long,
@@ -49,7 +50,7 @@ pub struct BlurArgs {
     /// is only ever complete or absent).
     #[arg(long, requires = "out_dir")]
     skip_existing: bool,
-    /// With --out-dir: allow outputs to replace their own inputs.
+    /// Let --out-dir write over input files (as when DIR is the inputs' own folder).
     #[arg(long, requires = "out_dir")]
     overwrite: bool,
     /// Write what became of each file as JSON to FILE, or to stdout with `-` (docs/formats.md).
@@ -124,6 +125,10 @@ impl BlurArgs {
                         items.len()
                     )));
                 }
+                img_io::output_format(out)?;
+                if output::names_stream(out) {
+                    PendingFile::create(out)?.refuse_terminal("a binary image")?;
+                }
                 vec![out.clone()]
             }
             (None, Some(dir)) => {
@@ -175,10 +180,13 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     }
     // Opened before the work, so a bad path fails at once.
     let report_sink = args.report.as_ref().map(JsonSink::open).transpose()?;
-    if args.output.is_some() {
-        // An unwritable place fails before any decoding; nothing is left behind.
-        drop(PendingFile::create(&jobs[0].output)?);
-    }
+    // `-o`'s output is created before the work, so an unwritable place fails before any
+    // decoding; removed on any error, it leaves nothing behind.
+    let named = match &args.output {
+        Some(_) => Some(PendingFile::create(&jobs[0].output)?),
+        None => None,
+    };
+    let named = std::sync::Mutex::new(named);
     let started = Instant::now();
     let mut records: Vec<Option<FileRecord>> = vec![None; jobs.len()];
     let mut todo = Vec::new();
@@ -210,6 +218,14 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         },
         engine: |s: &mut EngineState, &i: &usize, image: Image| {
             let job = &jobs[i];
+            ctx.detail(&format!(
+                "{}: {}x{}, {} channels, {}-bit",
+                job.input.display(),
+                image.width,
+                image.height,
+                image.channels,
+                image.bit_depth()
+            ));
             img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
             let tunables = s
                 .tuned
@@ -225,10 +241,17 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         encode: |&i: &usize, blurred: Image| {
             let job = &jobs[i];
             outputs::create_parent(&job.output)?;
-            img_io::save_to(PendingFile::create(&job.output)?, job.format, blurred)
+            let created = named.lock().expect("no encoder panics").take();
+            let pending = match created {
+                Some(p) => p,
+                None => PendingFile::create(&job.output)?,
+            };
+            ctx.detail(&pending.describe());
+            img_io::save_to(pending, job.format, blurred)
         },
         finish: |s: EngineState| Ok(s.timings),
     };
+    let mut broken_pipe = None;
     let engine_timings = pipeline.run(&todo, stages, |outcome| {
         let i = todo[outcome.index];
         for (phase, d) in outcome.times.phases() {
@@ -236,8 +259,13 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
                 stage_times.add(phase, d);
             }
         }
-        let (status, error) = match &outcome.result {
+        let (status, error) = match outcome.result {
             Ok(()) => (FileStatus::Ok, None),
+            // A closed stdout (`-o - | head`) ends the run, quietly.
+            Err(e) if super::exit::is_broken_pipe(&e) => {
+                broken_pipe = Some(e);
+                (FileStatus::Failed, None)
+            }
             Err(e) => (FileStatus::Failed, Some(format!("{e:#}"))),
         };
         records[i] = Some(record(&jobs[i], status, error, Some(outcome.times)));
@@ -252,6 +280,9 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         }
     });
     bar.finish_and_clear();
+    if let Some(e) = broken_pipe {
+        return Err(e);
+    }
     let mut timings = Timings::default();
     for t in engine_timings? {
         timings.merge(&t);

@@ -1,7 +1,7 @@
 //! `gpukit histogram`: per-channel histograms of images, as a summary on stdout, a JSON
 //! document and a plot drawn on the GPU.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
@@ -14,7 +14,7 @@ use crate::batch::Stages;
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self, Image};
 use crate::io::json::{JsonDest, JsonSink};
-use crate::io::output::PendingFile;
+use crate::io::output::{self, PendingFile};
 use crate::ops::histogram::{
     channel_stats, check_bins, ChannelStats, Channels, Histogram, Histogrammer,
 };
@@ -37,11 +37,11 @@ pub struct HistogramArgs {
     /// the per-input ones; every input is then counted with the same channels.
     #[arg(long)]
     sum: bool,
-    /// Write the histograms as JSON to FILE, or to stdout with `-` (see docs/formats.md).
-    #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
+    /// Write the histograms as JSON to FILE.json, or to stdout with `-` (see docs/formats.md).
+    #[arg(long, value_name = "FILE|-")]
     json: Option<JsonDest>,
-    /// Draw the histogram (the sum's, with --sum) into an image file: red, green and blue
-    /// overlaid above, luminance below.
+    /// Draw the histogram (the sum's, with --sum) into an image file (`-`: PNG on stdout): red,
+    /// green and blue overlaid above, luminance below.
     #[arg(long, value_name = "FILE.png")]
     plot: Option<PathBuf>,
     /// The plot's size in pixels, each side 16 to 16384.
@@ -189,12 +189,39 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
             "--plot draws one histogram: with several inputs, add --sum to plot their sum".into()
         ));
     }
-    // Outputs are created first, so a path that cannot be written fails before any work.
+    // Outputs are checked and created first, so a bad path fails before any work.
+    if let Some(p) = args.json.as_ref().and_then(JsonDest::path) {
+        output::refuse_input_as_output("--json", p, &inputs)?;
+    }
+    if let Some(p) = &args.plot {
+        output::refuse_input_as_output("--plot", p, &inputs)?;
+        let json = args
+            .json
+            .as_ref()
+            .map(|j| j.path().unwrap_or(Path::new("-")));
+        if json.is_some_and(|j| j == p || (output::names_stream(j) && output::names_stream(p))) {
+            anyhow::bail!(crate::UsageError(format!(
+                "--json and --plot both name {}; give them different outputs",
+                p.display()
+            )));
+        }
+    }
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
     let plot = match &args.plot {
-        Some(p) => Some((PendingFile::create(p)?, image::output_format(p)?)),
+        Some(p) => {
+            let format = image::output_format(p)?;
+            let pending = PendingFile::create(p)?;
+            pending.refuse_terminal("a binary image")?;
+            Some((pending, format))
+        }
         None => None,
     };
+    for how in sink.iter().map(JsonSink::describe) {
+        ctx.detail(&how);
+    }
+    if let Some((pending, _)) = &plot {
+        ctx.detail(&pending.describe());
+    }
     let mut timings = Timings::default();
     let mut status = Status::Success;
     let fail = |err: &anyhow::Error| eprintln!("{} {err:#}", term::error_prefix());
@@ -252,7 +279,15 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
                 timings,
             })
         },
-        engine: |s: &mut EngineState<'_>, (path, _): &(PathBuf, image::Header), img: Image| {
+        engine: |s: &mut EngineState<'_>, (path, header): &(PathBuf, image::Header), img: Image| {
+            ctx.detail(&format!(
+                "{}: {}x{} {} {}-bit",
+                path.display(),
+                header.width,
+                header.height,
+                layout_name(header.channels),
+                header.bit_depth
+            ));
             let own = Channels::of(img.channels, args.alpha);
             let channels = shared.unwrap_or(own);
             if channels.union(own) != channels {
