@@ -5,6 +5,7 @@ mod util;
 
 mod blur;
 mod cli;
+mod compare;
 mod copy;
 mod devices;
 mod histogram;
