@@ -596,7 +596,13 @@ fn json_report_has_the_metrics() {
     assert_eq!(m["pixels"], 384);
     assert_eq!(m["channels"][3]["name"], "alpha");
     assert_eq!(m["channels"][3]["differing"], 12);
-    assert!(m["ssim"].as_f64().unwrap() < 1.0);
+    // scikit-image 0.26 on this pair: structural_similarity(a, b, channel_axis=-1,
+    // gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=255) and
+    // peak_signal_noise_ratio(a, b, data_range=255).
+    let ssim = m["ssim"].as_f64().unwrap();
+    assert!((ssim - 0.8862003011140416).abs() < 1e-12, "{ssim}");
+    let psnr = m["psnr"].as_f64().unwrap();
+    assert!((psnr - 22.669483519437904).abs() < 1e-9, "{psnr}");
     assert_eq!(doc["settings"]["threshold"], 0.0);
 }
 

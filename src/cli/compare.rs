@@ -10,7 +10,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::{exit, print_stdout, term, Ctx, Status};
-use crate::gpu::{Engine, Timings};
+use crate::gpu::{self, Engine, Timings};
 use crate::io::image::{self, Image};
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::output::PendingFile;
@@ -83,7 +83,7 @@ enum Metric {
     Ssim,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 struct Limit {
     metric: Metric,
     limit: f64,
@@ -180,7 +180,7 @@ struct Settings<'a> {
     threshold: Option<f64>,
     antialiasing: bool,
     ignore: &'a [Rect],
-    fail_on: Vec<(Metric, f64)>,
+    fail_on: &'a [Limit],
 }
 
 /// `gpukit compare --json` for two folders. Documented in docs/formats.md.
@@ -235,7 +235,7 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
         threshold: args.threshold,
         antialiasing: args.antialiasing,
         ignore: &args.ignore,
-        fail_on: args.fail_on.iter().map(|l| (l.metric, l.limit)).collect(),
+        fail_on: &args.fail_on,
     };
     let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
     if e_dir != a_dir {
@@ -293,39 +293,49 @@ fn load_pair(
     engine: &mut Option<Engine>,
     timings: &mut Timings,
 ) -> Result<(Image, Image)> {
-    let both = |t: &mut Timings| {
-        t.phase("decode", || {
-            std::thread::scope(|s| {
-                let other = s.spawn(|| image::load(actual));
-                let a = image::load(expected);
-                let b = other.join().expect("decoding does not panic");
-                Ok::<_, anyhow::Error>((a?, b?))
+    let need_engine = engine.is_none();
+    let (opened, pair) = std::thread::scope(|s| {
+        let opening = need_engine.then(|| {
+            s.spawn(|| {
+                let mut t = Timings::default();
+                (open_engine(ctx, &mut t), t)
             })
-        })
-    };
-    if engine.is_some() {
-        return both(timings);
-    }
-    let (opened, pair) = ctx.engine_alongside(timings, both);
+        });
+        let other = s.spawn(|| image::load(actual));
+        let a = timings.phase("decode", || image::load(expected));
+        let b = other.join().expect("decoding does not panic");
+        let opened = opening.map(|o| {
+            let (engine, t) = o.join().expect("opening the device does not panic");
+            timings.merge(&t);
+            engine
+        });
+        (opened, a.and_then(|a| Ok((a, b?))))
+    });
     let pair = pair?;
-    *engine = Some(prefer_cpu_to_software(ctx, opened?));
+    if let Some(opened) = opened {
+        *engine = Some(opened?);
+    }
     Ok(pair)
 }
 
-/// A software rasteriser (Mesa lavapipe, WARP) picked by default is slower than the CPU
-/// engine on the same cores, so compare runs on the CPU engine then; a software adapter
-/// named with --device or --backend is used as asked (the tests do).
-fn prefer_cpu_to_software(ctx: &Ctx, engine: Engine) -> Engine {
+/// The engine for compare. A software rasteriser (Mesa lavapipe, WARP) picked by default is
+/// slower than the CPU engine on the same cores, so compare runs on the CPU engine then,
+/// without opening the device; one named with --device or --backend is used as asked (the
+/// tests do).
+fn open_engine(ctx: &Ctx, timings: &mut Timings) -> Result<Engine> {
     let explicit = ctx.global.device.is_some() || ctx.global.backend.is_some();
-    match engine {
-        Engine::Gpu(g) if !explicit && g.info.device_type == wgpu::DeviceType::Cpu => {
+    if !explicit {
+        let adapters = timings.phase("device", || gpu::list_adapters(None))?;
+        if adapters.iter().any(|a| a.default && a.device_type == "cpu") {
             if ctx.global.verbose > 0 {
-                ctx.note("compare: the adapter is a software rasteriser; using the CPU engine");
+                ctx.note(
+                    "compare: the default adapter is a software rasteriser; using the CPU engine",
+                );
             }
-            Engine::Cpu
+            return Ok(Engine::Cpu);
         }
-        other => other,
     }
+    ctx.engine(timings)
 }
 
 /// Whether two files hold the same bytes (then their pixels are the same without decoding).
@@ -427,6 +437,9 @@ fn compare_pair(
 }
 
 fn ignored_pixels(ignore: &[Rect], width: u32, height: u32) -> u64 {
+    if ignore.is_empty() {
+        return 0;
+    }
     let mut n = 0;
     for y in 0..height {
         for x in 0..width {
