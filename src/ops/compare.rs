@@ -16,7 +16,8 @@ use anyhow::{bail, Result};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::gpu::{Engine, Gpu, Timings, Usage};
+use crate::bench::{Case, Unit};
+use crate::gpu::{Batch, Engine, Gpu, Kernel, Timings, Usage};
 use crate::io::image::{Image, Samples};
 use crate::shader;
 
@@ -526,32 +527,22 @@ impl<'g> CompareGpu<'g> {
         Ok(rows)
     }
 
-    /// Compares `a` (expected) and `b` (actual), of one layout, as [`compare_cpu`] does.
-    pub fn compare(
-        &self,
-        a: &Image,
-        b: &Image,
-        opts: &Options,
-        timings: &mut Timings,
-    ) -> Result<Comparison> {
-        assert!(layout_mismatch(a, b).is_none(), "compare needs one layout");
+    /// The buffers, bind groups and strips that compare images of `img`'s layout and size
+    /// under `opts`.
+    pub fn plan(&self, img: &Image, opts: &Options) -> Result<ComparePlan> {
         let gpu = self.gpu;
-        let (w, h, c) = (a.width, a.height, a.channels as usize);
-        let kernel = timings.phase("pipeline", || {
-            gpu.kernel(
-                &shader!("compare"),
-                "main",
-                &[
-                    ("CHANNELS", f64::from(a.channels)),
-                    ("BITS", f64::from(a.bit_depth())),
-                ],
-            )
-        })?;
-        let strip = self.strip_rows(a)?;
-        let sample_bytes = u64::from(a.bit_depth() / 8);
-        let row_bytes = u64::from(w) * c as u64 * sample_bytes;
+        let (w, h, c) = (img.width, img.height, img.channels as usize);
+        let kernel = gpu.kernel(
+            &shader!("compare"),
+            "main",
+            &[
+                ("CHANNELS", f64::from(img.channels)),
+                ("BITS", f64::from(img.bit_depth())),
+            ],
+        )?;
+        let strip = self.strip_rows(img)?;
+        let row_bytes = u64::from(w) * c as u64 * u64::from(img.bit_depth() / 8);
         let buf_rows = u64::from((strip + 2 * HALO).min(h));
-        let (bytes_a, bytes_b) = (le_bytes(&a.samples), le_bytes(&b.samples));
         let src_a = gpu.buffer("compare expected", Usage::Storage, buf_rows * row_bytes);
         let src_b = gpu.buffer("compare actual", Usage::Storage, buf_rows * row_bytes);
         let rects: Vec<[u32; 4]> = opts
@@ -567,7 +558,7 @@ impl<'g> CompareGpu<'g> {
             Usage::Storage,
             max_groups * PART_WORDS as u64 * 4,
         );
-        let diff_buf = gpu.buffer(
+        let diff = gpu.buffer(
             "compare diff",
             Usage::Storage,
             if opts.diff {
@@ -583,25 +574,11 @@ impl<'g> CompareGpu<'g> {
             0
         } | if opts.antialiasing { ANTIALIASING } else { 0 }
             | if opts.diff { DRAW } else { 0 };
-        let mut counts = Counts::zeros(c);
-        let mut rgb = if opts.diff {
-            vec![0u8; a.pixels() * 3]
-        } else {
-            Vec::new()
-        };
+        let mut strips = Vec::new();
         let mut row0 = 0u32;
         while row0 < h {
             let rows = strip.min(h - row0);
             let buf_row0 = row0.saturating_sub(HALO);
-            let buf_end = (row0 + rows + HALO).min(h);
-            timings.phase("upload", || {
-                let (from, to) = (
-                    (u64::from(buf_row0) * row_bytes) as usize,
-                    (u64::from(buf_end) * row_bytes) as usize,
-                );
-                write_padded(gpu, &src_a, &bytes_a[from..to]);
-                write_padded(gpu, &src_b, &bytes_b[from..to]);
-            });
             let params = gpu.upload(
                 "compare params",
                 Usage::Uniform,
@@ -619,34 +596,167 @@ impl<'g> CompareGpu<'g> {
             );
             let bind = gpu.bind(
                 &kernel,
-                &[&params, &src_a, &src_b, &ignore, &partials, &diff_buf],
+                &[&params, &src_a, &src_b, &ignore, &partials, &diff],
             );
-            let groups = (u64::from(rows) * u64::from(w)).div_ceil(per_group) as u32;
-            gpu.run_timed(timings, 1, |batch| {
-                batch.dispatch("compare", &kernel, &bind, groups)
-            })?;
+            strips.push(Strip {
+                row0,
+                rows,
+                buf_row0,
+                buf_end: (row0 + rows + HALO).min(h),
+                groups: (u64::from(rows) * u64::from(w)).div_ceil(per_group) as u32,
+                bind,
+                _params: params,
+            });
+            row0 += rows;
+        }
+        Ok(ComparePlan {
+            kernel,
+            channels: c,
+            row_bytes,
+            draw: opts.diff,
+            src_a,
+            src_b,
+            partials,
+            diff,
+            strips,
+            _ignore: ignore,
+        })
+    }
+
+    /// Compares `a` (expected) and `b` (actual), of one layout, as [`compare_cpu`] does.
+    pub fn compare(
+        &self,
+        a: &Image,
+        b: &Image,
+        opts: &Options,
+        timings: &mut Timings,
+    ) -> Result<Comparison> {
+        assert!(layout_mismatch(a, b).is_none(), "compare needs one layout");
+        let gpu = self.gpu;
+        let plan = timings.phase("pipeline", || self.plan(a, opts))?;
+        let (w, h) = (a.width, a.height);
+        let (bytes_a, bytes_b) = (le_bytes(&a.samples), le_bytes(&b.samples));
+        let mut counts = Counts::zeros(plan.channels);
+        let mut rgb = if opts.diff {
+            vec![0u8; a.pixels() * 3]
+        } else {
+            Vec::new()
+        };
+        for (i, s) in plan.strips.iter().enumerate() {
+            timings.phase("upload", || plan.upload(gpu, s, &bytes_a, &bytes_b));
+            gpu.run_timed(timings, 1, |batch| plan.record(batch, i))?;
+            let pixels = u64::from(s.rows) * u64::from(w);
             let words: Vec<u32> = timings.phase("download", || {
-                gpu.read_vec(&partials, groups as usize * PART_WORDS)
+                gpu.read_vec(&plan.partials, s.groups as usize * PART_WORDS)
             })?;
-            counts = counts.add(sum_partials(&words, c, u64::from(rows) * u64::from(w)));
+            counts = counts.add(sum_partials(&words, plan.channels, pixels));
             if opts.diff {
-                let start = row0 as usize * w as usize * 3;
-                let out = &mut rgb[start..start + rows as usize * w as usize * 3];
+                let start = s.row0 as usize * w as usize * 3;
+                let out = &mut rgb[start..start + pixels as usize * 3];
                 timings.phase("download", || {
-                    gpu.read_with(&diff_buf, 0, u64::from(rows) * u64::from(w) * 4, |bytes| {
+                    gpu.read_with(&plan.diff, 0, pixels * 4, |bytes| {
                         for (o, px) in out.chunks_exact_mut(3).zip(bytes.chunks_exact(4)) {
                             o.copy_from_slice(&px[..3]);
                         }
                     })
                 })?;
             }
-            row0 += rows;
         }
         Ok(Comparison {
             counts,
             diff: opts.diff.then(|| Image::new_u8(w, h, 3, rgb)),
         })
     }
+}
+
+/// One strip of rows and its pass.
+struct Strip {
+    row0: u32,
+    rows: u32,
+    /// The rows held in the buffers: the strip and its halo, [buf_row0, buf_end).
+    buf_row0: u32,
+    buf_end: u32,
+    groups: u32,
+    bind: wgpu::BindGroup,
+    _params: wgpu::Buffer,
+}
+
+/// One layout's comparison on the device: reusable for every pair of that layout and size.
+pub struct ComparePlan {
+    kernel: Kernel,
+    channels: usize,
+    row_bytes: u64,
+    draw: bool,
+    src_a: wgpu::Buffer,
+    src_b: wgpu::Buffer,
+    partials: wgpu::Buffer,
+    diff: wgpu::Buffer,
+    strips: Vec<Strip>,
+    _ignore: wgpu::Buffer,
+}
+
+impl ComparePlan {
+    /// Writes strip `s`'s rows (with halo) of both images' bytes into the device buffers.
+    fn upload(&self, gpu: &Gpu, s: &Strip, a: &[u8], b: &[u8]) {
+        let from = (u64::from(s.buf_row0) * self.row_bytes) as usize;
+        let to = (u64::from(s.buf_end) * self.row_bytes) as usize;
+        write_padded(gpu, &self.src_a, &a[from..to]);
+        write_padded(gpu, &self.src_b, &b[from..to]);
+    }
+
+    /// Records strip `i`'s pass.
+    fn record(&self, batch: &mut Batch, i: usize) {
+        let s = &self.strips[i];
+        batch.dispatch("compare", &self.kernel, &s.bind, s.groups);
+    }
+}
+
+/// `gpukit bench compare`'s case: a 4K RGB8 pair differing in about 0.35% of its pixels,
+/// counted and drawn (the CI check of docs/BENCHMARKS.md). Pixels per second; both images
+/// are read once and the diff written once.
+pub fn bench_cases(engine: &Engine) -> Result<Vec<Case<'_>>> {
+    let (w, h) = (3840u32, 2160u32);
+    let a = Image::new_u8(
+        w,
+        h,
+        3,
+        crate::bench::noise_bytes((w * h * 3) as usize, 0x1f12_3bb5),
+    );
+    let mut changed = match &a.samples {
+        Samples::U8(s) => s.clone(),
+        Samples::U16(_) => unreachable!("made 8-bit above"),
+    };
+    // Every 286th pixel: 0.35%.
+    for p in (0..(w * h) as usize).step_by(286) {
+        changed[p * 3] ^= 0x40;
+    }
+    let b = Image::new_u8(w, h, 3, changed);
+    let opts = Options {
+        diff: true,
+        ..Options::default()
+    };
+    let name = "4K RGB8 pair, 0.35% differing, diff image".to_string();
+    let work = a.pixels() as f64;
+    Ok(vec![match engine {
+        Engine::Gpu(gpu) => {
+            let plan = CompareGpu::new(gpu).plan(&a, &opts)?;
+            if plan.strips.len() != 1 || !plan.draw {
+                bail!("the compare benchmark pair must fit one strip");
+            }
+            plan.upload(
+                gpu,
+                &plan.strips[0],
+                &le_bytes(&a.samples),
+                &le_bytes(&b.samples),
+            );
+            Case::gpu("compare", name, Unit::Gpixps, work, move |batch| {
+                plan.record(batch, 0)
+            })
+        }
+        Engine::Cpu => Case::cpu("compare", name, Unit::Gpixps, work, move || {
+            std::hint::black_box(compare_cpu(&a, &b, &opts));
+        }),
+    }])
 }
 
 /// The workgroups' partials (PART_WORDS words each) summed into the counts of `pixels` pixels.
