@@ -846,36 +846,36 @@ fn reflect(i: isize, n: usize) -> usize {
     }
 }
 
-/// The gaussian window's weighted sums of `planes` (each `w` x `h`), separably: rows first,
-/// then columns; edges reflected.
-fn gaussian_filter(planes: &[Vec<f64>], w: usize, h: usize) -> Vec<Vec<f64>> {
+/// Output rows per parallel band of the SSIM map.
+const SSIM_BAND: usize = 32;
+
+/// The gaussian window's sums along row `y` of channel `ch` of `a` and `b`, at every x:
+/// of x, y, x², y², xy (x, y the two images' samples), edges reflected.
+fn ssim_row(a: &Image, b: &Image, ch: usize, y: usize, out: &mut [[f64; 5]]) {
+    let (w, c) = (a.width as usize, a.channels as usize);
+    let row = |img: &Image| -> Vec<f64> {
+        let r = y * w * c + ch..(y + 1) * w * c;
+        match &img.samples {
+            Samples::U8(s) => s[r].iter().step_by(c).map(|&v| f64::from(v)).collect(),
+            Samples::U16(s) => s[r].iter().step_by(c).map(|&v| f64::from(v)).collect(),
+        }
+    };
+    let (xs, ys) = (row(a), row(b));
     let win = ssim_window();
     let r = SSIM_RADIUS as isize;
-    planes
-        .par_iter()
-        .map(|plane| {
-            let mut across = vec![0.0; w * h];
-            across.par_chunks_mut(w).enumerate().for_each(|(y, out)| {
-                let row = &plane[y * w..y * w + w];
-                for (x, o) in out.iter_mut().enumerate() {
-                    *o = (-r..=r)
-                        .map(|k| win[(k + r) as usize] * row[reflect(x as isize + k, w)])
-                        .sum();
-                }
-            });
-            let mut down = vec![0.0; w * h];
-            down.par_chunks_mut(w).enumerate().for_each(|(y, out)| {
-                for k in -r..=r {
-                    let src = &across[reflect(y as isize + k, h) * w..][..w];
-                    let wk = win[(k + r) as usize];
-                    for (o, s) in out.iter_mut().zip(src) {
-                        *o += wk * s;
-                    }
-                }
-            });
-            down
-        })
-        .collect()
+    for (x, o) in out.iter_mut().enumerate() {
+        let mut m = [0.0; 5];
+        for k in -r..=r {
+            let j = reflect(x as isize + k, w);
+            let (p, q, wt) = (xs[j], ys[j], win[(k + r) as usize]);
+            m[0] += wt * p;
+            m[1] += wt * q;
+            m[2] += wt * (p * p);
+            m[3] += wt * (q * q);
+            m[4] += wt * (p * q);
+        }
+        *o = m;
+    }
 }
 
 /// The mean SSIM of channel `ch` of `a` and `b` (one layout), with `data_range` the largest
@@ -884,35 +884,10 @@ fn gaussian_filter(planes: &[Vec<f64>], w: usize, h: usize) -> Vec<Vec<f64>> {
 /// pixels at least 5 from every edge (all pixels when the image is smaller than 11 on a
 /// side) and outside the ignored rectangles. `None` when no pixel is left to average.
 /// scikit-image's `structural_similarity(a, b, gaussian_weights=True, sigma=1.5,
-/// use_sample_covariance=False, data_range=...)` computes the same.
+/// use_sample_covariance=False, data_range=...)` computes the same. The window is applied
+/// separably (along rows, then down columns) in bands of rows, in parallel.
 pub fn ssim_channel(a: &Image, b: &Image, ch: usize, ignore: &[Rect]) -> Option<f64> {
-    let (w, h, c) = (a.width as usize, a.height as usize, a.channels as usize);
-    let plane = |img: &Image| -> Vec<f64> {
-        match &img.samples {
-            Samples::U8(s) => s
-                .iter()
-                .skip(ch)
-                .step_by(c)
-                .map(|&v| f64::from(v))
-                .collect(),
-            Samples::U16(s) => s
-                .iter()
-                .skip(ch)
-                .step_by(c)
-                .map(|&v| f64::from(v))
-                .collect(),
-        }
-    };
-    let (x, y) = (plane(a), plane(b));
-    let products = vec![
-        x.iter().map(|v| v * v).collect(),
-        y.iter().map(|v| v * v).collect(),
-        x.iter().zip(&y).map(|(p, q)| p * q).collect(),
-    ];
-    let mut planes = vec![x, y];
-    planes.extend(products);
-    let f = gaussian_filter(&planes, w, h);
-    let (ux, uy, uxx, uyy, uxy) = (&f[0], &f[1], &f[2], &f[3], &f[4]);
+    let (w, h) = (a.width as usize, a.height as usize);
     let range = f64::from(a.max_value());
     let c1 = (SSIM_K1 * range).powi(2);
     let c2 = (SSIM_K2 * range).powi(2);
@@ -921,23 +896,42 @@ pub fn ssim_channel(a: &Image, b: &Image, ch: usize, ignore: &[Rect]) -> Option<
     } else {
         0
     };
-    let (sum, n) = (pad..h - pad)
+    let win = ssim_window();
+    let r = SSIM_RADIUS as isize;
+    let bands: Vec<usize> = (pad..h - pad).step_by(SSIM_BAND).collect();
+    let (sum, n) = bands
         .into_par_iter()
-        .map(|yy| {
-            let mut sum = 0.0;
-            let mut n = 0u64;
-            for xx in pad..w - pad {
-                if ignore.iter().any(|r| r.contains(xx as u32, yy as u32)) {
-                    continue;
+        .map(|y0| {
+            let y1 = (y0 + SSIM_BAND).min(h - pad);
+            // Rows y0 - r ..= y1 - 1 + r (reflected) along x.
+            let first = y0 as isize - r;
+            let count = y1 - y0 + 2 * SSIM_RADIUS;
+            let mut across = vec![[0.0; 5]; count * w];
+            for (i, out) in across.chunks_exact_mut(w).enumerate() {
+                ssim_row(a, b, ch, reflect(first + i as isize, h), out);
+            }
+            let (mut sum, mut n) = (0.0, 0u64);
+            for yy in y0..y1 {
+                for xx in pad..w - pad {
+                    if ignore.iter().any(|q| q.contains(xx as u32, yy as u32)) {
+                        continue;
+                    }
+                    let mut m = [0.0; 5];
+                    for k in 0..2 * SSIM_RADIUS + 1 {
+                        let v = &across[(yy - y0 + k) * w + xx];
+                        for (mi, vi) in m.iter_mut().zip(v) {
+                            *mi += win[k] * vi;
+                        }
+                    }
+                    let [ux, uy, uxx, uyy, uxy] = m;
+                    let vx = uxx - ux * ux;
+                    let vy = uyy - uy * uy;
+                    let vxy = uxy - ux * uy;
+                    let num = (2.0 * ux * uy + c1) * (2.0 * vxy + c2);
+                    let den = (ux * ux + uy * uy + c1) * (vx + vy + c2);
+                    sum += num / den;
+                    n += 1;
                 }
-                let i = yy * w + xx;
-                let vx = uxx[i] - ux[i] * ux[i];
-                let vy = uyy[i] - uy[i] * uy[i];
-                let vxy = uxy[i] - ux[i] * uy[i];
-                let num = (2.0 * ux[i] * uy[i] + c1) * (2.0 * vxy + c2);
-                let den = (ux[i] * ux[i] + uy[i] * uy[i] + c1) * (vx + vy + c2);
-                sum += num / den;
-                n += 1;
             }
             (sum, n)
         })
