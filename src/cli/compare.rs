@@ -4,9 +4,11 @@
 //! 0 match, 1 mismatch, 2 trouble.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{exit, print_stdout, term, Ctx, Status};
@@ -253,14 +255,14 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
             Some(p) => Some((PendingFile::create(p)?, image::output_format(p)?)),
             None => None,
         };
-        let mut engine = None;
+        let engine = OnceLock::new();
         let doc = compare_pair(
             ctx,
             &plan,
             &args.expected,
             &args.actual,
             diff,
-            &mut engine,
+            &engine,
             &mut timings,
         )?;
         if !sink.as_ref().is_some_and(JsonSink::is_stdout) {
@@ -290,10 +292,10 @@ fn load_pair(
     ctx: &Ctx,
     expected: &Path,
     actual: &Path,
-    engine: &mut Option<Engine>,
+    engine: &OnceLock<Engine>,
     timings: &mut Timings,
 ) -> Result<(Image, Image)> {
-    let need_engine = engine.is_none();
+    let need_engine = engine.get().is_none();
     let (opened, pair) = std::thread::scope(|s| {
         let opening = need_engine.then(|| {
             s.spawn(|| {
@@ -313,7 +315,9 @@ fn load_pair(
     });
     let pair = pair?;
     if let Some(opened) = opened {
-        *engine = Some(opened?);
+        // Folder mode opens the engine before its pairs run in parallel, so only one
+        // thread ever gets here.
+        let _ = engine.set(opened?);
     }
     Ok(pair)
 }
@@ -359,7 +363,7 @@ fn compare_pair(
     expected: &Path,
     actual: &Path,
     diff: Option<(PendingFile, ::image::ImageFormat)>,
-    engine: &mut Option<Engine>,
+    engine: &OnceLock<Engine>,
     timings: &mut Timings,
 ) -> Result<PairDoc> {
     let mut doc = PairDoc {
@@ -414,7 +418,7 @@ fn compare_pair(
         a = op::crop(&a, w, h);
         b = op::crop(&b, w, h);
     }
-    let engine = engine.as_ref().expect("opened by load_pair");
+    let engine = engine.get().expect("opened by load_pair");
     let cmp = op::compare(engine, &a, &b, &plan.opts, timings)?;
     let ssim = if plan.ssim && cmp.counts.pixels > cmp.counts.ignored {
         timings.phase("ssim", || op::ssim(&a, &b, &plan.opts.ignore))
@@ -587,45 +591,57 @@ fn compare_folders(
     }
     let json_stdout = sink.as_ref().is_some_and(JsonSink::is_stdout);
     let bar = term::progress(both.len() as u64, ctx.global.quiet || json_stdout);
-    let mut engine = None;
+    // The engine opens once, before the pairs run in parallel (each pair decodes its two
+    // files on two threads; the CPU engine's compare is itself parallel).
+    let engine = OnceLock::new();
+    if !both.is_empty() {
+        let _ = engine.set(open_engine(ctx, timings)?);
+    }
+    let results: Vec<(PairDoc, Timings)> = both
+        .par_iter()
+        .map(|rel| {
+            let mut t = Timings::default();
+            let (e, a) = (args.expected.join(rel), args.actual.join(rel));
+            let result = (|| -> Result<PairDoc> {
+                let diff = match &args.diff {
+                    Some(dir) => {
+                        let path = dir.join(rel).with_extension("png");
+                        let parent = path.parent().expect("a file in a folder");
+                        std::fs::create_dir_all(parent)
+                            .with_context(|| format!("{}: cannot create", parent.display()))?;
+                        Some((PendingFile::create(&path)?, ::image::ImageFormat::Png))
+                    }
+                    None => None,
+                };
+                compare_pair(ctx, plan, &e, &a, diff, &engine, &mut t)
+            })();
+            let doc = result.unwrap_or_else(|err| {
+                bar.suspend(|| eprintln!("{} {err:#}", term::error_prefix()));
+                PairDoc {
+                    expected: e.display().to_string(),
+                    actual: a.display().to_string(),
+                    status: Verdict::Error,
+                    reason: Some(format!("{err:#}")),
+                    failed: Vec::new(),
+                    width: None,
+                    height: None,
+                    layout: None,
+                    metrics: None,
+                    diff: None,
+                }
+            });
+            bar.inc(1);
+            (doc, t)
+        })
+        .collect();
     let mut files = Vec::new();
     let mut text = String::new();
-    for rel in &both {
-        bar.set_message(rel.display().to_string());
-        let (e, a) = (args.expected.join(rel), args.actual.join(rel));
-        let result = (|| -> Result<PairDoc> {
-            let diff = match &args.diff {
-                Some(dir) => {
-                    let path = dir.join(rel).with_extension("png");
-                    let parent = path.parent().expect("a file in a folder");
-                    std::fs::create_dir_all(parent)
-                        .with_context(|| format!("{}: cannot create", parent.display()))?;
-                    Some((PendingFile::create(&path)?, ::image::ImageFormat::Png))
-                }
-                None => None,
-            };
-            compare_pair(ctx, plan, &e, &a, diff, &mut engine, timings)
-        })();
-        let doc = result.unwrap_or_else(|err| {
-            bar.suspend(|| eprintln!("{} {err:#}", term::error_prefix()));
-            PairDoc {
-                expected: e.display().to_string(),
-                actual: a.display().to_string(),
-                status: Verdict::Error,
-                reason: Some(format!("{err:#}")),
-                failed: Vec::new(),
-                width: None,
-                height: None,
-                layout: None,
-                metrics: None,
-                diff: None,
-            }
-        });
+    for (doc, t) in results {
+        timings.merge(&t);
         if doc.status != Verdict::Error {
             text += &summary_line(&doc);
         }
         files.push(doc);
-        bar.inc(1);
     }
     bar.finish_and_clear();
     for p in &missing {
