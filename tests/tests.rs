@@ -6,6 +6,7 @@ mod util;
 mod batch;
 mod blur;
 mod cli;
+mod compare;
 mod copy;
 mod devices;
 mod histogram;

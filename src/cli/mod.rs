@@ -2,6 +2,7 @@
 
 mod bench;
 mod blur;
+mod compare;
 mod devices;
 pub mod exit;
 mod histogram;
@@ -67,6 +68,9 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Blur images with a separable box or gaussian filter (bit-exact on every adapter).
     Blur(blur::BlurArgs),
+    /// Compare images (or folders of them) against expected ones: counts, PSNR, SSIM, a diff
+    /// image; exits 0 on a match, 1 on a mismatch, 2 on trouble, as cmp does.
+    Compare(compare::CompareArgs),
     /// List the adapters gpukit can use, with their limits and features.
     Devices(devices::DevicesArgs),
     /// Measure the kernels on synthetic inputs (GPU time from timestamp queries).
@@ -177,6 +181,7 @@ where
     let ctx = Ctx { global: cli.global };
     match cli.command {
         Command::Blur(args) => blur::run(&ctx, args),
+        Command::Compare(args) => compare::run(&ctx, args),
         Command::Devices(args) => devices::run(&ctx, args),
         Command::Bench(args) => bench::run(&ctx, args),
         Command::Histogram(args) => histogram::run(&ctx, args),

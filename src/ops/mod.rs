@@ -2,6 +2,7 @@
 //! path and the CPU reference that defines its result.
 
 pub mod blur;
+pub mod compare;
 pub mod copy;
 pub mod histogram;
 pub mod matmul;

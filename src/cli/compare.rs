@@ -1,0 +1,688 @@
+//! `gpukit compare`: golden-image checks. Two images (or two folders of them, paired by
+//! relative path) are compared on the engine; the metrics go to stdout or JSON, a diff image
+//! to a file, and the exit code says whether they match, in the `cmp`/`diff` tradition:
+//! 0 match, 1 mismatch, 2 trouble.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::{exit, print_stdout, term, Ctx, Status};
+use crate::gpu::{self, Engine, Timings};
+use crate::io::image::{self, Image};
+use crate::io::json::{JsonDest, JsonSink};
+use crate::io::output::PendingFile;
+use crate::ops::compare::{self as op, Metrics, Options, Rect};
+
+const EXIT_HELP: &str = "\
+Exit codes (as cmp and diff; unlike gpukit's other subcommands):
+  0  the images match within the limits given (default: no pixel differs)
+  1  they do not (or differ in size or layout; in folder mode: a file missing or extra)
+  2  bad usage, or an input that cannot be read";
+
+#[derive(Debug, Args)]
+#[command(after_help = EXIT_HELP)]
+pub struct CompareArgs {
+    /// The expected (golden) image, or a folder of them.
+    #[arg(value_name = "EXPECTED")]
+    expected: PathBuf,
+    /// The actual image, or a folder paired with EXPECTED's by relative path.
+    #[arg(value_name = "ACTUAL")]
+    actual: PathBuf,
+    /// Write a diff image (8-bit RGB): differing pixels red, anti-aliased ones yellow, over
+    /// a faded gray copy of the expected image; only when the images do not match. In
+    /// folder mode a folder, one PNG per differing file at its relative path.
+    #[arg(long, value_name = "DIFF.png")]
+    diff: Option<PathBuf>,
+    /// A pixel differs when its YIQ colour distance (pixelmatch's, alpha blended over white)
+    /// exceeds this fraction of the largest, 0 to 1; without it, when any sample differs.
+    #[arg(long, value_name = "T", value_parser = parse_threshold)]
+    threshold: Option<f64>,
+    /// Fail (exit 1) when METRIC passes LIMIT: pixels, fraction, max, mae, rmse (above
+    /// LIMIT), psnr, ssim (below LIMIT). Repeatable; replaces the default `pixels=0`.
+    #[arg(long = "fail-on", value_name = "METRIC=LIMIT")]
+    fail_on: Vec<Limit>,
+    /// Leave a rectangle out of every metric, corners included. Repeatable.
+    #[arg(long, value_name = "x1:y1-x2:y2")]
+    ignore: Vec<Rect>,
+    /// Do not count differing pixels that look anti-aliased (pixelmatch's 3x3 test); they
+    /// are reported apart and drawn yellow.
+    #[arg(long)]
+    antialiasing: bool,
+    /// Also compute SSIM (on the host; implied by --fail-on ssim=...).
+    #[arg(long)]
+    ssim: bool,
+    /// Images of different sizes are compared over their common top-left area (and say so)
+    /// instead of being a mismatch.
+    #[arg(long)]
+    allow_size_change: bool,
+    /// Write the report as JSON to FILE.json, or to stdout with `-` (see docs/formats.md).
+    #[arg(long, value_name = "FILE.json|-")]
+    json: Option<JsonDest>,
+}
+
+fn parse_threshold(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(t) if (0.0..=1.0).contains(&t) => Ok(t),
+        _ => Err(format!("expected a number from 0 to 1; got {s:?}")),
+    }
+}
+
+/// A metric a `--fail-on` limit applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Metric {
+    Pixels,
+    Fraction,
+    Max,
+    Mae,
+    Rmse,
+    Psnr,
+    Ssim,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+struct Limit {
+    metric: Metric,
+    limit: f64,
+}
+
+impl std::str::FromStr for Limit {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Limit, String> {
+        let (name, value) = s
+            .split_once('=')
+            .ok_or_else(|| format!("expected METRIC=LIMIT, like psnr=40; got {s:?}"))?;
+        let metric = match name.trim().to_ascii_lowercase().as_str() {
+            "pixels" => Metric::Pixels,
+            "fraction" => Metric::Fraction,
+            "max" => Metric::Max,
+            "mae" => Metric::Mae,
+            "rmse" => Metric::Rmse,
+            "psnr" => Metric::Psnr,
+            "ssim" => Metric::Ssim,
+            other => {
+                return Err(format!(
+                    "unknown metric {other:?}: use pixels, fraction, max, mae, rmse, psnr or ssim"
+                ))
+            }
+        };
+        let limit = value
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("{s:?}: the limit must be a number"))?;
+        Ok(Limit { metric, limit })
+    }
+}
+
+impl Limit {
+    /// Whether `m` passes this limit. An infinite PSNR (identical) passes any.
+    fn holds(&self, m: &Metrics) -> bool {
+        match self.metric {
+            Metric::Pixels => m.differing as f64 <= self.limit,
+            Metric::Fraction => m.differing_fraction <= self.limit,
+            Metric::Max => f64::from(m.max_abs_diff) <= self.limit,
+            Metric::Mae => m.mae <= self.limit,
+            Metric::Rmse => m.rmse <= self.limit,
+            Metric::Psnr => m.psnr.is_none_or(|p| p >= self.limit),
+            Metric::Ssim => m.ssim.is_some_and(|s| s >= self.limit),
+        }
+    }
+}
+
+/// The verdict on one pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Verdict {
+    Match,
+    Mismatch,
+    SizeMismatch,
+    LayoutMismatch,
+    /// Folder mode only: a file could not be read.
+    Error,
+}
+
+/// One compared pair in the JSON report. Documented in docs/formats.md.
+#[derive(Serialize)]
+struct PairDoc {
+    expected: String,
+    actual: String,
+    status: Verdict,
+    /// Why the images were not compared sample by sample, or were compared over their
+    /// common area only; or the error. Null otherwise.
+    reason: Option<String>,
+    /// The `--fail-on` metrics whose limits failed (`pixels` for the default).
+    failed: Vec<Metric>,
+    /// The compared area and the expected image's layout; null when not compared.
+    width: Option<u32>,
+    height: Option<u32>,
+    layout: Option<String>,
+    metrics: Option<Metrics>,
+    /// The diff image written, if any.
+    diff: Option<String>,
+}
+
+/// `gpukit compare --json` for two images. Documented in docs/formats.md.
+#[derive(Serialize)]
+struct PairReport<'a> {
+    gpukit_version: &'static str,
+    settings: Settings<'a>,
+    #[serde(flatten)]
+    pair: PairDoc,
+}
+
+#[derive(Serialize)]
+struct Settings<'a> {
+    threshold: Option<f64>,
+    antialiasing: bool,
+    ignore: &'a [Rect],
+    fail_on: &'a [Limit],
+}
+
+/// `gpukit compare --json` for two folders. Documented in docs/formats.md.
+#[derive(Serialize)]
+struct FolderReport<'a> {
+    gpukit_version: &'static str,
+    settings: Settings<'a>,
+    expected: String,
+    actual: String,
+    /// "match" when every file matches and none is missing or extra; else "mismatch", or
+    /// "error" when a file could not be read.
+    status: Verdict,
+    files: Vec<PairDoc>,
+    /// Relative paths only under EXPECTED, and only under ACTUAL.
+    missing: Vec<String>,
+    extra: Vec<String>,
+}
+
+/// The checked plan of a run.
+struct Plan {
+    opts: Options,
+    limits: Vec<Limit>,
+    ssim: bool,
+    allow_size_change: bool,
+}
+
+pub fn run(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
+    // Any error is trouble (2), as with cmp; a closed stdout is not an error at all.
+    match compare(ctx, args) {
+        Err(e) if exit::is_broken_pipe(&e) => Err(e),
+        Err(e) => {
+            eprintln!("{} {e:#}", term::error_prefix());
+            Ok(Status::Usage)
+        }
+        ok => ok,
+    }
+}
+
+fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
+    let plan = Plan {
+        opts: Options {
+            threshold: args.threshold,
+            antialiasing: args.antialiasing,
+            ignore: args.ignore.clone(),
+            diff: args.diff.is_some(),
+        },
+        ssim: args.ssim || args.fail_on.iter().any(|l| l.metric == Metric::Ssim),
+        limits: args.fail_on.clone(),
+        allow_size_change: args.allow_size_change,
+    };
+    let settings = Settings {
+        threshold: args.threshold,
+        antialiasing: args.antialiasing,
+        ignore: &args.ignore,
+        fail_on: &args.fail_on,
+    };
+    let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
+    if e_dir != a_dir {
+        anyhow::bail!(
+            "{}: compare two images or two folders, not one of each",
+            if e_dir { &args.actual } else { &args.expected }.display()
+        );
+    }
+    let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
+    let mut timings = Timings::default();
+    let status = if e_dir {
+        compare_folders(ctx, &args, &plan, settings, sink, &mut timings)?
+    } else {
+        let inputs = [&args.expected, &args.actual];
+        let diff = match &args.diff {
+            Some(p) => {
+                crate::io::output::refuse_input_as_output("--diff", p, &inputs)?;
+                Some((PendingFile::create(p)?, image::output_format(p)?))
+            }
+            None => None,
+        };
+        let engine = OnceLock::new();
+        let doc = compare_pair(
+            ctx,
+            &plan,
+            &args.expected,
+            &args.actual,
+            diff,
+            &engine,
+            &mut timings,
+        )?;
+        if !sink.as_ref().is_some_and(JsonSink::is_stdout) {
+            print_stdout(&summary_line(&doc))?;
+        }
+        let status = if doc.status == Verdict::Match {
+            Status::Success
+        } else {
+            Status::Failure
+        };
+        if let Some(sink) = sink {
+            sink.write(&PairReport {
+                gpukit_version: env!("CARGO_PKG_VERSION"),
+                settings,
+                pair: doc,
+            })?;
+        }
+        status
+    };
+    ctx.report_timings(&timings);
+    Ok(status)
+}
+
+/// Reads two image files at once, on two threads (decoding dominates a comparison), while
+/// the engine opens on a third when it is not open yet.
+fn load_pair(
+    ctx: &Ctx,
+    expected: &Path,
+    actual: &Path,
+    engine: &OnceLock<Engine>,
+    timings: &mut Timings,
+) -> Result<(Image, Image)> {
+    let need_engine = engine.get().is_none();
+    let (opened, pair) = std::thread::scope(|s| {
+        let opening = need_engine.then(|| {
+            s.spawn(|| {
+                let mut t = Timings::default();
+                (open_engine(ctx, &mut t), t)
+            })
+        });
+        let other = s.spawn(|| image::load(actual));
+        let a = timings.phase("decode", || image::load(expected));
+        let b = other.join().expect("decoding does not panic");
+        let opened = opening.map(|o| {
+            let (engine, t) = o.join().expect("opening the device does not panic");
+            timings.merge(&t);
+            engine
+        });
+        (opened, a.and_then(|a| Ok((a, b?))))
+    });
+    let pair = pair?;
+    if let Some(opened) = opened {
+        // Folder mode opens the engine before its pairs run in parallel, so only one
+        // thread ever gets here.
+        let _ = engine.set(opened?);
+    }
+    Ok(pair)
+}
+
+/// The engine for compare. A software rasteriser (Mesa lavapipe, WARP) picked by default is
+/// slower than the CPU engine on the same cores, so compare runs on the CPU engine then,
+/// without opening the device; one named with --device or --backend is used as asked (the
+/// tests do).
+fn open_engine(ctx: &Ctx, timings: &mut Timings) -> Result<Engine> {
+    let explicit = ctx.global.device.is_some() || ctx.global.backend.is_some();
+    if !explicit {
+        let adapters = timings.phase("device", || gpu::list_adapters(None))?;
+        if adapters.iter().any(|a| a.default && a.device_type == "cpu") {
+            if ctx.global.verbose > 0 {
+                ctx.note(
+                    "compare: the default adapter is a software rasteriser; using the CPU engine",
+                );
+            }
+            return Ok(Engine::Cpu);
+        }
+    }
+    ctx.engine(timings)
+}
+
+/// Whether two files hold the same bytes (then their pixels are the same without decoding).
+fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
+    let len = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.len())
+            .with_context(|| format!("{}: cannot read", p.display()))
+    };
+    if len(a)? != len(b)? {
+        return Ok(false);
+    }
+    let read = |p: &Path| std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()));
+    Ok(read(a)? == read(b)?)
+}
+
+/// Compares one pair of files; the diff image goes to `diff` when they do not match.
+fn compare_pair(
+    ctx: &Ctx,
+    plan: &Plan,
+    expected: &Path,
+    actual: &Path,
+    diff: Option<(PendingFile, ::image::ImageFormat)>,
+    engine: &OnceLock<Engine>,
+    timings: &mut Timings,
+) -> Result<PairDoc> {
+    let mut doc = PairDoc {
+        expected: expected.display().to_string(),
+        actual: actual.display().to_string(),
+        status: Verdict::Match,
+        reason: None,
+        failed: Vec::new(),
+        width: None,
+        height: None,
+        layout: None,
+        metrics: None,
+        diff: None,
+    };
+    // Byte-identical files: every metric is known from the header alone.
+    if timings.phase("read", || same_bytes(expected, actual))? {
+        let h = image::probe(expected)?;
+        let counts = op::Counts {
+            pixels: u64::from(h.width) * u64::from(h.height),
+            differing: 0,
+            antialiased: 0,
+            ignored: ignored_pixels(&plan.opts.ignore, h.width, h.height),
+            channels: vec![op::ChannelSums::default(); usize::from(h.channels)],
+        };
+        let compared = counts.pixels > counts.ignored;
+        let ssim = (plan.ssim && compared).then(|| (1.0, vec![1.0; usize::from(h.channels)]));
+        let max = (1u32 << h.bit_depth) - 1;
+        return Ok(finish(
+            doc_with(doc, h, op::metrics(&counts, h.channels, max, ssim)),
+            plan,
+        ));
+    }
+    let (mut a, mut b) = load_pair(ctx, expected, actual, engine, timings)?;
+    if let Some(reason) = op::layout_mismatch(&a, &b) {
+        let same_layout = (a.channels, a.bit_depth()) == (b.channels, b.bit_depth());
+        if !(plan.allow_size_change && same_layout) {
+            doc.status = if same_layout {
+                Verdict::SizeMismatch
+            } else {
+                Verdict::LayoutMismatch
+            };
+            doc.reason = Some(reason);
+            return Ok(doc);
+        }
+        let (w, h) = (a.width.min(b.width), a.height.min(b.height));
+        doc.reason = Some(format!("{reason}; compared the common {w}x{h} area"));
+        ctx.note(&format!(
+            "{}: {}",
+            doc.actual,
+            doc.reason.as_deref().unwrap_or_default()
+        ));
+        a = op::crop(&a, w, h);
+        b = op::crop(&b, w, h);
+    }
+    let engine = engine.get().expect("opened by load_pair");
+    let cmp = op::compare(engine, &a, &b, &plan.opts, timings)?;
+    let ssim = if plan.ssim && cmp.counts.pixels > cmp.counts.ignored {
+        timings.phase("ssim", || op::ssim(&a, &b, &plan.opts.ignore))
+    } else {
+        None
+    };
+    let metrics = op::metrics(&cmp.counts, a.channels, a.max_value(), ssim);
+    let header = image::Header {
+        width: a.width,
+        height: a.height,
+        channels: a.channels,
+        bit_depth: a.bit_depth(),
+    };
+    let mut doc = finish(doc_with(doc, header, metrics), plan);
+    if let (Some((pending, format)), Some(img), Verdict::Mismatch) = (diff, cmp.diff, doc.status) {
+        doc.diff = Some(pending.path().display().to_string());
+        timings.phase("encode", || image::save_to(pending, format, img))?;
+    }
+    Ok(doc)
+}
+
+fn ignored_pixels(ignore: &[Rect], width: u32, height: u32) -> u64 {
+    if ignore.is_empty() {
+        return 0;
+    }
+    let mut n = 0;
+    for y in 0..height {
+        for x in 0..width {
+            n += u64::from(ignore.iter().any(|r| r.contains(x, y)));
+        }
+    }
+    n
+}
+
+fn doc_with(mut doc: PairDoc, h: image::Header, metrics: Metrics) -> PairDoc {
+    let layout = match h.channels {
+        1 => "gray",
+        2 => "gray+alpha",
+        3 => "RGB",
+        _ => "RGBA",
+    };
+    doc.width = Some(h.width);
+    doc.height = Some(h.height);
+    doc.layout = Some(format!("{layout} {}-bit", h.bit_depth));
+    doc.metrics = Some(metrics);
+    doc
+}
+
+/// Holds the metrics against the limits (default: no differing pixel).
+fn finish(mut doc: PairDoc, plan: &Plan) -> PairDoc {
+    let m = doc.metrics.as_ref().expect("set by doc_with");
+    doc.failed = if plan.limits.is_empty() {
+        if m.differing > 0 {
+            vec![Metric::Pixels]
+        } else {
+            Vec::new()
+        }
+    } else {
+        plan.limits
+            .iter()
+            .filter(|l| !l.holds(m))
+            .map(|l| l.metric)
+            .collect()
+    };
+    doc.status = if doc.failed.is_empty() {
+        Verdict::Match
+    } else {
+        Verdict::Mismatch
+    };
+    doc
+}
+
+/// The stdout line for one pair.
+fn summary_line(doc: &PairDoc) -> String {
+    let name = &doc.actual;
+    let Some(m) = &doc.metrics else {
+        return format!(
+            "{name}: {}: {}\n",
+            verdict_word(doc.status),
+            doc.reason.as_deref().unwrap_or("")
+        );
+    };
+    let psnr = m.psnr.map_or("inf".to_string(), |p| format!("{p:.2} dB"));
+    let mut line = format!(
+        "{name}: {}: {} of {} pixels differ ({:.4}%), max diff {}, MAE {:.4}, RMSE {:.4}, PSNR {psnr}",
+        verdict_word(doc.status),
+        m.differing,
+        m.compared,
+        m.differing_fraction * 100.0,
+        m.max_abs_diff,
+        m.mae,
+        m.rmse,
+    );
+    if let Some(s) = m.ssim {
+        line += &format!(", SSIM {s:.6}");
+    }
+    if m.antialiased > 0 {
+        line += &format!(", {} anti-aliased", m.antialiased);
+    }
+    if let Some(r) = &doc.reason {
+        line += &format!(" ({r})");
+    }
+    line.push('\n');
+    line
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Match => "match",
+        Verdict::Mismatch => "MISMATCH",
+        Verdict::SizeMismatch => "MISMATCH (size)",
+        Verdict::LayoutMismatch => "MISMATCH (layout)",
+        Verdict::Error => "ERROR",
+    }
+}
+
+/// Extensions of the image files folder mode pairs up.
+const IMAGE_EXTENSIONS: &[&str] = &[
+    "png", "jpg", "jpeg", "webp", "tif", "tiff", "bmp", "gif", "pnm", "pbm", "pgm", "ppm", "pam",
+    "tga", "qoi", "ico",
+];
+
+/// The image files under `root`, as sorted relative paths.
+fn image_files(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let dir = root.join(&rel);
+        let entries = std::fs::read_dir(&dir)
+            .with_context(|| format!("{}: cannot list the folder", dir.display()))?;
+        for e in entries {
+            let e = e.with_context(|| format!("{}: cannot list the folder", dir.display()))?;
+            let path = rel.join(e.file_name());
+            let full = root.join(&path);
+            if full.is_dir() {
+                stack.push(path);
+            } else if full
+                .extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| IMAGE_EXTENSIONS.contains(&x.to_ascii_lowercase().as_str()))
+            {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn compare_folders(
+    ctx: &Ctx,
+    args: &CompareArgs,
+    plan: &Plan,
+    settings: Settings,
+    sink: Option<JsonSink>,
+    timings: &mut Timings,
+) -> Result<Status> {
+    let expected = image_files(&args.expected)?;
+    let actual = image_files(&args.actual)?;
+    let missing: Vec<&PathBuf> = expected.iter().filter(|p| !actual.contains(p)).collect();
+    let extra: Vec<&PathBuf> = actual.iter().filter(|p| !expected.contains(p)).collect();
+    let both: Vec<&PathBuf> = expected.iter().filter(|p| actual.contains(p)).collect();
+    if let Some(dir) = &args.diff {
+        if dir.exists() && !dir.is_dir() {
+            anyhow::bail!(crate::UsageError(format!(
+                "{}: in folder mode --diff names a folder",
+                dir.display()
+            )));
+        }
+    }
+    let json_stdout = sink.as_ref().is_some_and(JsonSink::is_stdout);
+    let bar = term::progress(both.len() as u64, ctx.global.quiet || json_stdout);
+    // The engine opens once, before the pairs run in parallel (each pair decodes its two
+    // files on two threads; the CPU engine's compare is itself parallel).
+    let engine = OnceLock::new();
+    if !both.is_empty() {
+        let _ = engine.set(open_engine(ctx, timings)?);
+    }
+    let results: Vec<(PairDoc, Timings)> = both
+        .par_iter()
+        .map(|rel| {
+            let mut t = Timings::default();
+            let (e, a) = (args.expected.join(rel), args.actual.join(rel));
+            let result = (|| -> Result<PairDoc> {
+                let diff = match &args.diff {
+                    Some(dir) => {
+                        let path = dir.join(rel).with_extension("png");
+                        let parent = path.parent().expect("a file in a folder");
+                        std::fs::create_dir_all(parent)
+                            .with_context(|| format!("{}: cannot create", parent.display()))?;
+                        Some((PendingFile::create(&path)?, ::image::ImageFormat::Png))
+                    }
+                    None => None,
+                };
+                compare_pair(ctx, plan, &e, &a, diff, &engine, &mut t)
+            })();
+            let doc = result.unwrap_or_else(|err| {
+                bar.suspend(|| eprintln!("{} {err:#}", term::error_prefix()));
+                PairDoc {
+                    expected: e.display().to_string(),
+                    actual: a.display().to_string(),
+                    status: Verdict::Error,
+                    reason: Some(format!("{err:#}")),
+                    failed: Vec::new(),
+                    width: None,
+                    height: None,
+                    layout: None,
+                    metrics: None,
+                    diff: None,
+                }
+            });
+            bar.inc(1);
+            (doc, t)
+        })
+        .collect();
+    let mut files = Vec::new();
+    let mut text = String::new();
+    for (doc, t) in results {
+        timings.merge(&t);
+        if doc.status != Verdict::Error {
+            text += &summary_line(&doc);
+        }
+        files.push(doc);
+    }
+    bar.finish_and_clear();
+    for p in &missing {
+        text += &format!("{}: MISSING from {}\n", p.display(), args.actual.display());
+    }
+    for p in &extra {
+        text += &format!("{}: EXTRA in {}\n", p.display(), args.actual.display());
+    }
+    let status = if files.iter().any(|f| f.status == Verdict::Error) {
+        Verdict::Error
+    } else if missing.is_empty()
+        && extra.is_empty()
+        && files.iter().all(|f| f.status == Verdict::Match)
+    {
+        Verdict::Match
+    } else {
+        Verdict::Mismatch
+    };
+    if !json_stdout {
+        print_stdout(&text)?;
+    }
+    if let Some(sink) = sink {
+        let show = |v: Vec<&PathBuf>| v.iter().map(|p| p.display().to_string()).collect();
+        sink.write(&FolderReport {
+            gpukit_version: env!("CARGO_PKG_VERSION"),
+            settings,
+            expected: args.expected.display().to_string(),
+            actual: args.actual.display().to_string(),
+            status,
+            files,
+            missing: show(missing),
+            extra: show(extra),
+        })?;
+    }
+    Ok(match status {
+        Verdict::Match => Status::Success,
+        Verdict::Error => Status::Usage,
+        _ => Status::Failure,
+    })
+}

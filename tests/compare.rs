@@ -1,0 +1,666 @@
+//! `compare`: the metrics against computations written here in f64 (counts exact, PSNR and
+//! SSIM to 1e-6 relative), the perceptual distance against pixelmatch's float formula, the
+//! GPU pass against the CPU reference, the diff image against a golden, exit codes, JSON and
+//! folder mode.
+
+use std::path::{Path, PathBuf};
+
+use gpukit::gpu::Timings;
+use gpukit::io::image::{self, Image, Samples};
+use gpukit::ops::compare::{self as op, compare_cpu, CompareGpu, Comparison, Options, Rect};
+
+use crate::util::{gpu, run, tempdir, xorshift};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn random(width: u32, height: u32, channels: u8, bits: u32, seed: u32) -> Image {
+    let n = (width * height * channels as u32) as usize;
+    let mut next = xorshift(seed);
+    if bits == 8 {
+        Image::new_u8(
+            width,
+            height,
+            channels,
+            (0..n).map(|_| next() as u8).collect(),
+        )
+    } else {
+        Image::new_u16(
+            width,
+            height,
+            channels,
+            (0..n).map(|_| next() as u16).collect(),
+        )
+    }
+}
+
+/// Sample i of an image as f64 and as an integer.
+fn samples(img: &Image) -> Vec<i64> {
+    match &img.samples {
+        Samples::U8(s) => s.iter().map(|&v| i64::from(v)).collect(),
+        Samples::U16(s) => s.iter().map(|&v| i64::from(v)).collect(),
+    }
+}
+
+/// `img` with `f(pixel index, channel, value)` applied to every sample.
+fn modified(img: &Image, f: impl Fn(usize, usize, i64) -> i64) -> Image {
+    let c = img.channels as usize;
+    let max = i64::from(img.max_value());
+    let v: Vec<i64> = samples(img)
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| f(i / c, i % c, s).clamp(0, max))
+        .collect();
+    match img.samples {
+        Samples::U8(_) => Image::new_u8(
+            img.width,
+            img.height,
+            img.channels,
+            v.iter().map(|&s| s as u8).collect(),
+        ),
+        Samples::U16(_) => Image::new_u16(
+            img.width,
+            img.height,
+            img.channels,
+            v.iter().map(|&s| s as u16).collect(),
+        ),
+    }
+}
+
+/// The SSIM of one channel written out directly: the 2-D 11x11 gaussian window (sigma 1.5)
+/// at every pixel with reflected edges, the map averaged over pixels 5 or more from every
+/// edge (all of them for images under 11 a side).
+fn ssim_direct(a: &Image, b: &Image, ch: usize) -> f64 {
+    let (w, h, c) = (a.width as i64, a.height as i64, a.channels as usize);
+    let (sa, sb) = (samples(a), samples(b));
+    let g: Vec<f64> = (-5..=5)
+        .map(|x: i64| (-(x * x) as f64 / 4.5).exp())
+        .collect();
+    let norm: f64 = g.iter().sum();
+    let reflect = |i: i64, n: i64| {
+        let m = i.rem_euclid(2 * n);
+        if m >= n {
+            2 * n - 1 - m
+        } else {
+            m
+        }
+    };
+    let range = f64::from(a.max_value());
+    let (c1, c2) = ((0.01 * range).powi(2), (0.03 * range).powi(2));
+    let pad = if w >= 11 && h >= 11 { 5 } else { 0 };
+    let (mut sum, mut n) = (0.0, 0.0);
+    for y in pad..h - pad {
+        for x in pad..w - pad {
+            let mut m = [0.0f64; 5];
+            for dy in -5..=5i64 {
+                for dx in -5..=5i64 {
+                    let wt = g[(dy + 5) as usize] * g[(dx + 5) as usize] / (norm * norm);
+                    let i = ((reflect(y + dy, h) * w + reflect(x + dx, w)) as usize) * c + ch;
+                    let (p, q) = (sa[i] as f64, sb[i] as f64);
+                    m[0] += wt * p;
+                    m[1] += wt * q;
+                    m[2] += wt * p * p;
+                    m[3] += wt * q * q;
+                    m[4] += wt * p * q;
+                }
+            }
+            let (vx, vy, vxy) = (m[2] - m[0] * m[0], m[3] - m[1] * m[1], m[4] - m[0] * m[1]);
+            sum += (2.0 * m[0] * m[1] + c1) * (2.0 * vxy + c2)
+                / ((m[0] * m[0] + m[1] * m[1] + c1) * (vx + vy + c2));
+            n += 1.0;
+        }
+    }
+    sum / n
+}
+
+#[track_caller]
+fn close(got: f64, want: f64, what: &str) {
+    assert!(
+        (got - want).abs() <= 1e-6 * want.abs().max(1e-12),
+        "{what}: {got} vs {want}"
+    );
+}
+
+/// Checks the metrics of `cmp` (for `a` against `b`, exact mode, nothing ignored) against
+/// sums and formulas computed here.
+#[track_caller]
+fn check_metrics(a: &Image, b: &Image, cmp: &Comparison, what: &str) {
+    let c = a.channels as usize;
+    let (sa, sb) = (samples(a), samples(b));
+    let pixels = a.pixels();
+    let mut differing = 0u64;
+    let mut per = vec![(0u64, 0i64, 0i64, 0i128); c];
+    for p in 0..pixels {
+        let mut any = false;
+        for ch in 0..c {
+            let d = (sa[p * c + ch] - sb[p * c + ch]).abs();
+            any |= d != 0;
+            let e = &mut per[ch];
+            e.0 += u64::from(d != 0);
+            e.1 = e.1.max(d);
+            e.2 += d;
+            e.3 += i128::from(d * d);
+        }
+        differing += u64::from(any);
+    }
+    let ssim = op::ssim(a, b, &[]);
+    let m = op::metrics(&cmp.counts, a.channels, a.max_value(), ssim);
+    assert_eq!(m.pixels, pixels as u64, "{what}");
+    assert_eq!(m.differing, differing, "{what}: differing pixels");
+    let max = f64::from(a.max_value());
+    let n = pixels as f64;
+    for (ch, e) in per.iter().enumerate() {
+        let got = &m.channels[ch];
+        assert_eq!(got.differing, e.0, "{what}: channel {ch} differing");
+        assert_eq!(i64::from(got.max_abs_diff), e.1, "{what}: channel {ch} max");
+        close(
+            got.mae,
+            e.2 as f64 / n,
+            &format!("{what}: channel {ch} MAE"),
+        );
+        let mse = e.3 as f64 / n;
+        match got.psnr {
+            None => assert_eq!(e.3, 0, "{what}: channel {ch} PSNR"),
+            Some(p) => close(
+                p,
+                10.0 * (max * max / mse).log10(),
+                &format!("{what}: ch {ch} PSNR"),
+            ),
+        }
+        let s = ssim_direct(a, b, ch);
+        close(got.ssim.unwrap(), s, &format!("{what}: channel {ch} SSIM"));
+    }
+    let all: i128 = per.iter().map(|e| e.3).sum();
+    if all > 0 {
+        let mse = all as f64 / (n * c as f64);
+        close(
+            m.psnr.unwrap(),
+            10.0 * (max * max / mse).log10(),
+            &format!("{what}: PSNR"),
+        );
+    }
+    let mean: f64 = (0..c).map(|ch| ssim_direct(a, b, ch)).sum::<f64>() / c as f64;
+    close(m.ssim.unwrap(), mean, &format!("{what}: SSIM"));
+}
+
+/// Writes both diff images before failing, so they can be looked at.
+#[track_caller]
+fn assert_same(gpu: &Comparison, cpu: &Comparison, what: &str) {
+    if gpu != cpu {
+        let dir = std::env::temp_dir();
+        let name = what.replace(|c: char| !c.is_ascii_alphanumeric(), "_");
+        for (tag, c) in [("gpu", gpu), ("cpu", cpu)] {
+            if let Some(d) = &c.diff {
+                image::save(&dir.join(format!("compare-{name}-{tag}.png")), d.clone()).unwrap();
+            }
+        }
+        assert_eq!(
+            gpu.counts,
+            cpu.counts,
+            "{what}: counts (diffs in {})",
+            dir.display()
+        );
+        panic!("{what}: diff images differ; see {}", dir.display());
+    }
+}
+
+/// The awkward cases: corners, one pixel, everything, odd sizes, both depths, every layout.
+#[test]
+fn metrics_match_sums_and_ssim_computed_here() {
+    let g = gpu();
+    let gc = CompareGpu::new(&g);
+    let opts = Options::default();
+    for (w, h) in [(1, 1), (3, 2), (7, 5), (11, 11), (13, 17), (33, 12)] {
+        for channels in 1..=4u8 {
+            for bits in [8, 16] {
+                let a = random(
+                    w,
+                    h,
+                    channels,
+                    bits,
+                    w * 31 + h * 7 + channels as u32 + bits,
+                );
+                let (wu, hu) = (w as usize, h as usize);
+                let corners = [0, wu - 1, (hu - 1) * wu, hu * wu - 1];
+                let cases: Vec<(&str, Image)> = vec![
+                    ("identical", a.clone()),
+                    (
+                        "corners",
+                        modified(&a, |p, ch, v| {
+                            if corners.contains(&p) && ch == 0 {
+                                v ^ 0x25
+                            } else {
+                                v
+                            }
+                        }),
+                    ),
+                    (
+                        "all different",
+                        modified(&a, |_, _, v| i64::from(a.max_value()) - v),
+                    ),
+                    ("random", random(w, h, channels, bits, 99)),
+                ];
+                for (name, b) in cases {
+                    let what = format!("{w}x{h}x{channels} {bits}-bit {name}");
+                    let cpu = compare_cpu(&a, &b, &opts);
+                    check_metrics(&a, &b, &cpu, &what);
+                    let gpu = gc.compare(&a, &b, &opts, &mut Timings::default()).unwrap();
+                    assert_same(&gpu, &cpu, &what);
+                }
+            }
+        }
+    }
+}
+
+/// pixelmatch's `colorDelta` in f64, with alpha blended over white; 16-bit rounded to 8.
+fn pixelmatch_delta(p: [f64; 4], q: [f64; 4]) -> f64 {
+    let blend = |c: f64, a: f64| 255.0 + (c - 255.0) * a / 255.0;
+    let (p, q) = (
+        [0, 1, 2].map(|i| blend(p[i], p[3])),
+        [0, 1, 2].map(|i| blend(q[i], q[3])),
+    );
+    let y = |c: [f64; 3]| c[0] * 0.29889531 + c[1] * 0.58662247 + c[2] * 0.11448223;
+    let i = |c: [f64; 3]| c[0] * 0.59597799 - c[1] * 0.27417610 - c[2] * 0.32180189;
+    let qq = |c: [f64; 3]| c[0] * 0.21147017 - c[1] * 0.52261711 + c[2] * 0.31114694;
+    let (dy, di, dq) = (y(p) - y(q), i(p) - i(q), qq(p) - qq(q));
+    0.5053 * dy * dy + 0.299 * di * di + 0.1957 * dq * dq
+}
+
+fn rgba_f64(s: &[i64], channels: usize, sixteen: bool) -> [f64; 4] {
+    let v: Vec<f64> = s
+        .iter()
+        .map(|&x| {
+            if sixteen {
+                ((x * 255 + 32767) / 65535) as f64
+            } else {
+                x as f64
+            }
+        })
+        .collect();
+    match channels {
+        1 => [v[0], v[0], v[0], 255.0],
+        2 => [v[0], v[0], v[0], v[1]],
+        3 => [v[0], v[1], v[2], 255.0],
+        _ => [v[0], v[1], v[2], v[3]],
+    }
+}
+
+/// The integer distance is pixelmatch's with coefficients rounded to 1/1024: counts agree
+/// with the float formula except for pixels within 1% of the threshold, which are few.
+#[test]
+fn perceptual_counts_follow_pixelmatch() {
+    let g = gpu();
+    let gc = CompareGpu::new(&g);
+    for channels in 1..=4u8 {
+        for bits in [8, 16] {
+            let a = random(37, 23, channels, bits, 5 + channels as u32);
+            let step = if bits == 8 { 1 } else { 257 };
+            // Small changes of varied size, so distances spread around the thresholds.
+            let b = modified(&a, |p, ch, v| {
+                v + ((p * 7 + ch * 3) % 29) as i64 * step - 14 * step
+            });
+            let (sa, sb) = (samples(&a), samples(&b));
+            let c = channels as usize;
+            for t in [0.0, 0.05, 0.1, 0.3] {
+                let opts = Options {
+                    threshold: Some(t),
+                    ..Options::default()
+                };
+                let cpu = compare_cpu(&a, &b, &opts);
+                let limit = 35215.0 * t * t;
+                let (mut want, mut near) = (0u64, 0u64);
+                for p in 0..a.pixels() {
+                    let (x, y) = (&sa[p * c..p * c + c], &sb[p * c..p * c + c]);
+                    if x == y {
+                        continue;
+                    }
+                    let d =
+                        pixelmatch_delta(rgba_f64(x, c, bits == 16), rgba_f64(y, c, bits == 16));
+                    want += u64::from(d > limit);
+                    near += u64::from(limit > 0.0 && (d - limit).abs() < 0.01 * limit);
+                }
+                let what = format!("{channels} channels {bits}-bit t={t}");
+                let got = cpu.counts.differing;
+                assert!(
+                    got.abs_diff(want) <= near,
+                    "{what}: {got} vs {want} ({near} near)"
+                );
+                assert!(
+                    near * 20 <= a.pixels() as u64,
+                    "{what}: {near} pixels near the threshold"
+                );
+                let gpu = gc.compare(&a, &b, &opts, &mut Timings::default()).unwrap();
+                assert_same(&gpu, &cpu, &what);
+            }
+        }
+    }
+}
+
+/// A black-to-white edge with a gray column between: changing the gray is anti-aliasing
+/// (each gray pixel has a darker and a brighter neighbour with many equal siblings).
+#[test]
+fn antialiased_edge_is_counted_apart() {
+    let (w, h) = (10u32, 6u32);
+    let edge = |gray: u8| {
+        let px: Vec<u8> = (0..w * h)
+            .map(|i| match i % w {
+                x if x < 5 => 0,
+                5 => gray,
+                _ => 255,
+            })
+            .collect();
+        Image::new_u8(w, h, 1, px)
+    };
+    let (a, b) = (edge(100), edge(160));
+    let plain = compare_cpu(&a, &b, &Options::default());
+    assert_eq!(plain.counts.differing, h as u64);
+    let opts = Options {
+        antialiasing: true,
+        diff: true,
+        ..Options::default()
+    };
+    let cpu = compare_cpu(&a, &b, &opts);
+    assert_eq!(
+        (cpu.counts.differing, cpu.counts.antialiased),
+        (0, h as u64)
+    );
+    let diff = cpu.diff.as_ref().unwrap();
+    let Samples::U8(px) = &diff.samples else {
+        panic!("8-bit diff")
+    };
+    for y in 0..h as usize {
+        assert_eq!(px[(y * w as usize + 5) * 3..][..3], op::YELLOW, "row {y}");
+    }
+    // A change inside the flat white area is a real difference.
+    let mut c = edge(100);
+    if let Samples::U8(s) = &mut c.samples {
+        s[2 * w as usize + 8] = 0;
+    }
+    let k = compare_cpu(&a, &c, &opts).counts;
+    assert_eq!((k.differing, k.antialiased), (1, 0));
+    let g = gpu();
+    let gc = CompareGpu::new(&g);
+    for other in [&b, &c] {
+        let gpu = gc
+            .compare(&a, other, &opts, &mut Timings::default())
+            .unwrap();
+        assert_same(&gpu, &compare_cpu(&a, other, &opts), "antialiasing");
+    }
+}
+
+/// Strips (bindings lowered), ignored rectangles, thresholds, anti-aliasing and the diff
+/// image: the GPU pass equals the CPU reference exactly.
+#[test]
+fn gpu_equals_cpu_with_every_option_and_in_strips() {
+    let g = gpu();
+    let mut gc = CompareGpu::new(&g);
+    for (w, h, channels, bits) in [
+        (64, 40, 3, 8),
+        (31, 29, 4, 16),
+        (17, 50, 2, 8),
+        (5, 9, 1, 16),
+    ] {
+        let a = random(w, h, channels, bits, 7);
+        // Flat blocks with some noise, so anti-aliasing detection finds equal siblings.
+        let a = modified(&a, |p, _, v| if (p / 3) % 4 == 0 { v } else { 0 });
+        let b = modified(&a, |p, ch, v| {
+            if p % 11 == 3 {
+                v + 40 * (ch as i64 + 1)
+            } else {
+                v
+            }
+        });
+        for binding in [u64::MAX, 2000, 100] {
+            gc.binding_bytes = binding.min(g.limits.max_storage_buffer_binding_size);
+            for opts in [
+                Options {
+                    diff: true,
+                    ..Options::default()
+                },
+                Options {
+                    threshold: Some(0.1),
+                    antialiasing: true,
+                    ignore: vec![
+                        Rect {
+                            x1: 1,
+                            y1: 2,
+                            x2: 3,
+                            y2: 6,
+                        },
+                        Rect {
+                            x1: 0,
+                            y1: 0,
+                            x2: 0,
+                            y2: 0,
+                        },
+                    ],
+                    diff: true,
+                },
+                Options {
+                    antialiasing: true,
+                    ..Options::default()
+                },
+            ] {
+                let what = format!("{w}x{h}x{channels} {bits}-bit binding {binding} {opts:?}");
+                let cpu = compare_cpu(&a, &b, &opts);
+                let gpu = match gc.compare(&a, &b, &opts, &mut Timings::default()) {
+                    Ok(c) => c,
+                    // A row wider than the lowered binding is refused, not mis-compared.
+                    Err(e) if binding < 1000 && format!("{e}").contains("too wide") => continue,
+                    Err(e) => panic!("{what}: {e:#}"),
+                };
+                assert_same(&gpu, &cpu, &what);
+                let ignored: u64 = (0..h)
+                    .flat_map(|y| (0..w).map(move |x| (x, y)))
+                    .filter(|&(x, y)| opts.ignore.iter().any(|r| r.contains(x, y)))
+                    .count() as u64;
+                assert_eq!(cpu.counts.ignored, ignored, "{what}");
+            }
+        }
+    }
+}
+
+fn fixture(name: &str) -> String {
+    root()
+        .join("fixtures/compare")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// The diff image of fixtures/compare against the golden made by fixtures/compare/make.py.
+#[test]
+fn diff_image_equals_the_golden() {
+    let dir = tempdir();
+    for backend in ["cpu", "vulkan"] {
+        let out = dir.path().join(format!("diff-{backend}.png"));
+        let o = out.display().to_string();
+        let r = run(&[
+            "--backend",
+            backend,
+            "compare",
+            &fixture("expected.png"),
+            &fixture("actual.png"),
+            "--diff",
+            &o,
+        ]);
+        r.code(1);
+        assert!(r.stdout.contains("18 of 384 pixels differ"), "{}", r.stdout);
+        let got = image::load(&out).unwrap();
+        let want = image::load(&root().join("fixtures/compare/diff.png")).unwrap();
+        assert_eq!(got, want, "{backend}");
+    }
+}
+
+#[test]
+fn exit_codes_follow_cmp() {
+    let dir = tempdir();
+    let d = |n: &str| dir.path().join(n).display().to_string();
+    let (e, a) = (fixture("expected.png"), fixture("actual.png"));
+    run(&["compare", &e, &e]).code(0);
+    run(&["compare", &e, &a]).code(1);
+    // Limits loose enough make the pair a match.
+    run(&[
+        "compare",
+        &e,
+        &a,
+        "--fail-on",
+        "pixels=18",
+        "--fail-on",
+        "psnr=10",
+    ])
+    .code(0);
+    run(&["compare", &e, &a, "--fail-on", "max=10"]).code(1);
+    // Everything that differs is inside the ignored rectangles.
+    run(&[
+        "compare",
+        &e,
+        &a,
+        "--ignore",
+        "0:0-23:0",
+        "--ignore",
+        "0:15-23:15",
+        "--ignore",
+        "5:2-20:12",
+    ])
+    .code(0);
+    // A different size is a mismatch with its reason, or compared over the common area.
+    let small = Image::new_u8(2, 2, 4, vec![0; 16]);
+    image::save(Path::new(&d("small.png")), small).unwrap();
+    let r = run(&["compare", &e, &d("small.png")]);
+    r.code(1);
+    assert!(
+        r.stdout
+            .contains("size differs: 24x16 expected, 2x2 actual"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&[
+        "compare",
+        &e,
+        &d("small.png"),
+        "--allow-size-change",
+        "--json",
+        "-",
+    ]);
+    r.code(1);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["status"], "mismatch");
+    assert_eq!(doc["width"], 2);
+    assert!(doc["reason"].as_str().unwrap().contains("common 2x2 area"));
+    let rgb = Image::new_u8(24, 16, 3, vec![0; 24 * 16 * 3]);
+    image::save(Path::new(&d("rgb.png")), rgb).unwrap();
+    let r = run(&["compare", &e, &d("rgb.png"), "--json", "-"]);
+    r.code(1);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["status"], "layout-mismatch");
+    // Unreadable input and bad usage are trouble: 2, one line on stderr.
+    std::fs::write(d("bad.png"), b"not a png").unwrap();
+    run(&["compare", &e, &d("bad.png")])
+        .code(2)
+        .one_error_line("bad.png");
+    run(&["compare", &e, &d("missing.png")])
+        .code(2)
+        .one_error_line("missing.png");
+    run(&["compare", &e, &a, "--threshold", "2"])
+        .code(2)
+        .one_error_line("--threshold");
+    run(&["compare", &e, &a, "--fail-on", "speed=1"])
+        .code(2)
+        .one_error_line("unknown metric");
+    run(&["compare", &e, &a, "--ignore", "5:5-1:1"])
+        .code(2)
+        .one_error_line("--ignore");
+}
+
+#[test]
+fn json_report_has_the_metrics() {
+    let r = run(&[
+        "compare",
+        &fixture("expected.png"),
+        &fixture("actual.png"),
+        "--json",
+        "-",
+        "--ssim",
+        "--threshold",
+        "0",
+    ]);
+    r.code(1);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["status"], "mismatch");
+    assert_eq!(doc["failed"], serde_json::json!(["pixels"]));
+    let m = &doc["metrics"];
+    // At threshold 0 every visible change counts: the 12 pixels made transparent (white
+    // over white, against a half-transparent colour) and the 6 colour changes.
+    assert_eq!(m["pixels"], 384);
+    assert_eq!(m["channels"][3]["name"], "alpha");
+    assert_eq!(m["channels"][3]["differing"], 12);
+    // scikit-image 0.26 on this pair: structural_similarity(a, b, channel_axis=-1,
+    // gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=255) and
+    // peak_signal_noise_ratio(a, b, data_range=255).
+    let ssim = m["ssim"].as_f64().unwrap();
+    assert!((ssim - 0.8862003011140416).abs() < 1e-12, "{ssim}");
+    let psnr = m["psnr"].as_f64().unwrap();
+    assert!((psnr - 22.669483519437904).abs() < 1e-9, "{psnr}");
+    assert_eq!(doc["settings"]["threshold"], 0.0);
+}
+
+#[test]
+fn folders_pair_files_and_list_missing_and_extra() {
+    let dir = tempdir();
+    let (golden, out) = (dir.path().join("golden"), dir.path().join("out"));
+    for p in [golden.join("sub"), out.join("sub")] {
+        std::fs::create_dir_all(p).unwrap();
+    }
+    let e = std::fs::read(fixture("expected.png")).unwrap();
+    let a = std::fs::read(fixture("actual.png")).unwrap();
+    for (path, bytes) in [
+        (golden.join("same.png"), &e),
+        (out.join("same.png"), &e),
+        (golden.join("sub/changed.png"), &e),
+        (out.join("sub/changed.png"), &a),
+        (golden.join("gone.png"), &e),
+        (out.join("new.png"), &a),
+    ] {
+        std::fs::write(path, bytes).unwrap();
+    }
+    let diffs = dir.path().join("diffs");
+    let s = |p: &Path| p.display().to_string();
+    let r = run(&[
+        "compare",
+        &s(&golden),
+        &s(&out),
+        "--json",
+        "-",
+        "--diff",
+        &s(&diffs),
+    ]);
+    r.code(1);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["status"], "mismatch");
+    assert_eq!(doc["missing"], serde_json::json!(["gone.png"]));
+    assert_eq!(doc["extra"], serde_json::json!(["new.png"]));
+    let files = doc["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2);
+    assert_eq!(files[0]["status"], "match");
+    assert_eq!(files[1]["status"], "mismatch");
+    assert_eq!(files[1]["metrics"]["differing"], 18);
+    let diff = diffs.join("sub/changed.png");
+    assert_eq!(files[1]["diff"], s(&diff));
+    assert_eq!(
+        image::load(&diff).unwrap(),
+        image::load(&root().join("fixtures/compare/diff.png")).unwrap()
+    );
+    assert!(!diffs.join("same.png").exists());
+    // Only matching files: 0.
+    std::fs::remove_file(golden.join("gone.png")).unwrap();
+    std::fs::remove_file(out.join("new.png")).unwrap();
+    std::fs::write(out.join("sub/changed.png"), &e).unwrap();
+    run(&["compare", &s(&golden), &s(&out)]).code(0);
+    // An unreadable file is trouble: 2, and the others are still compared.
+    std::fs::write(out.join("same.png"), b"broken").unwrap();
+    let r = run(&["compare", &s(&golden), &s(&out)]);
+    r.code(2);
+    assert!(r.stdout.contains("sub/changed.png: match"), "{}", r.stdout);
+}
