@@ -6,7 +6,8 @@ use std::sync::OnceLock;
 use gpukit::gpu::{Engine, Timings};
 use gpukit::io::image::{self, Image, Samples};
 use gpukit::ops::blur::{
-    blur_cpu, blur_with, gaussian_radius, BlurParams, BlurPlan, GpuOptions, Kind, Layout,
+    gaussian_radius, reference, run as blur_run, BlurPlan, GpuOptions, Kind, Layout,
+    Options as BlurParams,
 };
 
 use crate::util::{gpu, run, run_in, tempdir, xorshift};
@@ -65,13 +66,19 @@ fn check(img: &Image, params: BlurParams) {
         params.radius,
         params.iterations
     );
-    let want = blur_cpu(img, &params).unwrap();
+    let want = reference(img, &params).unwrap();
     for layout in LAYOUTS {
         let options = GpuOptions {
             layout: Some(layout),
             ..GpuOptions::DEFAULT
         };
-        let got = blur_with(engine(), img, &params, options, &mut Timings::default()).unwrap();
+        let got = blur_run(
+            engine(),
+            img,
+            &params.with_gpu(options),
+            &mut Timings::default(),
+        )
+        .unwrap();
         assert_same(&got, &want, &format!("{what} {layout:?}"));
     }
 }
@@ -216,10 +223,16 @@ fn strips_give_the_unsplit_result() {
             (noise(40, 50, 4, false, 2), BlurParams::new(Kind::Box, 3, 3)),
             (noise(40, 61, 3, true, 3), BlurParams::new(GAUSS1, 3, 2)),
         ] {
-            let plan = BlurPlan::new(g, &img, &params, options).unwrap();
+            let plan = BlurPlan::new(g, &img, &params.with_gpu(options)).unwrap();
             assert!(plan.strips > 1, "{} strips", plan.strips);
-            let got = blur_with(engine(), &img, &params, options, &mut Timings::default()).unwrap();
-            assert_same(&got, &blur_cpu(&img, &params).unwrap(), "strips");
+            let got = blur_run(
+                engine(),
+                &img,
+                &params.with_gpu(options),
+                &mut Timings::default(),
+            )
+            .unwrap();
+            assert_same(&got, &reference(&img, &params).unwrap(), "strips");
         }
     }
 }
@@ -234,7 +247,7 @@ fn large_image_takes_strips_at_the_adapters_limit() {
     };
     let img = noise(3000, 3000, 4, true, 4);
     let params = BlurParams::new(Kind::Box, 2, 1);
-    let plan = BlurPlan::new(g, &img, &params, GpuOptions::DEFAULT).unwrap();
+    let plan = BlurPlan::new(g, &img, &params.with_gpu(GpuOptions::DEFAULT)).unwrap();
     if g.limits.max_storage_buffer_binding_size < 3000 * 3000 * 16 {
         assert!(plan.strips > 1);
     }
@@ -265,8 +278,14 @@ fn two_d_dispatch_matches_cpu() {
             layout: Some(layout),
             ..GpuOptions::DEFAULT
         };
-        let got = blur_with(&engine, &img, &params, options, &mut Timings::default()).unwrap();
-        assert_same(&got, &blur_cpu(&img, &params).unwrap(), "2-D dispatch");
+        let got = blur_run(
+            &engine,
+            &img,
+            &params.with_gpu(options),
+            &mut Timings::default(),
+        )
+        .unwrap();
+        assert_same(&got, &reference(&img, &params).unwrap(), "2-D dispatch");
     }
 }
 
@@ -387,7 +406,7 @@ fn output_may_be_the_input_itself() {
     ])
     .code(0);
     let after = image::load(&path).unwrap();
-    let want = blur_cpu(&before, &BlurParams::new(Kind::Box, 1, 1)).unwrap();
+    let want = reference(&before, &BlurParams::new(Kind::Box, 1, 1)).unwrap();
     assert_same(&after, &want, "in place");
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
@@ -490,7 +509,7 @@ fn other_formats_keep_their_layout() {
         let out = dir.path().join(format!("out.{ext}"));
         run(&["blur", &input, "-r", "2", "-o", out.to_str().unwrap()]).code(0);
         let img = image::load(&out).unwrap();
-        let want = blur_cpu(
+        let want = reference(
             &image::load(Path::new(&input)).unwrap(),
             &BlurParams::new(Kind::Box, 2, 1),
         )

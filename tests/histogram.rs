@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use gpukit::gpu::{Gpu, Timings};
 use gpukit::io::image::{self, Image};
 use gpukit::ops::histogram::{
-    channel_stats, histogram_cpu, plot_cpu, Channels, Histogram, HistogramGpu,
+    channel_stats, plot_cpu, reference as histogram_cpu, Channels, Histogram, HistogramGpu,
 };
 
 use crate::util::{gpu, run, run_in, tempdir, xorshift};

@@ -2,12 +2,11 @@
 //! around the tile sizes, both layouts of each operand, both precisions, the split path, and
 //! the `gpukit matmul` command with every file format and bad inputs.
 
-use std::cmp::Ordering::{Equal, Less};
 use std::path::Path;
 
-use gpukit::gpu::{Engine, Gpu};
+use gpukit::gpu::{Engine, Gpu, Timings};
 use gpukit::ops::matmul::{
-    error_bound, matmul, matmul_with, plan_split, reference, Dims, Matmul, Options, Precision,
+    error_bound, exact, outside_bound, plan_split, run, run_gpu, Dims, Matmul, Options, Precision,
     TileConfig,
 };
 
@@ -63,17 +62,11 @@ fn check(gpu: &Gpu, c: &Case, options: Options) {
         trans_b: c.trans_b,
         precision: c.precision,
     };
-    let got = matmul_with(gpu, &p, options).unwrap();
-    let (want, abs) = reference(&p);
+    let got = run_gpu(gpu, &p, &options, &mut Timings::default()).unwrap();
+    let (want, abs) = exact(&p);
     assert_eq!(got.len(), m * n);
-    let bad = (0..m * n).find(|&i| {
-        // NaN counts as a mismatch.
-        let diff = (got[i] as f64 - want[i]).abs();
-        !matches!(
-            diff.partial_cmp(&error_bound(k, abs[i])),
-            Some(Less | Equal)
-        )
-    });
+    // NaN counts as a mismatch.
+    let bad = outside_bound(&got, &want, &abs, k);
     if let Some(i) = bad {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("matmul-mismatch");
         std::fs::create_dir_all(&dir).unwrap();
@@ -97,7 +90,10 @@ fn check(gpu: &Gpu, c: &Case, options: Options) {
 }
 
 fn default_options(g: &Gpu) -> Options {
-    Options::for_gpu(g)
+    Options {
+        tile: Some(TileConfig::for_limits(&g.limits)),
+        ..Options::DEFAULT
+    }
 }
 
 #[test]
@@ -123,7 +119,7 @@ fn tile_sizes_plus_and_minus_one_in_each_dimension() {
     let g = gpu();
     for tile in [TileConfig::SAFE, TileConfig::for_limits(&g.limits)] {
         let o = Options {
-            tile,
+            tile: Some(tile),
             ..default_options(&g)
         };
         let (bm, bn, bk) = (tile.bm as usize, tile.bn as usize, tile.bk as usize);
@@ -142,7 +138,7 @@ fn transposed_operands_in_both_configs() {
     let g = gpu();
     for tile in [TileConfig::SAFE, TileConfig::for_limits(&g.limits)] {
         let o = Options {
-            tile,
+            tile: Some(tile),
             ..default_options(&g)
         };
         for (trans_a, trans_b) in [(true, false), (false, true), (true, true)] {
@@ -178,7 +174,7 @@ fn f16_inputs_accumulate_in_f32() {
         }
     }
     let safe = Options {
-        tile: TileConfig::SAFE,
+        tile: Some(TileConfig::SAFE),
         ..o
     };
     check(
@@ -205,8 +201,14 @@ fn f16_is_within_its_documented_bound_of_the_f32_inputs() {
         trans_b: false,
         precision,
     };
-    let got = matmul(&Engine::Gpu(Box::new(g)), &p(Precision::F16)).unwrap();
-    let (want, abs) = reference(&p(Precision::F32));
+    let got = run(
+        &Engine::Gpu(Box::new(g)),
+        &p(Precision::F16),
+        &Options::DEFAULT,
+        &mut Timings::default(),
+    )
+    .unwrap();
+    let (want, abs) = exact(&p(Precision::F32));
     let eps16 = half::f16::EPSILON.to_f64();
     for i in 0..m * n {
         let bound = error_bound(k, abs[i]) + 2.0 * eps16 * abs[i];
@@ -227,7 +229,13 @@ fn f16_without_the_feature_is_a_clear_error() {
         trans_b: false,
         precision: Precision::F16,
     };
-    let err = matmul(&Engine::Gpu(Box::new(g)), &p).unwrap_err();
+    let err = run(
+        &Engine::Gpu(Box::new(g)),
+        &p,
+        &Options::DEFAULT,
+        &mut Timings::default(),
+    )
+    .unwrap_err();
     assert!(
         err.to_string().contains("needs the shader-f16 feature"),
         "{err:#}"
@@ -240,8 +248,8 @@ fn split_into_blocks_along_m_n_and_k_matches_the_reference() {
     let tile = TileConfig::for_limits(&g.limits);
     // 8 KiB bindings: 2048 f32 per block of A, B or C.
     let o = Options {
-        tile,
-        max_binding: 8192,
+        tile: Some(tile),
+        max_binding: Some(8192),
     };
     for (m, n, k, ta, tb) in [
         (200, 150, 90, false, false),
@@ -264,7 +272,7 @@ fn split_into_blocks_along_m_n_and_k_matches_the_reference() {
             trans_b: tb,
             precision: Precision::F32,
         };
-        let split = plan_split(&p, tile, o.max_binding, u64::MAX).unwrap();
+        let split = plan_split(&p, tile, 8192, u64::MAX).unwrap();
         assert!(split.mc < m || split.nc < n || split.kc < k, "{split:?}");
         check(&g, &c, o);
     }
@@ -282,7 +290,7 @@ fn split_into_blocks_along_m_n_and_k_matches_the_reference() {
         trans_b: false,
         precision: Precision::F32,
     };
-    assert!(plan_split(&p, tile, o.max_binding, u64::MAX).unwrap().kc < 2500);
+    assert!(plan_split(&p, tile, 8192, u64::MAX).unwrap().kc < 2500);
     check(&g, &case(4, 4, 2500), o);
     check(
         &g,
@@ -301,7 +309,7 @@ fn many_tiles_across_a_2d_dispatch_grid() {
     let mut g = gpu();
     g.set_dispatch_limit(3);
     let o = Options {
-        tile: TileConfig::SAFE,
+        tile: Some(TileConfig::SAFE),
         ..default_options(&g)
     };
     check(&g, &case(9 * 64 - 5, 5 * 64, 12), o);
@@ -319,7 +327,7 @@ fn cpu_backend_is_the_reference() {
         trans_b: false,
         precision: Precision::F32,
     };
-    let got = matmul(&Engine::Cpu, &p).unwrap();
+    let got = run(&Engine::Cpu, &p, &Options::DEFAULT, &mut Timings::default()).unwrap();
     // By hand: C[i, j] = sum_k A[k, i] B[k, j] (A stored k x m).
     for i in 0..m {
         for j in 0..n {

@@ -4,14 +4,19 @@
 
 use std::path::Path as FsPath;
 
-use gpukit::gpu::{Engine, Gpu};
+use gpukit::gpu::{Engine, Gpu, Timings};
 use gpukit::io::array::{self, Array, Data, Format};
 use gpukit::ops::scan::{
-    f32_sum_depth, layout_for, scan, scan_cpu, takes_subgroups, Element, Mode, Op, Path,
-    ScanOptions, Tunables, WG_SIZE,
+    f32_sum_depth, layout_for, reference as scan_cpu, run as scan_run, takes_subgroups, Element,
+    Mode, Op, Options as ScanOptions, Path, Tunables, WG_SIZE,
 };
 
 use crate::util::{gpu, run, run_in, tempdir};
+
+/// The scan on `engine`.
+fn scan<T: Element>(engine: &Engine, data: &[T], opts: &ScanOptions) -> anyhow::Result<Vec<T>> {
+    scan_run(engine, data, opts, &mut Timings::default())
+}
 
 const OPS: [Op; 3] = [Op::Sum, Op::Min, Op::Max];
 const MODES: [Mode; 2] = [Mode::Exclusive, Mode::Inclusive];
@@ -104,7 +109,7 @@ fn check<T: Sample>(engine: &Engine, data: &[T], opts: &ScanOptions, what: &str)
         let subgroups = takes_subgroups(gpu, opts).unwrap();
         let depth = f32_sum_depth(
             &layout_for(gpu, data.len(), opts),
-            opts.tunables,
+            opts.tunables(),
             subgroups.then_some(gpu.features.subgroup_size),
         );
         // One more rounding: the reference's own, from f64 to f32.
@@ -209,10 +214,10 @@ fn large_inputs_and_deep_levels_match_cpu() {
         for (wg_size, n) in [(32, 512 * 512 + 513), (8, (1 << 21) + 129)] {
             let opts = ScanOptions {
                 path,
-                tunables: Tunables {
+                tunables: Some(Tunables {
                     wg_size,
                     ..Tunables::DEFAULT
-                },
+                }),
                 ..ScanOptions::default()
             };
             let levels = layout_for(the_gpu(&engine), n, &opts).segments[0]
@@ -369,10 +374,10 @@ fn forced_subgroup_path_is_refused_where_subgroups_do_not_fit() {
     // Workgroups smaller than a subgroup cannot hold full subgroups.
     let opts = ScanOptions {
         path: Path::Subgroup,
-        tunables: Tunables {
+        tunables: Some(Tunables {
             wg_size: 4,
             ..Tunables::DEFAULT
-        },
+        }),
         ..ScanOptions::default()
     };
     if g.features.subgroup_size[1] > 4 {
@@ -383,16 +388,16 @@ fn forced_subgroup_path_is_refused_where_subgroups_do_not_fit() {
         &engine,
         &[1u32],
         &ScanOptions {
-            tunables: Tunables {
+            tunables: Some(Tunables {
                 wg_size: 48,
                 ..Tunables::DEFAULT
-            },
+            }),
             ..ScanOptions::default()
         },
     )
     .unwrap_err();
     assert!(err.to_string().contains("not a power of two"), "{err:#}");
-    assert_eq!(WG_SIZE, ScanOptions::default().tunables.wg_size);
+    assert_eq!(WG_SIZE, ScanOptions::default().tunables().wg_size);
 }
 
 #[test]

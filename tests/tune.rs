@@ -31,7 +31,7 @@ fn values() -> Vec<u32> {
 }
 
 fn exclusive_sums(v: &[u32]) -> Vec<u32> {
-    scan::scan_cpu(v, scan::Op::Sum, scan::Mode::Exclusive)
+    scan::reference(v, scan::Op::Sum, scan::Mode::Exclusive)
 }
 
 fn run_env(args: &[&str], env: &[(&str, &Path)]) -> Run {
@@ -223,7 +223,8 @@ fn corrupt_stale_and_unfit_caches_are_ignored_with_a_warning() {
 fn unknown_op_is_a_usage_error() {
     run(&["tune", "sort", "--quick"])
         .code(2)
-        .one_error_line("unknown tune op \"sort\"");
+        .one_error_line("invalid value 'sort'")
+        .one_error_line("[possible values: blur, histogram, scan, matmul, all]");
 }
 
 fn noise(len: usize, seed: u32) -> Vec<u32> {
@@ -281,19 +282,20 @@ fn blur_is_bit_identical_for_other_choices() {
         },
     ];
     let params = [
-        blur::BlurParams::new(blur::Kind::Box, 9, 1),
-        blur::BlurParams::new(blur::Kind::Gaussian { sigma: 2.0 }, 6, 2),
+        blur::Options::new(blur::Kind::Box, 9, 1),
+        blur::Options::new(blur::Kind::Gaussian { sigma: 2.0 }, 6, 2),
     ];
     for t in choices {
         for img in [&rgba8, &gray16] {
             for p in &params {
                 let options = blur::GpuOptions {
-                    tunables: t,
+                    tunables: Some(t),
                     layout: Some(blur::Layout::Workgroup),
                     ..blur::GpuOptions::DEFAULT
                 };
-                let got = blur::blur_with(&e, img, p, options, &mut Timings::default()).unwrap();
-                let want = blur::blur_cpu(img, p).unwrap();
+                let p = &p.with_gpu(options);
+                let got = blur::run(&e, img, p, &mut Timings::default()).unwrap();
+                let want = blur::reference(img, p).unwrap();
                 assert!(
                     got.samples == want.samples,
                     "{t} {p:?} {}x{}",
@@ -343,7 +345,7 @@ fn histogram_counts_are_exact_for_other_choices() {
             .unwrap();
         assert_eq!(
             got.counts,
-            histogram::histogram_cpu(&img, channels, 256).counts,
+            histogram::reference(&img, channels, 256).counts,
             "{t}"
         );
     }
@@ -359,20 +361,20 @@ fn scan_is_exact_for_other_choices() {
             (scan::Op::Sum, scan::Mode::Exclusive),
             (scan::Op::Max, scan::Mode::Inclusive),
         ] {
-            let opts = scan::ScanOptions {
+            let opts = scan::Options {
                 op,
                 mode,
-                tunables: scan::Tunables {
+                tunables: Some(scan::Tunables {
                     wg_size,
                     vec_per_thread,
-                },
-                ..scan::ScanOptions::default()
+                }),
+                ..scan::Options::default()
             };
-            let got = scan::scan(&e, &data, &opts).unwrap();
+            let got = scan::run(&e, &data, &opts, &mut Timings::default()).unwrap();
             assert!(
-                got == scan::scan_cpu(&data, op, mode),
+                got == scan::reference(&data, op, mode),
                 "{} {op:?} {mode:?}",
-                opts.tunables
+                opts.tunables()
             );
         }
     }
@@ -399,7 +401,7 @@ fn matmul_is_within_its_bound_for_other_choices() {
         trans_b: true,
         precision: matmul::Precision::F32,
     };
-    let (want, abs) = matmul::reference(&p);
+    let (want, abs) = matmul::exact(&p);
     let tile = |bm, bn, bk, tm, tn, group_m| matmul::TileConfig {
         bm,
         bn,
@@ -415,18 +417,12 @@ fn matmul_is_within_its_bound_for_other_choices() {
     ] {
         t.check(&g.limits).unwrap();
         let options = matmul::Options {
-            tile: t,
-            ..matmul::Options::for_gpu(g)
+            tile: Some(t),
+            ..matmul::Options::DEFAULT
         };
-        let got = matmul::matmul_with(g, &p, options).unwrap();
-        for i in 0..m * n {
-            let diff = (got[i] as f64 - want[i]).abs();
-            assert!(
-                diff <= matmul::error_bound(k, abs[i]),
-                "{t}: C[{i}] {} vs {}",
-                got[i],
-                want[i]
-            );
+        let got = matmul::run_gpu(g, &p, &options, &mut Timings::default()).unwrap();
+        if let Some(i) = matmul::outside_bound(&got, &want, &abs, k) {
+            panic!("{t}: C[{i}] {} vs {}", got[i], want[i]);
         }
     }
 }

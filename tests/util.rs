@@ -89,7 +89,12 @@ pub fn tempdir() -> tempfile::TempDir {
 /// The GPU every GPU test runs on. There is always one here and in CI (lavapipe), so a
 /// missing adapter is a failure, not a reason to skip.
 pub fn gpu() -> Gpu {
-    open_gpu(&DeviceRequest::default())
+    // No tune cache: a user's cache must not change what the tests run.
+    let request = DeviceRequest {
+        tune: gpukit::tune::Settings::off(),
+        ..DeviceRequest::default()
+    };
+    open_gpu(&request)
         .expect("GPU tests need a wgpu adapter: install mesa-vulkan-drivers for lavapipe")
 }
 

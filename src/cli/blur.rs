@@ -10,7 +10,7 @@ use super::{term, Ctx, Status};
 use crate::gpu::Timings;
 use crate::io::image::{self as img_io, Image};
 use crate::io::output::PendingFile;
-use crate::ops::blur::{self, BlurParams, Kind};
+use crate::ops::blur::{self, Kind, Options};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum KindArg {
@@ -60,14 +60,14 @@ fn positive_f64(s: &str) -> Result<f64, String> {
 
 impl BlurArgs {
     /// The checked filter, before any file or device is touched.
-    fn params(&self) -> Result<BlurParams> {
+    fn params(&self) -> Result<Options> {
         let usage = |m: &str| anyhow::Error::new(crate::UsageError(m.into()));
         Ok(match self.kind {
             KindArg::Box => {
                 if self.sigma.is_some() {
                     return Err(usage("--sigma applies to --kind gaussian only"));
                 }
-                BlurParams::new(Kind::Box, self.radius.unwrap_or(3), self.iterations)
+                Options::new(Kind::Box, self.radius.unwrap_or(3), self.iterations)
             }
             KindArg::Gaussian => {
                 let (sigma, radius) = match (self.sigma, self.radius) {
@@ -80,9 +80,10 @@ impl BlurArgs {
                         ))
                     }
                 };
-                BlurParams::new(Kind::Gaussian { sigma }, radius, self.iterations)
+                Options::new(Kind::Gaussian { sigma }, radius, self.iterations)
             }
         })
+        .and_then(|o| o.check().map(|_| o))
     }
 
     /// Inputs paired with their outputs, checked up front.
@@ -139,21 +140,14 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         t.phase("decode", || img_io::load(&jobs[0].0))
     });
     let engine = engine?;
-    let tuned = ctx.tuned(&engine);
     let mut first = Some(first);
     let bar = term::progress(jobs.len() as u64, ctx.global.quiet || jobs.len() == 1);
     let mut failed = 0;
     for (input, output) in &jobs {
         bar.set_message(input.display().to_string());
-        let options = |pixels: usize| blur::GpuOptions {
-            tunables: bar
-                .suspend(|| tuned.choice(ctx, "blur", pixels as f64, blur::Tunables::check))
-                .unwrap_or(blur::Tunables::DEFAULT),
-            ..blur::GpuOptions::DEFAULT
-        };
         let decoded = first.take();
         let job = (input.as_path(), output.as_path(), decoded);
-        if let Err(e) = blur_file(&engine, job, &params, &options, &mut timings) {
+        if let Err(e) = blur_file(&engine, job, &params, &mut timings) {
             bar.suspend(|| eprintln!("{} {e:#}", term::error_prefix()));
             failed += 1;
         }
@@ -174,8 +168,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
 fn blur_file(
     engine: &crate::gpu::Engine,
     (input, output, decoded): (&Path, &Path, Option<Result<Image>>),
-    params: &BlurParams,
-    options: &dyn Fn(usize) -> blur::GpuOptions,
+    params: &Options,
     timings: &mut Timings,
 ) -> Result<()> {
     let format = img_io::output_format(output)?;
@@ -186,7 +179,7 @@ fn blur_file(
         None => timings.phase("decode", || img_io::load(input))?,
     };
     img_io::check_layout(output, format, image.channels, image.bit_depth())?;
-    let blurred = blur::blur_with(engine, &image, params, options(image.pixels()), timings)
+    let blurred = blur::run(engine, &image, params, timings)
         .with_context(|| format!("{}", input.display()))?;
     timings.phase("encode", || img_io::save_to(pending, format, blurred))
 }

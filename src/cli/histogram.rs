@@ -230,7 +230,6 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
             )));
         }
     }
-    let tuned = ctx.tuned(&engine);
     let mut hist = Histogrammer::new(&engine, args.bins);
     if ctx.global.timings {
         hist.time_passes();
@@ -252,15 +251,6 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
             let channels = shared.unwrap_or(own);
             if channels.union(own) != channels {
                 anyhow::bail!("its header and its pixels disagree on the layout");
-            }
-            if let Engine::Gpu(gpu) = &engine {
-                let tunables = bar
-                    .suspend(|| {
-                        let check = crate::ops::histogram::Tunables::check;
-                        tuned.choice(ctx, "histogram", img.pixels() as f64, check)
-                    })
-                    .unwrap_or_else(|| crate::ops::histogram::Tunables::default_for(&gpu.limits));
-                hist.set_tunables(tunables);
             }
             hist.histogram(&img, channels, &mut timings)
         })();

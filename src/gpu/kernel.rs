@@ -30,6 +30,14 @@ macro_rules! shader {
     };
 }
 
+/// Mapped memory of a buffer being created, which [`Gpu::upload_with`] hands to its filler.
+pub type WriteView = wgpu::BufferViewMut;
+
+/// Passes recorded into one timed submission by [`Gpu::run_timed`]: two timestamp queries
+/// each, within wgpu's 4096 queries per set; more passes go into further submissions, so
+/// that memory stays bounded whatever the count.
+pub const TIMED_PASSES: u64 = 1024;
+
 /// A compute pipeline and the name it was built from (used as the label of its passes).
 #[derive(Debug)]
 pub struct Kernel {
@@ -194,7 +202,7 @@ impl Gpu {
         label: &str,
         usage: Usage,
         size: u64,
-        fill: impl FnOnce(&mut wgpu::BufferViewMut),
+        fill: impl FnOnce(&mut WriteView),
     ) -> Result<wgpu::Buffer> {
         assert!(
             size > 0 && size.is_multiple_of(4),
@@ -370,23 +378,35 @@ impl Gpu {
         Ok(out)
     }
 
-    /// Records `record` into one batch with timestamps for up to `passes` passes, submits it
-    /// and waits: the wall time goes to the "compute" phase of `timings`, each pass's GPU time
-    /// to its passes.
+    /// Records passes `0..passes` (by ranges of at most [`TIMED_PASSES`], one submission
+    /// each) with `record`, submits and waits: the wall time goes to the "compute" phase of
+    /// `timings`, each pass's GPU time to its passes. Memory stays bounded for any count.
     pub fn run_timed(
         &self,
         timings: &mut Timings,
-        passes: u32,
-        record: impl FnOnce(&mut Batch),
+        passes: u64,
+        mut record: impl FnMut(&mut Batch, std::ops::Range<u64>),
     ) -> Result<()> {
-        let mut timer = PassTimer::new(self, passes);
-        timings.phase("compute", || {
-            let mut batch = self.batch(Some(&mut timer));
-            record(&mut batch);
-            batch.submit()
-        })?;
-        timings.add_passes(&timer.take(self)?);
-        Ok(())
+        let mut timer = PassTimer::new(self, passes.clamp(1, TIMED_PASSES) as u32);
+        let mut start = 0;
+        loop {
+            let end = passes.min(start + TIMED_PASSES);
+            timings.phase("compute", || {
+                let mut batch = self.batch(Some(&mut timer));
+                record(&mut batch, start..end);
+                batch.submit()
+            })?;
+            timings.add_passes(&timer.take(self)?);
+            start = end;
+            if start >= passes {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Writes `bytes` into `buffer` at `offset` (queued before the next submission).
+    pub fn write_buffer(&self, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) {
+        self.queue.write_buffer(buffer, offset, bytes);
     }
 
     /// Reads `len` values of type `T` from the start of `buffer`.
@@ -445,7 +465,7 @@ pub fn grid(workgroups: u32, limit: u32) -> [u32; 3] {
 /// Commands being recorded for one submission.
 pub struct Batch<'a> {
     gpu: &'a Gpu,
-    pub encoder: wgpu::CommandEncoder,
+    encoder: wgpu::CommandEncoder,
     timer: Option<&'a mut PassTimer>,
 }
 
@@ -484,6 +504,11 @@ impl Batch<'_> {
         pass.set_pipeline(&kernel.pipeline);
         pass.set_bind_group(0, bind, &[]);
         pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
+    }
+
+    /// Records zeroing the whole of `buffer`.
+    pub fn clear_buffer(&mut self, buffer: &wgpu::Buffer) {
+        self.encoder.clear_buffer(buffer, 0, None);
     }
 
     /// Submits the batch and waits for it to finish.

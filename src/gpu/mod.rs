@@ -10,5 +10,5 @@ pub use device::{
     list_adapters, open, open_gpu, rank, select, AdapterReport, BackendChoice, Candidate,
     DeviceRequest, DeviceSelector, Engine, Fallback, FeatureReport, Gpu, LimitsReport,
 };
-pub use kernel::{grid, Batch, Kernel, Shader, Usage};
+pub use kernel::{grid, Batch, Kernel, Shader, Usage, WriteView, TIMED_PASSES};
 pub use timing::{span_ns, PassTime, PassTimer, Timings};
