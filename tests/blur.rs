@@ -459,6 +459,44 @@ fn bad_usage_exits_2_with_one_line() {
         .one_error_line("too large for 16-bit");
 }
 
+// Fixed limits are usage errors found before any file is read (issue 12, item 10): the input
+// here does not exist, so reading it would have failed with exit 1 instead.
+#[test]
+fn fixed_limits_are_usage_errors_before_any_file_is_read() {
+    let dir = tempdir();
+    let missing = dir.path().join("missing.png");
+    let out = dir.path().join("out.png");
+    let (i, o) = (missing.to_str().unwrap(), out.to_str().unwrap());
+    run(&["blur", i, "--kind", "gaussian", "--sigma", "167", "-o", o])
+        .code(2)
+        .one_error_line("gaussian radius 501 is too large");
+    run(&["blur", i, "--kind", "gaussian", "-r", "501", "-o", o])
+        .code(2)
+        .one_error_line("gaussian radius 501 is too large");
+    run(&["blur", i, "-r", "8388608", "-o", o])
+        .code(2)
+        .one_error_line("radius 8388608 is too large for any image");
+    assert!(!out.exists());
+}
+
+// More passes than one timed submission holds (two per iteration) once failed with wgpu's
+// timestamp-query limit and grew memory with the count (issue 12, item 9).
+#[test]
+fn iterations_beyond_one_timed_submission_match_the_reference() {
+    let img = noise(6, 5, 4, false, 21);
+    let params = BlurParams::new(Kind::Box, 1, 1100);
+    let mut timings = Timings::default();
+    let got = blur_run(engine(), &img, &params, &mut timings).unwrap();
+    assert_same(&got, &reference(&img, &params).unwrap(), "1100 iterations");
+    let dir = tempdir();
+    let input = dir.path().join("in.png");
+    let out = dir.path().join("out.png");
+    image::save(&input, img).unwrap();
+    let (i, o) = (input.to_str().unwrap(), out.to_str().unwrap());
+    run(&["blur", i, "--iterations", "1025", "--timings", "-o", o]).code(0);
+    assert!(out.exists());
+}
+
 #[test]
 fn bad_files_exit_1_and_leave_nothing() {
     let dir = tempdir();
