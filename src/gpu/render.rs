@@ -23,12 +23,13 @@ impl Gpu {
         }
         let format = wgpu::TextureFormat::Rgba8Unorm;
         let label = shader.name.trim_end_matches(".wgsl");
+        let composed = super::compose(shader, &super::Variant::default())?;
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some(shader.name),
-                source: wgpu::ShaderSource::Wgsl(shader.source.into()),
+                source: wgpu::ShaderSource::Wgsl(composed.source.into()),
             });
         let pipeline = self
             .device

@@ -12,7 +12,12 @@ pub const OP: super::Op = super::Op {
     name: "copy",
     bench: bench_cases,
     tune: None,
+    shaders,
 };
+
+fn shaders() -> Vec<super::ShaderCase> {
+    vec![super::ShaderCase::params::<CopyParams>(shader!("copy"))]
+}
 
 /// A copy has no options; the type is here so that every op has the same shape.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

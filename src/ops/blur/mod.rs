@@ -29,6 +29,7 @@ pub const OP: super::Op = super::Op {
     name: "blur",
     bench: bench::cases,
     tune: Some(tune::tune),
+    shaders: plan::shaders,
 };
 
 /// Box (the window mean) or gaussian.

@@ -7,18 +7,19 @@ use super::arith::arith;
 use super::pack::{alpha_lane, from_words, write_words};
 use super::tune::Tunables;
 use super::{Kind, Options};
-use crate::gpu::{Batch, Gpu, Kernel, Usage};
+use crate::gpu::{Batch, Gpu, Kernel, Shader, Usage, Variant};
 use crate::io::image::Image;
+use crate::ops::ShaderCase;
 use crate::shader;
 
-// Keep in sync with wgsl/blur.wgsl: outputs per gaussian thread (its register reuse is
+// Keep in sync with wgsl/blur_gauss.wgsl: outputs per gaussian thread (its register reuse is
 // written for two).
 pub(super) const GAUSS_PPT: u32 = 2;
 const FMT_PACK8: u32 = 0;
 const FMT_PACK16: u32 = 1;
 const FMT_WIDE: u32 = 2;
 
-/// Keep in sync with `Params` in wgsl/blur.wgsl.
+/// Keep in sync with `Params` in wgsl/shared/blur_pass.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 struct PassParams {
@@ -108,7 +109,7 @@ fn gauss_rows(radius: u32, storage: u32, t: &Tunables, fmt: u32) -> Option<u32> 
 }
 
 /// Bytes of one staged gaussian sample: staging keeps the pass's input packing (`stage` in
-/// wgsl/blur.wgsl).
+/// wgsl/blur_gauss.wgsl).
 fn staged_bytes(fmt: u32) -> u32 {
     match fmt {
         FMT_PACK8 => 4,
@@ -118,12 +119,12 @@ fn staged_bytes(fmt: u32) -> u32 {
 }
 
 /// Elements a staged gaussian line of `width` samples in format `fmt` takes in workgroup
-/// memory: one of padding every 128 bytes (`skew` in wgsl/blur.wgsl; keep in sync).
+/// memory: one of padding every 128 bytes (`skew` in wgsl/blur_gauss.wgsl; keep in sync).
 fn gauss_stride(width: u32, fmt: u32) -> u32 {
     width + width / (128 / staged_bytes(fmt)) + 1
 }
 
-/// The uniform array of gaussian weights: 251 vec4s, 1001 taps (wgsl/blur.wgsl).
+/// The uniform array of gaussian weights: 251 vec4s, 1001 taps (wgsl/shared/blur_pass.wgsl).
 const WEIGHT_SLOTS: usize = 4 * 251;
 
 /// A blur planned for one image size on one device: pipelines, buffers, strips and their
@@ -156,9 +157,33 @@ fn kernels_of(it: u32, iterations: u32) -> (usize, usize) {
     (k1, k2)
 }
 
-/// The kernels' entry point and constants, lines per workgroup and positions per chunk.
+/// The box kernel's variant with `ppt` positions per thread (a function-scope array's
+/// length, so a const).
+fn box_variant(ppt: u32) -> Variant {
+    Variant::consts(format!("ppt{ppt}"), &[("BOX_PPT", ppt)])
+}
+
+/// Every blur kernel and variant, for the shader tests.
+pub(super) fn shaders() -> Vec<ShaderCase> {
+    let mut cases: Vec<ShaderCase> = [1, 2, 4, 8]
+        .map(|ppt| ShaderCase::variant::<PassParams>(shader!("blur_box"), box_variant(ppt)))
+        .into();
+    for s in [
+        shader!("blur_box_line"),
+        shader!("blur_gauss_line"),
+        shader!("blur_gauss"),
+    ] {
+        cases.push(ShaderCase::params::<PassParams>(s));
+    }
+    cases
+}
+
+/// The kernels' file and entry point, variant and constants, lines per workgroup and
+/// positions per chunk.
 struct Shape {
+    shader: Shader,
     entry: &'static str,
+    variant: Variant,
     constants: Vec<(&'static str, f64)>,
     rows_per_wg: u32,
     chunk: u32,
@@ -168,18 +193,24 @@ struct Shape {
 
 fn shape(gpu: &Gpu, layout: Layout, params: &Options, t: &Tunables, mid_fmt: u32) -> Result<Shape> {
     let r = params.radius;
-    let line = |entry| Shape {
+    let line = |shader, entry| Shape {
+        shader,
         entry,
+        variant: Variant::default(),
         constants: vec![("LINE_WG", LINE_WG as f64)],
         rows_per_wg: LINE_WG,
         chunk: 1,
         staging: None,
     };
     Ok(match (layout, params.kind) {
-        (Layout::LinePerInvocation, Kind::Box) => line("box_line_pass"),
-        (Layout::LinePerInvocation, Kind::Gaussian { .. }) => line("gauss_line_pass"),
+        (Layout::LinePerInvocation, Kind::Box) => line(shader!("blur_box_line"), "box_line_pass"),
+        (Layout::LinePerInvocation, Kind::Gaussian { .. }) => {
+            line(shader!("blur_gauss_line"), "gauss_line_pass")
+        }
         (Layout::Workgroup, Kind::Box) => Shape {
+            shader: shader!("blur_box"),
             entry: "box_pass",
+            variant: box_variant(t.box_ppt),
             constants: vec![
                 ("BOX_ROWS", t.box_rows as f64),
                 ("BOX_TPL", t.box_tpl as f64),
@@ -198,7 +229,9 @@ fn shape(gpu: &Gpu, layout: Layout, params: &Options, t: &Tunables, mid_fmt: u32
             })?;
             let ch = t.gauss_chunk();
             Shape {
+                shader: shader!("blur_gauss"),
                 entry: "gauss_pass",
+                variant: Variant::default(),
                 constants: vec![
                     ("GAUSS_TPL", t.gauss_tpl as f64),
                     ("G_ROWS", rows as f64),
@@ -303,13 +336,7 @@ impl BlurPlan {
                 ("UNPREMULTIPLY", unpremultiply as u32 as f64),
                 ("ALPHA_LANE", alpha.unwrap_or(3) as f64),
             ]);
-            gpu.kernel_variant(
-                &shader!("blur"),
-                &[("BOX_PPT", t.box_ppt)],
-                shape.entry,
-                &c,
-                true,
-            )
+            gpu.kernel_variant(&shape.shader, &shape.variant, shape.entry, &c, true)
         };
         let has_alpha = alpha.is_some();
         let kernels = [

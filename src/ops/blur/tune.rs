@@ -49,7 +49,7 @@ impl Tunables {
     }
 
     /// Workgroup memory of the box pass (window totals, carries, the transposition tile).
-    /// Keep in sync with wgsl/blur.wgsl.
+    /// Keep in sync with wgsl/blur_box.wgsl.
     pub fn box_workgroup_bytes(&self) -> u32 {
         16 * (self.box_rows * self.box_tpl + self.box_rows + self.box_rows * (self.box_chunk() + 1))
     }

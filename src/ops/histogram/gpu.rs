@@ -18,6 +18,16 @@ use crate::shader;
 pub(super) const TOTAL_WG_SIZE: u32 = 256;
 pub(super) const SCALE_WG_SIZE: u32 = 256;
 
+/// The counting kernels, for the shader tests.
+pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
+    use crate::ops::ShaderCase;
+    vec![
+        ShaderCase::params::<ChunkParams>(shader!("histogram_chunk")),
+        ShaderCase::params::<ReduceParams>(shader!("histogram_reduce")),
+        ShaderCase::params::<TotalParams>(shader!("histogram_total")),
+    ]
+}
+
 /// Keep in sync with `Params` in wgsl/histogram_chunk.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -224,6 +234,62 @@ impl HistogramPlan {
     }
 }
 
+/// The buffers the reduce levels read and write: the chunk histograms, scratch for the
+/// levels between, and the image's counts, which the last level adds into.
+struct ReduceBuffers<'a> {
+    chunks: &'a wgpu::Buffer,
+    scratch: &'a wgpu::Buffer,
+    counts: &'a wgpu::Buffer,
+}
+
+impl ReduceBuffers<'_> {
+    /// The reduce levels of `n_tiles` chunks: FAN_IN chunks into one per level, alternating
+    /// between the chunk and scratch buffers, the last level adding into the counts. Their
+    /// params buffers go to `params`.
+    fn levels(
+        &self,
+        gpu: &Gpu,
+        reduce: &Kernel,
+        t: &Tunables,
+        entries: u32,
+        n_tiles: u32,
+        params: &mut Vec<wgpu::Buffer>,
+    ) -> Vec<(wgpu::BindGroup, u32)> {
+        let mut levels = Vec::new();
+        let (mut n_in, mut in_chunks) = (n_tiles, true);
+        let blocks = entries.div_ceil(t.entries_per_wg);
+        loop {
+            let n_out = n_in.div_ceil(t.fan_in);
+            let last = n_out == 1;
+            let p = gpu.upload(
+                "histogram reduce params",
+                Usage::Uniform,
+                &[ReduceParams {
+                    entries,
+                    n_in,
+                    fan_in: t.fan_in,
+                    n_out,
+                    blocks,
+                    accumulate: u32::from(last),
+                }],
+            );
+            let (from, to) = match (in_chunks, last) {
+                (true, true) => (self.chunks, self.counts),
+                (true, false) => (self.chunks, self.scratch),
+                (false, true) => (self.scratch, self.counts),
+                (false, false) => (self.scratch, self.chunks),
+            };
+            levels.push((gpu.bind(reduce, &[&p, from, to]), n_out * blocks));
+            params.push(p);
+            if last {
+                return levels;
+            }
+            n_in = n_out;
+            in_chunks = !in_chunks;
+        }
+    }
+}
+
 /// The running 64-bit total on the device.
 pub(super) struct Total {
     pub(super) channels: Channels,
@@ -378,38 +444,12 @@ impl<'g> HistogramGpu<'g> {
             );
             let chunk_bind = gpu.bind(&chunk, &[&p, &src, &chunks]);
             params.push(p);
-            let mut levels = Vec::new();
-            let (mut n_in, mut in_chunks) = (n_tiles, true);
-            let blocks = entries.div_ceil(t.entries_per_wg);
-            loop {
-                let n_out = n_in.div_ceil(t.fan_in);
-                let last = n_out == 1;
-                let p = gpu.upload(
-                    "histogram reduce params",
-                    Usage::Uniform,
-                    &[ReduceParams {
-                        entries,
-                        n_in,
-                        fan_in: t.fan_in,
-                        n_out,
-                        blocks,
-                        accumulate: u32::from(last),
-                    }],
-                );
-                let (from, to) = match (in_chunks, last) {
-                    (true, true) => (&chunks, &counts),
-                    (true, false) => (&chunks, &scratch),
-                    (false, true) => (&scratch, &counts),
-                    (false, false) => (&scratch, &chunks),
-                };
-                levels.push((gpu.bind(&reduce, &[&p, from, to]), n_out * blocks));
-                params.push(p);
-                if last {
-                    break;
-                }
-                n_in = n_out;
-                in_chunks = !in_chunks;
-            }
+            let bufs = ReduceBuffers {
+                chunks: &chunks,
+                scratch: &scratch,
+                counts: &counts,
+            };
+            let levels = bufs.levels(gpu, &reduce, &t, entries, n_tiles, &mut params);
             segments.push(SegmentPasses {
                 pixels: seg_pixels,
                 chunk_bind,

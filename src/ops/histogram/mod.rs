@@ -37,7 +37,14 @@ pub const OP: super::Op = super::Op {
     name: "histogram",
     bench: bench::cases,
     tune: Some(tune::tune),
+    shaders,
 };
+
+fn shaders() -> Vec<super::ShaderCase> {
+    let mut cases = gpu::shaders();
+    cases.extend(plot::shaders());
+    cases
+}
 
 /// The most bins an 8-bit image can use: one per value.
 pub const MAX_BINS_8BIT: u32 = 256;

@@ -9,6 +9,15 @@ use crate::gpu::Usage;
 use crate::io::image::Image;
 use crate::shader;
 
+/// The plot's shaders, for the shader tests.
+pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
+    use crate::ops::ShaderCase;
+    vec![
+        ShaderCase::params::<ScaleParams>(shader!("histogram_plot_scale")),
+        ShaderCase::params::<PlotParams>(shader!("histogram_plot")),
+    ]
+}
+
 /// Keep in sync with `Params` in wgsl/histogram_plot_scale.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

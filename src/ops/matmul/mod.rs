@@ -23,6 +23,7 @@ pub const OP: super::Op = super::Op {
     name: "matmul",
     bench: bench::cases,
     tune: Some(tune::tune),
+    shaders: plan::shaders,
 };
 
 /// The element type A and B are multiplied in. Accumulation is f32 either way.

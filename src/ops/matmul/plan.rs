@@ -2,13 +2,12 @@
 //! one binding each, and one pass per block of C and step along k.
 
 use std::ops::Range;
-use std::sync::OnceLock;
 
 use anyhow::{bail, Result};
 use half::f16;
 
 use super::{check_precision, Dims, Matmul, Options, Precision, TileConfig};
-use crate::gpu::{Batch, Gpu, Kernel, Shader, Usage};
+use crate::gpu::{Batch, Gpu, Kernel, Usage, Variant};
 use crate::shader;
 
 /// Keep in sync with `Params` in wgsl/matmul.wgsl.
@@ -25,21 +24,53 @@ struct MatmulParams {
     _pad: u32,
 }
 
-/// wgsl/matmul.wgsl with f16 inputs: `enable f16;` and the element alias swapped.
-fn f16_source() -> &'static str {
-    static SOURCE: OnceLock<String> = OnceLock::new();
-    SOURCE.get_or_init(|| {
-        let f32_alias = "alias Elem4 = vec4<f32>;";
-        let source = shader!("matmul").source;
-        assert!(
-            source.contains(f32_alias),
-            "matmul.wgsl lost its Elem4 alias"
-        );
-        format!(
-            "enable f16;\n{}",
-            source.replace(f32_alias, "alias Elem4 = vec4<f16>;")
-        )
-    })
+/// The variant of wgsl/matmul.wgsl for `precision`: f16 inputs enable f16 and change the
+/// element type.
+pub(super) fn variant(precision: Precision) -> Variant {
+    match precision {
+        Precision::F32 => Variant::default(),
+        Precision::F16 => Variant {
+            name: "f16".into(),
+            enables: vec!["f16"],
+            decls: vec![("Elem4", "vec4<f16>".into())],
+            ..Variant::default()
+        },
+    }
+}
+
+/// Blocks of a `rows` x `cols` operand (stored transposed when `trans`), one per pair of
+/// chunks, uploaded as the kernel reads them: block [i][j] covers row chunk i and column
+/// chunk j. Each chunk list comes with the full length along it.
+fn blocks(
+    gpu: &Gpu,
+    label: &str,
+    data: &[f32],
+    trans: bool,
+    (row_chunks, rows): (&[Range<usize>], usize),
+    (col_chunks, cols): (&[Range<usize>], usize),
+    precision: Precision,
+) -> Vec<Vec<(wgpu::Buffer, u32)>> {
+    row_chunks
+        .iter()
+        .map(|rr| {
+            col_chunks
+                .iter()
+                .map(|cr| match trans {
+                    false => {
+                        upload_block(gpu, label, data, cols, rr.clone(), cr.clone(), precision)
+                    }
+                    true => upload_block(gpu, label, data, rows, cr.clone(), rr.clone(), precision),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Both variants of the kernel, for the shader tests.
+pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
+    [Precision::F32, Precision::F16]
+        .map(|p| crate::ops::ShaderCase::variant::<MatmulParams>(shader!("matmul"), variant(p)))
+        .into()
 }
 
 /// Chunk lengths along m, n and k: every block of A, B and C fits one binding.
@@ -194,14 +225,14 @@ impl MatmulPlan {
         check_precision(gpu, p.precision)?;
         let tile = options.tile(gpu, p);
         tile.check(&gpu.limits)?;
-        let shader = match p.precision {
-            Precision::F32 => shader!("matmul"),
-            Precision::F16 => Shader {
-                name: "matmul_f16.wgsl",
-                source: f16_source(),
-            },
-        };
-        let kernel = gpu.kernel_unrolled(&shader, "main", &tile.constants(p.trans_a, p.trans_b))?;
+        let constants = tile.constants(p.trans_a, p.trans_b);
+        let kernel = gpu.kernel_variant(
+            &shader!("matmul"),
+            &variant(p.precision),
+            "main",
+            &constants,
+            true,
+        )?;
         let limit = gpu.dispatch_limit as u64;
         let split = plan_split(p, tile, options.max_binding(gpu), limit * limit)?;
         let Dims { m, n, k } = p.dims;
@@ -212,62 +243,24 @@ impl MatmulPlan {
         );
 
         // Blocks of A and B as stored (transposed ones stay transposed).
-        let a_blocks: Vec<Vec<(wgpu::Buffer, u32)>> = m_chunks
-            .iter()
-            .map(|mr| {
-                k_chunks
-                    .iter()
-                    .map(|kr| match p.trans_a {
-                        false => upload_block(
-                            gpu,
-                            "matmul a",
-                            p.a,
-                            k,
-                            mr.clone(),
-                            kr.clone(),
-                            p.precision,
-                        ),
-                        true => upload_block(
-                            gpu,
-                            "matmul a",
-                            p.a,
-                            m,
-                            kr.clone(),
-                            mr.clone(),
-                            p.precision,
-                        ),
-                    })
-                    .collect()
-            })
-            .collect();
-        let b_blocks: Vec<Vec<(wgpu::Buffer, u32)>> = k_chunks
-            .iter()
-            .map(|kr| {
-                n_chunks
-                    .iter()
-                    .map(|nr| match p.trans_b {
-                        false => upload_block(
-                            gpu,
-                            "matmul b",
-                            p.b,
-                            n,
-                            kr.clone(),
-                            nr.clone(),
-                            p.precision,
-                        ),
-                        true => upload_block(
-                            gpu,
-                            "matmul b",
-                            p.b,
-                            k,
-                            nr.clone(),
-                            kr.clone(),
-                            p.precision,
-                        ),
-                    })
-                    .collect()
-            })
-            .collect();
+        let a_blocks = blocks(
+            gpu,
+            "matmul a",
+            p.a,
+            p.trans_a,
+            (&m_chunks, m),
+            (&k_chunks, k),
+            p.precision,
+        );
+        let b_blocks = blocks(
+            gpu,
+            "matmul b",
+            p.b,
+            p.trans_b,
+            (&k_chunks, k),
+            (&n_chunks, n),
+            p.precision,
+        );
 
         let mut passes = Vec::new();
         let mut c_blocks = Vec::new();

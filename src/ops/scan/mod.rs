@@ -37,6 +37,7 @@ pub const OP: super::Op = super::Op {
     name: "scan",
     bench: bench::cases,
     tune: Some(tune::tune),
+    shaders: plan::shaders,
 };
 
 /// Invocations per workgroup by default (`Tunables::wg_size`).

@@ -4,7 +4,8 @@
 use anyhow::{bail, Result};
 
 use super::{Element, Layout, Mode, Options, Path, Tunables, MAX_SEGMENT};
-use crate::gpu::{Batch, Gpu, Kernel, Shader, Usage};
+use crate::gpu::{Batch, Gpu, Kernel, Usage, Variant};
+use crate::shader;
 
 /// Keep in sync with `Params` in wgsl/scan_reduce.wgsl.
 #[repr(C)]
@@ -26,33 +27,31 @@ struct BlockParams {
 
 const NO_TOTAL: u32 = u32::MAX;
 
-/// A scan kernel: its stage file, then the operator and in-tile path snippets. The stage file
-/// comes first because naga 30 panics when an override (`WG_SIZE`) is declared after a
-/// workgroup array sized by it.
-macro_rules! scan_shader {
-    ($path:literal, $stage:literal) => {
-        Shader {
-            name: concat!($stage, ".wgsl"),
-            source: concat!(
-                include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/wgsl/",
-                    $stage,
-                    ".wgsl"
-                )),
-                include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/wgsl/shared/scan_op.wgsl"
-                )),
-                include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/wgsl/shared/",
-                    $path,
-                    ".wgsl"
-                )),
-            ),
+/// The stage files' variant: the in-tile path in the `scan_tile` slot, and VEC_PER_THREAD
+/// (it sizes function-scope arrays, so it is a const).
+fn variant(path: &str, tile_snippet: &'static str, vpt: u32) -> Variant {
+    Variant::consts(format!("{path} vpt{vpt}"), &[("VEC_PER_THREAD", vpt)])
+        .slot("scan_tile", tile_snippet)
+}
+
+/// Every scan kernel and variant, for the shader tests.
+pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
+    use crate::ops::ShaderCase;
+    let mut cases = Vec::new();
+    for (path, snippet) in [
+        ("workgroup", "scan_workgroup"),
+        ("subgroup", "scan_subgroup"),
+    ] {
+        for vpt in [1, 2, 4, 8] {
+            let v = variant(path, snippet, vpt);
+            cases.push(ShaderCase::variant::<ReduceParams>(
+                shader!("scan_reduce"),
+                v.clone(),
+            ));
+            cases.push(ShaderCase::variant::<BlockParams>(shader!("scan_block"), v));
         }
-    };
+    }
+    cases
 }
 
 /// Whether the subgroup path can run here with `wg_size` invocations: the adapter has
@@ -177,16 +176,12 @@ impl ScanPlan {
             let min = gpu.features.subgroup_size[0];
             constants.push(("SUBGROUP_MIN", min as f64));
         }
-        let (reduce_src, block_src) = if subgroups {
-            (
-                scan_shader!("scan_subgroup", "scan_reduce"),
-                scan_shader!("scan_subgroup", "scan_block"),
-            )
+        // The in-tile path fills the stage files' `scan_tile` slot; VEC_PER_THREAD sizes
+        // function-scope arrays, so it is a const the variant sets.
+        let (path, tile_snippet) = if subgroups {
+            ("subgroup", "scan_subgroup")
         } else {
-            (
-                scan_shader!("scan_workgroup", "scan_reduce"),
-                scan_shader!("scan_workgroup", "scan_block"),
-            )
+            ("workgroup", "scan_workgroup")
         };
         let bytes = opts
             .tunables()
@@ -198,9 +193,11 @@ impl ScanPlan {
                 gpu.limits.max_compute_workgroup_storage_size
             );
         }
-        let consts = [("VEC_PER_THREAD", opts.tunables().vec_per_thread)];
-        let reduce = gpu.kernel_variant(&reduce_src, &consts, "main", &constants, false)?;
-        let block = gpu.kernel_variant(&block_src, &consts, "main", &constants, false)?;
+        let variant = variant(path, tile_snippet, opts.tunables().vec_per_thread);
+        let reduce =
+            gpu.kernel_variant(&shader!("scan_reduce"), &variant, "main", &constants, false)?;
+        let block =
+            gpu.kernel_variant(&shader!("scan_block"), &variant, "main", &constants, false)?;
 
         let layout = layout_for(gpu, n, opts);
         let tile = layout.tile;
