@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 
-use super::arith::arith;
+use super::arith::{arith, Arith};
 use super::pack::{alpha_lane, from_words, write_words};
 use super::tune::Tunables;
 use super::{Kind, Options};
@@ -312,39 +312,7 @@ impl BlurPlan {
         let layout = params.gpu.layout.unwrap_or_else(|| Layout::for_gpu(gpu));
         let shape = shape(gpu, layout, params, &t, mid_fmt)?;
         let alpha = alpha_lane(img.channels);
-        // A pass's pipeline: its formats and arithmetic are constants, so every division in
-        // it is by a constant. Every loop in the blur kernels is bounded by a constant or a
-        // uniform, so drivers may unroll them.
-        let kernel = |second: bool, premultiply: bool, unpremultiply: bool| {
-            let (fmt_in, fmt_out, (mul, add, div)) = if second {
-                (mid_fmt, in_fmt, ar.second)
-            } else {
-                (in_fmt, mid_fmt, ar.first)
-            };
-            let mut c = shape.constants.clone();
-            if let Some((rows, width)) = shape.staging {
-                c.push(("G_IN_LEN", (rows * gauss_stride(width, fmt_in)) as f64));
-            }
-            c.extend([
-                ("IN_FMT", fmt_in as f64),
-                ("OUT_FMT", fmt_out as f64),
-                ("MUL", mul as f64),
-                ("ADD", add as f64),
-                ("DIV", div as f64),
-                ("MAX_VALUE", max as f64),
-                ("PREMULTIPLY", premultiply as u32 as f64),
-                ("UNPREMULTIPLY", unpremultiply as u32 as f64),
-                ("ALPHA_LANE", alpha.unwrap_or(3) as f64),
-            ]);
-            gpu.kernel_variant(&shape.shader, &shape.variant, shape.entry, &c, true)
-        };
-        let has_alpha = alpha.is_some();
-        let kernels = [
-            kernel(false, has_alpha, false)?,
-            kernel(false, false, false)?,
-            kernel(true, false, has_alpha)?,
-            kernel(true, false, false)?,
-        ];
+        let kernels = kernels(gpu, &shape, &ar, (in_fmt, mid_fmt), max, alpha)?;
         let a = gpu.upload_with("blur image a", Usage::Storage, image_bytes, |view| {
             write_words(img, view)
         })?;
@@ -418,6 +386,66 @@ impl BlurPlan {
     }
 }
 
+/// The four pipelines of a blur: the row pass with and without premultiplying, the column
+/// pass with and without dividing alpha out. A pass's formats and arithmetic are constants,
+/// so every division in it is by a constant. Every loop in the blur kernels is bounded by a
+/// constant or a uniform, so drivers may unroll them.
+fn kernels(
+    gpu: &Gpu,
+    shape: &Shape,
+    ar: &Arith,
+    (in_fmt, mid_fmt): (u32, u32),
+    max: u32,
+    alpha: Option<usize>,
+) -> Result<[Kernel; 4]> {
+    let kernel = |second: bool, premultiply: bool, unpremultiply: bool| {
+        let (fmt_in, fmt_out, (mul, add, div)) = if second {
+            (mid_fmt, in_fmt, ar.second)
+        } else {
+            (in_fmt, mid_fmt, ar.first)
+        };
+        let mut c = shape.constants.clone();
+        if let Some((rows, width)) = shape.staging {
+            c.push(("G_IN_LEN", (rows * gauss_stride(width, fmt_in)) as f64));
+        }
+        c.extend([
+            ("IN_FMT", fmt_in as f64),
+            ("OUT_FMT", fmt_out as f64),
+            ("MUL", mul as f64),
+            ("ADD", add as f64),
+            ("DIV", div as f64),
+            ("MAX_VALUE", max as f64),
+            ("PREMULTIPLY", premultiply as u32 as f64),
+            ("UNPREMULTIPLY", unpremultiply as u32 as f64),
+            ("ALPHA_LANE", alpha.unwrap_or(3) as f64),
+        ]);
+        gpu.kernel_variant(&shape.shader, &shape.variant, shape.entry, &c, true)
+    };
+    let has_alpha = alpha.is_some();
+    // The first iteration's row pass premultiplies, the last one's column pass divides out.
+    Ok([
+        kernel(false, has_alpha, false)?,
+        kernel(false, false, false)?,
+        kernel(true, false, has_alpha)?,
+        kernel(true, false, false)?,
+    ])
+}
+
+/// Which (kernel, parity) bind groups some iteration of `iterations` uses: iterations 0, 1
+/// and 2 and the last cover every pair (the middle ones repeat 1 and 2).
+fn used_binds(iterations: u32) -> [[bool; 2]; 4] {
+    let mut used = [[false; 2]; 4];
+    for it in [0, 1, 2, iterations - 1]
+        .into_iter()
+        .filter(|&i| i < iterations)
+    {
+        let (k1, k2) = kernels_of(it, iterations);
+        used[k1][(it % 2) as usize] = true;
+        used[k2][(it % 2) as usize] = true;
+    }
+    used
+}
+
 /// What the passes' bindings depend on, besides the buffers.
 struct Geometry {
     w: u32,
@@ -426,6 +454,50 @@ struct Geometry {
     kind: Kind,
     layout: Layout,
     iterations: u32,
+}
+
+impl Geometry {
+    /// The row and column passes' parameters of the strip of output rows `y0..y1`, its
+    /// input and output word offsets, and the intermediate's line stride.
+    fn pass_params(
+        &self,
+        shape: &Shape,
+        (y0, y1): (u32, u32),
+        (ibase, obase): (u32, u32),
+        stride: u32,
+    ) -> [PassParams; 2] {
+        let (w, r) = (self.w, self.r);
+        let s0 = y0.saturating_sub(r);
+        let s1 = (y1 + r).min(self.h);
+        let p1 = PassParams {
+            lines: s1 - s0,
+            len: w,
+            out_start: 0,
+            out_end: w,
+            in_base: ibase,
+            in_line_stride: w,
+            out_base: 0,
+            out_pos_stride: stride,
+            radius: r,
+            seg_len: segment_len(self.kind, self.layout, r, w, shape.chunk),
+            _pad: [0; 2],
+        };
+        // The second pass's lines are the image's columns, read from the transposed
+        // intermediate; it writes rows y0..y1 (positions y0 - s0 .. y1 - s0).
+        let p2 = PassParams {
+            lines: w,
+            len: s1 - s0,
+            out_start: y0 - s0,
+            out_end: y1 - s0,
+            in_base: 0,
+            in_line_stride: stride,
+            out_base: obase,
+            out_pos_stride: w,
+            seg_len: segment_len(self.kind, self.layout, r, y1 - y0, shape.chunk),
+            ..p1
+        };
+        [p1, p2]
+    }
 }
 
 /// The image buffers (input of even iterations first) and how rows lie in them.
@@ -471,17 +543,7 @@ impl Buffers<'_> {
         let mut slots = weights.to_vec();
         slots.resize(WEIGHT_SLOTS, 0);
         let weight_buf = gpu.upload("blur weights", Usage::Uniform, &slots);
-        // The (kernel, parity) pairs some iteration uses: iterations 0, 1 and 2 and the last
-        // cover every pair (the middle ones repeat 1 and 2).
-        let mut used = [[false; 2]; 4];
-        for it in [0, 1, 2, g.iterations - 1]
-            .into_iter()
-            .filter(|&i| i < g.iterations)
-        {
-            let (k1, k2) = kernels_of(it, g.iterations);
-            used[k1][(it % 2) as usize] = true;
-            used[k2][(it % 2) as usize] = true;
-        }
+        let used = used_binds(g.iterations);
         let passes = strips
             .iter()
             .map(|&(y0, y1)| {
@@ -491,33 +553,7 @@ impl Buffers<'_> {
                 let (ooff, osize, obase) = self.rows_binding(y0, y1 - y0);
                 let stride = mid_stride(s1 - s0);
                 let mid_size = w as u64 * stride as u64 * self.mid_px_bytes;
-                let p1 = PassParams {
-                    lines: s1 - s0,
-                    len: w,
-                    out_start: 0,
-                    out_end: w,
-                    in_base: ibase,
-                    in_line_stride: w,
-                    out_base: 0,
-                    out_pos_stride: stride,
-                    radius: r,
-                    seg_len: segment_len(g.kind, g.layout, r, w, shape.chunk),
-                    _pad: [0; 2],
-                };
-                // The second pass's lines are the image's columns, read from the transposed
-                // intermediate; it writes rows y0..y1 (positions y0 - s0 .. y1 - s0).
-                let p2 = PassParams {
-                    lines: w,
-                    len: s1 - s0,
-                    out_start: y0 - s0,
-                    out_end: y1 - s0,
-                    in_base: 0,
-                    in_line_stride: stride,
-                    out_base: obase,
-                    out_pos_stride: w,
-                    seg_len: segment_len(g.kind, g.layout, r, y1 - y0, shape.chunk),
-                    ..p1
-                };
+                let [p1, p2] = g.pass_params(shape, (y0, y1), (ibase, obase), stride);
                 let u1 = gpu.upload("blur params", Usage::Uniform, &[p1]);
                 let u2 = gpu.upload("blur params", Usage::Uniform, &[p2]);
                 let psize = std::mem::size_of::<PassParams>() as u64;

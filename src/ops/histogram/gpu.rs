@@ -383,26 +383,7 @@ impl<'g> HistogramGpu<'g> {
         let t = self.tuning.tunables;
         t.check(&gpu.limits)?;
         let g = Geometry::new(gpu, &self.tuning, ic, bits, hc, bins);
-        let chunk = self.kernel(
-            "chunk",
-            &[
-                ("WG_SIZE", g.wg_size),
-                ("IN_CHANNELS", ic),
-                ("BITS", bits),
-                ("HC", hc),
-                ("COPIES", g.copies),
-                ("SPAN", g.span),
-                ("UNIT_PIXELS", g.unit_pixels),
-                ("UNIT_VECS", g.unit_vecs),
-            ],
-        )?;
-        let reduce = self.kernel(
-            "reduce",
-            &[
-                ("WG_SIZE", t.reduce_wg_size),
-                ("ENTRIES_PER_WG", t.entries_per_wg),
-            ],
-        )?;
+        let (chunk, reduce) = self.kernels(&g, ic, bits, hc)?;
         let entries = bins * hc;
         let pixel_bytes = u64::from(ic * bits / 8);
         let sizes = HistogramPlan::segment_sizes(pixels, g.segment_pixels);
@@ -475,6 +456,38 @@ impl<'g> HistogramGpu<'g> {
             _scratch: scratch,
             _params: params,
         })
+    }
+
+    /// The chunk kernel for this layout and geometry, and the reduce kernel.
+    fn kernels(
+        &mut self,
+        g: &Geometry,
+        ic: u32,
+        bits: u32,
+        hc: u32,
+    ) -> Result<(Rc<Kernel>, Rc<Kernel>)> {
+        let t = self.tuning.tunables;
+        let chunk = self.kernel(
+            "chunk",
+            &[
+                ("WG_SIZE", g.wg_size),
+                ("IN_CHANNELS", ic),
+                ("BITS", bits),
+                ("HC", hc),
+                ("COPIES", g.copies),
+                ("SPAN", g.span),
+                ("UNIT_PIXELS", g.unit_pixels),
+                ("UNIT_VECS", g.unit_vecs),
+            ],
+        )?;
+        let reduce = self.kernel(
+            "reduce",
+            &[
+                ("WG_SIZE", t.reduce_wg_size),
+                ("ENTRIES_PER_WG", t.entries_per_wg),
+            ],
+        )?;
+        Ok((chunk, reduce))
     }
 
     /// Starts a running total on the device over the images histogrammed from now on, all

@@ -161,46 +161,127 @@ pub struct ScanPlan {
     _held: Vec<wgpu::Buffer>,
 }
 
+/// The reduce and block kernels for `T` and `opts` on `gpu`, and whether they take the
+/// subgroup path.
+fn kernels<T: Element>(gpu: &Gpu, opts: &Options) -> Result<(Kernel, Kernel, bool)> {
+    opts.tunables().check(&gpu.limits)?;
+    let wg = opts.tunables().wg_size;
+    let subgroups = takes_subgroups(gpu, opts)?;
+    let mut constants = vec![
+        ("WG_SIZE", wg as f64),
+        ("OP", opts.op.code() as f64),
+        ("DTYPE", T::ELEM.code() as f64),
+    ];
+    if subgroups {
+        let min = gpu.features.subgroup_size[0];
+        constants.push(("SUBGROUP_MIN", min as f64));
+    }
+    // The in-tile path fills the stage files' `scan_tile` slot; VEC_PER_THREAD sizes
+    // function-scope arrays, so it is a const the variant sets.
+    let (path, tile_snippet) = if subgroups {
+        ("subgroup", "scan_subgroup")
+    } else {
+        ("workgroup", "scan_workgroup")
+    };
+    let bytes = opts
+        .tunables()
+        .workgroup_bytes(subgroups.then_some(gpu.features.subgroup_size[0]));
+    if bytes > gpu.limits.max_compute_workgroup_storage_size {
+        bail!(
+            "scan with {} needs {bytes} bytes of workgroup memory; this adapter has {}",
+            opts.tunables(),
+            gpu.limits.max_compute_workgroup_storage_size
+        );
+    }
+    let variant = variant(path, tile_snippet, opts.tunables().vec_per_thread);
+    let reduce =
+        gpu.kernel_variant(&shader!("scan_reduce"), &variant, "main", &constants, false)?;
+    let block = gpu.kernel_variant(&shader!("scan_block"), &variant, "main", &constants, false)?;
+    Ok((reduce, block, subgroups))
+}
+
+/// The data buffer of each segment, the level totals the segments share, and the chain of
+/// carries between segments.
+struct Buffers<'a> {
+    data: &'a [wgpu::Buffer],
+    totals: &'a [wgpu::Buffer],
+    chain: &'a wgpu::Buffer,
+}
+
+impl Buffers<'_> {
+    /// Every pass, in order: per segment, reductions up the levels, then block scans down
+    /// them. Their params buffers go to `held`.
+    fn passes(
+        &self,
+        gpu: &Gpu,
+        layout: &Layout,
+        mode: Mode,
+        [reduce, block]: [&Kernel; 2],
+        held: &mut Vec<wgpu::Buffer>,
+    ) -> Vec<Pass> {
+        let tile = layout.tile;
+        let mut passes = Vec::new();
+        for (s, seg) in layout.segments.iter().enumerate() {
+            let level_buf = |l: usize| {
+                if l == 0 {
+                    &self.data[s]
+                } else {
+                    &self.totals[l - 1]
+                }
+            };
+            let tiles = |l: usize| seg.levels[l].div_ceil(tile) as u32;
+            let top = seg.levels.len() - 1;
+            for l in 0..top {
+                let params = gpu.upload(
+                    "scan params",
+                    Usage::Uniform,
+                    &[ReduceParams {
+                        n: seg.levels[l] as u32,
+                    }],
+                );
+                passes.push(Pass {
+                    label: format!("scan_reduce.{l}"),
+                    stage: Stage::Reduce,
+                    bind: gpu.bind(reduce, &[&params, level_buf(l), level_buf(l + 1)]),
+                    workgroups: tiles(l),
+                });
+                held.push(params);
+            }
+            for l in (0..=top).rev() {
+                let inclusive = l == 0 && mode == Mode::Inclusive;
+                let (carries, carry_base, total_slot) = if l == top {
+                    (self.chain, s as u32, s as u32 + 1)
+                } else {
+                    (level_buf(l + 1), 0, NO_TOTAL)
+                };
+                let params = gpu.upload(
+                    "scan params",
+                    Usage::Uniform,
+                    &[BlockParams {
+                        n: seg.levels[l] as u32,
+                        inclusive: inclusive as u32,
+                        carry_base,
+                        total_slot,
+                    }],
+                );
+                passes.push(Pass {
+                    label: format!("scan_block.{l}"),
+                    stage: Stage::Block,
+                    bind: gpu.bind(block, &[&params, carries, level_buf(l)]),
+                    workgroups: tiles(l),
+                });
+                held.push(params);
+            }
+        }
+        passes
+    }
+}
+
 impl ScanPlan {
     /// Builds the pipelines and buffers for `n` elements of `T`.
     pub fn new<T: Element>(gpu: &Gpu, n: usize, opts: &Options) -> Result<ScanPlan> {
-        opts.tunables().check(&gpu.limits)?;
-        let wg = opts.tunables().wg_size;
-        let subgroups = takes_subgroups(gpu, opts)?;
-        let mut constants = vec![
-            ("WG_SIZE", wg as f64),
-            ("OP", opts.op.code() as f64),
-            ("DTYPE", T::ELEM.code() as f64),
-        ];
-        if subgroups {
-            let min = gpu.features.subgroup_size[0];
-            constants.push(("SUBGROUP_MIN", min as f64));
-        }
-        // The in-tile path fills the stage files' `scan_tile` slot; VEC_PER_THREAD sizes
-        // function-scope arrays, so it is a const the variant sets.
-        let (path, tile_snippet) = if subgroups {
-            ("subgroup", "scan_subgroup")
-        } else {
-            ("workgroup", "scan_workgroup")
-        };
-        let bytes = opts
-            .tunables()
-            .workgroup_bytes(subgroups.then_some(gpu.features.subgroup_size[0]));
-        if bytes > gpu.limits.max_compute_workgroup_storage_size {
-            bail!(
-                "scan with {} needs {bytes} bytes of workgroup memory; this adapter has {}",
-                opts.tunables(),
-                gpu.limits.max_compute_workgroup_storage_size
-            );
-        }
-        let variant = variant(path, tile_snippet, opts.tunables().vec_per_thread);
-        let reduce =
-            gpu.kernel_variant(&shader!("scan_reduce"), &variant, "main", &constants, false)?;
-        let block =
-            gpu.kernel_variant(&shader!("scan_block"), &variant, "main", &constants, false)?;
-
+        let (reduce, block, subgroups) = kernels::<T>(gpu, opts)?;
         let layout = layout_for(gpu, n, opts);
-        let tile = layout.tile;
         let vec4_bytes = |len: usize| len.div_ceil(4) as u64 * 16;
         let data: Vec<wgpu::Buffer> = layout
             .segments
@@ -222,53 +303,12 @@ impl ScanPlan {
         );
 
         let mut held = Vec::new();
-        let mut passes = Vec::new();
-        for (s, seg) in layout.segments.iter().enumerate() {
-            let level_buf = |l: usize| if l == 0 { &data[s] } else { &totals[l - 1] };
-            let tiles = |l: usize| seg.levels[l].div_ceil(tile) as u32;
-            let top = seg.levels.len() - 1;
-            for l in 0..top {
-                let params = gpu.upload(
-                    "scan params",
-                    Usage::Uniform,
-                    &[ReduceParams {
-                        n: seg.levels[l] as u32,
-                    }],
-                );
-                passes.push(Pass {
-                    label: format!("scan_reduce.{l}"),
-                    stage: Stage::Reduce,
-                    bind: gpu.bind(&reduce, &[&params, level_buf(l), level_buf(l + 1)]),
-                    workgroups: tiles(l),
-                });
-                held.push(params);
-            }
-            for l in (0..=top).rev() {
-                let inclusive = l == 0 && opts.mode == Mode::Inclusive;
-                let (carries, carry_base, total_slot) = if l == top {
-                    (&chain, s as u32, s as u32 + 1)
-                } else {
-                    (level_buf(l + 1), 0, NO_TOTAL)
-                };
-                let params = gpu.upload(
-                    "scan params",
-                    Usage::Uniform,
-                    &[BlockParams {
-                        n: seg.levels[l] as u32,
-                        inclusive: inclusive as u32,
-                        carry_base,
-                        total_slot,
-                    }],
-                );
-                passes.push(Pass {
-                    label: format!("scan_block.{l}"),
-                    stage: Stage::Block,
-                    bind: gpu.bind(&block, &[&params, carries, level_buf(l)]),
-                    workgroups: tiles(l),
-                });
-                held.push(params);
-            }
-        }
+        let bufs = Buffers {
+            data: &data,
+            totals: &totals,
+            chain: &chain,
+        };
+        let passes = bufs.passes(gpu, &layout, opts.mode, [&reduce, &block], &mut held);
         held.extend(totals);
         held.push(chain);
         Ok(ScanPlan {
