@@ -1,7 +1,6 @@
 //! `blur`: the GPU bit for bit against the CPU reference, golden files, and the command line.
 
 use std::path::Path;
-use std::sync::OnceLock;
 
 use gpukit::gpu::{Engine, Timings};
 use gpukit::io::image::{self, Image, Samples};
@@ -10,13 +9,7 @@ use gpukit::ops::blur::{
     Options as BlurParams,
 };
 
-use crate::util::{gpu, run, run_in, tempdir, xorshift};
-
-/// One device for every blur test, so pipelines compile once.
-fn engine() -> &'static Engine {
-    static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| Engine::Gpu(Box::new(gpu())))
-}
+use crate::util::{dump_mismatch, engine, gpu, run, run_in, tempdir, xorshift};
 
 /// Deterministic noise with every sample value likely, and some fully transparent pixels.
 fn noise(w: u32, h: u32, channels: u8, sixteen: bool, seed: u32) -> Image {
@@ -38,18 +31,13 @@ fn noise(w: u32, h: u32, channels: u8, sixteen: bool, seed: u32) -> Image {
     img
 }
 
-/// Writes both images next to the test binary when they differ, then fails.
+/// Writes both images as PNGs when they differ, then fails.
 #[track_caller]
 fn assert_same(gpu: &Image, cpu: &Image, what: &str) {
     if gpu != cpu {
-        let dir = std::env::temp_dir().join("gpukit-blur-mismatch");
-        std::fs::create_dir_all(&dir).unwrap();
-        let tag: String = what
-            .chars()
-            .map(|c| if c.is_alphanumeric() { c } else { '_' })
-            .collect();
-        let _ = image::save(&dir.join(format!("{tag}-gpu.png")), gpu.clone());
-        let _ = image::save(&dir.join(format!("{tag}-cpu.png")), cpu.clone());
+        let dir = dump_mismatch(what, "png", gpu, cpu, |p, img| {
+            let _ = image::save(p, img.clone());
+        });
         panic!(
             "GPU and CPU differ for {what}; both written to {}",
             dir.display()

@@ -12,7 +12,7 @@ use gpukit::ops::matmul::{
 
 use gpukit::io::array::{encode, read_matrix, Array, DType, Data, Format};
 
-use crate::util::{gpu, run_in, tempdir};
+use crate::util::{dump_mismatch, gpu, run_in, shared_gpu, tempdir};
 
 /// Deterministic values in [-2, 2) with a few exact zeros, so cancellation happens.
 fn values(len: usize, seed: u64) -> Vec<f32> {
@@ -68,10 +68,12 @@ fn check(gpu: &Gpu, c: &Case, options: Options) {
     // NaN counts as a mismatch.
     let bad = outside_bound(&got, &want, &abs, k);
     if let Some(i) = bad {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("matmul-mismatch");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("gpu.txt"), format!("{got:?}")).unwrap();
-        std::fs::write(dir.join("cpu.txt"), format!("{want:?}")).unwrap();
+        let what = format!("matmul {m}x{n}x{k} {:?}", c.precision);
+        // The GPU's f32 as f64, beside the f64 reference.
+        let got_f64: Vec<f64> = got.iter().map(|&x| f64::from(x)).collect();
+        let dir = dump_mismatch(&what, "txt", &got_f64, &want, |p, v| {
+            std::fs::write(p, format!("{v:?}")).unwrap()
+        });
         panic!(
             "{m}x{n}x{k} a_t={} b_t={} {:?} {:?}: C[{}, {}] = {} but the reference is {} \
              (bound {}); both written to {}",
@@ -98,8 +100,8 @@ fn default_options(g: &Gpu) -> Options {
 
 #[test]
 fn small_and_degenerate_shapes() {
-    let g = gpu();
-    let o = default_options(&g);
+    let g = shared_gpu();
+    let o = default_options(g);
     for (m, n, k) in [
         (1, 1, 1),
         (1, 1, 300),
@@ -110,36 +112,36 @@ fn small_and_degenerate_shapes() {
         (1000, 3, 20),
         (2, 700, 33),
     ] {
-        check(&g, &case(m, n, k), o);
+        check(g, &case(m, n, k), o);
     }
 }
 
 #[test]
 fn tile_sizes_plus_and_minus_one_in_each_dimension() {
-    let g = gpu();
+    let g = shared_gpu();
     for tile in [TileConfig::SAFE, TileConfig::for_limits(&g.limits)] {
         let o = Options {
             tile: Some(tile),
-            ..default_options(&g)
+            ..default_options(g)
         };
         let (bm, bn, bk) = (tile.bm as usize, tile.bn as usize, tile.bk as usize);
         for d in [-1isize, 0, 1] {
             let f = |x: usize| (x as isize + d) as usize;
-            check(&g, &case(f(bm), bn, bk), o);
-            check(&g, &case(bm, f(bn), bk), o);
-            check(&g, &case(bm, bn, f(bk)), o);
-            check(&g, &case(f(bm), f(bn), f(2 * bk)), o);
+            check(g, &case(f(bm), bn, bk), o);
+            check(g, &case(bm, f(bn), bk), o);
+            check(g, &case(bm, bn, f(bk)), o);
+            check(g, &case(f(bm), f(bn), f(2 * bk)), o);
         }
     }
 }
 
 #[test]
 fn transposed_operands_in_both_configs() {
-    let g = gpu();
+    let g = shared_gpu();
     for tile in [TileConfig::SAFE, TileConfig::for_limits(&g.limits)] {
         let o = Options {
             tile: Some(tile),
-            ..default_options(&g)
+            ..default_options(g)
         };
         for (trans_a, trans_b) in [(true, false), (false, true), (true, true)] {
             for (m, n, k) in [(1, 1, 1), (3, 5, 7), (130, 67, 33), (5, 131, 18)] {
@@ -148,7 +150,7 @@ fn transposed_operands_in_both_configs() {
                     trans_b,
                     ..case(m, n, k)
                 };
-                check(&g, &c, o);
+                check(g, &c, o);
             }
         }
     }
@@ -156,12 +158,12 @@ fn transposed_operands_in_both_configs() {
 
 #[test]
 fn f16_inputs_accumulate_in_f32() {
-    let g = gpu();
+    let g = shared_gpu();
     assert!(
         g.features.shader_f16,
         "lavapipe has shader-f16; the f16 path must be tested"
     );
-    let o = default_options(&g);
+    let o = default_options(g);
     for (m, n, k) in [(1, 1, 1), (3, 5, 7), (129, 257, 65), (17, 9, 300)] {
         for (trans_a, trans_b) in [(false, false), (true, true)] {
             let c = Case {
@@ -170,7 +172,7 @@ fn f16_inputs_accumulate_in_f32() {
                 precision: Precision::F16,
                 ..case(m, n, k)
             };
-            check(&g, &c, o);
+            check(g, &c, o);
         }
     }
     let safe = Options {
@@ -178,7 +180,7 @@ fn f16_inputs_accumulate_in_f32() {
         ..o
     };
     check(
-        &g,
+        g,
         &Case {
             precision: Precision::F16,
             ..case(65, 63, 9)
@@ -244,7 +246,7 @@ fn f16_without_the_feature_is_a_clear_error() {
 
 #[test]
 fn split_into_blocks_along_m_n_and_k_matches_the_reference() {
-    let g = gpu();
+    let g = shared_gpu();
     let tile = TileConfig::for_limits(&g.limits);
     // 8 KiB bindings: 2048 f32 per block of A, B or C.
     let o = Options {
@@ -274,7 +276,7 @@ fn split_into_blocks_along_m_n_and_k_matches_the_reference() {
         };
         let split = plan_split(&p, tile, 8192, u64::MAX).unwrap();
         assert!(split.mc < m || split.nc < n || split.kc < k, "{split:?}");
-        check(&g, &c, o);
+        check(g, &c, o);
     }
     // K alone is too long for a binding: chunks of K accumulate into C.
     let (a, b) = (vec![0.0; 4 * 2500], vec![0.0; 2500 * 4]);
@@ -291,9 +293,9 @@ fn split_into_blocks_along_m_n_and_k_matches_the_reference() {
         precision: Precision::F32,
     };
     assert!(plan_split(&p, tile, 8192, u64::MAX).unwrap().kc < 2500);
-    check(&g, &case(4, 4, 2500), o);
+    check(g, &case(4, 4, 2500), o);
     check(
-        &g,
+        g,
         &Case {
             precision: Precision::F16,
             ..case(4, 4, 2500)

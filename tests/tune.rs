@@ -10,7 +10,7 @@ use gpukit::io::array::{self, Array, Data, Format};
 use gpukit::io::image::Image;
 use gpukit::ops::{blur, histogram, matmul, scan};
 
-use crate::util::{gpu, gpukit, run, tempdir, xorshift, Run};
+use crate::util::{engine, gpukit, run, tempdir, xorshift, Run};
 
 /// Writes `values` as a u32 .npy.
 fn write_u32_npy(path: &Path, values: Vec<u32>) {
@@ -232,10 +232,6 @@ fn noise(len: usize, seed: u32) -> Vec<u32> {
     (0..len).map(|_| next()).collect()
 }
 
-fn engine() -> Engine {
-    Engine::Gpu(Box::new(gpu()))
-}
-
 fn the_gpu(e: &Engine) -> &Gpu {
     match e {
         Engine::Gpu(g) => g,
@@ -294,7 +290,7 @@ fn blur_is_bit_identical_for_other_choices() {
                     ..blur::GpuOptions::DEFAULT
                 };
                 let p = &p.with_gpu(options);
-                let got = blur::run(&e, img, p, &mut Timings::default()).unwrap();
+                let got = blur::run(e, img, p, &mut Timings::default()).unwrap();
                 let want = blur::reference(img, p).unwrap();
                 assert!(
                     got.samples == want.samples,
@@ -310,7 +306,7 @@ fn blur_is_bit_identical_for_other_choices() {
 #[test]
 fn histogram_counts_are_exact_for_other_choices() {
     let e = engine();
-    let g = the_gpu(&e);
+    let g = the_gpu(e);
     let img = Image::new_u8(
         211,
         97,
@@ -370,7 +366,7 @@ fn scan_is_exact_for_other_choices() {
                 }),
                 ..scan::Options::default()
             };
-            let got = scan::run(&e, &data, &opts, &mut Timings::default()).unwrap();
+            let got = scan::run(e, &data, &opts, &mut Timings::default()).unwrap();
             assert!(
                 got == scan::reference(&data, op, mode),
                 "{} {op:?} {mode:?}",
@@ -383,7 +379,7 @@ fn scan_is_exact_for_other_choices() {
 #[test]
 fn matmul_is_within_its_bound_for_other_choices() {
     let e = engine();
-    let g = the_gpu(&e);
+    let g = the_gpu(e);
     let (m, n, k) = (70, 93, 45);
     let a: Vec<f32> = noise(m * k, 5)
         .iter()
