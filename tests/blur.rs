@@ -467,6 +467,30 @@ fn fixed_limits_are_usage_errors_before_any_file_is_read() {
     assert!(!out.exists());
 }
 
+// Folders stand for their images in blur as in histogram (the expansion is shared).
+#[test]
+fn a_folder_blurs_each_of_its_images() {
+    let dir = tempdir();
+    let (inp, out) = (dir.path().join("in"), dir.path().join("out"));
+    std::fs::create_dir(&inp).unwrap();
+    std::fs::write(inp.join("notes.txt"), b"not an image").unwrap();
+    let imgs = [
+        ("a.png", noise(9, 7, 4, false, 31)),
+        ("b.png", noise(5, 11, 1, false, 32)),
+    ];
+    for (name, img) in &imgs {
+        image::save(&inp.join(name), img.clone()).unwrap();
+    }
+    let (i, o) = (inp.to_str().unwrap(), out.to_str().unwrap());
+    run(&["blur", i, "-r", "2", "--out-dir", o]).code(0);
+    for (name, img) in &imgs {
+        let got = image::load(&out.join(name)).unwrap();
+        let want = reference(img, &BlurParams::new(Kind::Box, 2, 1)).unwrap();
+        assert_same(&got, &want, name);
+    }
+    assert!(!out.join("notes.txt").exists());
+}
+
 // More passes than one timed submission holds (two per iteration) once failed with wgpu's
 // timestamp-query limit and grew memory with the count (issue 12, item 9).
 #[test]

@@ -21,7 +21,8 @@ enum KindArg {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct BlurArgs {
-    /// Input images (PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO; 8 or 16 bits).
+    /// Input images (PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO; 8 or 16 bits), or
+    /// folders of images (the image files directly in them, by name).
     #[arg(value_name = "IN", required = true)]
     inputs: Vec<PathBuf>,
     /// Output file (one input only; may be the input itself). Its extension picks the format.
@@ -86,18 +87,19 @@ impl BlurArgs {
         .and_then(|o| o.check().map(|_| o))
     }
 
-    /// Inputs paired with their outputs, checked up front.
+    /// Inputs (folders expanded) paired with their outputs, checked up front.
     fn jobs(&self) -> Result<Vec<(PathBuf, PathBuf)>> {
         let usage = |m: String| anyhow::Error::new(crate::UsageError(m));
+        let inputs = super::inputs::expand(&self.inputs)?;
         if let Some(out) = &self.output {
-            if self.inputs.len() > 1 {
+            if inputs.len() > 1 {
                 return Err(usage(format!(
                     "-o names one output but {} inputs were given; use --out-dir",
-                    self.inputs.len()
+                    inputs.len()
                 )));
             }
             img_io::output_format(out)?;
-            return Ok(vec![(self.inputs[0].clone(), out.clone())]);
+            return Ok(vec![(inputs[0].clone(), out.clone())]);
         }
         let dir = self
             .out_dir
@@ -111,7 +113,7 @@ impl BlurArgs {
         }
         let mut seen = HashSet::new();
         let mut jobs = Vec::new();
-        for input in &self.inputs {
+        for input in &inputs {
             let name = input
                 .file_name()
                 .ok_or_else(|| usage(format!("{}: not a file name", input.display())))?;

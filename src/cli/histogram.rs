@@ -128,40 +128,6 @@ fn layout_name(channels: u8) -> &'static str {
     }
 }
 
-/// Extensions of the image files a folder contributes.
-const IMAGE_EXTENSIONS: &[&str] = &[
-    "png", "jpg", "jpeg", "webp", "tif", "tiff", "bmp", "gif", "pnm", "pbm", "pgm", "ppm", "pam",
-    "tga", "qoi", "ico",
-];
-
-/// The inputs with folders replaced by the image files directly in them, sorted by name.
-fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for p in inputs {
-        if !p.is_dir() {
-            out.push(p.clone());
-            continue;
-        }
-        let name = p.display();
-        let mut files: Vec<PathBuf> = std::fs::read_dir(p)
-            .with_context(|| format!("{name}: cannot list the folder"))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|f| {
-                f.is_file()
-                    && f.extension()
-                        .and_then(|e| e.to_str())
-                        .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_lowercase().as_str()))
-            })
-            .collect();
-        if files.is_empty() {
-            anyhow::bail!("{name}: no image files in this folder");
-        }
-        files.sort();
-        out.extend(files);
-    }
-    Ok(out)
-}
-
 /// One input's result.
 struct Report {
     path: String,
@@ -170,7 +136,7 @@ struct Report {
 }
 
 pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
-    let inputs = expand(&args.inputs)?;
+    let inputs = super::inputs::expand(&args.inputs)?;
     if args.plot.is_some() && inputs.len() > 1 && !args.sum {
         anyhow::bail!(crate::UsageError(
             "--plot draws one histogram: with several inputs, add --sum to plot their sum".into()
@@ -371,8 +337,6 @@ fn summary(reports: &[Report], sum: Option<&Histogram>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
 
     #[test]
@@ -387,22 +351,5 @@ mod tests {
         for bad in ["640", "0x480", "15x100", "100x16385", "axb", "640x"] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn folders_expand_to_their_images_by_name() {
-        let dir = tempfile::tempdir().unwrap();
-        for f in ["b.png", "a.JPG", "notes.txt"] {
-            std::fs::write(dir.path().join(f), b"x").unwrap();
-        }
-        let got = expand(&[dir.path().to_path_buf(), Path::new("c.png").into()]).unwrap();
-        let names: Vec<_> = got
-            .iter()
-            .map(|p| p.file_name().unwrap().to_str().unwrap())
-            .collect();
-        assert_eq!(names, ["a.JPG", "b.png", "c.png"]);
-        let empty = tempfile::tempdir().unwrap();
-        let err = expand(&[empty.path().to_path_buf()]).unwrap_err();
-        assert!(err.to_string().contains("no image files"), "{err}");
     }
 }

@@ -5,6 +5,7 @@ mod blur;
 mod devices;
 pub mod exit;
 mod histogram;
+mod inputs;
 mod matmul;
 mod scan;
 pub mod term;
