@@ -7,7 +7,7 @@ use std::path::Path;
 use gpukit::gpu::{Engine, Gpu, Timings};
 use gpukit::ops::matmul::{
     error_bound, exact, outside_bound, plan_split, run, run_gpu, Dims, Matmul, Options, Precision,
-    TileConfig,
+    Tunables,
 };
 
 use gpukit::io::array::{encode, read_matrix, Array, DType, Data, Format};
@@ -93,7 +93,7 @@ fn check(gpu: &Gpu, c: &Case, options: Options) {
 
 fn default_options(g: &Gpu) -> Options {
     Options {
-        tile: Some(TileConfig::for_limits(&g.limits)),
+        tile: Some(Tunables::for_limits(&g.limits)),
         ..Options::DEFAULT
     }
 }
@@ -119,7 +119,7 @@ fn small_and_degenerate_shapes() {
 #[test]
 fn tile_sizes_plus_and_minus_one_in_each_dimension() {
     let g = shared_gpu();
-    for tile in [TileConfig::SAFE, TileConfig::for_limits(&g.limits)] {
+    for tile in [Tunables::SAFE, Tunables::for_limits(&g.limits)] {
         let o = Options {
             tile: Some(tile),
             ..default_options(g)
@@ -138,7 +138,7 @@ fn tile_sizes_plus_and_minus_one_in_each_dimension() {
 #[test]
 fn transposed_operands_in_both_configs() {
     let g = shared_gpu();
-    for tile in [TileConfig::SAFE, TileConfig::for_limits(&g.limits)] {
+    for tile in [Tunables::SAFE, Tunables::for_limits(&g.limits)] {
         let o = Options {
             tile: Some(tile),
             ..default_options(g)
@@ -176,7 +176,7 @@ fn f16_inputs_accumulate_in_f32() {
         }
     }
     let safe = Options {
-        tile: Some(TileConfig::SAFE),
+        tile: Some(Tunables::SAFE),
         ..o
     };
     check(
@@ -247,7 +247,7 @@ fn f16_without_the_feature_is_a_clear_error() {
 #[test]
 fn split_into_blocks_along_m_n_and_k_matches_the_reference() {
     let g = shared_gpu();
-    let tile = TileConfig::for_limits(&g.limits);
+    let tile = Tunables::for_limits(&g.limits);
     // 8 KiB bindings: 2048 f32 per block of A, B or C.
     let o = Options {
         tile: Some(tile),
@@ -311,7 +311,7 @@ fn many_tiles_across_a_2d_dispatch_grid() {
     let mut g = gpu();
     g.set_dispatch_limit(3);
     let o = Options {
-        tile: Some(TileConfig::SAFE),
+        tile: Some(Tunables::SAFE),
         ..default_options(&g)
     };
     check(&g, &case(9 * 64 - 5, 5 * 64, 12), o);

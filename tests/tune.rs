@@ -398,7 +398,7 @@ fn matmul_is_within_its_bound_for_other_choices() {
         precision: matmul::Precision::F32,
     };
     let (want, abs) = matmul::exact(&p);
-    let tile = |bm, bn, bk, tm, tn, group_m| matmul::TileConfig {
+    let tile = |bm, bn, bk, tm, tn, group_m| matmul::Tunables {
         bm,
         bn,
         bk,

@@ -158,3 +158,21 @@ impl clap::ValueEnum for Elem {
         Some(clap::builder::PossibleValue::new(self.name()))
     }
 }
+
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Format::Npy, Format::Json, Format::Text, Format::Bin]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self {
+            Format::Npy => PossibleValue::new("npy"),
+            Format::Json => PossibleValue::new("json"),
+            Format::Text => PossibleValue::new("text").help("Text: `.txt` or `.csv`"),
+            Format::Bin => {
+                PossibleValue::new("bin").help("Raw little-endian elements; needs a dtype")
+            }
+        })
+    }
+}

@@ -1,6 +1,6 @@
 //! `gpukit tune`: measures each op's candidate workgroup sizes, tile shapes and work per
 //! invocation on this adapter, per size class, and keeps the fastest in a cache that the
-//! command line reads. Every candidate is first checked against the CPU reference on a
+//! ops read ([`choice`]). Every candidate is first checked against the CPU reference on a
 //! small input; a wrong one is never timed, so it can never win. docs/tune.md explains it.
 //!
 //! A search runs in stages (coordinate search): each stage varies a few fields around the
@@ -8,7 +8,6 @@
 //! incumbent and the default, so every stage's choice is measured against them on the same
 //! case. Candidates are screened with a few runs first; those clearly slower than the best
 //! so far are dropped without the full measurement.
-
 //!
 //! This module holds only what is common to every op: the search ([`Search`]), the
 //! verdicts, the cache and its lookup. Each op's stages, size classes, checks and cases live

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::{reference, Dims, Matmul, MatmulPlan, Options, Precision, TileConfig};
+use super::{reference, Dims, Matmul, MatmulPlan, Options, Precision, Tunables};
 use crate::bench::{Case, Sizes, Unit};
 use crate::gpu::Engine;
 
@@ -69,7 +69,7 @@ pub(super) fn cases<'e>(engine: &'e Engine, sizes: &Sizes) -> Result<Vec<Case<'e
                 // The default tiling, not the tune cache's: bench measures the same kernels
                 // everywhere.
                 let options = Options {
-                    tile: Some(TileConfig::for_limits(&gpu.limits)),
+                    tile: Some(Tunables::for_limits(&gpu.limits)),
                     ..Options::DEFAULT
                 };
                 let plan = MatmulPlan::new(gpu, &p, &options)?;

@@ -16,7 +16,7 @@ use half::f16;
 use crate::gpu::{Engine, Gpu, Timings};
 pub use plan::{plan_split, MatmulPlan, Split};
 pub use reference::{error_bound, exact, outside_bound, reference};
-pub use tune::TileConfig;
+pub use tune::Tunables;
 
 /// `matmul` in the registry.
 pub const OP: super::Op = super::Op {
@@ -134,8 +134,8 @@ impl Matmul<'_> {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Options {
     /// `None`: the tune cache's choice for this adapter and size, else
-    /// [`TileConfig::for_limits`].
-    pub tile: Option<TileConfig>,
+    /// [`Tunables::for_limits`].
+    pub tile: Option<Tunables>,
     /// `None`: the adapter's limit.
     pub max_binding: Option<u64>,
 }
@@ -147,12 +147,12 @@ impl Options {
     };
 
     /// The tiling of `p` on `gpu`: the one given, else the tune cache's, else the default.
-    pub fn tile(&self, gpu: &Gpu, p: &Matmul) -> TileConfig {
+    pub fn tile(&self, gpu: &Gpu, p: &Matmul) -> Tunables {
         let Dims { m, n, k } = p.dims;
         let size = ((m * n * k) as f64).cbrt();
         self.tile
-            .or_else(|| crate::tune::choice(gpu, "matmul", size, TileConfig::check))
-            .unwrap_or_else(|| TileConfig::for_limits(&gpu.limits))
+            .or_else(|| crate::tune::choice(gpu, "matmul", size, Tunables::check))
+            .unwrap_or_else(|| Tunables::for_limits(&gpu.limits))
     }
 
     /// The largest binding a block may take on `gpu`.

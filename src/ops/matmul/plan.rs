@@ -6,7 +6,7 @@ use std::ops::Range;
 use anyhow::{bail, Result};
 use half::f16;
 
-use super::{check_precision, Dims, Matmul, Options, Precision, TileConfig};
+use super::{check_precision, Dims, Matmul, Options, Precision, Tunables};
 use crate::gpu::{Batch, Gpu, Kernel, Usage, Variant};
 use crate::shader;
 
@@ -90,7 +90,7 @@ pub(super) fn round4(x: usize) -> usize {
 /// `max_binding` bytes and each chunk of C needs at most `max_workgroups` workgroups.
 pub fn plan_split(
     p: &Matmul,
-    tile: TileConfig,
+    tile: Tunables,
     max_binding: u64,
     max_workgroups: u64,
 ) -> Result<Split> {
@@ -216,7 +216,7 @@ pub struct MatmulPlan {
     c_blocks: Vec<CBlock>,
     dims: Dims,
     pub split: Split,
-    pub tile: TileConfig,
+    pub tile: Tunables,
 }
 
 impl MatmulPlan {

@@ -7,23 +7,23 @@ use super::*;
 fn configs_fit_the_limits_they_are_chosen_for() {
     let webgpu = wgpu::Limits::default();
     assert_eq!(webgpu.max_compute_workgroup_storage_size, 16384);
-    TileConfig::SAFE.check(&webgpu).unwrap();
-    assert_eq!(TileConfig::for_limits(&webgpu), TileConfig::SAFE);
+    Tunables::SAFE.check(&webgpu).unwrap();
+    assert_eq!(Tunables::for_limits(&webgpu), Tunables::SAFE);
     let lavapipe = wgpu::Limits {
         max_compute_workgroup_storage_size: 32768,
         ..webgpu.clone()
     };
-    assert_eq!(TileConfig::for_limits(&lavapipe), TileConfig::FAST_BK8);
+    assert_eq!(Tunables::for_limits(&lavapipe), Tunables::FAST_BK8);
     let nvidia = wgpu::Limits {
         max_compute_workgroup_storage_size: 49152,
         max_compute_invocations_per_workgroup: 1024,
         ..webgpu.clone()
     };
-    assert_eq!(TileConfig::for_limits(&nvidia), TileConfig::FAST);
-    assert_eq!(TileConfig::FAST.wg_size(), 256);
-    let bad = TileConfig {
+    assert_eq!(Tunables::for_limits(&nvidia), Tunables::FAST);
+    assert_eq!(Tunables::FAST.wg_size(), 256);
+    let bad = Tunables {
         tm: 3,
-        ..TileConfig::SAFE
+        ..Tunables::SAFE
     };
     assert!(bad.check(&nvidia).is_err());
 }
@@ -44,7 +44,7 @@ fn split_keeps_every_block_within_the_binding() {
         trans_b: false,
         precision: Precision::F32,
     };
-    let whole = plan_split(&p, TileConfig::SAFE, 1 << 20, u64::MAX).unwrap();
+    let whole = plan_split(&p, Tunables::SAFE, 1 << 20, u64::MAX).unwrap();
     assert_eq!(
         whole,
         Split {
@@ -54,10 +54,10 @@ fn split_keeps_every_block_within_the_binding() {
         }
     );
     // 1 KiB: 256 f32 per block.
-    let s = plan_split(&p, TileConfig::SAFE, 1024, u64::MAX).unwrap();
+    let s = plan_split(&p, Tunables::SAFE, 1024, u64::MAX).unwrap();
     assert!(s.mc * round4(s.kc) * 4 <= 1024, "{s:?}");
     assert!(s.kc * round4(s.nc) * 4 <= 1024, "{s:?}");
     assert!(s.mc * round4(s.nc) * 4 <= 1024, "{s:?}");
     assert!(s.kc < 60 && s.kc.is_multiple_of(4), "{s:?}");
-    assert!(plan_split(&p, TileConfig::SAFE, 32, u64::MAX).is_err());
+    assert!(plan_split(&p, Tunables::SAFE, 32, u64::MAX).is_err());
 }

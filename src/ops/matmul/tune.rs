@@ -1,4 +1,4 @@
-//! The matmul tiling ([`TileConfig`]) and how `gpukit tune` searches it.
+//! The matmul tiling ([`Tunables`]) and how `gpukit tune` searches it.
 
 use anyhow::{bail, ensure, Result};
 
@@ -11,7 +11,7 @@ use crate::tune::{pow2, Level, OpResult, Search, SizeClass, Stage, Tunable};
 /// tiles, one per workgroup; each step stages BM x BK of A and BK x BN of B in workgroup
 /// memory (twice: double-buffered); each invocation computes a TM x TN block of its tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct TileConfig {
+pub struct Tunables {
     pub bm: u32,
     pub bn: u32,
     pub bk: u32,
@@ -21,10 +21,10 @@ pub struct TileConfig {
     pub group_m: u32,
 }
 
-impl TileConfig {
+impl Tunables {
     /// Fits WebGPU's minimum limits (16 KiB of workgroup storage, 256 invocations), so it
     /// runs on every adapter: 64 x 64 tiles, 4 x 4 per invocation, 8.5 KiB.
-    pub const SAFE: TileConfig = TileConfig {
+    pub const SAFE: Tunables = Tunables {
         bm: 64,
         bn: 64,
         bk: 8,
@@ -34,7 +34,7 @@ impl TileConfig {
     };
     /// 128 x 128 tiles, 8 x 8 per invocation (64 FMAs per 4 vec4 reads of workgroup memory),
     /// BK 16: 33 KiB, for adapters with more than 32 KiB of workgroup storage (NVIDIA: 48).
-    pub const FAST: TileConfig = TileConfig {
+    pub const FAST: Tunables = Tunables {
         bm: 128,
         bn: 128,
         bk: 16,
@@ -42,19 +42,19 @@ impl TileConfig {
         tn: 8,
         group_m: 8,
     };
-    /// [`TileConfig::FAST`] with BK 8, 16.5 KiB: for 32 KiB adapters (lavapipe, many iGPUs).
-    pub const FAST_BK8: TileConfig = TileConfig {
+    /// [`Tunables::FAST`] with BK 8, 16.5 KiB: for 32 KiB adapters (lavapipe, many iGPUs).
+    pub const FAST_BK8: Tunables = Tunables {
         bk: 8,
-        ..TileConfig::FAST
+        ..Tunables::FAST
     };
 
     /// The best configuration the adapter's limits allow. A later `gpukit tune` may measure
     /// instead.
-    pub fn for_limits(limits: &wgpu::Limits) -> TileConfig {
-        [TileConfig::FAST, TileConfig::FAST_BK8]
+    pub fn for_limits(limits: &wgpu::Limits) -> Tunables {
+        [Tunables::FAST, Tunables::FAST_BK8]
             .into_iter()
             .find(|t| t.check(limits).is_ok())
-            .unwrap_or(TileConfig::SAFE)
+            .unwrap_or(Tunables::SAFE)
     }
 
     pub fn wg_size(&self) -> u32 {
@@ -68,7 +68,7 @@ impl TileConfig {
 
     /// Whether the kernel can run this configuration on an adapter with `limits`.
     pub fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        let TileConfig {
+        let Tunables {
             bm,
             bn,
             bk,
@@ -120,7 +120,7 @@ impl TileConfig {
     }
 }
 
-impl std::fmt::Display for TileConfig {
+impl std::fmt::Display for Tunables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -130,12 +130,12 @@ impl std::fmt::Display for TileConfig {
     }
 }
 
-impl Tunable for TileConfig {
+impl Tunable for Tunables {
     fn default_for(limits: &wgpu::Limits) -> Self {
-        TileConfig::for_limits(limits)
+        Tunables::for_limits(limits)
     }
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        TileConfig::check(self, limits)
+        Tunables::check(self, limits)
     }
 }
 
@@ -173,7 +173,7 @@ fn classes(level: Level) -> Vec<SizeClass> {
         .collect()
 }
 
-fn stages() -> Vec<Stage<TileConfig>> {
+fn stages() -> Vec<Stage<Tunables>> {
     vec![
         Stage {
             name: "tile",
@@ -192,7 +192,7 @@ fn stages() -> Vec<Stage<TileConfig>> {
                 };
                 shapes
                     .into_iter()
-                    .map(|(bm, bn, tm, tn)| TileConfig {
+                    .map(|(bm, bn, tm, tn)| Tunables {
                         bm,
                         bn,
                         tm,
@@ -206,7 +206,7 @@ fn stages() -> Vec<Stage<TileConfig>> {
             name: "depth",
             candidates: |best, _, quick| {
                 let bks: &[u32] = if quick { &[16] } else { &[4, 8, 16, 32] };
-                bks.iter().map(|&bk| TileConfig { bk, ..*best }).collect()
+                bks.iter().map(|&bk| Tunables { bk, ..*best }).collect()
             },
         },
         Stage {
@@ -215,7 +215,7 @@ fn stages() -> Vec<Stage<TileConfig>> {
                 let groups: &[u32] = if quick { &[] } else { &[1, 4, 8, 16] };
                 groups
                     .iter()
-                    .map(|&group_m| TileConfig { group_m, ..*best })
+                    .map(|&group_m| Tunables { group_m, ..*best })
                     .collect()
             },
         },
@@ -224,7 +224,7 @@ fn stages() -> Vec<Stage<TileConfig>> {
 
 /// A 67x45x37 f32 product (no dimension a multiple of a tile), every element within the
 /// documented bound of the exact product.
-fn verify(engine: &Engine, t: &TileConfig) -> Result<Option<String>> {
+fn verify(engine: &Engine, t: &Tunables) -> Result<Option<String>> {
     let (m, n, k) = (67, 45, 37);
     let a: Vec<f32> = bench::noise_bytes(m * k, 17)
         .into_iter()
@@ -260,7 +260,7 @@ fn verify(engine: &Engine, t: &TileConfig) -> Result<Option<String>> {
     }))
 }
 
-fn case<'g>(gpu: &'g Gpu, class: &SizeClass, t: &TileConfig) -> Result<Case<'g>> {
+fn case<'g>(gpu: &'g Gpu, class: &SizeClass, t: &Tunables) -> Result<Case<'g>> {
     let n = class.dims.0;
     let (a, b): &(Vec<f32>, Vec<f32>) = class.input(|| {
         let values = |seed| {

@@ -95,7 +95,7 @@ pub fn scan_tiles<T: Element>(
 
 /// The GPU pipeline's stages run on the CPU, in `ScanPlan::record`'s order: reductions up the
 /// levels, then block scans down them, segment after segment, each starting from the carry
-/// the previous one left in `chain`. Tests hold it against [`reference`].
+/// the previous one left in `chain`. Tests hold it against [`reference()`].
 pub fn scan_staged_cpu<T: Element>(data: &[T], op: Op, mode: Mode, layout: &Layout) -> Vec<T> {
     let tile = layout.tile;
     let mut out = Vec::with_capacity(data.len());

@@ -12,7 +12,7 @@ use crate::tune::{max_invocations, pow2, Level, OpResult, Search, SizeClass, Sta
 
 /// The shape of the scan kernels' work, which `gpukit tune` chooses per adapter and size.
 /// Results are the same for every choice (within docs/scan.md's bound for f32 sums, which
-/// depends on it through [`f32_sum_depth`]).
+/// depends on it through [`super::f32_sum_depth`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Tunables {
     /// Invocations per workgroup (the shaders' `WG_SIZE`): a power of two from 4 to the
