@@ -10,10 +10,12 @@
 //! for `--sum` and the plot). The plot is `histogram_plot_scale` then `histogram_plot`.
 //!
 //! Files: `reference` (the CPU reference), `stats`, `gpu` (the GPU passes and their plan),
+//! `geometry` (how a layout is cut into tiles, segments and bin ranges),
 //! `histogrammer` (many images on one engine, with a running total), `plot`, `tune`,
 //! `bench`.
 
 mod bench;
+mod geometry;
 mod gpu;
 mod histogrammer;
 mod plot;
@@ -25,7 +27,8 @@ use anyhow::{bail, Result};
 
 use crate::gpu::{Engine, Timings};
 use crate::io::image::Image;
-pub use gpu::{HistogramGpu, HistogramPlan, Tuning};
+pub use geometry::Tuning;
+pub use gpu::{HistogramGpu, HistogramPlan};
 pub use histogrammer::Histogrammer;
 pub use plot::plot_cpu;
 pub use reference::reference;

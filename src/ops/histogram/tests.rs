@@ -1,6 +1,6 @@
 //! Unit tests of the bins, the layout helpers, the statistics and the CPU reference.
 
-use super::gpu::{copies_and_span, unit};
+use super::geometry::{copies_and_span, unit};
 use super::tune::MAX_COPIES;
 use super::*;
 
