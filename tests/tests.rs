@@ -9,5 +9,7 @@ mod copy;
 mod devices;
 mod histogram;
 mod matmul;
+#[cfg(unix)]
+mod output;
 mod scan;
 mod tune;

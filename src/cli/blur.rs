@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use super::{term, Ctx, Status};
 use crate::gpu::Timings;
 use crate::io::image::{self as img_io, Image};
-use crate::io::output::PendingFile;
+use crate::io::output::{self, PendingFile};
 use crate::ops::blur::{self, Kind, Options};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -25,7 +25,8 @@ pub struct BlurArgs {
     /// folders of images (the image files directly in them, by name).
     #[arg(value_name = "IN", required = true)]
     inputs: Vec<PathBuf>,
-    /// Output file (one input only; may be the input itself). Its extension picks the format.
+    /// Output file (one input only; may be the input itself). Its extension picks the format;
+    /// `-` writes PNG to stdout (not to a terminal).
     #[arg(
         short,
         long,
@@ -37,6 +38,9 @@ pub struct BlurArgs {
     /// Write each output into DIR under its input's name (created when missing).
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
+    /// Let --out-dir write over input files (as when DIR is the inputs' own folder).
+    #[arg(long, requires = "out_dir")]
+    overwrite: bool,
     /// Window radius in pixels: 2R+1 taps each way. Default: 3 for box; ceil(3 sigma) for gaussian.
     #[arg(short, long, value_name = "R")]
     radius: Option<u32>,
@@ -87,7 +91,8 @@ impl BlurArgs {
         .and_then(|o| o.check().map(|_| o))
     }
 
-    /// Inputs (folders expanded) paired with their outputs, checked up front.
+    /// Inputs (folders expanded) paired with their outputs, checked up front: nothing is
+    /// written over an input unless asked (`-o IN`, or --overwrite with --out-dir).
     fn jobs(&self) -> Result<Vec<(PathBuf, PathBuf)>> {
         let usage = |m: String| anyhow::Error::new(crate::UsageError(m));
         let inputs = super::inputs::expand(&self.inputs)?;
@@ -99,6 +104,9 @@ impl BlurArgs {
                 )));
             }
             img_io::output_format(out)?;
+            if output::names_stream(out) {
+                PendingFile::create(out)?.refuse_terminal("a binary image")?;
+            }
             return Ok(vec![(inputs[0].clone(), out.clone())]);
         }
         let dir = self
@@ -125,6 +133,13 @@ impl BlurArgs {
                 )));
             }
             img_io::output_format(&out)?;
+            if !self.overwrite && inputs.iter().any(|i| output::same_file(&out, i)) {
+                return Err(usage(format!(
+                    "{}: --out-dir {} would write over this input; add --overwrite to replace inputs",
+                    out.display(),
+                    dir.display()
+                )));
+            }
             jobs.push((input.clone(), out));
         }
         std::fs::create_dir_all(dir)
@@ -149,7 +164,12 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         bar.set_message(input.display().to_string());
         let decoded = first.take();
         let job = (input.as_path(), output.as_path(), decoded);
-        if let Err(e) = blur_file(&engine, job, &params, &mut timings) {
+        let detail = |msg: &str| bar.suspend(|| ctx.detail(msg));
+        if let Err(e) = blur_file(&engine, job, &params, &detail, &mut timings) {
+            // A closed stdout (`-o - | head`) ends the run, quietly.
+            if super::exit::is_broken_pipe(&e) {
+                return Err(e);
+            }
             bar.suspend(|| eprintln!("{} {e:#}", term::error_prefix()));
             failed += 1;
         }
@@ -171,6 +191,7 @@ fn blur_file(
     engine: &crate::gpu::Engine,
     (input, output, decoded): (&Path, &Path, Option<Result<Image>>),
     params: &Options,
+    detail: &dyn Fn(&str),
     timings: &mut Timings,
 ) -> Result<()> {
     let format = img_io::output_format(output)?;
@@ -180,6 +201,15 @@ fn blur_file(
         Some(image) => image?,
         None => timings.phase("decode", || img_io::load(input))?,
     };
+    detail(&format!(
+        "{}: {}x{}, {} channels, {}-bit",
+        input.display(),
+        image.width,
+        image.height,
+        image.channels,
+        image.bit_depth()
+    ));
+    detail(&pending.describe());
     img_io::check_layout(output, format, image.channels, image.bit_depth())?;
     let blurred = blur::run(engine, &image, params, timings)
         .with_context(|| format!("{}", input.display()))?;

@@ -1,7 +1,7 @@
 //! `gpukit histogram`: per-channel histograms of images, as a summary on stdout, a JSON
 //! document and a plot drawn on the GPU.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -11,7 +11,7 @@ use super::{print_stdout, term, Ctx, Status};
 use crate::gpu::{Engine, Timings};
 use crate::io::image;
 use crate::io::json::{JsonDest, JsonSink};
-use crate::io::output::PendingFile;
+use crate::io::output::{self, PendingFile};
 use crate::ops::histogram::{
     channel_stats, check_bins, ChannelStats, Channels, Histogram, Histogrammer,
 };
@@ -31,11 +31,11 @@ pub struct HistogramArgs {
     /// the per-input ones; every input is then counted with the same channels.
     #[arg(long)]
     sum: bool,
-    /// Write the histograms as JSON to FILE, or to stdout with `-` (see docs/formats.md).
-    #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
+    /// Write the histograms as JSON to FILE.json, or to stdout with `-` (see docs/formats.md).
+    #[arg(long, value_name = "FILE|-")]
     json: Option<JsonDest>,
-    /// Draw the histogram (the sum's, with --sum) into an image file: red, green and blue
-    /// overlaid above, luminance below.
+    /// Draw the histogram (the sum's, with --sum) into an image file (`-`: PNG on stdout): red,
+    /// green and blue overlaid above, luminance below.
     #[arg(long, value_name = "FILE.png")]
     plot: Option<PathBuf>,
     /// The plot's size in pixels, each side 16 to 16384.
@@ -142,12 +142,39 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
             "--plot draws one histogram: with several inputs, add --sum to plot their sum".into()
         ));
     }
-    // Outputs are created first, so a path that cannot be written fails before any work.
+    // Outputs are checked and created first, so a bad path fails before any work.
+    if let Some(p) = args.json.as_ref().and_then(JsonDest::path) {
+        output::refuse_input_as_output("--json", p, &inputs)?;
+    }
+    if let Some(p) = &args.plot {
+        output::refuse_input_as_output("--plot", p, &inputs)?;
+        let json = args
+            .json
+            .as_ref()
+            .map(|j| j.path().unwrap_or(Path::new("-")));
+        if json.is_some_and(|j| j == p || (output::names_stream(j) && output::names_stream(p))) {
+            anyhow::bail!(crate::UsageError(format!(
+                "--json and --plot both name {}; give them different outputs",
+                p.display()
+            )));
+        }
+    }
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
     let plot = match &args.plot {
-        Some(p) => Some((PendingFile::create(p)?, image::output_format(p)?)),
+        Some(p) => {
+            let format = image::output_format(p)?;
+            let pending = PendingFile::create(p)?;
+            pending.refuse_terminal("a binary image")?;
+            Some((pending, format))
+        }
         None => None,
     };
+    for how in sink.iter().map(JsonSink::describe) {
+        ctx.detail(&how);
+    }
+    if let Some((pending, _)) = &plot {
+        ctx.detail(&pending.describe());
+    }
     let mut timings = Timings::default();
     let mut status = Status::Success;
     let fail = |err: &anyhow::Error| eprintln!("{} {err:#}", term::error_prefix());
@@ -208,6 +235,16 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     let mut reports = Vec::new();
     for (path, header) in &headers {
         bar.set_message(path.display().to_string());
+        bar.suspend(|| {
+            ctx.detail(&format!(
+                "{}: {}x{} {} {}-bit",
+                path.display(),
+                header.width,
+                header.height,
+                layout_name(header.channels),
+                header.bit_depth
+            ))
+        });
         let result = (|| -> Result<Histogram> {
             let img = match first.take() {
                 Some(img) => img?,
@@ -216,9 +253,13 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
             let own = Channels::of(img.channels, args.alpha);
             let channels = shared.unwrap_or(own);
             if channels.union(own) != channels {
-                anyhow::bail!("its header and its pixels disagree on the layout");
+                anyhow::bail!(
+                    "{}: its header and its pixels disagree on the layout",
+                    path.display()
+                );
             }
             hist.histogram(&img, channels, &mut timings)
+                .with_context(|| path.display().to_string())
         })();
         match result {
             Ok(h) => reports.push(Report {
@@ -226,12 +267,11 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
                 header: *header,
                 hist: h,
             }),
-            // A usage error (bins against the decoded depth) ends the run.
-            Err(e) if Status::of_error(&e) == Status::Usage => {
-                return Err(e.context(path.display().to_string()))
-            }
+            // A usage error (bins against the decoded depth) ends the run. Every error above
+            // names the file already.
+            Err(e) if Status::of_error(&e) == Status::Usage => return Err(e),
             Err(e) => {
-                fail(&e.context(path.display().to_string()));
+                fail(&e);
                 status = Status::Failure;
             }
         }

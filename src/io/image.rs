@@ -307,10 +307,10 @@ pub fn save(path: &Path, img: Image) -> Result<()> {
 
 /// Encodes into an already created output (so the path was checked before the work).
 pub fn save_to(pending: PendingFile, format: ImageFormat, img: Image) -> Result<()> {
+    // A failed write is named by the output itself; only the encoder's own errors get this.
     let name = pending.path().display().to_string();
     pending
-        .commit_with(|w| encode(img, format, w))
-        .with_context(|| format!("{name}: encoding failed"))
+        .commit_with(|w| encode(img, format, w).with_context(|| format!("{name}: encoding failed")))
 }
 
 #[cfg(test)]
