@@ -3,6 +3,7 @@
 
 mod util;
 
+mod batch;
 mod blur;
 mod cli;
 mod copy;

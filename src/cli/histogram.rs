@@ -2,14 +2,17 @@
 //! document and a plot drawn on the GPU.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 
+use super::inputs::InputArgs;
 use super::{print_stdout, term, Ctx, Status};
+use crate::batch::Stages;
 use crate::gpu::{Engine, Timings};
-use crate::io::image;
+use crate::io::image::{self, Image};
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::output::{self, PendingFile};
 use crate::ops::histogram::{
@@ -18,9 +21,12 @@ use crate::ops::histogram::{
 
 #[derive(Debug, Args)]
 pub struct HistogramArgs {
-    /// Images, or folders of images (the image files directly in them, by name).
-    #[arg(value_name = "IN", required = true)]
-    inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    input: InputArgs,
+    /// The inputs are histogram JSON documents of shards of one run (`--json`): write the
+    /// document of the whole run (docs/scale-out.md), to --json or stdout.
+    #[arg(long, conflicts_with_all = ["plot", "sum", "alpha"])]
+    merge: bool,
     /// Bins per channel: 1 to 256 for 8-bit images, 1 to 65536 for 16-bit ones.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
     bins: u32,
@@ -71,8 +77,25 @@ struct HistogramDoc {
     bins: u32,
     alpha: bool,
     inputs: Vec<InputDoc>,
-    /// Only with --sum; null otherwise.
+    /// The inputs that could not be counted, in input order.
+    failed: Vec<FailedDoc>,
+    /// Only with --sum, and only when every input was counted; null otherwise.
     sum: Option<SumDoc>,
+}
+
+#[derive(Serialize)]
+struct FailedDoc {
+    path: String,
+    error: String,
+}
+
+impl FailedDoc {
+    fn new(path: &std::path::Path, e: &anyhow::Error) -> FailedDoc {
+        FailedDoc {
+            path: path.display().to_string(),
+            error: format!("{e:#}"),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -135,8 +158,31 @@ struct Report {
     hist: Histogram,
 }
 
+/// What the engine thread hands back: the sum, its plot, and what it measured.
+struct Finished {
+    total: Option<Histogram>,
+    plot: Option<Image>,
+    timings: Timings,
+}
+
+/// What the engine stage keeps across the batch.
+struct EngineState<'e> {
+    hist: Histogrammer<'e>,
+    timings: Timings,
+}
+
 pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
-    let inputs = super::inputs::expand(&args.inputs)?;
+    if args.merge {
+        let sink = JsonSink::open(args.json.as_ref().unwrap_or(&JsonDest::Stdout))?;
+        let merged = super::merge::histograms(&args.input.inputs)?;
+        sink.write(&merged)?;
+        return Ok(Status::Success);
+    }
+    let inputs: Vec<PathBuf> = args.input.items(ctx)?.into_iter().map(|i| i.path).collect();
+    if inputs.is_empty() {
+        ctx.note("this shard holds none of the inputs");
+        return Ok(Status::Success);
+    }
     if args.plot.is_some() && inputs.len() > 1 && !args.sum {
         anyhow::bail!(crate::UsageError(
             "--plot draws one histogram: with several inputs, add --sum to plot their sum".into()
@@ -181,16 +227,18 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
 
     // Headers: every input's bit depth against --bins, and the channels a sum needs.
     let mut headers = Vec::new();
+    let mut failures = Vec::new();
     timings.phase("probe", || -> Result<()> {
         for path in &inputs {
             match image::probe(path) {
                 Ok(h) => {
                     check_bins(args.bins, h.bit_depth)
                         .with_context(|| path.display().to_string())?;
-                    headers.push((path, h));
+                    headers.push((path.clone(), h));
                 }
                 Err(e) => {
                     fail(&e);
+                    failures.push(FailedDoc::new(path, &e));
                     status = Status::Failure;
                 }
             }
@@ -206,36 +254,26 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
         _ => None,
     };
 
-    // The device opens (tens of milliseconds, more on software adapters) while the first
-    // input decodes.
-    let (engine, mut first) = ctx.engine_alongside(&mut timings, |t| {
-        headers
-            .first()
-            .map(|(path, _)| t.phase("decode", || image::load(path)))
-    });
-    let engine = engine?;
-    if let (Engine::Gpu(gpu), Some(_)) = (&engine, &plot) {
-        let max = gpu.limits.max_texture_dimension_2d;
-        let PlotSize { width, height } = args.plot_size;
-        if width > max || height > max {
-            anyhow::bail!(crate::UsageError(format!(
-                "--plot-size {width}x{height}: this adapter draws at most {max} pixels a side"
-            )));
-        }
-    }
-    let mut hist = Histogrammer::new(&engine, args.bins);
-    if ctx.global.timings {
-        hist.time_passes();
-    }
-    if let Some(c) = shared {
-        hist.start_total(c);
-    }
-    let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
-    let bar = term::progress(headers.len() as u64, hide);
-    let mut reports = Vec::new();
-    for (path, header) in &headers {
-        bar.set_message(path.display().to_string());
-        bar.suspend(|| {
+    // The device opens on the engine thread while the first inputs decode.
+    let engine_cell = OnceLock::new();
+    let plot_wanted = plot.is_some();
+    let stages = Stages {
+        decode: |(path, _): &(PathBuf, image::Header)| image::load(path),
+        start: |_| -> Result<EngineState<'_>> {
+            let mut timings = Timings::default();
+            let opened = ctx.engine(&mut timings)?;
+            let engine = engine_cell.get_or_init(|| opened);
+            check_plot_size(engine, plot_wanted, args.plot_size)?;
+            let mut hist = Histogrammer::new(engine, args.bins);
+            if ctx.global.timings {
+                hist.time_passes();
+            }
+            if let Some(c) = shared {
+                hist.start_total(c);
+            }
+            Ok(EngineState { hist, timings })
+        },
+        engine: |s: &mut EngineState<'_>, (path, header): &(PathBuf, image::Header), img: Image| {
             ctx.detail(&format!(
                 "{}: {}x{} {} {}-bit",
                 path.display(),
@@ -243,13 +281,7 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
                 header.height,
                 layout_name(header.channels),
                 header.bit_depth
-            ))
-        });
-        let result = (|| -> Result<Histogram> {
-            let img = match first.take() {
-                Some(img) => img?,
-                None => timings.phase("decode", || image::load(path))?,
-            };
+            ));
             let own = Channels::of(img.channels, args.alpha);
             let channels = shared.unwrap_or(own);
             if channels.union(own) != channels {
@@ -258,54 +290,96 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
                     path.display()
                 );
             }
-            hist.histogram(&img, channels, &mut timings)
+            s.hist
+                .histogram(&img, channels, &mut s.timings)
                 .with_context(|| path.display().to_string())
-        })();
-        match result {
-            Ok(h) => reports.push(Report {
+        },
+        encode: |_: &(PathBuf, image::Header), h: Histogram| Ok(h),
+        // The sum and its plot are made on the engine thread; they are used only if every
+        // input was counted.
+        finish: |mut s: EngineState<'_>| -> Result<Finished> {
+            let total = match shared {
+                Some(_) => Some(s.timings.phase("download", || s.hist.total())?),
+                None => None,
+            };
+            let PlotSize { width, height } = args.plot_size;
+            let plot = match (&total, plot_wanted) {
+                (Some(_), true) => Some(
+                    s.timings
+                        .phase("plot", || s.hist.plot_total(width, height))?,
+                ),
+                _ => None,
+            };
+            Ok(Finished {
+                total,
+                plot,
+                timings: s.timings,
+            })
+        },
+    };
+    let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
+    let bar = term::progress(headers.len() as u64, hide);
+    let mut results: Vec<Option<Result<Histogram>>> = (0..headers.len()).map(|_| None).collect();
+    let mut stage_times = Timings::default();
+    let pipeline = args.input.pipeline();
+    let state = pipeline.run(&headers, stages, |outcome| {
+        for (phase, d) in outcome.times.phases() {
+            if phase != "engine" {
+                stage_times.add(phase, d);
+            }
+        }
+        results[outcome.index] = Some(outcome.result);
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    // One engine: its sum and plot are the batch's.
+    let finished = state?.pop().expect("one engine");
+    let mut reports = Vec::new();
+    for ((path, header), result) in headers.iter().zip(results) {
+        match result.expect("every input ends") {
+            Ok(hist) => reports.push(Report {
                 path: path.display().to_string(),
                 header: *header,
-                hist: h,
+                hist,
             }),
-            // A usage error (bins against the decoded depth) ends the run. Every error above
-            // names the file already.
+            // A usage error (bins against the decoded depth) ends the run.
             Err(e) if Status::of_error(&e) == Status::Usage => return Err(e),
             Err(e) => {
                 fail(&e);
+                failures.push(FailedDoc::new(path, &e));
                 status = Status::Failure;
             }
         }
-        bar.inc(1);
     }
-    bar.finish_and_clear();
+    timings.merge(&finished.timings);
+    timings.merge(&stage_times);
 
-    let total = match shared {
-        Some(_) if !reports.is_empty() => Some(timings.phase("download", || hist.total())?),
-        _ => None,
-    };
-    if status == Status::Success {
-        if let Some((pending, format)) = plot {
-            let PlotSize { width, height } = args.plot_size;
-            let img = timings.phase("plot", || hist.plot_total(width, height))?;
-            timings.phase("encode", || image::save_to(pending, format, img))?;
-        }
-        if let Some(sink) = sink {
-            let doc = HistogramDoc {
-                gpukit_version: env!("CARGO_PKG_VERSION"),
-                bins: args.bins,
-                alpha: args.alpha,
-                inputs: reports.iter().map(input_doc).collect(),
-                sum: total.as_ref().filter(|_| args.sum).map(|t| SumDoc {
-                    inputs: reports.len(),
-                    pixels: t.pixels,
-                    bins: t.bins,
-                    channels: channel_docs(t),
-                }),
-            };
-            sink.write(&doc)?;
-        }
-    } else if (sink.is_some() || plot.is_some()) && !reports.is_empty() {
-        ctx.note("no --json or --plot output written, since not every input could be read");
+    // A sum over some of the inputs would be a wrong answer: it is given only when every
+    // input was counted.
+    let counted_all = status == Status::Success && !reports.is_empty();
+    let total = finished.total.filter(|_| counted_all);
+    if let (Some((pending, format)), Some(img), true) = (plot, finished.plot, counted_all) {
+        timings.phase("encode", || image::save_to(pending, format, img))?;
+    } else if args.plot.is_some() && !reports.is_empty() {
+        ctx.note("no --plot written, since not every input could be read");
+    }
+    // The per-input results are written when any input was counted, with the failures
+    // listed beside them (docs/formats.md).
+    if let Some(sink) = sink.filter(|_| !reports.is_empty()) {
+        let doc = HistogramDoc {
+            gpukit_version: env!("CARGO_PKG_VERSION"),
+            bins: args.bins,
+            alpha: args.alpha,
+            inputs: reports.iter().map(input_doc).collect(),
+            failed: failures,
+            sum: total.as_ref().filter(|_| args.sum).map(|t| SumDoc {
+                inputs: reports.len(),
+                pixels: t.pixels,
+                bins: t.bins,
+                channels: channel_docs(t),
+            }),
+        };
+        sink.write(&doc)?;
     }
     if args.json.is_none() && args.plot.is_none() {
         let sum = total.as_ref().filter(|_| args.sum);
@@ -313,6 +387,20 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     }
     ctx.report_timings(&timings);
     Ok(status)
+}
+
+/// A plot larger than the adapter draws is a usage error, found before any counting.
+fn check_plot_size(engine: &Engine, plot: bool, size: PlotSize) -> Result<()> {
+    if let (Engine::Gpu(gpu), true) = (engine, plot) {
+        let max = gpu.limits.max_texture_dimension_2d;
+        let PlotSize { width, height } = size;
+        if width > max || height > max {
+            anyhow::bail!(crate::UsageError(format!(
+                "--plot-size {width}x{height}: this adapter draws at most {max} pixels a side"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn input_doc(r: &Report) -> InputDoc {
@@ -377,6 +465,7 @@ fn summary(reports: &[Report], sum: Option<&Histogram>) -> String {
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
 
     #[test]

@@ -7,9 +7,10 @@ pub mod exit;
 mod histogram;
 mod inputs;
 mod matmul;
+mod merge;
 mod scan;
 pub mod term;
-mod tune;
+pub(crate) mod tune;
 
 use std::ffi::OsString;
 use std::io::Write;
