@@ -111,6 +111,17 @@ pub fn noise_bytes(n: usize, seed: u32) -> Vec<u8> {
         .collect()
 }
 
+/// The `gpukit bench` flags that size some ops' cases; each op reads what concerns it.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    /// Bytes of the `copy` case (capped at the adapter's largest storage binding).
+    pub copy_bytes: u64,
+    /// N of the `matmul` cases.
+    pub matmul: usize,
+    /// The larger `scan` case is 2^N elements.
+    pub scan_max_log2: u32,
+}
+
 /// How many runs to make.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use gpukit::io::image;
-use gpukit::ops::blur::{blur_cpu, BlurParams, Kind};
+use gpukit::ops::blur::{reference as blur_cpu, Kind, Options as BlurParams};
 
 use crate::util::{gpukit, run_in, tempdir};
 
@@ -295,7 +295,7 @@ fn a_batch_over_its_own_inputs_needs_overwrite() {
 
 #[test]
 fn histogram_of_a_folder_writes_what_it_counted_and_lists_the_failure() {
-    use gpukit::ops::histogram::{histogram_cpu, Channels};
+    use gpukit::ops::histogram::{reference as histogram_cpu, Channels};
     let dir = tempdir();
     let d = dir.path();
     std::fs::create_dir_all(d.join("in/deep")).unwrap();

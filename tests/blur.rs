@@ -1,21 +1,15 @@
 //! `blur`: the GPU bit for bit against the CPU reference, golden files, and the command line.
 
 use std::path::Path;
-use std::sync::OnceLock;
 
 use gpukit::gpu::{Engine, Timings};
 use gpukit::io::image::{self, Image, Samples};
 use gpukit::ops::blur::{
-    blur_cpu, blur_with, gaussian_radius, BlurParams, BlurPlan, GpuOptions, Kind, Layout,
+    gaussian_radius, reference, run as blur_run, BlurPlan, GpuOptions, Kind, Layout,
+    Options as BlurParams,
 };
 
-use crate::util::{gpu, run, run_in, tempdir, xorshift};
-
-/// One device for every blur test, so pipelines compile once.
-fn engine() -> &'static Engine {
-    static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| Engine::Gpu(Box::new(gpu())))
-}
+use crate::util::{dump_mismatch, engine, gpu, run, run_in, tempdir, xorshift};
 
 /// Deterministic noise with every sample value likely, and some fully transparent pixels.
 fn noise(w: u32, h: u32, channels: u8, sixteen: bool, seed: u32) -> Image {
@@ -37,18 +31,13 @@ fn noise(w: u32, h: u32, channels: u8, sixteen: bool, seed: u32) -> Image {
     img
 }
 
-/// Writes both images next to the test binary when they differ, then fails.
+/// Writes both images as PNGs when they differ, then fails.
 #[track_caller]
 fn assert_same(gpu: &Image, cpu: &Image, what: &str) {
     if gpu != cpu {
-        let dir = std::env::temp_dir().join("gpukit-blur-mismatch");
-        std::fs::create_dir_all(&dir).unwrap();
-        let tag: String = what
-            .chars()
-            .map(|c| if c.is_alphanumeric() { c } else { '_' })
-            .collect();
-        let _ = image::save(&dir.join(format!("{tag}-gpu.png")), gpu.clone());
-        let _ = image::save(&dir.join(format!("{tag}-cpu.png")), cpu.clone());
+        let dir = dump_mismatch(what, "png", gpu, cpu, |p, img| {
+            let _ = image::save(p, img.clone());
+        });
         panic!(
             "GPU and CPU differ for {what}; both written to {}",
             dir.display()
@@ -65,13 +54,19 @@ fn check(img: &Image, params: BlurParams) {
         params.radius,
         params.iterations
     );
-    let want = blur_cpu(img, &params).unwrap();
+    let want = reference(img, &params).unwrap();
     for layout in LAYOUTS {
         let options = GpuOptions {
             layout: Some(layout),
             ..GpuOptions::DEFAULT
         };
-        let got = blur_with(engine(), img, &params, options, &mut Timings::default()).unwrap();
+        let got = blur_run(
+            engine(),
+            img,
+            &params.with_gpu(options),
+            &mut Timings::default(),
+        )
+        .unwrap();
         assert_same(&got, &want, &format!("{what} {layout:?}"));
     }
 }
@@ -216,10 +211,16 @@ fn strips_give_the_unsplit_result() {
             (noise(40, 50, 4, false, 2), BlurParams::new(Kind::Box, 3, 3)),
             (noise(40, 61, 3, true, 3), BlurParams::new(GAUSS1, 3, 2)),
         ] {
-            let plan = BlurPlan::new(g, &img, &params, options).unwrap();
+            let plan = BlurPlan::new(g, &img, &params.with_gpu(options)).unwrap();
             assert!(plan.strips > 1, "{} strips", plan.strips);
-            let got = blur_with(engine(), &img, &params, options, &mut Timings::default()).unwrap();
-            assert_same(&got, &blur_cpu(&img, &params).unwrap(), "strips");
+            let got = blur_run(
+                engine(),
+                &img,
+                &params.with_gpu(options),
+                &mut Timings::default(),
+            )
+            .unwrap();
+            assert_same(&got, &reference(&img, &params).unwrap(), "strips");
         }
     }
 }
@@ -234,7 +235,7 @@ fn large_image_takes_strips_at_the_adapters_limit() {
     };
     let img = noise(3000, 3000, 4, true, 4);
     let params = BlurParams::new(Kind::Box, 2, 1);
-    let plan = BlurPlan::new(g, &img, &params, GpuOptions::DEFAULT).unwrap();
+    let plan = BlurPlan::new(g, &img, &params.with_gpu(GpuOptions::DEFAULT)).unwrap();
     if g.limits.max_storage_buffer_binding_size < 3000 * 3000 * 16 {
         assert!(plan.strips > 1);
     }
@@ -265,8 +266,14 @@ fn two_d_dispatch_matches_cpu() {
             layout: Some(layout),
             ..GpuOptions::DEFAULT
         };
-        let got = blur_with(&engine, &img, &params, options, &mut Timings::default()).unwrap();
-        assert_same(&got, &blur_cpu(&img, &params).unwrap(), "2-D dispatch");
+        let got = blur_run(
+            &engine,
+            &img,
+            &params.with_gpu(options),
+            &mut Timings::default(),
+        )
+        .unwrap();
+        assert_same(&got, &reference(&img, &params).unwrap(), "2-D dispatch");
     }
 }
 
@@ -387,7 +394,7 @@ fn output_may_be_the_input_itself() {
     ])
     .code(0);
     let after = image::load(&path).unwrap();
-    let want = blur_cpu(&before, &BlurParams::new(Kind::Box, 1, 1)).unwrap();
+    let want = reference(&before, &BlurParams::new(Kind::Box, 1, 1)).unwrap();
     assert_same(&after, &want, "in place");
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
@@ -440,6 +447,68 @@ fn bad_usage_exits_2_with_one_line() {
         .one_error_line("too large for 16-bit");
 }
 
+// Fixed limits are usage errors found before any file is read (issue 12, item 10): the input
+// here does not exist, so reading it would have failed with exit 1 instead.
+#[test]
+fn fixed_limits_are_usage_errors_before_any_file_is_read() {
+    let dir = tempdir();
+    let missing = dir.path().join("missing.png");
+    let out = dir.path().join("out.png");
+    let (i, o) = (missing.to_str().unwrap(), out.to_str().unwrap());
+    run(&["blur", i, "--kind", "gaussian", "--sigma", "167", "-o", o])
+        .code(2)
+        .one_error_line("gaussian radius 501 is too large");
+    run(&["blur", i, "--kind", "gaussian", "-r", "501", "-o", o])
+        .code(2)
+        .one_error_line("gaussian radius 501 is too large");
+    run(&["blur", i, "-r", "8388608", "-o", o])
+        .code(2)
+        .one_error_line("radius 8388608 is too large for any image");
+    assert!(!out.exists());
+}
+
+// Folders stand for their images in blur as in histogram (the expansion is shared).
+#[test]
+fn a_folder_blurs_each_of_its_images() {
+    let dir = tempdir();
+    let (inp, out) = (dir.path().join("in"), dir.path().join("out"));
+    std::fs::create_dir(&inp).unwrap();
+    std::fs::write(inp.join("notes.txt"), b"not an image").unwrap();
+    let imgs = [
+        ("a.png", noise(9, 7, 4, false, 31)),
+        ("b.png", noise(5, 11, 1, false, 32)),
+    ];
+    for (name, img) in &imgs {
+        image::save(&inp.join(name), img.clone()).unwrap();
+    }
+    let (i, o) = (inp.to_str().unwrap(), out.to_str().unwrap());
+    run(&["blur", i, "-r", "2", "--out-dir", o]).code(0);
+    for (name, img) in &imgs {
+        let got = image::load(&out.join(name)).unwrap();
+        let want = reference(img, &BlurParams::new(Kind::Box, 2, 1)).unwrap();
+        assert_same(&got, &want, name);
+    }
+    assert!(!out.join("notes.txt").exists());
+}
+
+// More passes than one timed submission holds (two per iteration) once failed with wgpu's
+// timestamp-query limit and grew memory with the count (issue 12, item 9).
+#[test]
+fn iterations_beyond_one_timed_submission_match_the_reference() {
+    let img = noise(6, 5, 4, false, 21);
+    let params = BlurParams::new(Kind::Box, 1, 1100);
+    let mut timings = Timings::default();
+    let got = blur_run(engine(), &img, &params, &mut timings).unwrap();
+    assert_same(&got, &reference(&img, &params).unwrap(), "1100 iterations");
+    let dir = tempdir();
+    let input = dir.path().join("in.png");
+    let out = dir.path().join("out.png");
+    image::save(&input, img).unwrap();
+    let (i, o) = (input.to_str().unwrap(), out.to_str().unwrap());
+    run(&["blur", i, "--iterations", "1025", "--timings", "-o", o]).code(0);
+    assert!(out.exists());
+}
+
 #[test]
 fn bad_files_exit_1_and_leave_nothing() {
     let dir = tempdir();
@@ -490,7 +559,7 @@ fn other_formats_keep_their_layout() {
         let out = dir.path().join(format!("out.{ext}"));
         run(&["blur", &input, "-r", "2", "-o", out.to_str().unwrap()]).code(0);
         let img = image::load(&out).unwrap();
-        let want = blur_cpu(
+        let want = reference(
             &image::load(Path::new(&input)).unwrap(),
             &BlurParams::new(Kind::Box, 2, 1),
         )

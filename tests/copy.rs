@@ -1,10 +1,15 @@
 //! The copy kernel against the CPU on sizes around the workgroup and dispatch limits, and
 //! the `bench` harness on top of it.
 
-use gpukit::gpu::Engine;
-use gpukit::ops::copy::{copy, copy_cpu};
+use gpukit::gpu::{Engine, Timings};
+use gpukit::ops::copy::{reference as copy_cpu, run as copy_run, Options};
 
-use crate::util::{gpu, run};
+use crate::util::{engine, gpu, run};
+
+/// The copy on `engine`.
+fn copy(engine: &Engine, data: &[u32]) -> anyhow::Result<Vec<u32>> {
+    copy_run(engine, data, &Options, &mut Timings::default())
+}
 
 /// Distinct, non-zero words, so a missed or shifted element shows.
 fn pattern(n: usize) -> Vec<u32> {
@@ -18,7 +23,7 @@ const WG_WORDS: usize = 1024;
 
 #[test]
 fn copy_matches_cpu_around_workgroup_sizes() {
-    let engine = Engine::Gpu(Box::new(gpu()));
+    let engine = engine();
     for n in [
         0,
         1,
@@ -31,7 +36,7 @@ fn copy_matches_cpu_around_workgroup_sizes() {
         3 * WG_WORDS + 7,
     ] {
         let data = pattern(n);
-        assert_eq!(copy(&engine, &data).unwrap(), copy_cpu(&data), "n = {n}");
+        assert_eq!(copy(engine, &data).unwrap(), copy_cpu(&data), "n = {n}");
     }
 }
 

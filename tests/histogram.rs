@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use gpukit::gpu::{Gpu, Timings};
 use gpukit::io::image::{self, Image};
 use gpukit::ops::histogram::{
-    channel_stats, histogram_cpu, plot_cpu, Channels, Histogram, HistogramGpu,
+    channel_stats, plot_cpu, reference as histogram_cpu, Channels, Histogram, HistogramGpu,
 };
 
-use crate::util::{gpu, run, run_in, tempdir, xorshift};
+use crate::util::{dump_mismatch, gpu, run, run_in, shared_gpu, tempdir, xorshift};
 
 /// Pseudo-random samples of every value, 0 and the top value included.
 fn image(width: u32, height: u32, channels: u8, bits: u32, seed: u32) -> Image {
@@ -43,16 +43,12 @@ fn root() -> PathBuf {
 #[track_caller]
 fn assert_same(gpu: &Histogram, cpu: &Histogram, what: &str) {
     if gpu != cpu {
-        let dir = std::env::temp_dir();
-        let name = what.replace(|c: char| !c.is_ascii_alphanumeric(), "_");
-        let g = dir.join(format!("histogram-{name}-gpu.txt"));
-        let c = dir.join(format!("histogram-{name}-cpu.txt"));
-        std::fs::write(&g, format!("{gpu:?}")).unwrap();
-        std::fs::write(&c, format!("{cpu:?}")).unwrap();
+        let dir = dump_mismatch(what, "txt", gpu, cpu, |p, h| {
+            std::fs::write(p, format!("{h:?}")).unwrap()
+        });
         panic!(
-            "{what}: GPU and CPU differ; see {} and {}",
-            g.display(),
-            c.display()
+            "{what}: GPU and CPU differ; both written to {}",
+            dir.display()
         );
     }
     let n = cpu.channels.count() as usize;
@@ -81,9 +77,9 @@ fn check(hg: &mut HistogramGpu, img: &Image, channels: Channels, bins: u32) {
 
 #[test]
 fn every_layout_and_size_matches_the_cpu() {
-    let g = gpu();
+    let g = shared_gpu();
     for bins in [1, 7, 256] {
-        let mut hg = HistogramGpu::new(&g, bins);
+        let mut hg = HistogramGpu::new(g, bins);
         for channels in 1..=4u8 {
             for bits in [8, 16] {
                 for (w, h) in [(1, 1), (3, 5), (17, 13), (31, 33)] {
@@ -99,8 +95,8 @@ fn every_layout_and_size_matches_the_cpu() {
 
 #[test]
 fn sizes_around_the_tile_and_many_tiles_match() {
-    let g = gpu();
-    let mut hg = HistogramGpu::new(&g, 256);
+    let g = shared_gpu();
+    let mut hg = HistogramGpu::new(g, 256);
     // One tile is chunk_wg_size units; an RGBA8 unit is 4 pixels.
     let tile = hg.tuning.tunables.chunk_wg_size * 4;
     for w in [tile - 1, tile, tile + 1, 2 * tile + 3] {
@@ -148,9 +144,9 @@ fn three_reduce_levels_and_2d_dispatch_match() {
 
 #[test]
 fn sixteen_bit_bins_up_to_65536_match() {
-    let g = gpu();
+    let g = shared_gpu();
     for bins in [1000, 4097, 65536] {
-        let mut hg = HistogramGpu::new(&g, bins);
+        let mut hg = HistogramGpu::new(g, bins);
         for (channels, alpha) in [(4, true), (3, false), (1, false), (2, true)] {
             let img = image(45, 37, channels, 16, bins + channels as u32);
             check(&mut hg, &img, Channels::of(channels, alpha), bins);
@@ -161,8 +157,8 @@ fn sixteen_bit_bins_up_to_65536_match() {
 #[test]
 fn top_and_bottom_values_land_in_the_end_bins() {
     // 65535 * 65536 is the largest product of the bin formula: it must not overflow.
-    let g = gpu();
-    let mut hg = HistogramGpu::new(&g, 65536);
+    let g = shared_gpu();
+    let mut hg = HistogramGpu::new(g, 65536);
     let img = Image::new_u16(4, 1, 1, vec![0, 1, 65534, 65535]);
     let h = hg
         .histogram(&img, Channels::of(1, false), &mut Timings::default())
@@ -173,8 +169,8 @@ fn top_and_bottom_values_land_in_the_end_bins() {
 
 #[test]
 fn one_colour_image_counts_every_pixel_in_one_bin() {
-    let g = gpu();
-    let mut hg = HistogramGpu::new(&g, 256);
+    let g = shared_gpu();
+    let mut hg = HistogramGpu::new(g, 256);
     let (w, h) = (300u32, 200u32);
     let img = Image::new_u8(w, h, 4, [200u8, 120, 40, 255].repeat((w * h) as usize));
     let got = hg
@@ -193,8 +189,8 @@ fn one_colour_image_counts_every_pixel_in_one_bin() {
 
 #[test]
 fn segments_and_bin_ranges_match() {
-    let g = gpu();
-    let mut hg = HistogramGpu::new(&g, 256);
+    let g = shared_gpu();
+    let mut hg = HistogramGpu::new(g, 256);
     // 4 KiB segments: an image of many, the last one short and not a whole word.
     hg.tuning.segment_bytes = 4096;
     for (channels, bits) in [(3, 8), (3, 16), (4, 8), (1, 8), (2, 16)] {
@@ -202,7 +198,7 @@ fn segments_and_bin_ranges_match() {
         check(&mut hg, &img, Channels::of(channels, true), 256);
     }
     // 2 KiB of workgroup storage: 4 x 256 bins split into ranges.
-    let mut hg = HistogramGpu::new(&g, 256);
+    let mut hg = HistogramGpu::new(g, 256);
     hg.tuning.workgroup_bytes = 2048;
     check(&mut hg, &image(77, 19, 4, 8, 1), Channels::of(4, true), 256);
     check(
@@ -215,8 +211,8 @@ fn segments_and_bin_ranges_match() {
 
 #[test]
 fn sum_over_images_of_mixed_layouts_matches() {
-    let g = gpu();
-    let mut hg = HistogramGpu::new(&g, 64);
+    let g = shared_gpu();
+    let mut hg = HistogramGpu::new(g, 64);
     let images = [
         image(13, 7, 1, 8, 1),
         image(20, 20, 4, 16, 2),
@@ -267,19 +263,19 @@ fn plot_of(g: &Gpu, img: &Image, channels: Channels, bins: u32, w: u32, h: u32) 
 
 #[test]
 fn plot_matches_its_cpu_mirror() {
-    let g = gpu();
+    let g = shared_gpu();
     let rgb = image(64, 48, 3, 8, 11);
     // Colour: more bins than columns, fewer, and as many.
     for (bins, w) in [(256, 100), (64, 300), (256, 256)] {
-        plot_of(&g, &rgb, Channels::of(3, false), bins, w, 90);
+        plot_of(g, &rgb, Channels::of(3, false), bins, w, 90);
     }
     // Gray alone (one panel) and gray with alpha (two).
     let ga = image(30, 30, 2, 16, 12);
-    plot_of(&g, &ga, Channels::of(2, false), 1000, 200, 64);
-    plot_of(&g, &ga, Channels::of(2, true), 1000, 200, 65);
+    plot_of(g, &ga, Channels::of(2, false), 1000, 200, 64);
+    plot_of(g, &ga, Channels::of(2, true), 1000, 200, 65);
     // Every pixel one colour: one full-height bar per channel.
     let flat = Image::new_u8(10, 10, 3, [10u8, 128, 250].repeat(100));
-    let p = plot_of(&g, &flat, Channels::of(3, false), 256, 256, 64);
+    let p = plot_of(g, &flat, Channels::of(3, false), 256, 256, 64);
     let image::Samples::U8(px) = &p.samples else {
         panic!("the plot is 8-bit")
     };
@@ -431,8 +427,8 @@ fn human_summary_by_default() {
 
 #[test]
 fn every_valid_pngsuite_file_matches_the_cpu() {
-    let g = gpu();
-    let mut hg = HistogramGpu::new(&g, 256);
+    let g = shared_gpu();
+    let mut hg = HistogramGpu::new(g, 256);
     let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("fixtures/pngsuite"))
         .unwrap()
         .map(|e| e.unwrap().path())

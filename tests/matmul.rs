@@ -2,18 +2,17 @@
 //! around the tile sizes, both layouts of each operand, both precisions, the split path, and
 //! the `gpukit matmul` command with every file format and bad inputs.
 
-use std::cmp::Ordering::{Equal, Less};
 use std::path::Path;
 
-use gpukit::gpu::{Engine, Gpu};
+use gpukit::gpu::{Engine, Gpu, Timings};
 use gpukit::ops::matmul::{
-    error_bound, matmul, matmul_with, plan_split, reference, Dims, Matmul, Options, Precision,
-    TileConfig,
+    error_bound, exact, outside_bound, plan_split, run, run_gpu, Dims, Matmul, Options, Precision,
+    Tunables,
 };
 
 use gpukit::io::array::{encode, read_matrix, Array, DType, Data, Format};
 
-use crate::util::{gpu, run_in, tempdir};
+use crate::util::{dump_mismatch, gpu, run_in, shared_gpu, tempdir};
 
 /// Deterministic values in [-2, 2) with a few exact zeros, so cancellation happens.
 fn values(len: usize, seed: u64) -> Vec<f32> {
@@ -63,22 +62,18 @@ fn check(gpu: &Gpu, c: &Case, options: Options) {
         trans_b: c.trans_b,
         precision: c.precision,
     };
-    let got = matmul_with(gpu, &p, options).unwrap();
-    let (want, abs) = reference(&p);
+    let got = run_gpu(gpu, &p, &options, &mut Timings::default()).unwrap();
+    let (want, abs) = exact(&p);
     assert_eq!(got.len(), m * n);
-    let bad = (0..m * n).find(|&i| {
-        // NaN counts as a mismatch.
-        let diff = (got[i] as f64 - want[i]).abs();
-        !matches!(
-            diff.partial_cmp(&error_bound(k, abs[i])),
-            Some(Less | Equal)
-        )
-    });
+    // NaN counts as a mismatch.
+    let bad = outside_bound(&got, &want, &abs, k);
     if let Some(i) = bad {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("matmul-mismatch");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("gpu.txt"), format!("{got:?}")).unwrap();
-        std::fs::write(dir.join("cpu.txt"), format!("{want:?}")).unwrap();
+        let what = format!("matmul {m}x{n}x{k} {:?}", c.precision);
+        // The GPU's f32 as f64, beside the f64 reference.
+        let got_f64: Vec<f64> = got.iter().map(|&x| f64::from(x)).collect();
+        let dir = dump_mismatch(&what, "txt", &got_f64, &want, |p, v| {
+            std::fs::write(p, format!("{v:?}")).unwrap()
+        });
         panic!(
             "{m}x{n}x{k} a_t={} b_t={} {:?} {:?}: C[{}, {}] = {} but the reference is {} \
              (bound {}); both written to {}",
@@ -97,13 +92,16 @@ fn check(gpu: &Gpu, c: &Case, options: Options) {
 }
 
 fn default_options(g: &Gpu) -> Options {
-    Options::for_gpu(g)
+    Options {
+        tile: Some(Tunables::for_limits(&g.limits)),
+        ..Options::DEFAULT
+    }
 }
 
 #[test]
 fn small_and_degenerate_shapes() {
-    let g = gpu();
-    let o = default_options(&g);
+    let g = shared_gpu();
+    let o = default_options(g);
     for (m, n, k) in [
         (1, 1, 1),
         (1, 1, 300),
@@ -114,36 +112,36 @@ fn small_and_degenerate_shapes() {
         (1000, 3, 20),
         (2, 700, 33),
     ] {
-        check(&g, &case(m, n, k), o);
+        check(g, &case(m, n, k), o);
     }
 }
 
 #[test]
 fn tile_sizes_plus_and_minus_one_in_each_dimension() {
-    let g = gpu();
-    for tile in [TileConfig::SAFE, TileConfig::for_limits(&g.limits)] {
+    let g = shared_gpu();
+    for tile in [Tunables::SAFE, Tunables::for_limits(&g.limits)] {
         let o = Options {
-            tile,
-            ..default_options(&g)
+            tile: Some(tile),
+            ..default_options(g)
         };
         let (bm, bn, bk) = (tile.bm as usize, tile.bn as usize, tile.bk as usize);
         for d in [-1isize, 0, 1] {
             let f = |x: usize| (x as isize + d) as usize;
-            check(&g, &case(f(bm), bn, bk), o);
-            check(&g, &case(bm, f(bn), bk), o);
-            check(&g, &case(bm, bn, f(bk)), o);
-            check(&g, &case(f(bm), f(bn), f(2 * bk)), o);
+            check(g, &case(f(bm), bn, bk), o);
+            check(g, &case(bm, f(bn), bk), o);
+            check(g, &case(bm, bn, f(bk)), o);
+            check(g, &case(f(bm), f(bn), f(2 * bk)), o);
         }
     }
 }
 
 #[test]
 fn transposed_operands_in_both_configs() {
-    let g = gpu();
-    for tile in [TileConfig::SAFE, TileConfig::for_limits(&g.limits)] {
+    let g = shared_gpu();
+    for tile in [Tunables::SAFE, Tunables::for_limits(&g.limits)] {
         let o = Options {
-            tile,
-            ..default_options(&g)
+            tile: Some(tile),
+            ..default_options(g)
         };
         for (trans_a, trans_b) in [(true, false), (false, true), (true, true)] {
             for (m, n, k) in [(1, 1, 1), (3, 5, 7), (130, 67, 33), (5, 131, 18)] {
@@ -152,7 +150,7 @@ fn transposed_operands_in_both_configs() {
                     trans_b,
                     ..case(m, n, k)
                 };
-                check(&g, &c, o);
+                check(g, &c, o);
             }
         }
     }
@@ -160,12 +158,12 @@ fn transposed_operands_in_both_configs() {
 
 #[test]
 fn f16_inputs_accumulate_in_f32() {
-    let g = gpu();
+    let g = shared_gpu();
     assert!(
         g.features.shader_f16,
         "lavapipe has shader-f16; the f16 path must be tested"
     );
-    let o = default_options(&g);
+    let o = default_options(g);
     for (m, n, k) in [(1, 1, 1), (3, 5, 7), (129, 257, 65), (17, 9, 300)] {
         for (trans_a, trans_b) in [(false, false), (true, true)] {
             let c = Case {
@@ -174,15 +172,15 @@ fn f16_inputs_accumulate_in_f32() {
                 precision: Precision::F16,
                 ..case(m, n, k)
             };
-            check(&g, &c, o);
+            check(g, &c, o);
         }
     }
     let safe = Options {
-        tile: TileConfig::SAFE,
+        tile: Some(Tunables::SAFE),
         ..o
     };
     check(
-        &g,
+        g,
         &Case {
             precision: Precision::F16,
             ..case(65, 63, 9)
@@ -205,8 +203,14 @@ fn f16_is_within_its_documented_bound_of_the_f32_inputs() {
         trans_b: false,
         precision,
     };
-    let got = matmul(&Engine::Gpu(Box::new(g)), &p(Precision::F16)).unwrap();
-    let (want, abs) = reference(&p(Precision::F32));
+    let got = run(
+        &Engine::Gpu(Box::new(g)),
+        &p(Precision::F16),
+        &Options::DEFAULT,
+        &mut Timings::default(),
+    )
+    .unwrap();
+    let (want, abs) = exact(&p(Precision::F32));
     let eps16 = half::f16::EPSILON.to_f64();
     for i in 0..m * n {
         let bound = error_bound(k, abs[i]) + 2.0 * eps16 * abs[i];
@@ -227,7 +231,13 @@ fn f16_without_the_feature_is_a_clear_error() {
         trans_b: false,
         precision: Precision::F16,
     };
-    let err = matmul(&Engine::Gpu(Box::new(g)), &p).unwrap_err();
+    let err = run(
+        &Engine::Gpu(Box::new(g)),
+        &p,
+        &Options::DEFAULT,
+        &mut Timings::default(),
+    )
+    .unwrap_err();
     assert!(
         err.to_string().contains("needs the shader-f16 feature"),
         "{err:#}"
@@ -236,12 +246,12 @@ fn f16_without_the_feature_is_a_clear_error() {
 
 #[test]
 fn split_into_blocks_along_m_n_and_k_matches_the_reference() {
-    let g = gpu();
-    let tile = TileConfig::for_limits(&g.limits);
+    let g = shared_gpu();
+    let tile = Tunables::for_limits(&g.limits);
     // 8 KiB bindings: 2048 f32 per block of A, B or C.
     let o = Options {
-        tile,
-        max_binding: 8192,
+        tile: Some(tile),
+        max_binding: Some(8192),
     };
     for (m, n, k, ta, tb) in [
         (200, 150, 90, false, false),
@@ -264,9 +274,9 @@ fn split_into_blocks_along_m_n_and_k_matches_the_reference() {
             trans_b: tb,
             precision: Precision::F32,
         };
-        let split = plan_split(&p, tile, o.max_binding, u64::MAX).unwrap();
+        let split = plan_split(&p, tile, 8192, u64::MAX).unwrap();
         assert!(split.mc < m || split.nc < n || split.kc < k, "{split:?}");
-        check(&g, &c, o);
+        check(g, &c, o);
     }
     // K alone is too long for a binding: chunks of K accumulate into C.
     let (a, b) = (vec![0.0; 4 * 2500], vec![0.0; 2500 * 4]);
@@ -282,10 +292,10 @@ fn split_into_blocks_along_m_n_and_k_matches_the_reference() {
         trans_b: false,
         precision: Precision::F32,
     };
-    assert!(plan_split(&p, tile, o.max_binding, u64::MAX).unwrap().kc < 2500);
-    check(&g, &case(4, 4, 2500), o);
+    assert!(plan_split(&p, tile, 8192, u64::MAX).unwrap().kc < 2500);
+    check(g, &case(4, 4, 2500), o);
     check(
-        &g,
+        g,
         &Case {
             precision: Precision::F16,
             ..case(4, 4, 2500)
@@ -301,7 +311,7 @@ fn many_tiles_across_a_2d_dispatch_grid() {
     let mut g = gpu();
     g.set_dispatch_limit(3);
     let o = Options {
-        tile: TileConfig::SAFE,
+        tile: Some(Tunables::SAFE),
         ..default_options(&g)
     };
     check(&g, &case(9 * 64 - 5, 5 * 64, 12), o);
@@ -319,7 +329,7 @@ fn cpu_backend_is_the_reference() {
         trans_b: false,
         precision: Precision::F32,
     };
-    let got = matmul(&Engine::Cpu, &p).unwrap();
+    let got = run(&Engine::Cpu, &p, &Options::DEFAULT, &mut Timings::default()).unwrap();
     // By hand: C[i, j] = sum_k A[k, i] B[k, j] (A stored k x m).
     for i in 0..m {
         for j in 0..n {

@@ -4,14 +4,19 @@
 
 use std::path::Path as FsPath;
 
-use gpukit::gpu::{Engine, Gpu};
+use gpukit::gpu::{Engine, Gpu, Timings};
 use gpukit::io::array::{self, Array, Data, Format};
 use gpukit::ops::scan::{
-    f32_sum_depth, layout_for, scan, scan_cpu, takes_subgroups, Element, Mode, Op, Path,
-    ScanOptions, Tunables, WG_SIZE,
+    f32_sum_depth, layout_for, reference as scan_cpu, run as scan_run, takes_subgroups, Element,
+    Mode, Op, Options as ScanOptions, Path, Tunables, WG_SIZE,
 };
 
-use crate::util::{gpu, run, run_in, tempdir};
+use crate::util::{dump_mismatch, engine, gpu, run, run_in, tempdir};
+
+/// The scan on `engine`.
+fn scan<T: Element>(engine: &Engine, data: &[T], opts: &ScanOptions) -> anyhow::Result<Vec<T>> {
+    scan_run(engine, data, opts, &mut Timings::default())
+}
 
 const OPS: [Op; 3] = [Op::Sum, Op::Min, Op::Max];
 const MODES: [Mode; 2] = [Mode::Exclusive, Mode::Inclusive];
@@ -104,7 +109,7 @@ fn check<T: Sample>(engine: &Engine, data: &[T], opts: &ScanOptions, what: &str)
         let subgroups = takes_subgroups(gpu, opts).unwrap();
         let depth = f32_sum_depth(
             &layout_for(gpu, data.len(), opts),
-            opts.tunables,
+            opts.tunables(),
             subgroups.then_some(gpu.features.subgroup_size),
         );
         // One more rounding: the reference's own, from f64 to f32.
@@ -127,31 +132,22 @@ fn check<T: Sample>(engine: &Engine, data: &[T], opts: &ScanOptions, what: &str)
         (0..data.len()).find(|&i| got[i] != want[i])
     };
     if let Some(i) = bad {
-        let dir = std::env::temp_dir();
-        let name = what.replace(|c: char| !c.is_ascii_alphanumeric(), "_");
-        let gpu_file = dir.join(format!("gpukit-scan-{name}-gpu.npy"));
-        let cpu_file = dir.join(format!("gpukit-scan-{name}-cpu.npy"));
-        array::write(&gpu_file, Format::Npy, &Array::vector(T::data(got.clone()))).unwrap();
-        array::write(
-            &cpu_file,
-            Format::Npy,
-            &Array::vector(T::data(want.clone())),
-        )
-        .unwrap();
+        let dir = dump_mismatch(what, "npy", &got, &want, |p, v| {
+            array::write(p, Format::Npy, &Array::vector(T::data(v.clone()))).unwrap()
+        });
         panic!(
-            "{what}: first mismatch at {i} of {}: gpu {:?}, cpu {:?} (both in {} and {})",
+            "{what}: first mismatch at {i} of {}: gpu {:?}, cpu {:?} (both written to {})",
             data.len(),
             got[i],
             want[i],
-            gpu_file.display(),
-            cpu_file.display()
+            dir.display()
         );
     }
 }
 
 /// Every op and mode of one dtype on both paths, on lengths around one tile and past 2^20.
 fn every_op_mode_path_around_tiles<T: Sample>() {
-    let engine = Engine::Gpu(Box::new(gpu()));
+    let engine = engine();
     let tile = ScanOptions::default().tile();
     for path in PATHS {
         for op in OPS {
@@ -165,7 +161,7 @@ fn every_op_mode_path_around_tiles<T: Sample>() {
                         ..ScanOptions::default()
                     };
                     let what = format!("{:?} {path} {op:?} {mode:?} n={n}", T::ELEM);
-                    check(&engine, &data, &opts, &what);
+                    check(engine, &data, &opts, &what);
                 }
             }
         }
@@ -191,7 +187,7 @@ fn f32_matches_cpu_for_every_op_mode_and_path() {
 // reach there (2^24 elements), so small workgroups reach three and four levels instead.
 #[test]
 fn large_inputs_and_deep_levels_match_cpu() {
-    let engine = Engine::Gpu(Box::new(gpu()));
+    let engine = engine();
     for path in PATHS {
         let n = (4 << 20) + 5;
         let opts = ScanOptions {
@@ -200,7 +196,7 @@ fn large_inputs_and_deep_levels_match_cpu() {
             ..ScanOptions::default()
         };
         check(
-            &engine,
+            engine,
             &input::<u32>(n, Op::Sum),
             &opts,
             &format!("{path} n={n}"),
@@ -209,42 +205,42 @@ fn large_inputs_and_deep_levels_match_cpu() {
         for (wg_size, n) in [(32, 512 * 512 + 513), (8, (1 << 21) + 129)] {
             let opts = ScanOptions {
                 path,
-                tunables: Tunables {
+                tunables: Some(Tunables {
                     wg_size,
                     ..Tunables::DEFAULT
-                },
+                }),
                 ..ScanOptions::default()
             };
-            let levels = layout_for(the_gpu(&engine), n, &opts).segments[0]
+            let levels = layout_for(the_gpu(engine), n, &opts).segments[0]
                 .levels
                 .len();
             assert_eq!(levels, if wg_size == 32 { 3 } else { 4 });
             for op in OPS {
                 let what = format!("{path} wg={wg_size} {op:?} n={n}");
                 check(
-                    &engine,
+                    engine,
                     &input::<i32>(n, op),
                     &ScanOptions { op, ..opts },
                     &what,
                 );
             }
             let what = format!("{path} wg={wg_size} f32 n={n}");
-            check(&engine, &input::<f32>(n, Op::Sum), &opts, &what);
+            check(engine, &input::<f32>(n, Op::Sum), &opts, &what);
         }
     }
 }
 
 #[test]
 fn integer_sums_wrap_exactly_like_the_cpu() {
-    let engine = Engine::Gpu(Box::new(gpu()));
+    let engine = engine();
     let inclusive = ScanOptions {
         mode: Mode::Inclusive,
         ..ScanOptions::default()
     };
     // By hand.
-    let got = scan(&engine, &[u32::MAX, 1, 2, u32::MAX], &inclusive).unwrap();
+    let got = scan(engine, &[u32::MAX, 1, 2, u32::MAX], &inclusive).unwrap();
     assert_eq!(got, [u32::MAX, 0, 2, 1]);
-    let got = scan(&engine, &[i32::MAX, 1, i32::MIN, -1], &inclusive).unwrap();
+    let got = scan(engine, &[i32::MAX, 1, i32::MIN, -1], &inclusive).unwrap();
     assert_eq!(got, [i32::MAX, i32::MIN, 0, -1]);
     // Large values, so that sums wrap inside vec4s, tiles and levels, on both paths.
     let tile = inclusive.tile();
@@ -266,37 +262,37 @@ fn integer_sums_wrap_exactly_like_the_cpu() {
                 mode,
                 ..ScanOptions::default()
             };
-            check(&engine, &big_u, &opts, &format!("u32 wrap {path} {mode:?}"));
-            check(&engine, &big_i, &opts, &format!("i32 wrap {path} {mode:?}"));
+            check(engine, &big_u, &opts, &format!("u32 wrap {path} {mode:?}"));
+            check(engine, &big_i, &opts, &format!("i32 wrap {path} {mode:?}"));
         }
     }
 }
 
 #[test]
 fn identities_start_exclusive_scans() {
-    let engine = Engine::Gpu(Box::new(gpu()));
+    let engine = engine();
     let first = |op: Op| ScanOptions {
         op,
         ..ScanOptions::default()
     };
-    assert_eq!(scan(&engine, &[5u32], &first(Op::Min)).unwrap(), [u32::MAX]);
-    assert_eq!(scan(&engine, &[5u32], &first(Op::Max)).unwrap(), [0]);
-    assert_eq!(scan(&engine, &[5i32], &first(Op::Min)).unwrap(), [i32::MAX]);
-    assert_eq!(scan(&engine, &[5i32], &first(Op::Max)).unwrap(), [i32::MIN]);
-    assert_eq!(scan(&engine, &[5f32], &first(Op::Sum)).unwrap(), [0.0]);
+    assert_eq!(scan(engine, &[5u32], &first(Op::Min)).unwrap(), [u32::MAX]);
+    assert_eq!(scan(engine, &[5u32], &first(Op::Max)).unwrap(), [0]);
+    assert_eq!(scan(engine, &[5i32], &first(Op::Min)).unwrap(), [i32::MAX]);
+    assert_eq!(scan(engine, &[5i32], &first(Op::Max)).unwrap(), [i32::MIN]);
+    assert_eq!(scan(engine, &[5f32], &first(Op::Sum)).unwrap(), [0.0]);
     assert_eq!(
-        scan(&engine, &[5f32], &first(Op::Min)).unwrap(),
+        scan(engine, &[5f32], &first(Op::Min)).unwrap(),
         [f32::INFINITY]
     );
     assert_eq!(
-        scan(&engine, &[5f32], &first(Op::Max)).unwrap(),
+        scan(engine, &[5f32], &first(Op::Max)).unwrap(),
         [f32::NEG_INFINITY]
     );
 }
 
 #[test]
 fn segments_chain_their_carries() {
-    let engine = Engine::Gpu(Box::new(gpu()));
+    let engine = engine();
     let tile = ScanOptions::default().tile();
     let n = 13 * tile + 77;
     for path in PATHS {
@@ -306,26 +302,26 @@ fn segments_chain_their_carries() {
                 segment_len: Some(segment_tiles * tile),
                 ..ScanOptions::default()
             };
-            let segments = layout_for(the_gpu(&engine), n, &opts).segments.len();
+            let segments = layout_for(the_gpu(engine), n, &opts).segments.len();
             assert_eq!(segments, n.div_ceil(segment_tiles * tile));
             for mode in MODES {
                 let what = format!("{path} {segment_tiles}-tile segments {mode:?}");
                 let o = ScanOptions { mode, ..opts };
                 check(
-                    &engine,
+                    engine,
                     &input::<u32>(n, Op::Sum),
                     &o,
                     &format!("u32 {what}"),
                 );
                 let max = ScanOptions { op: Op::Max, ..o };
                 check(
-                    &engine,
+                    engine,
                     &input::<i32>(n, Op::Max),
                     &max,
                     &format!("i32 max {what}"),
                 );
                 check(
-                    &engine,
+                    engine,
                     &input::<f32>(n, Op::Sum),
                     &o,
                     &format!("f32 {what}"),
@@ -360,8 +356,8 @@ fn two_d_dispatch_matches_cpu() {
 
 #[test]
 fn forced_subgroup_path_is_refused_where_subgroups_do_not_fit() {
-    let engine = Engine::Gpu(Box::new(gpu()));
-    let g = the_gpu(&engine);
+    let engine = engine();
+    let g = the_gpu(engine);
     assert!(
         g.features.subgroups,
         "lavapipe has subgroups; the subgroup path must be tested"
@@ -369,30 +365,30 @@ fn forced_subgroup_path_is_refused_where_subgroups_do_not_fit() {
     // Workgroups smaller than a subgroup cannot hold full subgroups.
     let opts = ScanOptions {
         path: Path::Subgroup,
-        tunables: Tunables {
+        tunables: Some(Tunables {
             wg_size: 4,
             ..Tunables::DEFAULT
-        },
+        }),
         ..ScanOptions::default()
     };
     if g.features.subgroup_size[1] > 4 {
-        let err = scan(&engine, &[1u32, 2], &opts).unwrap_err();
+        let err = scan(engine, &[1u32, 2], &opts).unwrap_err();
         assert!(err.to_string().contains("subgroup path needs"), "{err:#}");
     }
     let err = scan(
-        &engine,
+        engine,
         &[1u32],
         &ScanOptions {
-            tunables: Tunables {
+            tunables: Some(Tunables {
                 wg_size: 48,
                 ..Tunables::DEFAULT
-            },
+            }),
             ..ScanOptions::default()
         },
     )
     .unwrap_err();
     assert!(err.to_string().contains("not a power of two"), "{err:#}");
-    assert_eq!(WG_SIZE, ScanOptions::default().tunables.wg_size);
+    assert_eq!(WG_SIZE, ScanOptions::default().tunables().wg_size);
 }
 
 #[test]

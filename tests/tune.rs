@@ -10,7 +10,7 @@ use gpukit::io::array::{self, Array, Data, Format};
 use gpukit::io::image::Image;
 use gpukit::ops::{blur, histogram, matmul, scan};
 
-use crate::util::{gpu, gpukit, run, tempdir, xorshift, Run};
+use crate::util::{engine, gpukit, run, tempdir, xorshift, Run};
 
 /// Writes `values` as a u32 .npy.
 fn write_u32_npy(path: &Path, values: Vec<u32>) {
@@ -31,7 +31,7 @@ fn values() -> Vec<u32> {
 }
 
 fn exclusive_sums(v: &[u32]) -> Vec<u32> {
-    scan::scan_cpu(v, scan::Op::Sum, scan::Mode::Exclusive)
+    scan::reference(v, scan::Op::Sum, scan::Mode::Exclusive)
 }
 
 fn run_env(args: &[&str], env: &[(&str, &Path)]) -> Run {
@@ -223,16 +223,13 @@ fn corrupt_stale_and_unfit_caches_are_ignored_with_a_warning() {
 fn unknown_op_is_a_usage_error() {
     run(&["tune", "sort", "--quick"])
         .code(2)
-        .one_error_line("unknown tune op \"sort\"");
+        .one_error_line("invalid value 'sort'")
+        .one_error_line("[possible values: blur, histogram, scan, matmul, all]");
 }
 
 fn noise(len: usize, seed: u32) -> Vec<u32> {
     let mut next = xorshift(seed);
     (0..len).map(|_| next()).collect()
-}
-
-fn engine() -> Engine {
-    Engine::Gpu(Box::new(gpu()))
 }
 
 fn the_gpu(e: &Engine) -> &Gpu {
@@ -281,19 +278,20 @@ fn blur_is_bit_identical_for_other_choices() {
         },
     ];
     let params = [
-        blur::BlurParams::new(blur::Kind::Box, 9, 1),
-        blur::BlurParams::new(blur::Kind::Gaussian { sigma: 2.0 }, 6, 2),
+        blur::Options::new(blur::Kind::Box, 9, 1),
+        blur::Options::new(blur::Kind::Gaussian { sigma: 2.0 }, 6, 2),
     ];
     for t in choices {
         for img in [&rgba8, &gray16] {
             for p in &params {
                 let options = blur::GpuOptions {
-                    tunables: t,
+                    tunables: Some(t),
                     layout: Some(blur::Layout::Workgroup),
                     ..blur::GpuOptions::DEFAULT
                 };
-                let got = blur::blur_with(&e, img, p, options, &mut Timings::default()).unwrap();
-                let want = blur::blur_cpu(img, p).unwrap();
+                let p = &p.with_gpu(options);
+                let got = blur::run(e, img, p, &mut Timings::default()).unwrap();
+                let want = blur::reference(img, p).unwrap();
                 assert!(
                     got.samples == want.samples,
                     "{t} {p:?} {}x{}",
@@ -308,7 +306,7 @@ fn blur_is_bit_identical_for_other_choices() {
 #[test]
 fn histogram_counts_are_exact_for_other_choices() {
     let e = engine();
-    let g = the_gpu(&e);
+    let g = the_gpu(e);
     let img = Image::new_u8(
         211,
         97,
@@ -343,7 +341,7 @@ fn histogram_counts_are_exact_for_other_choices() {
             .unwrap();
         assert_eq!(
             got.counts,
-            histogram::histogram_cpu(&img, channels, 256).counts,
+            histogram::reference(&img, channels, 256).counts,
             "{t}"
         );
     }
@@ -359,20 +357,20 @@ fn scan_is_exact_for_other_choices() {
             (scan::Op::Sum, scan::Mode::Exclusive),
             (scan::Op::Max, scan::Mode::Inclusive),
         ] {
-            let opts = scan::ScanOptions {
+            let opts = scan::Options {
                 op,
                 mode,
-                tunables: scan::Tunables {
+                tunables: Some(scan::Tunables {
                     wg_size,
                     vec_per_thread,
-                },
-                ..scan::ScanOptions::default()
+                }),
+                ..scan::Options::default()
             };
-            let got = scan::scan(&e, &data, &opts).unwrap();
+            let got = scan::run(e, &data, &opts, &mut Timings::default()).unwrap();
             assert!(
-                got == scan::scan_cpu(&data, op, mode),
+                got == scan::reference(&data, op, mode),
                 "{} {op:?} {mode:?}",
-                opts.tunables
+                opts.tunables()
             );
         }
     }
@@ -381,7 +379,7 @@ fn scan_is_exact_for_other_choices() {
 #[test]
 fn matmul_is_within_its_bound_for_other_choices() {
     let e = engine();
-    let g = the_gpu(&e);
+    let g = the_gpu(e);
     let (m, n, k) = (70, 93, 45);
     let a: Vec<f32> = noise(m * k, 5)
         .iter()
@@ -399,8 +397,8 @@ fn matmul_is_within_its_bound_for_other_choices() {
         trans_b: true,
         precision: matmul::Precision::F32,
     };
-    let (want, abs) = matmul::reference(&p);
-    let tile = |bm, bn, bk, tm, tn, group_m| matmul::TileConfig {
+    let (want, abs) = matmul::exact(&p);
+    let tile = |bm, bn, bk, tm, tn, group_m| matmul::Tunables {
         bm,
         bn,
         bk,
@@ -415,18 +413,12 @@ fn matmul_is_within_its_bound_for_other_choices() {
     ] {
         t.check(&g.limits).unwrap();
         let options = matmul::Options {
-            tile: t,
-            ..matmul::Options::for_gpu(g)
+            tile: Some(t),
+            ..matmul::Options::DEFAULT
         };
-        let got = matmul::matmul_with(g, &p, options).unwrap();
-        for i in 0..m * n {
-            let diff = (got[i] as f64 - want[i]).abs();
-            assert!(
-                diff <= matmul::error_bound(k, abs[i]),
-                "{t}: C[{i}] {} vs {}",
-                got[i],
-                want[i]
-            );
+        let got = matmul::run_gpu(g, &p, &options, &mut Timings::default()).unwrap();
+        if let Some(i) = matmul::outside_bound(&got, &want, &abs, k) {
+            panic!("{t}: C[{i}] {} vs {}", got[i], want[i]);
         }
     }
 }

@@ -2,10 +2,11 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
-use gpukit::gpu::{open_gpu, DeviceRequest, Gpu};
+use gpukit::gpu::{open_gpu, DeviceRequest, Engine, Gpu};
 
 /// What a run of the binary produced.
 pub struct Run {
@@ -86,10 +87,53 @@ pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temporary directory")
 }
 
-/// The GPU every GPU test runs on. There is always one here and in CI (lavapipe), so a
-/// missing adapter is a failure, not a reason to skip.
+/// The device the tests share (one per test binary, so each pipeline compiles once). Tests
+/// that change their device (its limits or features) open their own with [`gpu`].
+pub fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| Engine::Gpu(Box::new(gpu())))
+}
+
+/// The shared device of [`engine`].
+pub fn shared_gpu() -> &'static Gpu {
+    match engine() {
+        Engine::Gpu(g) => g,
+        Engine::Cpu => unreachable!("the tests open a GPU"),
+    }
+}
+
+/// Writes a GPU result and the CPU's, which differ, into a folder named after `what` under
+/// the target's temp folder (`gpu.EXT` and `cpu.EXT`, each by `write`, in whatever format
+/// shows it best), and returns the folder for the failing test to name.
+pub fn dump_mismatch<T: ?Sized>(
+    what: &str,
+    ext: &str,
+    gpu: &T,
+    cpu: &T,
+    write: impl Fn(&Path, &T),
+) -> PathBuf {
+    let name: String = what
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("mismatch")
+        .join(name);
+    std::fs::create_dir_all(&dir).expect("a folder for the mismatch");
+    write(&dir.join(format!("gpu.{ext}")), gpu);
+    write(&dir.join(format!("cpu.{ext}")), cpu);
+    dir
+}
+
+/// A private GPU device, for tests that change it. There is always one here and in CI
+/// (lavapipe), so a missing adapter is a failure, not a reason to skip.
 pub fn gpu() -> Gpu {
-    open_gpu(&DeviceRequest::default())
+    // No tune cache: a user's cache must not change what the tests run.
+    let request = DeviceRequest {
+        tune: gpukit::tune::Settings::off(),
+        ..DeviceRequest::default()
+    };
+    open_gpu(&request)
         .expect("GPU tests need a wgpu adapter: install mesa-vulkan-drivers for lavapipe")
 }
 

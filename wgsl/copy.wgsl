@@ -1,5 +1,7 @@
 // copy: dst = src, vec4<u32> at a time. The bandwidth speed of light for `gpukit bench`.
 
+// import: grid
+
 // Keep in sync with `CopyParams` in src/ops/copy.rs.
 struct Params {
     // Number of vec4<u32> to copy.
@@ -20,8 +22,7 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    // Linear workgroup index of a 1-D or 2-D grid (see Gpu::grid).
-    let wg = wid.x + wid.y * nwg.x;
+    let wg = workgroup_index(wid, nwg);
     let base = wg * WG_SIZE * VEC_PER_THREAD + lid;
     for (var k = 0u; k < VEC_PER_THREAD; k++) {
         let i = base + k * WG_SIZE;

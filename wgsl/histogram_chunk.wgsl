@@ -1,6 +1,6 @@
 // histogram_chunk: one privatised histogram per workgroup, in workgroup memory, over a tile of pixels; written out as that tile's chunk.
 
-// Keep in sync with `ChunkParams` in src/ops/histogram.rs.
+// Keep in sync with `ChunkParams` in src/ops/histogram/gpu.rs.
 struct Params {
     // Pixels in this segment of the image.
     n_pixels: u32,
@@ -57,7 +57,7 @@ fn sample(s: u32) -> u32 {
 }
 
 // Luminance: 0.2126, 0.7152, 0.0722 as integer weights summing to 2^15, rounded.
-// Keep in sync with `luminance` in src/ops/histogram.rs.
+// Keep in sync with `luminance` in src/ops/histogram/mod.rs.
 fn luminance(r: u32, g: u32, b: u32) -> u32 {
     return (6966u * r + 23436u * g + 2366u * b + 16384u) >> 15u;
 }
@@ -112,8 +112,7 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    // Linear workgroup index of a 1-D or 2-D grid (see Gpu::grid).
-    let wg = wid.x + wid.y * nwg.x;
+    let wg = workgroup_index(wid, nwg);
     if wg >= params.n_tiles * params.n_ranges {
         return;
     }
@@ -153,3 +152,5 @@ fn main(
         chunks[out + e] = sum;
     }
 }
+
+// import: grid

@@ -1,6 +1,6 @@
 // histogram_plot: a full-screen quad whose fragments light the channels whose bar reaches them and pick one of 16 colours from those bits.
 
-// Keep in sync with `PlotParams` in src/ops/histogram.rs.
+// Keep in sync with `PlotParams` in src/ops/histogram/plot.rs.
 struct Params {
     width: u32,
     height: u32,
@@ -36,7 +36,7 @@ fn vs_main(@builtin(vertex_index) i: u32) -> @builtin(position) vec4<f32> {
 // counts stay visible beside a spike: the row's centre y lies below the top when
 // y^2 * s < v * h^2. Any non-zero bar shows its bottom row. Products only (correctly
 // rounded), no division or square root, so every adapter and the CPU agree.
-// Keep in sync with `lit` in src/ops/histogram.rs.
+// Keep in sync with `lit` in src/ops/histogram/plot.rs.
 fn lit(v: f32, s: f32, h: u32, r: u32) -> bool {
     let y = f32(r) + 0.5;
     let hf = f32(h);

@@ -1,6 +1,6 @@
 // histogram_plot_scale: the plot's columns (each channel's largest count over the bins under each pixel column) and each panel's scale (its largest column).
 
-// Keep in sync with `ScaleParams` in src/ops/histogram.rs.
+// Keep in sync with `ScaleParams` in src/ops/histogram/plot.rs.
 struct Params {
     // Plot width in pixels: one column each.
     width: u32,
@@ -28,7 +28,7 @@ override WG_SIZE: u32 = 256u;
 var<workgroup> sh_top: array<f32, WG_SIZE>;
 var<workgroup> sh_bottom: array<f32, WG_SIZE>;
 
-// A 64-bit count as f32. Keep in sync with `count_f32` in src/ops/histogram.rs.
+// A 64-bit count as f32. Keep in sync with `count_f32` in src/ops/histogram/plot.rs.
 fn count_f32(c: vec2<u32>) -> f32 {
     return f32(c.y) * 4294967296.0 + f32(c.x);
 }

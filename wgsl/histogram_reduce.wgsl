@@ -1,6 +1,6 @@
 // histogram_reduce: sums groups of FAN_IN chunks entry by entry into one; the last level adds into the image's counts.
 
-// Keep in sync with `ReduceParams` in src/ops/histogram.rs.
+// Keep in sync with `ReduceParams` in src/ops/histogram/gpu.rs.
 struct Params {
     // Counts per chunk (bins * channels).
     entries: u32,
@@ -34,7 +34,7 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let wg = wid.x + wid.y * nwg.x;
+    let wg = workgroup_index(wid, nwg);
     if wg >= params.n_out * params.blocks {
         return;
     }
@@ -66,3 +66,5 @@ fn main(
         dst[o] = total;
     }
 }
+
+// import: grid

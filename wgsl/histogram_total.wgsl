@@ -1,6 +1,6 @@
 // histogram_total: adds one image's counts into the 64-bit running total (for --sum and the plot).
 
-// Keep in sync with `TotalParams` in src/ops/histogram.rs.
+// Keep in sync with `TotalParams` in src/ops/histogram/gpu.rs.
 struct Params {
     // Counts per histogram (bins * channels).
     entries: u32,
@@ -19,7 +19,7 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let i = (wid.x + wid.y * nwg.x) * WG_SIZE + lid;
+    let i = workgroup_index(wid, nwg) * WG_SIZE + lid;
     if i < params.entries {
         let t = total[i];
         let lo = t.x + counts[i];
@@ -27,3 +27,5 @@ fn main(
         total[i] = vec2<u32>(lo, t.y + select(0u, 1u, lo < t.x));
     }
 }
+
+// import: grid

@@ -1,6 +1,6 @@
 // matmul: C = op(A) op(B), tiled in workgroup memory with register blocking, f32 accumulation.
 
-// Keep in sync with `MatmulParams` in src/ops/matmul.rs.
+// Keep in sync with `MatmulParams` in src/ops/matmul/plan.rs.
 struct Params {
     // C is m x n; the product runs over k.
     m: u32,
@@ -26,7 +26,7 @@ struct Params {
 alias Elem4 = vec4<f32>;
 
 // Tile of C per workgroup (BM x BN), depth of one K step (BK), block of C per invocation
-// (TM x TN). Chosen by `TileConfig` in src/ops/matmul.rs, which checks the constraints:
+// (TM x TN). Chosen by `TileConfig` in src/ops/matmul/tune.rs, which checks the constraints:
 // TM, TN in {4, 8}; BM % (4 TM) == 0 and BN % (4 TN) == 0; BK % 4 == 0;
 // WG_SIZE == (BM / TM) * (BN / TN); at most 4 vec4 loads of each tile per invocation.
 override BM: u32 = 64u;
@@ -183,10 +183,10 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    // Linear workgroup index of a 1-D or 2-D grid (see Gpu::grid), then its tile of C.
+    // Linear workgroup index of a 1-D or 2-D grid, then its tile of C.
     let tiles_m = (params.m + BM - 1u) / BM;
     let tiles_n = (params.n + BN - 1u) / BN;
-    let pid = wid.x + wid.y * nwg.x;
+    let pid = workgroup_index(wid, nwg);
     if pid >= tiles_m * tiles_n {
         return;
     }
@@ -263,3 +263,5 @@ fn main(
         }
     }
 }
+
+// import: grid

@@ -1,7 +1,9 @@
 // scan_reduce: the total of each tile of one scan level, which the level above scans.
-// Built with shared/scan_op.wgsl and shared/scan_workgroup.wgsl or shared/scan_subgroup.wgsl after it.
+// The operator and the in-tile path (scan_workgroup or scan_subgroup, the `scan_tile` slot)
+// are imported at the end: naga 30 panics when an override (WG_SIZE) is declared after a
+// workgroup array sized by it.
 
-// Keep in sync with `ReduceParams` in src/ops/scan.rs.
+// Keep in sync with `ReduceParams` in src/ops/scan/plan.rs.
 struct Params {
     // Elements in this level.
     n: u32,
@@ -15,8 +17,8 @@ override WG_SIZE: u32 = 256u;
 
 @compute @workgroup_size(WG_SIZE)
 fn main(lane: Lane) {
-    // Linear workgroup index of a 1-D or 2-D grid (see Gpu::grid); one tile per workgroup.
-    let tile = lane.wid.x + lane.wid.y * lane.nwg.x;
+    // One tile per workgroup.
+    let tile = workgroup_index(lane.wid, lane.nwg);
     let tile_vec4 = WG_SIZE * VEC_PER_THREAD;
     let n_vec4 = (params.n + 3u) / 4u;
     if tile * tile_vec4 >= n_vec4 {
@@ -35,3 +37,7 @@ fn main(lane: Lane) {
         totals[tile] = total;
     }
 }
+
+// import: scan_op
+// import: scan_tile
+// import: grid

@@ -1,22 +1,19 @@
 //! `gpukit bench`: runs the ops' benchmark cases and prints a table or JSON.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 
 use super::{print_stdout, term, Ctx, Status};
-use crate::bench::{self, Case, Config, Measurement};
+use crate::bench::{self, Case, Config, Measurement, Sizes};
 use crate::gpu::{Engine, Timings};
 use crate::io::json::{JsonDest, JsonSink};
-use crate::ops;
-
-/// The ops `bench` knows, in the order `all` runs them.
-const OPS: &[&str] = &["copy", "blur", "histogram", "scan", "matmul"];
+use crate::ops::{self, Op};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Ops to measure (default: all): copy, blur, histogram, scan, matmul.
-    #[arg(value_name = "OP")]
+    /// Ops to measure (default: all).
+    #[arg(value_name = "OP", value_parser = op_names())]
     ops: Vec<String>,
     /// Timed runs per case.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
@@ -54,18 +51,18 @@ struct BenchDoc<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {
-    let ops: Vec<&str> = if args.ops.is_empty() || args.ops.iter().any(|o| o == "all") {
-        OPS.to_vec()
+    let ops: Vec<&Op> = if args.ops.is_empty() || args.ops.iter().any(|o| o == "all") {
+        ops::REGISTRY.iter().collect()
     } else {
-        for o in &args.ops {
-            if !OPS.contains(&o.as_str()) {
-                bail!(crate::UsageError(format!(
-                    "unknown bench op {o:?} (known: {}, all)",
-                    OPS.join(", ")
-                )));
-            }
-        }
-        args.ops.iter().map(String::as_str).collect()
+        args.ops
+            .iter()
+            .map(|o| ops::find(o).expect("clap checked the name"))
+            .collect()
+    };
+    let sizes = Sizes {
+        copy_bytes: args.copy_mib << 20,
+        matmul: args.matmul_size as usize,
+        scan_max_log2: args.scan_max_log2,
     };
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
     let mut timings = Timings::default();
@@ -82,14 +79,7 @@ pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {
     };
     let mut results = Vec::new();
     for op in ops {
-        let mut cases: Vec<Case> = match op {
-            "copy" => ops::copy::bench_cases(&engine, args.copy_mib << 20)?,
-            "blur" => ops::blur::bench_cases(&engine)?,
-            "histogram" => ops::histogram::bench_cases(&engine)?,
-            "matmul" => ops::matmul::bench_cases(&engine, args.matmul_size as usize)?,
-            "scan" => ops::scan::bench_cases(&engine, args.scan_max_log2)?,
-            _ => unreachable!("checked against OPS above"),
-        };
+        let mut cases: Vec<Case> = (op.bench)(&engine, &sizes)?;
         let bar = term::progress(cases.len() as u64, hide);
         for case in &mut cases {
             bar.set_message(format!("{} {}", case.op, case.name));
@@ -122,4 +112,14 @@ pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {
         );
     }
     Ok(Status::Success)
+}
+
+/// The names `gpukit bench` takes: the registry's ops, and `all`.
+fn op_names() -> clap::builder::PossibleValuesParser {
+    let names: Vec<&'static str> = ops::REGISTRY
+        .iter()
+        .map(|op| op.name)
+        .chain(["all"])
+        .collect();
+    clap::builder::PossibleValuesParser::new(names)
 }

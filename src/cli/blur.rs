@@ -15,7 +15,7 @@ use crate::gpu::{Engine, Timings};
 use crate::io::image::{self as img_io, Image};
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::output::{self, PendingFile};
-use crate::ops::blur::{self, BlurParams, Kind};
+use crate::ops::blur::{self, Kind, Options};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum KindArg {
@@ -87,14 +87,14 @@ fn positive_f64(s: &str) -> Result<f64, String> {
 
 impl BlurArgs {
     /// The checked filter, before any file or device is touched.
-    fn params(&self) -> Result<BlurParams> {
+    fn params(&self) -> Result<Options> {
         let usage = |m: &str| anyhow::Error::new(crate::UsageError(m.into()));
         Ok(match self.kind {
             KindArg::Box => {
                 if self.sigma.is_some() {
                     return Err(usage("--sigma applies to --kind gaussian only"));
                 }
-                BlurParams::new(Kind::Box, self.radius.unwrap_or(3), self.iterations)
+                Options::new(Kind::Box, self.radius.unwrap_or(3), self.iterations)
             }
             KindArg::Gaussian => {
                 let (sigma, radius) = match (self.sigma, self.radius) {
@@ -107,9 +107,10 @@ impl BlurArgs {
                         ))
                     }
                 };
-                BlurParams::new(Kind::Gaussian { sigma }, radius, self.iterations)
+                Options::new(Kind::Gaussian { sigma }, radius, self.iterations)
             }
         })
+        .and_then(|o| o.check().map(|_| o))
     }
 
     /// Inputs paired with their outputs, checked up front (nothing is created but the
@@ -164,10 +165,10 @@ struct Job {
     format: ImageFormat,
 }
 
-/// What the engine stage keeps across the batch: the device, its tune cache, its timings.
+/// What the engine stage keeps across the batch: the device (which reads its tune cache
+/// itself) and its timings.
 struct EngineState {
     engine: Engine,
-    tuned: crate::cli::tune::Tuned,
     timings: Timings,
 }
 
@@ -209,12 +210,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         start: |_| -> Result<EngineState> {
             let mut timings = Timings::default();
             let engine = ctx.engine(&mut timings)?;
-            let tuned = ctx.tuned(&engine);
-            Ok(EngineState {
-                engine,
-                tuned,
-                timings,
-            })
+            Ok(EngineState { engine, timings })
         },
         engine: |s: &mut EngineState, &i: &usize, image: Image| {
             let job = &jobs[i];
@@ -227,15 +223,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
                 image.bit_depth()
             ));
             img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
-            let tunables = s
-                .tuned
-                .choice(ctx, "blur", image.pixels() as f64, blur::Tunables::check)
-                .unwrap_or(blur::Tunables::DEFAULT);
-            let options = blur::GpuOptions {
-                tunables,
-                ..blur::GpuOptions::DEFAULT
-            };
-            blur::blur_with(&s.engine, &image, &params, options, &mut s.timings)
+            blur::run(&s.engine, &image, &params, &mut s.timings)
                 .with_context(|| format!("{}", job.input.display()))
         },
         encode: |&i: &usize, blurred: Image| {

@@ -168,7 +168,6 @@ struct Finished {
 /// What the engine stage keeps across the batch.
 struct EngineState<'e> {
     hist: Histogrammer<'e>,
-    tuned: crate::cli::tune::Tuned,
     timings: Timings,
 }
 
@@ -272,12 +271,7 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
             if let Some(c) = shared {
                 hist.start_total(c);
             }
-            let tuned = ctx.tuned(engine);
-            Ok(EngineState {
-                hist,
-                tuned,
-                timings,
-            })
+            Ok(EngineState { hist, timings })
         },
         engine: |s: &mut EngineState<'_>, (path, header): &(PathBuf, image::Header), img: Image| {
             ctx.detail(&format!(
@@ -295,14 +289,6 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
                     "{}: its header and its pixels disagree on the layout",
                     path.display()
                 );
-            }
-            if let Some(Engine::Gpu(gpu)) = engine_cell.get() {
-                let check = crate::ops::histogram::Tunables::check;
-                let tunables = s
-                    .tuned
-                    .choice(ctx, "histogram", img.pixels() as f64, check)
-                    .unwrap_or_else(|| crate::ops::histogram::Tunables::default_for(&gpu.limits));
-                s.hist.set_tunables(tunables);
             }
             s.hist
                 .histogram(&img, channels, &mut s.timings)

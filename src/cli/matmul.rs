@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::{Ctx, Status};
@@ -84,15 +84,7 @@ fn read(path: &Path, precision: Precision) -> Result<(Vec<f32>, usize, usize)> {
     };
     let cols = shape[1];
     if precision == Precision::F16 {
-        let max = half::f16::MAX.to_f32();
-        if let Some(i) = values.iter().position(|x| x.abs() > max) {
-            bail!(
-                "{name}: element [{}, {}] = {} is outside float16's range (±{max}); use --dtype f32",
-                i / cols,
-                i % cols,
-                values[i]
-            );
-        }
+        matmul::check_f16_range(&values, cols).with_context(|| name.to_string())?;
     }
     Ok((values, shape[0], cols))
 }
@@ -131,21 +123,7 @@ pub fn run(ctx: &Ctx, args: MatmulArgs) -> Result<Status> {
         trans_b: args.transpose_b,
         precision: args.dtype,
     };
-    let tuned = ctx.tuned(&engine);
-    let size = ((m * n * k) as f64).cbrt();
-    let c = timings.phase("compute", || match &engine {
-        Engine::Gpu(gpu) => {
-            let defaults = matmul::Options::for_gpu(gpu);
-            let options = matmul::Options {
-                tile: tuned
-                    .choice(ctx, "matmul", size, matmul::TileConfig::check)
-                    .unwrap_or(defaults.tile),
-                ..defaults
-            };
-            matmul::matmul_with(gpu, &p, options)
-        }
-        Engine::Cpu => matmul::matmul(&engine, &p),
-    })?;
+    let c = matmul::run(&engine, &p, &matmul::Options::DEFAULT, &mut timings)?;
     let c = Array {
         shape: vec![m, n],
         data: Data::F32(c),
@@ -155,4 +133,22 @@ pub fn run(ctx: &Ctx, args: MatmulArgs) -> Result<Status> {
     })?;
     ctx.report_timings(&timings);
     Ok(Status::Success)
+}
+
+impl clap::ValueEnum for Precision {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Precision::F32, Precision::F16]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self {
+            Precision::F32 => {
+                PossibleValue::new("f32").help("Inputs used as f32 (f16 inputs convert exactly)")
+            }
+            Precision::F16 => PossibleValue::new("f16").help(
+                "Inputs rounded to f16 (exact when they already are f16), products summed in f32",
+            ),
+        })
+    }
 }

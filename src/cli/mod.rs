@@ -98,6 +98,7 @@ impl Ctx {
         let request = DeviceRequest {
             backend: self.global.backend,
             device: self.global.device.clone(),
+            tune: self.tune_settings(),
         };
         let (engine, fallback) = timings.phase("device", || gpu::open(&request))?;
         if fallback == Fallback::NoAdapter {
@@ -112,9 +113,23 @@ impl Ctx {
         Ok(engine)
     }
 
-    /// The tune cache for the engine's adapter, read once per run (see [`tune::Tuned`]).
-    pub fn tuned(&self, engine: &Engine) -> tune::Tuned {
-        tune::Tuned::load(self, engine)
+    /// Where the ops find tuned shapes (`--tune-cache`, `--no-tune-cache`), with warnings on
+    /// stderr and, with `-v`, a note of each op's choice.
+    fn tune_settings(&self) -> crate::tune::Settings {
+        use crate::tune::{Settings, Source};
+        let source = if self.global.no_tune_cache {
+            Source::Off
+        } else if let Some(p) = &self.global.tune_cache {
+            Source::File(p.clone())
+        } else {
+            Source::UserCache
+        };
+        let note: fn(&str) = |m| eprintln!("gpukit: {m}");
+        Settings {
+            source,
+            note: (self.global.verbose > 0 && !self.global.quiet).then_some(note),
+            warn: |m| eprintln!("{} {m}", term::warning_prefix()),
+        }
     }
 
     /// Opens the engine on another thread while `work` runs on this one: device start-up

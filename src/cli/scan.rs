@@ -10,7 +10,7 @@ use super::{Ctx, Status};
 use crate::gpu::{Engine, Timings};
 use crate::io::array::{self, Array, DType, Data, Format};
 use crate::io::output::{self, PendingFile};
-use crate::ops::scan::{self, Elem, Mode, Op, ScanOptions};
+use crate::ops::scan::{self, Elem, Mode, Op, Options};
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -105,25 +105,21 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
         array::read_vector(&args.input, format, args.dtype.map(io_dtype))
             .map_err(|e| array::name_dtypes(e, &args.input, "scan", "uint32, int32 or float32"))
     })?;
-    let opts = ScanOptions {
+    let opts = Options {
         op: args.op,
         mode: if args.inclusive {
             Mode::Inclusive
         } else {
             Mode::Exclusive
         },
-        ..ScanOptions::default()
+        ..Options::default()
     };
     let engine = ctx.engine(&mut timings)?;
-    let tuned = ctx.tuned(&engine);
-    let opts = ScanOptions {
-        tunables: tuned
-            .choice(ctx, "scan", data.len() as f64, scan::Tunables::check)
-            .unwrap_or(scan::Tunables::DEFAULT),
-        ..opts
-    };
-    if ctx.global.verbose > 0 {
-        if let Engine::Gpu(gpu) = &engine {
+    let mut opts = opts;
+    if let Engine::Gpu(gpu) = &engine {
+        // The shape settled once, so that `-v` says the path the scan takes.
+        opts = opts.resolved(gpu, data.len());
+        if ctx.global.verbose > 0 {
             let path = if scan::takes_subgroups(gpu, &opts)? {
                 "subgroup"
             } else {
@@ -133,9 +129,9 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
         }
     }
     let out = match data {
-        Data::U32(v) => Data::U32(scan::scan_timed(&engine, &v, &opts, &mut timings)?),
-        Data::I32(v) => Data::I32(scan::scan_timed(&engine, &v, &opts, &mut timings)?),
-        Data::F32(v) => Data::F32(scan::scan_timed(&engine, &v, &opts, &mut timings)?),
+        Data::U32(v) => Data::U32(scan::run(&engine, &v, &opts, &mut timings)?),
+        Data::I32(v) => Data::I32(scan::run(&engine, &v, &opts, &mut timings)?),
+        Data::F32(v) => Data::F32(scan::run(&engine, &v, &opts, &mut timings)?),
         Data::F16(_) => bail!(
             "{}: float16 is not supported by scan (uint32, int32 or float32)",
             args.input.display()
@@ -148,4 +144,42 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
     })?;
     ctx.report_timings(&timings);
     Ok(Status::Success)
+}
+
+impl clap::ValueEnum for Op {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Op::Sum, Op::Min, Op::Max]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
+impl clap::ValueEnum for Elem {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Elem::U32, Elem::I32, Elem::F32]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Format::Npy, Format::Json, Format::Text, Format::Bin]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self {
+            Format::Npy => PossibleValue::new("npy"),
+            Format::Json => PossibleValue::new("json"),
+            Format::Text => PossibleValue::new("text").help("Text: `.txt` or `.csv`"),
+            Format::Bin => {
+                PossibleValue::new("bin").help("Raw little-endian elements; needs a dtype")
+            }
+        })
+    }
 }

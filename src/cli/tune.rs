@@ -1,25 +1,21 @@
-//! `gpukit tune`: measures the kernels' shapes on this adapter and writes the tune cache;
-//! and [`Tuned`], the cache as the other commands read it (once per run).
-
-use std::cell::RefCell;
-use std::fmt::Display;
-use std::path::PathBuf;
+//! `gpukit tune`: measures the kernels' shapes on this adapter and writes the tune cache
+//! (which the ops read through [`crate::tune::choice`]).
 
 use anyhow::Result;
 use clap::Args;
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::{print_stdout, term, Ctx, Status};
 use crate::bench::Clock;
 use crate::gpu::{Engine, Timings};
 use crate::io::json::{JsonDest, JsonSink};
+use crate::ops::{self, Op};
 use crate::tune::{self, cache, Cache, Entry, Level, Trial};
 
 #[derive(Debug, Args)]
 pub struct TuneArgs {
-    /// Ops to tune (default: all): blur, histogram, scan, matmul.
-    #[arg(value_name = "OP")]
+    /// Ops to tune (default: all).
+    #[arg(value_name = "OP", value_parser = op_names())]
     ops: Vec<String>,
     /// Tiny sizes and a few candidates: seconds, not minutes. Its choices are rough.
     #[arg(long)]
@@ -43,18 +39,13 @@ struct TuneDoc<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: TuneArgs) -> Result<Status> {
-    let ops: Vec<&str> = if args.ops.is_empty() || args.ops.iter().any(|o| o == "all") {
-        tune::OPS.to_vec()
+    let ops: Vec<&Op> = if args.ops.is_empty() || args.ops.iter().any(|o| o == "all") {
+        ops::tunable().collect()
     } else {
-        for o in &args.ops {
-            if !tune::OPS.contains(&o.as_str()) {
-                anyhow::bail!(crate::UsageError(format!(
-                    "unknown tune op {o:?} (known: {}, all)",
-                    tune::OPS.join(", ")
-                )));
-            }
-        }
-        args.ops.iter().map(String::as_str).collect()
+        args.ops
+            .iter()
+            .map(|o| ops::find(o).expect("clap checked the name"))
+            .collect()
     };
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
     let mut timings = Timings::default();
@@ -99,12 +90,11 @@ pub fn run(ctx: &Ctx, args: TuneArgs) -> Result<Status> {
     let mut trials = Vec::new();
     let mut tuned = std::collections::BTreeMap::new();
     for op in ops {
-        let result = tune::tune(&engine, op, level, &mut |msg| {
-            bar.set_message(msg.to_string())
-        })?;
+        let tune = op.tune.expect("only tunable ops are accepted");
+        let result = tune(&engine, level, &mut |msg| bar.set_message(msg.to_string()))?;
         trials.extend(result.trials);
-        tuned.insert(op.to_string(), result.entries.clone());
-        doc.ops.insert(op.to_string(), result.entries);
+        tuned.insert(op.name.to_string(), result.entries.clone());
+        doc.ops.insert(op.name.to_string(), result.entries);
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -177,109 +167,8 @@ fn table(trials: &[Trial]) -> String {
     out
 }
 
-/// The tune cache for this run's adapter, read once; each op asks it for its choice.
-pub struct Tuned {
-    cache: Option<(PathBuf, Cache)>,
-    /// Why there is no cache, for `-v`.
-    why_none: String,
-    limits: Option<wgpu::Limits>,
-    verbose: bool,
-    /// The last `-v` line, so that a batch of files says it once.
-    said: RefCell<String>,
-}
-
-impl Tuned {
-    /// Reads the cache `--tune-cache`, GPUKIT_TUNE_CACHE or the cache folder names for the
-    /// engine's adapter. A stale, corrupt or unreadable one is ignored with a warning.
-    pub fn load(ctx: &Ctx, engine: &Engine) -> Tuned {
-        let mut t = Tuned {
-            cache: None,
-            why_none: String::new(),
-            limits: None,
-            verbose: ctx.global.verbose > 0 && !ctx.global.quiet,
-            said: RefCell::new(String::new()),
-        };
-        let Engine::Gpu(gpu) = engine else {
-            return t;
-        };
-        t.limits = Some(gpu.limits.clone());
-        if ctx.global.no_tune_cache {
-            t.why_none = "--no-tune-cache".into();
-            return t;
-        }
-        let explicit = ctx.global.tune_cache.as_deref();
-        let path = match cache::path_for(gpu, explicit) {
-            Ok(p) => p,
-            Err(e) => {
-                t.why_none = format!("{e:#}");
-                return t;
-            }
-        };
-        if explicit.is_none() && !path.exists() {
-            t.why_none = format!("no tune cache at {}", path.display());
-            return t;
-        }
-        match Cache::read(&path) {
-            Err(e) => {
-                ctx.warn(&format!("ignoring the tune cache: {e:#}"));
-                t.why_none = "the tune cache is unreadable".into();
-            }
-            Ok(c) => match c.stale_for(gpu) {
-                Some(why) => {
-                    ctx.warn(&format!(
-                        "{}: ignoring a stale tune cache ({why}); run `gpukit tune`",
-                        path.display()
-                    ));
-                    t.why_none = "the tune cache is stale".into();
-                }
-                None => t.cache = Some((path, c)),
-            },
-        }
-        t
-    }
-
-    /// The tuned choice of `op` for a problem of `size` (pixels, elements, or matmul's cube
-    /// root of m n k), if the cache has one that `check` accepts on this adapter; `None`
-    /// means the op's defaults. With `-v`, says which.
-    pub fn choice<T: DeserializeOwned + Display>(
-        &self,
-        ctx: &Ctx,
-        op: &str,
-        size: f64,
-        check: impl Fn(&T, &wgpu::Limits) -> Result<()>,
-    ) -> Option<T> {
-        let limits = self.limits.as_ref()?;
-        let found = self.cache.as_ref().and_then(|(path, c)| {
-            let entry = c.entry(op, size)?;
-            match Cache::choice::<T>(entry).and_then(|t| check(&t, limits).map(|_| t)) {
-                Ok(t) => Some((t, path, entry)),
-                Err(e) => {
-                    ctx.warn(&format!(
-                        "{}: ignoring its {op} choice for {}: {e:#}",
-                        path.display(),
-                        entry.size
-                    ));
-                    None
-                }
-            }
-        });
-        if self.verbose {
-            let line = match &found {
-                Some((t, path, entry)) => format!(
-                    "{op}: tuned {t} (cache {}, size class {})",
-                    path.display(),
-                    entry.size
-                ),
-                None if self.cache.is_some() => {
-                    format!("{op}: defaults (no {op} entry in the tune cache)")
-                }
-                None => format!("{op}: defaults ({})", self.why_none),
-            };
-            if *self.said.borrow() != line {
-                ctx.note(&line);
-                *self.said.borrow_mut() = line;
-            }
-        }
-        found.map(|(t, _, _)| t)
-    }
+/// The names `gpukit tune` takes: the registry's tunable ops, and `all`.
+fn op_names() -> clap::builder::PossibleValuesParser {
+    let names: Vec<&'static str> = ops::tunable().map(|op| op.name).chain(["all"]).collect();
+    clap::builder::PossibleValuesParser::new(names)
 }

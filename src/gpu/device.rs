@@ -70,6 +70,8 @@ impl std::str::FromStr for DeviceSelector {
 pub struct DeviceRequest {
     pub backend: Option<BackendChoice>,
     pub device: Option<DeviceSelector>,
+    /// Where the ops find this device's tuned shapes (the tune cache is per adapter).
+    pub tune: crate::tune::Settings,
 }
 
 /// Everything `gpukit devices` reports about one adapter. Documented in docs/formats.md.
@@ -358,6 +360,10 @@ pub struct Gpu {
     pub(crate) pipelines: Mutex<std::collections::HashMap<String, wgpu::ComputePipeline>>,
     /// Wall time to open the device, for `--timings`.
     pub open_time: std::time::Duration,
+    /// How the ops read this adapter's tune cache; the cache itself, read on first use.
+    /// This layer only holds them: what a choice means is the ops' business.
+    pub tune: crate::tune::Settings,
+    pub(crate) tuned: std::sync::OnceLock<crate::tune::Tuned>,
 }
 
 impl fmt::Debug for Gpu {
@@ -428,7 +434,7 @@ pub fn open(request: &DeviceRequest) -> Result<(Engine, Fallback)> {
         return Ok((Engine::Cpu, Fallback::NoAdapter));
     }
     let index = select(&candidates(&adapters), request.device.as_ref())?;
-    let gpu = open_adapter(&adapters[index], start)?;
+    let gpu = open_adapter(&adapters[index], start, &request.tune)?;
     Ok((Engine::Gpu(Box::new(gpu)), Fallback::None))
 }
 
@@ -441,7 +447,11 @@ pub fn open_gpu(request: &DeviceRequest) -> Result<Gpu> {
     }
 }
 
-fn open_adapter(adapter: &wgpu::Adapter, start: Instant) -> Result<Gpu> {
+fn open_adapter(
+    adapter: &wgpu::Adapter,
+    start: Instant,
+    tune: &crate::tune::Settings,
+) -> Result<Gpu> {
     let info = adapter.get_info();
     let features = adapter.features() & WANTED_FEATURES;
     // The adapter's real limits, not the WebGPU defaults: ops size their work to them.
@@ -474,6 +484,8 @@ fn open_adapter(adapter: &wgpu::Adapter, start: Instant) -> Result<Gpu> {
         errors,
         pipelines: Mutex::default(),
         open_time: start.elapsed(),
+        tune: tune.clone(),
+        tuned: std::sync::OnceLock::new(),
     })
 }
 

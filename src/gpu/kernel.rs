@@ -4,31 +4,17 @@
 use anyhow::{anyhow, bail, Context, Result};
 use wgpu::util::DeviceExt;
 
+use super::shader::{compose, Shader, Variant};
 use super::timing::{PassTimer, Timings};
 use super::Gpu;
 
-/// A WGSL file from wgsl/, compiled into the binary. Make one with [`shader!`](crate::shader).
-#[derive(Clone, Copy, Debug)]
-pub struct Shader {
-    pub name: &'static str,
-    pub source: &'static str,
-}
+/// Mapped memory of a buffer being created, which [`Gpu::upload_with`] hands to its filler.
+pub type WriteView = wgpu::BufferViewMut;
 
-/// `shader!("copy")` is wgsl/copy.wgsl.
-#[macro_export]
-macro_rules! shader {
-    ($name:literal) => {
-        $crate::gpu::Shader {
-            name: concat!($name, ".wgsl"),
-            source: include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/wgsl/",
-                $name,
-                ".wgsl"
-            )),
-        }
-    };
-}
+/// Passes recorded into one timed submission by [`Gpu::run_timed`]: two timestamp queries
+/// each, within wgpu's 4096 queries per set; more passes go into further submissions, so
+/// that memory stays bounded whatever the count.
+pub const TIMED_PASSES: u64 = 1024;
 
 /// A compute pipeline and the name it was built from (used as the label of its passes).
 #[derive(Debug)]
@@ -69,13 +55,7 @@ impl Gpu {
         entry: &str,
         constants: &[(&str, f64)],
     ) -> Result<Kernel> {
-        self.build_kernel(
-            shader,
-            &[],
-            entry,
-            constants,
-            wgpu::ShaderRuntimeChecks::checked(),
-        )
+        self.kernel_variant(shader, &Variant::default(), entry, constants, false)
     }
 
     /// Like [`Gpu::kernel`], but without the loop-bounding counter wgpu adds to every loop.
@@ -88,17 +68,15 @@ impl Gpu {
         entry: &str,
         constants: &[(&str, f64)],
     ) -> Result<Kernel> {
-        self.kernel_variant(shader, &[], entry, constants, true)
+        self.kernel_variant(shader, &Variant::default(), entry, constants, true)
     }
 
-    /// [`Gpu::kernel`] (or, with `unrolled`, [`Gpu::kernel_unrolled`]) for a variant of
-    /// `shader` whose `const NAME: u32 = ...;` lines take the values in `consts`: for sizes
-    /// WGSL needs as constants (the length of a function-scope array), which
-    /// pipeline-overridable constants cannot set.
+    /// [`Gpu::kernel`] (or, with `unrolled`, [`Gpu::kernel_unrolled`]) for a named variant
+    /// of `shader` (see [`crate::gpu::shader`]).
     pub fn kernel_variant(
         &self,
         shader: &Shader,
-        consts: &[(&str, u32)],
+        variant: &Variant,
         entry: &str,
         constants: &[(&str, f64)],
         unrolled: bool,
@@ -107,20 +85,9 @@ impl Gpu {
             force_loop_bounding: !unrolled,
             ..wgpu::ShaderRuntimeChecks::checked()
         };
-        self.build_kernel(shader, consts, entry, constants, checks)
-    }
-
-    fn build_kernel(
-        &self,
-        shader: &Shader,
-        consts: &[(&str, u32)],
-        entry: &str,
-        constants: &[(&str, f64)],
-        checks: wgpu::ShaderRuntimeChecks,
-    ) -> Result<Kernel> {
         let label = format!("{}:{entry}", shader.name.trim_end_matches(".wgsl"));
         let key = format!(
-            "{label}{consts:?}{constants:?}{}",
+            "{label}{variant:?}{constants:?}{}",
             checks.force_loop_bounding
         );
         if let Some(pipeline) = self
@@ -134,11 +101,11 @@ impl Gpu {
                 pipeline: pipeline.clone(),
             });
         }
-        let source = with_consts(shader, consts)?;
+        let composed = compose(shader, variant)?;
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let desc = wgpu::ShaderModuleDescriptor {
-            label: Some(shader.name),
-            source: wgpu::ShaderSource::Wgsl(source),
+            label: Some(&composed.label),
+            source: wgpu::ShaderSource::Wgsl(composed.source.into()),
         };
         // SAFETY: `checks` differs from the fully checked default at most in
         // `force_loop_bounding`, which `kernel_unrolled` turns off only for shaders whose
@@ -194,7 +161,7 @@ impl Gpu {
         label: &str,
         usage: Usage,
         size: u64,
-        fill: impl FnOnce(&mut wgpu::BufferViewMut),
+        fill: impl FnOnce(&mut WriteView),
     ) -> Result<wgpu::Buffer> {
         assert!(
             size > 0 && size.is_multiple_of(4),
@@ -370,23 +337,35 @@ impl Gpu {
         Ok(out)
     }
 
-    /// Records `record` into one batch with timestamps for up to `passes` passes, submits it
-    /// and waits: the wall time goes to the "compute" phase of `timings`, each pass's GPU time
-    /// to its passes.
+    /// Records passes `0..passes` (by ranges of at most [`TIMED_PASSES`], one submission
+    /// each) with `record`, submits and waits: the wall time goes to the "compute" phase of
+    /// `timings`, each pass's GPU time to its passes. Memory stays bounded for any count.
     pub fn run_timed(
         &self,
         timings: &mut Timings,
-        passes: u32,
-        record: impl FnOnce(&mut Batch),
+        passes: u64,
+        mut record: impl FnMut(&mut Batch, std::ops::Range<u64>),
     ) -> Result<()> {
-        let mut timer = PassTimer::new(self, passes);
-        timings.phase("compute", || {
-            let mut batch = self.batch(Some(&mut timer));
-            record(&mut batch);
-            batch.submit()
-        })?;
-        timings.add_passes(&timer.take(self)?);
-        Ok(())
+        let mut timer = PassTimer::new(self, passes.clamp(1, TIMED_PASSES) as u32);
+        let mut start = 0;
+        loop {
+            let end = passes.min(start + TIMED_PASSES);
+            timings.phase("compute", || {
+                let mut batch = self.batch(Some(&mut timer));
+                record(&mut batch, start..end);
+                batch.submit()
+            })?;
+            timings.add_passes(&timer.take(self)?);
+            start = end;
+            if start >= passes {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Writes `bytes` into `buffer` at `offset` (queued before the next submission).
+    pub fn write_buffer(&self, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) {
+        self.queue.write_buffer(buffer, offset, bytes);
     }
 
     /// Reads `len` values of type `T` from the start of `buffer`.
@@ -394,32 +373,6 @@ impl Gpu {
         let size = (len * std::mem::size_of::<T>()) as u64;
         self.read_with(buffer, 0, size, bytemuck::pod_collect_to_vec)
     }
-}
-
-/// `shader`'s source with each `const NAME: u32 = ...;` line of `consts` set to its value.
-/// A name the source does not declare so is an error (a renamed constant must not be
-/// silently ignored).
-fn with_consts<'s>(
-    shader: &'s Shader,
-    consts: &[(&str, u32)],
-) -> Result<std::borrow::Cow<'s, str>> {
-    if consts.is_empty() {
-        return Ok(shader.source.into());
-    }
-    let mut lines: Vec<String> = shader.source.lines().map(str::to_string).collect();
-    for &(name, value) in consts {
-        let prefix = format!("const {name}: u32 = ");
-        let line = lines
-            .iter_mut()
-            .find(|l| l.starts_with(&prefix))
-            .ok_or_else(|| anyhow!("{} declares no `{prefix}...;`", shader.name))?;
-        let rest = &line[prefix.len()..];
-        let end = rest
-            .find(';')
-            .ok_or_else(|| anyhow!("{}: `{prefix}` has no `;`", shader.name))?;
-        *line = format!("{prefix}{value}u{}", &rest[end..]);
-    }
-    Ok(lines.join("\n").into())
 }
 
 /// wgpu's errors span several lines (with source excerpts); gpukit's errors are one line.
@@ -445,7 +398,7 @@ pub fn grid(workgroups: u32, limit: u32) -> [u32; 3] {
 /// Commands being recorded for one submission.
 pub struct Batch<'a> {
     gpu: &'a Gpu,
-    pub encoder: wgpu::CommandEncoder,
+    encoder: wgpu::CommandEncoder,
     timer: Option<&'a mut PassTimer>,
 }
 
@@ -486,6 +439,11 @@ impl Batch<'_> {
         pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
     }
 
+    /// Records zeroing the whole of `buffer`.
+    pub fn clear_buffer(&mut self, buffer: &wgpu::Buffer) {
+        self.encoder.clear_buffer(buffer, 0, None);
+    }
+
     /// Submits the batch and waits for it to finish.
     pub fn submit(mut self) -> Result<()> {
         if let Some(timer) = self.timer.as_deref_mut() {
@@ -498,22 +456,7 @@ impl Batch<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{grid, with_consts, Shader};
-
-    #[test]
-    fn consts_are_set_by_name_and_unknown_names_fail() {
-        let shader = Shader {
-            name: "t.wgsl",
-            source: "const A: u32 = 4u; // four\nconst AB: u32 = 1u;\nfn f() {}",
-        };
-        let out = with_consts(&shader, &[("A", 8), ("AB", 2)]).unwrap();
-        assert_eq!(
-            out,
-            "const A: u32 = 8u; // four\nconst AB: u32 = 2u;\nfn f() {}"
-        );
-        assert_eq!(with_consts(&shader, &[]).unwrap(), shader.source);
-        assert!(with_consts(&shader, &[("B", 1)]).is_err());
-    }
+    use super::grid;
 
     #[test]
     fn grid_stays_1d_within_limit_and_covers_beyond() {

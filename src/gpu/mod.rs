@@ -4,11 +4,13 @@
 mod device;
 mod kernel;
 mod render;
+pub mod shader;
 mod timing;
 
 pub use device::{
     list_adapters, open, open_gpu, rank, select, AdapterReport, BackendChoice, Candidate,
     DeviceRequest, DeviceSelector, Engine, Fallback, FeatureReport, Gpu, LimitsReport,
 };
-pub use kernel::{grid, Batch, Kernel, Shader, Usage};
+pub use kernel::{grid, Batch, Kernel, Usage, WriteView, TIMED_PASSES};
+pub use shader::{compose, Composed, Shader, Variant};
 pub use timing::{span_ns, PassTime, PassTimer, Timings};

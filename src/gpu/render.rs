@@ -10,6 +10,8 @@ impl Gpu {
     /// `vs_main` from the vertex index) shaded by its `fs_main` into a `width` x `height`
     /// RGBA8 texture, with `buffers[i]` at binding i of group 0, and returns the pixels: rows
     /// top to bottom, 4 bytes a pixel, no padding.
+    // One recipe read top to bottom (target texture, draw, copy, read back), about 100
+    // lines of wgpu descriptors: split further it would read worse.
     pub fn render_fullscreen(
         &self,
         shader: &Shader,
@@ -23,46 +25,7 @@ impl Gpu {
         }
         let format = wgpu::TextureFormat::Rgba8Unorm;
         let label = shader.name.trim_end_matches(".wgsl");
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(shader.name),
-                source: wgpu::ShaderSource::Wgsl(shader.source.into()),
-            });
-        let pipeline = self
-            .device
-            .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-                label: Some(label),
-                layout: None,
-                vertex: wgpu::VertexState {
-                    module: &module,
-                    entry_point: Some("vs_main"),
-                    compilation_options: Default::default(),
-                    buffers: &[],
-                },
-                primitive: wgpu::PrimitiveState {
-                    topology: wgpu::PrimitiveTopology::TriangleStrip,
-                    ..Default::default()
-                },
-                depth_stencil: None,
-                multisample: Default::default(),
-                fragment: Some(wgpu::FragmentState {
-                    module: &module,
-                    entry_point: Some("fs_main"),
-                    compilation_options: Default::default(),
-                    targets: &[Some(wgpu::ColorTargetState {
-                        format,
-                        blend: None,
-                        write_mask: wgpu::ColorWrites::ALL,
-                    })],
-                }),
-                multiview_mask: None,
-                cache: None,
-            });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            bail!("building {label} failed: {e}");
-        }
+        let pipeline = self.fullscreen_pipeline(shader, format)?;
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
             .enumerate()
@@ -152,5 +115,57 @@ impl Gpu {
             }
             pixels
         })
+    }
+
+    /// The pipeline of `shader`'s `vs_main` (a full-screen triangle strip) and `fs_main`,
+    /// drawing into `format`.
+    fn fullscreen_pipeline(
+        &self,
+        shader: &Shader,
+        format: wgpu::TextureFormat,
+    ) -> Result<wgpu::RenderPipeline> {
+        let label = shader.name.trim_end_matches(".wgsl");
+        let composed = super::compose(shader, &super::Variant::default())?;
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(shader.name),
+                source: wgpu::ShaderSource::Wgsl(composed.source.into()),
+            });
+        let pipeline = self
+            .device
+            .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+                label: Some(label),
+                layout: None,
+                vertex: wgpu::VertexState {
+                    module: &module,
+                    entry_point: Some("vs_main"),
+                    compilation_options: Default::default(),
+                    buffers: &[],
+                },
+                primitive: wgpu::PrimitiveState {
+                    topology: wgpu::PrimitiveTopology::TriangleStrip,
+                    ..Default::default()
+                },
+                depth_stencil: None,
+                multisample: Default::default(),
+                fragment: Some(wgpu::FragmentState {
+                    module: &module,
+                    entry_point: Some("fs_main"),
+                    compilation_options: Default::default(),
+                    targets: &[Some(wgpu::ColorTargetState {
+                        format,
+                        blend: None,
+                        write_mask: wgpu::ColorWrites::ALL,
+                    })],
+                }),
+                multiview_mask: None,
+                cache: None,
+            });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            bail!("building {label} failed: {e}");
+        }
+        Ok(pipeline)
     }
 }

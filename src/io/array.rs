@@ -12,7 +12,7 @@ use half::f16;
 use super::output::PendingFile;
 
 /// Element types gpukit's array ops take.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DType {
     U32,
@@ -137,7 +137,7 @@ impl Array {
 }
 
 /// File formats, chosen by extension or by flag.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Npy,
     Json,

@@ -3,9 +3,25 @@
 
 use anyhow::{bail, Result};
 
-use crate::bench::{Case, Unit};
-use crate::gpu::{Batch, Engine, Gpu, Kernel, Usage};
+use crate::bench::{Case, Sizes, Unit};
+use crate::gpu::{Batch, Engine, Gpu, Kernel, Timings, Usage};
 use crate::shader;
+
+/// `copy` in the registry (bench only: a copy has nothing to tune).
+pub const OP: super::Op = super::Op {
+    name: "copy",
+    bench: bench_cases,
+    tune: None,
+    shaders,
+};
+
+fn shaders() -> Vec<super::ShaderCase> {
+    vec![super::ShaderCase::params::<CopyParams>(shader!("copy"))]
+}
+
+/// A copy has no options; the type is here so that every op has the same shape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options;
 
 const WG_SIZE: u32 = 256;
 const VEC_PER_THREAD: u32 = 1;
@@ -18,20 +34,18 @@ struct CopyParams {
 }
 
 /// The CPU reference: a copy.
-pub fn copy_cpu(data: &[u32]) -> Vec<u32> {
+pub fn reference(data: &[u32]) -> Vec<u32> {
     data.to_vec()
 }
 
-/// Copies `data` through the GPU (or the CPU backend) and returns the copy.
-pub fn copy(engine: &Engine, data: &[u32]) -> Result<Vec<u32>> {
+/// Copies `data` on the engine and returns the copy.
+pub fn run(engine: &Engine, data: &[u32], _: &Options, timings: &mut Timings) -> Result<Vec<u32>> {
     match engine {
-        Engine::Cpu => Ok(copy_cpu(data)),
+        Engine::Cpu => Ok(timings.phase("compute", || reference(data))),
         Engine::Gpu(gpu) => {
-            let plan = CopyPlan::new(gpu, data)?;
-            let mut batch = gpu.batch(None);
-            plan.record(&mut batch);
-            batch.submit()?;
-            plan.read(gpu)
+            let plan = timings.phase("upload", || CopyPlan::new(gpu, data))?;
+            gpu.run_timed(timings, 1, |b, _| plan.record(b))?;
+            timings.phase("download", || plan.read(gpu))
         }
     }
 }
@@ -95,8 +109,10 @@ impl CopyPlan {
     }
 }
 
-/// `bench copy`: `bytes` bytes of u32 read and written once; throughput counts both.
-pub fn bench_cases(engine: &Engine, bytes: u64) -> Result<Vec<Case<'_>>> {
+/// `bench copy`: `sizes.copy_bytes` bytes of u32 read and written once; throughput counts
+/// both.
+fn bench_cases<'e>(engine: &'e Engine, sizes: &Sizes) -> Result<Vec<Case<'e>>> {
+    let bytes = sizes.copy_bytes;
     let bytes = match engine {
         Engine::Gpu(gpu) => bytes.min(gpu.limits.max_storage_buffer_binding_size),
         Engine::Cpu => bytes,
@@ -112,7 +128,7 @@ pub fn bench_cases(engine: &Engine, bytes: u64) -> Result<Vec<Case<'_>>> {
             Case::gpu("copy", name, Unit::GBps, work, move |b| plan.record(b))
         }
         Engine::Cpu => Case::cpu("copy", name, Unit::GBps, work, move || {
-            std::hint::black_box(copy_cpu(&data));
+            std::hint::black_box(reference(&data));
         }),
     }])
 }

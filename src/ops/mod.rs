@@ -1,5 +1,7 @@
-//! The operations: for each, the host-side plan (sizes, passes, dispatch counts), the GPU
-//! path and the CPU reference that defines its result.
+//! The operations: for each, its options, `run` on an engine (GPU or CPU) with timings, the
+//! CPU reference that defines its result, and beside them its GPU plan, bench cases and
+//! tunables. [`REGISTRY`] lists them; `gpukit bench`, `gpukit tune` and their `--help` are
+//! made from it. docs/ARCHITECTURE.md has the checklist for adding one.
 
 pub mod blur;
 pub mod compare;
@@ -7,3 +9,109 @@ pub mod copy;
 pub mod histogram;
 pub mod matmul;
 pub mod scan;
+
+use anyhow::Result;
+
+use crate::bench::{Case, Sizes};
+use crate::gpu::{Engine, Shader, Variant};
+use crate::tune::{Level, OpResult};
+
+/// An op's tuning: the search on an engine at a level; `progress` hears what is measured.
+pub type TuneFn = fn(&Engine, Level, &mut dyn FnMut(&str)) -> Result<OpResult>;
+
+/// What an op plugs into the tools that drive every op.
+pub struct Op {
+    /// Its name on the command line (`gpukit bench NAME`, `gpukit tune NAME`) and in the tune
+    /// cache.
+    pub name: &'static str,
+    /// Its benchmark cases on an engine; `Sizes` carries the bench flags that size them.
+    pub bench: for<'e> fn(&'e Engine, &Sizes) -> Result<Vec<Case<'e>>>,
+    /// Its tuning (`None`: nothing to tune).
+    pub tune: Option<TuneFn>,
+    /// Every shader variant it builds, for the shader tests (which need no GPU).
+    pub shaders: fn() -> Vec<ShaderCase>,
+}
+
+/// A shader variant an op builds, and the uniform structs it shares with Rust.
+pub struct ShaderCase {
+    pub shader: Shader,
+    pub variant: Variant,
+    /// Each WGSL struct of the shader that mirrors a Rust `#[repr(C)]` struct, with the Rust
+    /// struct's size in bytes: the two must agree.
+    pub structs: Vec<(&'static str, usize)>,
+}
+
+impl ShaderCase {
+    /// `shader` as it is, its `Params` the Rust struct `P`.
+    pub fn params<P>(shader: Shader) -> ShaderCase {
+        ShaderCase::variant::<P>(shader, Variant::default())
+    }
+
+    /// A variant of `shader`, its `Params` the Rust struct `P`.
+    pub fn variant<P>(shader: Shader, variant: Variant) -> ShaderCase {
+        ShaderCase {
+            shader,
+            variant,
+            structs: vec![("Params", std::mem::size_of::<P>())],
+        }
+    }
+}
+
+/// Every op, in the order `bench all` and `tune all` run them. One line per op.
+pub const REGISTRY: &[Op] = &[copy::OP, blur::OP, histogram::OP, scan::OP, matmul::OP];
+
+/// The op named `name`.
+pub fn find(name: &str) -> Option<&'static Op> {
+    REGISTRY.iter().find(|op| op.name == name)
+}
+
+/// The ops that have something to tune.
+pub fn tunable() -> impl Iterator<Item = &'static Op> {
+    REGISTRY.iter().filter(|op| op.tune.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use wgpu::naga;
+
+    use super::REGISTRY;
+    use crate::gpu::compose;
+
+    // A mistake in any shader, or a uniform struct out of step with its Rust twin, fails
+    // here on any machine, before an adapter is opened.
+    #[test]
+    fn every_shader_variant_parses_validates_and_matches_its_rust_structs() {
+        let mut checked = 0;
+        for op in REGISTRY {
+            for case in (op.shaders)() {
+                let c = compose(&case.shader, &case.variant).unwrap();
+                let module = naga::front::wgsl::parse_str(&c.source)
+                    .unwrap_or_else(|e| panic!("{}: {}", c.label, e.emit_to_string(&c.source)));
+                let flags = naga::valid::ValidationFlags::all();
+                let caps = naga::valid::Capabilities::all();
+                naga::valid::Validator::new(flags, caps)
+                    .validate(&module)
+                    .unwrap_or_else(|e| panic!("{}: {:?}", c.label, e.into_inner()));
+                for (name, rust_size) in &case.structs {
+                    let span = module
+                        .types
+                        .iter()
+                        .find_map(|(_, t)| match (&t.name, &t.inner) {
+                            (Some(n), naga::TypeInner::Struct { span, .. }) if n == name => {
+                                Some(*span)
+                            }
+                            _ => None,
+                        })
+                        .unwrap_or_else(|| panic!("{}: no struct {name}", c.label));
+                    assert_eq!(
+                        span as usize, *rust_size,
+                        "{}: struct {name} is {span} bytes in WGSL, {rust_size} in Rust",
+                        c.label
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked >= 20, "{checked} variants");
+    }
+}

@@ -78,7 +78,7 @@ pub struct Entry {
     pub size_class: u32,
     /// The size measured, for people ("2048x1024", "2^20", "1024^3").
     pub size: String,
-    /// The op's `Tunables` (matmul: `TileConfig`), field by field.
+    /// The op's `Tunables`, field by field.
     pub choice: serde_json::Value,
     pub times: Vec<StageTime>,
 }

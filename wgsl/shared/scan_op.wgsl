@@ -1,18 +1,18 @@
 // scan_op: the element type and operator of a scan, on u32 bit patterns (included by the scan kernels).
 
-// Keep in sync with `Op::code` and `Elem::code` in src/ops/scan.rs.
+// Keep in sync with `Op::code` and `Elem::code` in src/ops/scan/mod.rs.
 // 0 sum, 1 min, 2 max.
 override OP: u32 = 0u;
 // 0 u32, 1 i32, 2 f32. Values travel as u32 bits; `combine` reinterprets them.
 override DTYPE: u32 = 0u;
 
 // vec4s each invocation owns in a tile, WG_SIZE apart so that every load is coalesced.
-// A const (it sizes function-scope arrays): src/ops/scan.rs sets it per pipeline
+// A const (it sizes function-scope arrays): src/ops/scan/plan.rs sets it per pipeline
 // (`Tunables::vec_per_thread`); this is the default, `VEC_PER_THREAD` there.
 const VEC_PER_THREAD: u32 = 4u;
 
 // The value a scan starts from: 0 for sums, the largest value for min, the smallest for max.
-// Keep in sync with `Element::identity` in src/ops/scan.rs.
+// Keep in sync with `Element::identity` in src/ops/scan/element.rs.
 fn identity() -> u32 {
     switch OP {
         case 1u: {

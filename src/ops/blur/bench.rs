@@ -1,0 +1,60 @@
+//! `gpukit bench blur`.
+
+use anyhow::Result;
+
+use super::{gaussian_radius, reference, BlurPlan, GpuOptions, Kind, Options, Tunables};
+use crate::bench::{Case, Sizes, Unit};
+use crate::gpu::Engine;
+use crate::io::image::Image;
+
+/// `bench blur`: a 3840x2160 RGBA8 image, box r = 3, 15, 100 and gaussian sigma 5; and a
+/// 4096x2048 one, box r = 15, where every line length is a power of two.
+pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
+    let image = |w: u32, h: u32| {
+        Image::new_u8(
+            w,
+            h,
+            4,
+            crate::bench::noise_bytes((w * h * 4) as usize, 0x9e37_79b9),
+        )
+    };
+    let uhd = image(3840, 2160);
+    let pow2 = image(4096, 2048);
+    let gauss5 = Options::new(Kind::Gaussian { sigma: 5.0 }, gaussian_radius(5.0), 1);
+    let configs = [
+        ("4K RGBA8 box r=3", &uhd, Options::new(Kind::Box, 3, 1)),
+        ("4K RGBA8 box r=15", &uhd, Options::new(Kind::Box, 15, 1)),
+        ("4K RGBA8 box r=100", &uhd, Options::new(Kind::Box, 100, 1)),
+        ("4K RGBA8 gaussian sigma=5", &uhd, gauss5),
+        (
+            "4096x2048 RGBA8 box r=15",
+            &pow2,
+            Options::new(Kind::Box, 15, 1),
+        ),
+    ];
+    let mut cases = Vec::new();
+    for (name, img, params) in configs {
+        let pixels = img.pixels() as f64;
+        cases.push(match engine {
+            Engine::Gpu(gpu) => {
+                // The defaults, not the tune cache's shapes: bench measures the same kernels
+                // everywhere.
+                let params = params.with_gpu(GpuOptions {
+                    tunables: Some(Tunables::DEFAULT),
+                    ..GpuOptions::DEFAULT
+                });
+                let plan = BlurPlan::new(gpu, img, &params)?;
+                Case::gpu("blur", name.into(), Unit::Gpixps, pixels, move |b| {
+                    plan.record(b)
+                })
+            }
+            Engine::Cpu => {
+                let img = img.clone();
+                Case::cpu("blur", name.into(), Unit::Gpixps, pixels, move || {
+                    std::hint::black_box(reference(&img, &params).expect("valid bench params"));
+                })
+            }
+        });
+    }
+    Ok(cases)
+}

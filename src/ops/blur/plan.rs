@@ -1,0 +1,585 @@
+//! The GPU passes of a blur: strips of rows that fit one binding, the kernels' constants,
+//! and the bindings of each pass, planned once per image size.
+
+use anyhow::{bail, Result};
+
+use super::arith::{arith, Arith};
+use super::pack::{alpha_lane, from_words, write_words};
+use super::tune::Tunables;
+use super::{Kind, Options};
+use crate::gpu::{Batch, Gpu, Kernel, Shader, Usage, Variant};
+use crate::io::image::Image;
+use crate::ops::ShaderCase;
+use crate::shader;
+
+// Keep in sync with wgsl/blur_gauss.wgsl: outputs per gaussian thread (its register reuse is
+// written for two).
+pub(super) const GAUSS_PPT: u32 = 2;
+const FMT_PACK8: u32 = 0;
+const FMT_PACK16: u32 = 1;
+const FMT_WIDE: u32 = 2;
+
+/// Keep in sync with `Params` in wgsl/shared/blur_pass.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct PassParams {
+    lines: u32,
+    len: u32,
+    out_start: u32,
+    out_end: u32,
+    in_base: u32,
+    in_line_stride: u32,
+    out_base: u32,
+    out_pos_stride: u32,
+    radius: u32,
+    seg_len: u32,
+    _pad: [u32; 2],
+}
+
+/// Positions one workgroup walks along a line. Lines are split into segments so that a
+/// 2160-row image gives the GPU hundreds of workgroups, not 68. Each box segment pays
+/// min(2r + 1, len) loads for its first window sum, so box segments are at least 4 windows
+/// long (that cost stays under a quarter of the two loads an output).
+/// Segments are whole chunks (`chunk` positions a workgroup does at a time). With one line
+/// per invocation (CPU adapters, which have few cores to fill) a whole line is one segment.
+fn segment_len(kind: Kind, layout: Layout, radius: u32, len: u32, chunk: u32) -> u32 {
+    let want = match (layout, kind) {
+        (Layout::LinePerInvocation, _) => len,
+        (Layout::Workgroup, Kind::Box) => (4 * (2 * radius + 1)).max(256),
+        (Layout::Workgroup, Kind::Gaussian { .. }) => 256,
+    };
+    want.next_multiple_of(chunk.max(64)).min(len.max(1))
+}
+
+/// Pixels between consecutive lines of the transposed intermediate (a row pass writes one
+/// position of `lines` lines at a time, lines adjacent). From 256 lines on, `lines` rounded
+/// up to 64 plus 16: never a multiple of a large power of two, so that a chunk's writes, one
+/// stride apart, spread over the memory partitions (unpadded, a 4096x2048 image blurred at
+/// half the speed of a 3840x2160 one on the H200).
+pub(super) fn mid_stride(lines: u32) -> u32 {
+    if lines >= 256 {
+        lines.next_multiple_of(64) + 16
+    } else {
+        lines
+    }
+}
+
+/// The most lines whose padded stride fits `cap` pixels (the inverse of `mid_stride`).
+pub(super) fn max_lines(cap: u64) -> u64 {
+    if cap >= 256 + 80 {
+        (cap - 16) / 64 * 64
+    } else {
+        cap.min(255)
+    }
+}
+
+/// How a pass's work is laid out on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Workgroups cooperate through workgroup memory (box_pass, gauss_pass): for GPUs.
+    Workgroup,
+    /// Each invocation walks one line alone, without workgroup memory or barriers
+    /// (box_line_pass, gauss_line_pass): for CPU adapters such as lavapipe.
+    LinePerInvocation,
+}
+
+impl Layout {
+    /// The layout for an adapter: one line per invocation on CPU adapters.
+    pub fn for_gpu(gpu: &Gpu) -> Layout {
+        if gpu.info.device_type == wgpu::DeviceType::Cpu {
+            Layout::LinePerInvocation
+        } else {
+            Layout::Workgroup
+        }
+    }
+}
+
+/// Lines per workgroup of the one-line-per-invocation kernels (keep in sync with LINE_WG).
+const LINE_WG: u32 = 64;
+
+/// Gaussian lines per workgroup: as many (`t.gauss_rows`, halved down to 1) as fit the
+/// workgroup storage (lines staged in format `fmt` and the output tile; the weights are a
+/// uniform).
+fn gauss_rows(radius: u32, storage: u32, t: &Tunables, fmt: u32) -> Option<u32> {
+    let ch = t.gauss_chunk();
+    std::iter::successors(Some(t.gauss_rows), |&r| (r > 1).then_some(r / 2)).find(|&rows| {
+        let staged = staged_bytes(fmt) * rows * gauss_stride(ch + 2 * radius, fmt);
+        staged + 16 * rows * (ch + 1) <= storage
+    })
+}
+
+/// Bytes of one staged gaussian sample: staging keeps the pass's input packing (`stage` in
+/// wgsl/blur_gauss.wgsl).
+fn staged_bytes(fmt: u32) -> u32 {
+    match fmt {
+        FMT_PACK8 => 4,
+        FMT_PACK16 => 8,
+        _ => 16,
+    }
+}
+
+/// Elements a staged gaussian line of `width` samples in format `fmt` takes in workgroup
+/// memory: one of padding every 128 bytes (`skew` in wgsl/blur_gauss.wgsl; keep in sync).
+fn gauss_stride(width: u32, fmt: u32) -> u32 {
+    width + width / (128 / staged_bytes(fmt)) + 1
+}
+
+/// The uniform array of gaussian weights: 251 vec4s, 1001 taps (wgsl/shared/blur_pass.wgsl).
+const WEIGHT_SLOTS: usize = 4 * 251;
+
+/// A blur planned for one image size on one device: pipelines, buffers, strips and their
+/// bindings, ready to record (many times, for `bench`). Its memory does not grow with the
+/// iteration count: each strip's bindings are made once and reused by every iteration.
+pub struct BlurPlan {
+    /// Row pass with and without premultiply; column pass with and without unpremultiply.
+    kernels: [Kernel; 4],
+    strip_passes: Vec<StripPasses>,
+    iterations: u32,
+    /// The full-image buffer the last pass writes.
+    result: wgpu::Buffer,
+    words: usize,
+    pub strips: usize,
+}
+
+/// One strip's two passes: their bind groups by kernel and by which image buffer holds the
+/// input (iterations alternate), and their workgroup counts.
+struct StripPasses {
+    binds: [[Option<wgpu::BindGroup>; 2]; 4],
+    rows_workgroups: u32,
+    cols_workgroups: u32,
+}
+
+/// The kernels of iteration `it` of `iterations`: the first row pass premultiplies, the last
+/// column pass divides alpha out.
+fn kernels_of(it: u32, iterations: u32) -> (usize, usize) {
+    let k1 = if it == 0 { 0 } else { 1 };
+    let k2 = if it + 1 == iterations { 2 } else { 3 };
+    (k1, k2)
+}
+
+/// The box kernel's variant with `ppt` positions per thread (a function-scope array's
+/// length, so a const).
+fn box_variant(ppt: u32) -> Variant {
+    Variant::consts(format!("ppt{ppt}"), &[("BOX_PPT", ppt)])
+}
+
+/// Every blur kernel and variant, for the shader tests.
+pub(super) fn shaders() -> Vec<ShaderCase> {
+    let mut cases: Vec<ShaderCase> = [1, 2, 4, 8]
+        .map(|ppt| ShaderCase::variant::<PassParams>(shader!("blur_box"), box_variant(ppt)))
+        .into();
+    for s in [
+        shader!("blur_box_line"),
+        shader!("blur_gauss_line"),
+        shader!("blur_gauss"),
+    ] {
+        cases.push(ShaderCase::params::<PassParams>(s));
+    }
+    cases
+}
+
+/// The kernels' file and entry point, variant and constants, lines per workgroup and
+/// positions per chunk.
+struct Shape {
+    shader: Shader,
+    entry: &'static str,
+    variant: Variant,
+    constants: Vec<(&'static str, f64)>,
+    rows_per_wg: u32,
+    chunk: u32,
+    /// The gaussian's staged lines per workgroup and samples per line, when it stages.
+    staging: Option<(u32, u32)>,
+}
+
+fn shape(gpu: &Gpu, layout: Layout, params: &Options, t: &Tunables, mid_fmt: u32) -> Result<Shape> {
+    let r = params.radius;
+    let line = |shader, entry| Shape {
+        shader,
+        entry,
+        variant: Variant::default(),
+        constants: vec![("LINE_WG", LINE_WG as f64)],
+        rows_per_wg: LINE_WG,
+        chunk: 1,
+        staging: None,
+    };
+    Ok(match (layout, params.kind) {
+        (Layout::LinePerInvocation, Kind::Box) => line(shader!("blur_box_line"), "box_line_pass"),
+        (Layout::LinePerInvocation, Kind::Gaussian { .. }) => {
+            line(shader!("blur_gauss_line"), "gauss_line_pass")
+        }
+        (Layout::Workgroup, Kind::Box) => Shape {
+            shader: shader!("blur_box"),
+            entry: "box_pass",
+            variant: box_variant(t.box_ppt),
+            constants: vec![
+                ("BOX_ROWS", t.box_rows as f64),
+                ("BOX_TPL", t.box_tpl as f64),
+            ],
+            rows_per_wg: t.box_rows,
+            chunk: t.box_chunk(),
+            staging: None,
+        },
+        (Layout::Workgroup, Kind::Gaussian { .. }) => {
+            let storage = gpu.limits.max_compute_workgroup_storage_size;
+            // The second pass stages the wider format (the intermediate).
+            let rows = gauss_rows(r, storage, t, mid_fmt).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "gaussian radius {r} needs more workgroup storage than this adapter has"
+                )
+            })?;
+            let ch = t.gauss_chunk();
+            Shape {
+                shader: shader!("blur_gauss"),
+                entry: "gauss_pass",
+                variant: Variant::default(),
+                constants: vec![
+                    ("GAUSS_TPL", t.gauss_tpl as f64),
+                    ("G_ROWS", rows as f64),
+                    ("G_WG", (rows * t.gauss_tpl) as f64),
+                    ("G_OUT_LEN", (rows * (ch + 1)) as f64),
+                    ("G_TAPS", (2 * r + 1) as f64),
+                ],
+                rows_per_wg: rows,
+                chunk: ch,
+                staging: Some((rows, ch + 2 * r)),
+            }
+        }
+    })
+}
+
+/// Strips of output rows: the first pass covers them plus r rows of halo on each side
+/// (clamped to the image) and its intermediate (`mid_px_bytes` a pixel) must fit one
+/// binding of `budget` bytes, as must each strip of the packed input and output.
+fn strips(
+    w: u32,
+    h: u32,
+    r: u32,
+    wpp: u64,
+    mid_px_bytes: u64,
+    budget: u64,
+    limit: u64,
+) -> Result<Vec<(u32, u32)>> {
+    let rows_in_budget =
+        max_lines(budget / (w as u64 * mid_px_bytes)).min(budget / (w as u64 * wpp * 4));
+    let halo = 2 * r as u64;
+    let strip_rows = if rows_in_budget >= h as u64 {
+        h as u64
+    } else if rows_in_budget > halo {
+        rows_in_budget - halo
+    } else {
+        bail!(
+            "a {w}-pixel-wide image with radius {r} does not fit this adapter's {limit}-byte storage binding, even in strips"
+        );
+    };
+    Ok((0..h)
+        .step_by(strip_rows as usize)
+        .map(|y0| (y0, (y0 as u64 + strip_rows).min(h as u64) as u32))
+        .collect())
+}
+
+impl BlurPlan {
+    pub fn new(gpu: &Gpu, img: &Image, params: &Options) -> Result<BlurPlan> {
+        let max = img.max_value();
+        let ar = arith(params, max)?;
+        let t = params.gpu.tunables(gpu, img.pixels());
+        t.check(&gpu.limits)?;
+        let (w, h) = (img.width, img.height);
+        let r = params.radius;
+        let wpp: u64 = if max > 255 { 2 } else { 1 };
+        let in_fmt = if max > 255 { FMT_PACK16 } else { FMT_PACK8 };
+        // Between the passes 8-bit images keep 16-bit fixed point (F <= 8 fraction bits on top
+        // of 8 integer bits), 16-bit images a word per channel.
+        let (mid_fmt, mid_px_bytes) = if max > 255 {
+            (FMT_WIDE, 16)
+        } else {
+            (FMT_PACK16, 8)
+        };
+        let limit = params
+            .gpu
+            .max_binding
+            .unwrap_or(u64::MAX)
+            .min(gpu.limits.max_storage_buffer_binding_size);
+        let align = gpu.limits.min_storage_buffer_offset_alignment as u64;
+        let image_bytes = w as u64 * h as u64 * wpp * 4;
+        if image_bytes > gpu.limits.max_buffer_size {
+            bail!(
+                "a {w}x{h} image needs a {image_bytes}-byte buffer; this adapter's largest is {}",
+                gpu.limits.max_buffer_size
+            );
+        }
+        let budget = limit.saturating_sub(align) / 4 * 4;
+        let strips = strips(w, h, r, wpp, mid_px_bytes, budget, limit)?;
+        let layout = params.gpu.layout.unwrap_or_else(|| Layout::for_gpu(gpu));
+        let shape = shape(gpu, layout, params, &t, mid_fmt)?;
+        let alpha = alpha_lane(img.channels);
+        let kernels = kernels(gpu, &shape, &ar, (in_fmt, mid_fmt), max, alpha)?;
+        let a = gpu.upload_with("blur image a", Usage::Storage, image_bytes, |view| {
+            write_words(img, view)
+        })?;
+        let b = gpu.buffer("blur image b", Usage::Storage, image_bytes);
+        let buffers = Buffers {
+            images: [&a, &b],
+            mid_px_bytes,
+            row_bytes: w as u64 * wpp * 4,
+            align,
+        };
+        let geometry = Geometry {
+            w,
+            h,
+            r,
+            kind: params.kind,
+            layout,
+            iterations: params.iterations,
+        };
+        let strip_passes =
+            buffers.strip_passes(gpu, &geometry, &shape, &kernels, &strips, &ar.weights);
+        Ok(BlurPlan {
+            kernels,
+            strip_passes,
+            iterations: params.iterations,
+            result: if params.iterations.is_multiple_of(2) {
+                a
+            } else {
+                b
+            },
+            words: (image_bytes / 4) as usize,
+            strips: strips.len(),
+        })
+    }
+
+    /// Passes in all: per iteration and strip, the row pass then the column pass.
+    pub fn passes(&self) -> u64 {
+        2 * self.iterations as u64 * self.strip_passes.len() as u64
+    }
+
+    /// Records every pass.
+    pub fn record(&self, batch: &mut Batch) {
+        self.record_passes(batch, 0..self.passes());
+    }
+
+    /// Records passes `range` of [`BlurPlan::passes`], in order.
+    pub fn record_passes(&self, batch: &mut Batch, range: std::ops::Range<u64>) {
+        let per_iteration = 2 * self.strip_passes.len() as u64;
+        for i in range {
+            let it = (i / per_iteration) as u32;
+            let j = (i % per_iteration) as usize;
+            let strip = &self.strip_passes[j / 2];
+            let (k1, k2) = kernels_of(it, self.iterations);
+            let parity = (it % 2) as usize;
+            let (label, k, workgroups) = if j.is_multiple_of(2) {
+                ("blur rows", k1, strip.rows_workgroups)
+            } else {
+                ("blur columns", k2, strip.cols_workgroups)
+            };
+            let bind = strip.binds[k][parity]
+                .as_ref()
+                .expect("every bind group an iteration uses is made");
+            batch.dispatch(label, &self.kernels[k], bind, workgroups);
+        }
+    }
+
+    /// The result as an image like `like`, converted straight from the read-back memory.
+    pub(super) fn read(&self, gpu: &Gpu, like: &Image) -> Result<Image> {
+        gpu.read_with(&self.result, 0, 4 * self.words as u64, |bytes| {
+            from_words(bytemuck::cast_slice(bytes), like)
+        })
+    }
+}
+
+/// The four pipelines of a blur: the row pass with and without premultiplying, the column
+/// pass with and without dividing alpha out. A pass's formats and arithmetic are constants,
+/// so every division in it is by a constant. Every loop in the blur kernels is bounded by a
+/// constant or a uniform, so drivers may unroll them.
+fn kernels(
+    gpu: &Gpu,
+    shape: &Shape,
+    ar: &Arith,
+    (in_fmt, mid_fmt): (u32, u32),
+    max: u32,
+    alpha: Option<usize>,
+) -> Result<[Kernel; 4]> {
+    let kernel = |second: bool, premultiply: bool, unpremultiply: bool| {
+        let (fmt_in, fmt_out, (mul, add, div)) = if second {
+            (mid_fmt, in_fmt, ar.second)
+        } else {
+            (in_fmt, mid_fmt, ar.first)
+        };
+        let mut c = shape.constants.clone();
+        if let Some((rows, width)) = shape.staging {
+            c.push(("G_IN_LEN", (rows * gauss_stride(width, fmt_in)) as f64));
+        }
+        c.extend([
+            ("IN_FMT", fmt_in as f64),
+            ("OUT_FMT", fmt_out as f64),
+            ("MUL", mul as f64),
+            ("ADD", add as f64),
+            ("DIV", div as f64),
+            ("MAX_VALUE", max as f64),
+            ("PREMULTIPLY", premultiply as u32 as f64),
+            ("UNPREMULTIPLY", unpremultiply as u32 as f64),
+            ("ALPHA_LANE", alpha.unwrap_or(3) as f64),
+        ]);
+        gpu.kernel_variant(&shape.shader, &shape.variant, shape.entry, &c, true)
+    };
+    let has_alpha = alpha.is_some();
+    // The first iteration's row pass premultiplies, the last one's column pass divides out.
+    Ok([
+        kernel(false, has_alpha, false)?,
+        kernel(false, false, false)?,
+        kernel(true, false, has_alpha)?,
+        kernel(true, false, false)?,
+    ])
+}
+
+/// Which (kernel, parity) bind groups some iteration of `iterations` uses: iterations 0, 1
+/// and 2 and the last cover every pair (the middle ones repeat 1 and 2).
+fn used_binds(iterations: u32) -> [[bool; 2]; 4] {
+    let mut used = [[false; 2]; 4];
+    for it in [0, 1, 2, iterations - 1]
+        .into_iter()
+        .filter(|&i| i < iterations)
+    {
+        let (k1, k2) = kernels_of(it, iterations);
+        used[k1][(it % 2) as usize] = true;
+        used[k2][(it % 2) as usize] = true;
+    }
+    used
+}
+
+/// What the passes' bindings depend on, besides the buffers.
+struct Geometry {
+    w: u32,
+    h: u32,
+    r: u32,
+    kind: Kind,
+    layout: Layout,
+    iterations: u32,
+}
+
+impl Geometry {
+    /// The row and column passes' parameters of the strip of output rows `y0..y1`, its
+    /// input and output word offsets, and the intermediate's line stride.
+    fn pass_params(
+        &self,
+        shape: &Shape,
+        (y0, y1): (u32, u32),
+        (ibase, obase): (u32, u32),
+        stride: u32,
+    ) -> [PassParams; 2] {
+        let (w, r) = (self.w, self.r);
+        let s0 = y0.saturating_sub(r);
+        let s1 = (y1 + r).min(self.h);
+        let p1 = PassParams {
+            lines: s1 - s0,
+            len: w,
+            out_start: 0,
+            out_end: w,
+            in_base: ibase,
+            in_line_stride: w,
+            out_base: 0,
+            out_pos_stride: stride,
+            radius: r,
+            seg_len: segment_len(self.kind, self.layout, r, w, shape.chunk),
+            _pad: [0; 2],
+        };
+        // The second pass's lines are the image's columns, read from the transposed
+        // intermediate; it writes rows y0..y1 (positions y0 - s0 .. y1 - s0).
+        let p2 = PassParams {
+            lines: w,
+            len: s1 - s0,
+            out_start: y0 - s0,
+            out_end: y1 - s0,
+            in_base: 0,
+            in_line_stride: stride,
+            out_base: obase,
+            out_pos_stride: w,
+            seg_len: segment_len(self.kind, self.layout, r, y1 - y0, shape.chunk),
+            ..p1
+        };
+        [p1, p2]
+    }
+}
+
+/// The image buffers (input of even iterations first) and how rows lie in them.
+struct Buffers<'a> {
+    images: [&'a wgpu::Buffer; 2],
+    mid_px_bytes: u64,
+    row_bytes: u64,
+    align: u64,
+}
+
+impl Buffers<'_> {
+    /// A binding of `rows` image rows from row `y0`, its offset aligned down: (offset, size,
+    /// word offset of row y0 inside it).
+    fn rows_binding(&self, y0: u32, rows: u32) -> (u64, u64, u32) {
+        let start = y0 as u64 * self.row_bytes;
+        let offset = start / self.align * self.align;
+        let size = (start - offset + rows as u64 * self.row_bytes).max(4);
+        (offset, size, ((start - offset) / 4) as u32)
+    }
+
+    /// Each strip's parameters and bind groups (only those some iteration uses); the bind
+    /// groups keep the intermediate and weights buffers alive.
+    fn strip_passes(
+        &self,
+        gpu: &Gpu,
+        g: &Geometry,
+        shape: &Shape,
+        kernels: &[Kernel; 4],
+        strips: &[(u32, u32)],
+        weights: &[u32],
+    ) -> Vec<StripPasses> {
+        let (w, h, r) = (g.w, g.h, g.r);
+        let max_strip_in = strips
+            .iter()
+            .map(|&(y0, y1)| mid_stride((y1 + r).min(h) - y0.saturating_sub(r)))
+            .max()
+            .unwrap_or(0) as u64;
+        let mid = gpu.buffer(
+            "blur intermediate",
+            Usage::Storage,
+            w as u64 * max_strip_in * self.mid_px_bytes,
+        );
+        let mut slots = weights.to_vec();
+        slots.resize(WEIGHT_SLOTS, 0);
+        let weight_buf = gpu.upload("blur weights", Usage::Uniform, &slots);
+        let used = used_binds(g.iterations);
+        let passes = strips
+            .iter()
+            .map(|&(y0, y1)| {
+                let s0 = y0.saturating_sub(r);
+                let s1 = (y1 + r).min(h);
+                let (ioff, isize, ibase) = self.rows_binding(s0, s1 - s0);
+                let (ooff, osize, obase) = self.rows_binding(y0, y1 - y0);
+                let stride = mid_stride(s1 - s0);
+                let mid_size = w as u64 * stride as u64 * self.mid_px_bytes;
+                let [p1, p2] = g.pass_params(shape, (y0, y1), (ibase, obase), stride);
+                let u1 = gpu.upload("blur params", Usage::Uniform, &[p1]);
+                let u2 = gpu.upload("blur params", Usage::Uniform, &[p2]);
+                let psize = std::mem::size_of::<PassParams>() as u64;
+                let wsize = 4 * WEIGHT_SLOTS as u64;
+                let bind = |k: usize, parity: usize| {
+                    if !used[k][parity] {
+                        return None;
+                    }
+                    let (src, dst) = (self.images[parity], self.images[1 - parity]);
+                    let mut g: Vec<(&wgpu::Buffer, u64, u64)> = if k < 2 {
+                        vec![(&u1, 0, psize), (src, ioff, isize), (&mid, 0, mid_size)]
+                    } else {
+                        vec![(&u2, 0, psize), (&mid, 0, mid_size), (dst, ooff, osize)]
+                    };
+                    if !weights.is_empty() {
+                        g.push((&weight_buf, 0, wsize));
+                    }
+                    Some(gpu.bind_ranges(&kernels[k], &g))
+                };
+                StripPasses {
+                    binds: std::array::from_fn(|k| std::array::from_fn(|p| bind(k, p))),
+                    rows_workgroups: (s1 - s0).div_ceil(shape.rows_per_wg) * w.div_ceil(p1.seg_len),
+                    cols_workgroups: w.div_ceil(shape.rows_per_wg) * (y1 - y0).div_ceil(p2.seg_len),
+                }
+            })
+            .collect();
+        passes
+    }
+}

@@ -1,0 +1,254 @@
+//! The blur kernels' shape (workgroup rows, threads per line, positions per thread) and how
+//! `gpukit tune` searches it: stages, the check against the CPU reference, the timed cases.
+
+use anyhow::{ensure, Result};
+
+use super::plan::{BlurPlan, Layout, GAUSS_PPT};
+use super::{reference, GpuOptions, Kind, Options};
+use crate::bench::{self, Case, Unit};
+use crate::gpu::{Engine, Gpu, Timings};
+use crate::io::image::Image;
+use crate::tune::{
+    self, max_invocations, pow2, Level, OpResult, Search, SizeClass, Stage, Tunable,
+};
+
+/// The shape of the blur kernels' work, which `gpukit tune` chooses per adapter and size.
+/// Results are bit-identical for every choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tunables {
+    /// Box: lines per workgroup, threads per line, positions per thread per chunk (1, 2, 4
+    /// or 8: the shader's `BOX_PPT`, a generated constant).
+    pub box_rows: u32,
+    pub box_tpl: u32,
+    pub box_ppt: u32,
+    /// Gaussian: the most lines per workgroup (fewer where the radius's staging does not
+    /// fit workgroup memory), and threads per line (two outputs each).
+    pub gauss_rows: u32,
+    pub gauss_tpl: u32,
+}
+
+impl Tunables {
+    /// The defaults, measured on an H200 at 4K (box r = 3, 15, 100 in 0.215, 0.201, 0.229 ms;
+    /// gaussian sigma 5 in 0.312 ms): 64 invocations and 5.3 KiB of workgroup memory for the
+    /// box, 128 invocations for the gaussian (which takes fewer lines where its staging does
+    /// not fit), within the limits of every adapter.
+    pub const DEFAULT: Tunables = Tunables {
+        box_rows: 8,
+        box_tpl: 8,
+        box_ppt: 4,
+        gauss_rows: 4,
+        gauss_tpl: 32,
+    };
+
+    pub(super) fn box_chunk(&self) -> u32 {
+        self.box_tpl * self.box_ppt
+    }
+
+    pub(super) fn gauss_chunk(&self) -> u32 {
+        self.gauss_tpl * GAUSS_PPT
+    }
+
+    /// Workgroup memory of the box pass (window totals, carries, the transposition tile).
+    /// Keep in sync with wgsl/blur_box.wgsl.
+    pub fn box_workgroup_bytes(&self) -> u32 {
+        16 * (self.box_rows * self.box_tpl + self.box_rows + self.box_rows * (self.box_chunk() + 1))
+    }
+
+    /// Whether the kernels can run this choice on an adapter with `limits` (the gaussian
+    /// with one line per workgroup; more lines are taken where they fit).
+    pub fn check(&self, limits: &wgpu::Limits) -> Result<()> {
+        let max_wg = limits
+            .max_compute_invocations_per_workgroup
+            .min(limits.max_compute_workgroup_size_x);
+        let pow2 = |v: u32| v.is_power_of_two();
+        ensure!(
+            pow2(self.box_rows) && pow2(self.box_tpl) && matches!(self.box_ppt, 1 | 2 | 4 | 8),
+            "blur box rows and threads per line must be powers of two, positions per thread 1, 2, 4 or 8"
+        );
+        ensure!(
+            pow2(self.gauss_rows) && pow2(self.gauss_tpl),
+            "blur gaussian rows and threads per line must be powers of two"
+        );
+        ensure!(
+            self.box_rows * self.box_tpl <= max_wg && self.gauss_tpl <= max_wg,
+            "blur workgroups exceed this adapter's {max_wg} invocations"
+        );
+        ensure!(
+            self.box_workgroup_bytes() <= limits.max_compute_workgroup_storage_size,
+            "blur box needs {} bytes of workgroup memory; this adapter has {}",
+            self.box_workgroup_bytes(),
+            limits.max_compute_workgroup_storage_size
+        );
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Tunables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "box rows={} tpl={} ppt={}, gaussian rows={} tpl={}",
+            self.box_rows, self.box_tpl, self.box_ppt, self.gauss_rows, self.gauss_tpl
+        )
+    }
+}
+
+impl Tunable for Tunables {
+    fn default_for(_: &wgpu::Limits) -> Self {
+        Tunables::DEFAULT
+    }
+    fn check(&self, limits: &wgpu::Limits) -> Result<()> {
+        Tunables::check(self, limits)
+    }
+}
+
+/// `gpukit tune blur`: the box and gaussian shapes on image sizes of 2^18 to 2^23 pixels.
+pub(super) fn tune(
+    engine: &Engine,
+    level: Level,
+    progress: &mut dyn FnMut(&str),
+) -> Result<OpResult> {
+    let Engine::Gpu(gpu) = engine else {
+        anyhow::bail!("tune measures GPU kernels; the CPU backend has nothing to tune");
+    };
+    Search {
+        engine,
+        gpu,
+        op: "blur",
+        level,
+        stages: stages(),
+        verify: &mut |t| verify(engine, t),
+        case: &mut |class, stage, t| case(gpu, class, stage, t),
+    }
+    .run(&tune::image_classes(level), progress)
+}
+
+/// The filters blur is timed and checked with: box r = 15 for the box stages, gaussian
+/// sigma 5 (r = 15) for the gaussian one.
+fn blur_params(stage: &str) -> Options {
+    if stage == "gaussian" {
+        Options::new(Kind::Gaussian { sigma: 5.0 }, 15, 1)
+    } else {
+        Options::new(Kind::Box, 15, 1)
+    }
+}
+
+fn stages() -> Vec<Stage<Tunables>> {
+    vec![
+        Stage {
+            name: "box shape",
+            candidates: |best, limits, quick| {
+                let shapes: Vec<(u32, u32)> = if quick {
+                    vec![(16, 8), (32, 16)]
+                } else {
+                    let max = max_invocations(limits);
+                    pow2(4, 128)
+                        .flat_map(|rows| pow2(2, 32).map(move |tpl| (rows, tpl)))
+                        .filter(|&(r, t)| (64..=max).contains(&(r * t)))
+                        .collect()
+                };
+                shapes
+                    .into_iter()
+                    .map(|(box_rows, box_tpl)| Tunables {
+                        box_rows,
+                        box_tpl,
+                        ..*best
+                    })
+                    .collect()
+            },
+        },
+        Stage {
+            name: "box ppt",
+            candidates: |best, _, quick| {
+                let ppts: &[u32] = if quick { &[2] } else { &[1, 2, 4, 8] };
+                ppts.iter()
+                    .map(|&box_ppt| Tunables { box_ppt, ..*best })
+                    .collect()
+            },
+        },
+        Stage {
+            name: "gaussian",
+            candidates: |best, limits, quick| {
+                let shapes: Vec<(u32, u32)> = if quick {
+                    vec![(4, 32), (8, 16)]
+                } else {
+                    let max = max_invocations(limits);
+                    pow2(1, 16)
+                        .flat_map(|rows| pow2(8, 128).map(move |tpl| (rows, tpl)))
+                        .filter(|&(r, t)| (32..=max).contains(&(r * t)))
+                        .collect()
+                };
+                shapes
+                    .into_iter()
+                    .map(|(gauss_rows, gauss_tpl)| Tunables {
+                        gauss_rows,
+                        gauss_tpl,
+                        ..*best
+                    })
+                    .collect()
+            },
+        },
+    ]
+}
+
+/// Both filters on a 300x45 RGBA8 image (lines longer than one segment, partial chunks),
+/// bit for bit against the CPU reference.
+fn verify(engine: &Engine, t: &Tunables) -> Result<Option<String>> {
+    let img = Image::new_u8(300, 45, 4, bench::noise_bytes(300 * 45 * 4, 7));
+    for stage in ["box shape", "gaussian"] {
+        let params = blur_params(stage);
+        let params = params.with_gpu(GpuOptions {
+            tunables: Some(*t),
+            // The shapes belong to the workgroup kernels, whatever the adapter's layout.
+            layout: Some(Layout::Workgroup),
+            ..GpuOptions::DEFAULT
+        });
+        let got = super::run(engine, &img, &params, &mut Timings::default())?;
+        if got.samples != reference(&img, &params)?.samples {
+            return Ok(Some(format!("{stage}: differs from the CPU reference")));
+        }
+    }
+    Ok(None)
+}
+
+fn case<'g>(
+    gpu: &'g Gpu,
+    class: &SizeClass,
+    stage: &'static str,
+    t: &Tunables,
+) -> Result<Case<'g>> {
+    let (w, h) = class.dims;
+    let img = class.image();
+    let params = blur_params(stage).with_gpu(GpuOptions {
+        tunables: Some(*t),
+        layout: Some(Layout::Workgroup),
+        ..GpuOptions::DEFAULT
+    });
+    let plan = BlurPlan::new(gpu, img, &params)?;
+    let name = match params.kind {
+        Kind::Box => format!("{w}x{h} RGBA8 box r=15"),
+        Kind::Gaussian { .. } => format!("{w}x{h} RGBA8 gaussian sigma=5"),
+    };
+    Ok(Case::gpu(
+        "blur",
+        name,
+        Unit::Gpixps,
+        (w * h) as f64,
+        move |b| plan.record(b),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidate_spaces_fit_the_limits() {
+        let limits = wgpu::Limits::default();
+        let n: usize = stages()
+            .iter()
+            .map(|s| (s.candidates)(&Tunables::DEFAULT, &limits, false).len())
+            .sum();
+        assert!(n > 20, "{n}");
+    }
+}

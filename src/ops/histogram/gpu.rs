@@ -1,0 +1,518 @@
+//! The GPU passes of a histogram: the chunk pass (per-tile histograms in workgroup memory),
+//! the reduce levels, the running total; how an image layout is cut into tiles, segments and
+//! bin ranges; and [`HistogramGpu`], which keeps kernels and the last plan between images.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use anyhow::{bail, Result};
+
+use super::geometry::{Geometry, Tuning};
+use super::{check_bins, Channels, Histogram, Tunables};
+use crate::gpu::{Batch, Gpu, Kernel, PassTimer, Timings, Usage};
+use crate::io::image::{Image, Samples};
+use crate::shader;
+
+// The running total and the plot's scale pass (a power of two: a tree reduction).
+pub(super) const TOTAL_WG_SIZE: u32 = 256;
+pub(super) const SCALE_WG_SIZE: u32 = 256;
+
+/// The counting kernels, for the shader tests.
+pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
+    use crate::ops::ShaderCase;
+    vec![
+        ShaderCase::params::<ChunkParams>(shader!("histogram_chunk")),
+        ShaderCase::params::<ReduceParams>(shader!("histogram_reduce")),
+        ShaderCase::params::<TotalParams>(shader!("histogram_total")),
+    ]
+}
+
+/// Keep in sync with `Params` in wgsl/histogram_chunk.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ChunkParams {
+    n_pixels: u32,
+    tile_units: u32,
+    n_tiles: u32,
+    bins: u32,
+    n_ranges: u32,
+}
+
+/// Keep in sync with `Params` in wgsl/histogram_reduce.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ReduceParams {
+    entries: u32,
+    n_in: u32,
+    fan_in: u32,
+    n_out: u32,
+    blocks: u32,
+    accumulate: u32,
+}
+
+/// Keep in sync with `Params` in wgsl/histogram_total.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct TotalParams {
+    entries: u32,
+}
+
+/// The passes of one segment size: the chunk pass and the reduce levels.
+pub(super) struct SegmentPasses {
+    pixels: u64,
+    chunk_bind: wgpu::BindGroup,
+    chunk_workgroups: u32,
+    levels: Vec<(wgpu::BindGroup, u32)>,
+}
+
+/// One image layout's histogram on the device: buffers, bind groups and passes, reusable for
+/// every image of that layout (frames of a video, `bench`).
+pub struct HistogramPlan {
+    pub(super) chunk: Rc<Kernel>,
+    pub(super) reduce: Rc<Kernel>,
+    geometry: Geometry,
+    pub(super) pixels: u64,
+    pub(super) in_channels: u8,
+    pub(super) bit_depth: u32,
+    pub(super) pixel_bytes: u64,
+    pub(super) entries: u32,
+    pub(super) channels: Channels,
+    pub(super) bins: u32,
+    /// One segment's pixels, packed into words as the image stores them.
+    pub(super) src: wgpu::Buffer,
+    /// The image's counts (u32, bin-major), added into by the last reduce level.
+    pub(super) counts: wgpu::Buffer,
+    pub(super) segments: Vec<SegmentPasses>,
+    // Kept alive for the bind groups.
+    pub(super) _chunks: wgpu::Buffer,
+    pub(super) _scratch: wgpu::Buffer,
+    pub(super) _params: Vec<wgpu::Buffer>,
+}
+
+impl HistogramPlan {
+    /// The segment sizes, in order: full segments, then the remainder.
+    fn segment_sizes(pixels: u64, segment_pixels: u64) -> Vec<u64> {
+        let full = pixels / segment_pixels;
+        let rest = pixels % segment_pixels;
+        let mut sizes = vec![segment_pixels; full as usize];
+        if rest > 0 || pixels == 0 {
+            sizes.push(rest);
+        }
+        sizes
+    }
+
+    /// Records one segment's passes (chunk, then reduce levels adding into `counts`).
+    pub(super) fn record(&self, batch: &mut Batch, seg: &SegmentPasses) {
+        batch.dispatch(
+            "histogram chunk",
+            &self.chunk,
+            &seg.chunk_bind,
+            seg.chunk_workgroups,
+        );
+        for (bind, workgroups) in &seg.levels {
+            batch.dispatch("histogram reduce", &self.reduce, bind, *workgroups);
+        }
+    }
+
+    /// The passes for a segment of `pixels` pixels.
+    fn passes(&self, pixels: u64) -> &SegmentPasses {
+        self.segments
+            .iter()
+            .find(|s| s.pixels == pixels)
+            .expect("a pass list for every segment size")
+    }
+}
+
+/// The buffers the reduce levels read and write: the chunk histograms, scratch for the
+/// levels between, and the image's counts, which the last level adds into.
+struct ReduceBuffers<'a> {
+    chunks: &'a wgpu::Buffer,
+    scratch: &'a wgpu::Buffer,
+    counts: &'a wgpu::Buffer,
+}
+
+impl ReduceBuffers<'_> {
+    /// The reduce levels of `n_tiles` chunks: FAN_IN chunks into one per level, alternating
+    /// between the chunk and scratch buffers, the last level adding into the counts. Their
+    /// params buffers go to `params`.
+    fn levels(
+        &self,
+        gpu: &Gpu,
+        reduce: &Kernel,
+        t: &Tunables,
+        entries: u32,
+        n_tiles: u32,
+        params: &mut Vec<wgpu::Buffer>,
+    ) -> Vec<(wgpu::BindGroup, u32)> {
+        let mut levels = Vec::new();
+        let (mut n_in, mut in_chunks) = (n_tiles, true);
+        let blocks = entries.div_ceil(t.entries_per_wg);
+        loop {
+            let n_out = n_in.div_ceil(t.fan_in);
+            let last = n_out == 1;
+            let p = gpu.upload(
+                "histogram reduce params",
+                Usage::Uniform,
+                &[ReduceParams {
+                    entries,
+                    n_in,
+                    fan_in: t.fan_in,
+                    n_out,
+                    blocks,
+                    accumulate: u32::from(last),
+                }],
+            );
+            let (from, to) = match (in_chunks, last) {
+                (true, true) => (self.chunks, self.counts),
+                (true, false) => (self.chunks, self.scratch),
+                (false, true) => (self.scratch, self.counts),
+                (false, false) => (self.scratch, self.chunks),
+            };
+            levels.push((gpu.bind(reduce, &[&p, from, to]), n_out * blocks));
+            params.push(p);
+            if last {
+                return levels;
+            }
+            n_in = n_out;
+            in_chunks = !in_chunks;
+        }
+    }
+}
+
+/// The running 64-bit total on the device.
+pub(super) struct Total {
+    pub(super) channels: Channels,
+    pub(super) pixels: u64,
+    /// (low, high) words of each count.
+    pub(super) buffer: wgpu::Buffer,
+}
+
+/// Histograms on the GPU: compiled kernels and the last plan kept between images, and the
+/// running total for `--sum` and the plot.
+pub struct HistogramGpu<'g> {
+    pub(super) gpu: &'g Gpu,
+    pub(super) bins: u32,
+    pub tuning: Tuning,
+    pub(super) kernels: HashMap<String, Rc<Kernel>>,
+    pub(super) plan: Option<HistogramPlan>,
+    pub(super) total: Option<Total>,
+    pub(super) timer: Option<PassTimer>,
+}
+
+impl<'g> HistogramGpu<'g> {
+    pub fn new(gpu: &'g Gpu, bins: u32) -> Self {
+        HistogramGpu {
+            gpu,
+            bins,
+            tuning: Tuning::for_gpu(gpu),
+            kernels: HashMap::new(),
+            plan: None,
+            total: None,
+            timer: None,
+        }
+    }
+
+    /// The device this runs on.
+    pub fn gpu(&self) -> &'g Gpu {
+        self.gpu
+    }
+
+    /// Times each pass with timestamp queries, into the `Timings` given to `histogram`.
+    pub fn time_passes(&mut self) {
+        self.timer = Some(PassTimer::new(self.gpu, 64));
+    }
+
+    /// Shapes the kernels of the images histogrammed from now on (the next one is planned
+    /// afresh when this changes anything).
+    pub fn set_tunables(&mut self, tunables: Tunables) {
+        if self.tuning.tunables != tunables {
+            self.tuning.tunables = tunables;
+            self.plan = None;
+        }
+    }
+
+    pub(super) fn kernel(&mut self, name: &str, constants: &[(&str, u32)]) -> Result<Rc<Kernel>> {
+        let key = format!("{name}{constants:?}");
+        if let Some(k) = self.kernels.get(&key) {
+            return Ok(Rc::clone(k));
+        }
+        let shader = match name {
+            "chunk" => shader!("histogram_chunk"),
+            "reduce" => shader!("histogram_reduce"),
+            "total" => shader!("histogram_total"),
+            _ => shader!("histogram_plot_scale"),
+        };
+        let constants: Vec<(&str, f64)> = constants.iter().map(|&(k, v)| (k, v as f64)).collect();
+        let kernel = Rc::new(self.gpu.kernel(&shader, "main", &constants)?);
+        self.kernels.insert(key, Rc::clone(&kernel));
+        Ok(kernel)
+    }
+
+    /// A plan for images of this layout and these channels.
+    pub fn plan(
+        &mut self,
+        width: u32,
+        height: u32,
+        in_channels: u8,
+        bit_depth: u32,
+        channels: Channels,
+    ) -> Result<HistogramPlan> {
+        let gpu = self.gpu;
+        check_bins(self.bins, bit_depth)?;
+        let pixels = width as u64 * height as u64;
+        if pixels > u32::MAX as u64 {
+            bail!("{width}x{height} is more pixels than a 32-bit count holds");
+        }
+        let (ic, bits, hc, bins) = (
+            u32::from(in_channels),
+            bit_depth,
+            channels.count(),
+            self.bins,
+        );
+        let t = self.tuning.tunables;
+        t.check(&gpu.limits)?;
+        let g = Geometry::new(gpu, &self.tuning, ic, bits, hc, bins);
+        let (chunk, reduce) = self.kernels(&g, ic, bits, hc)?;
+        let entries = bins * hc;
+        let pixel_bytes = u64::from(ic * bits / 8);
+        let sizes = HistogramPlan::segment_sizes(pixels, g.segment_pixels);
+        let first = sizes[0];
+        let (_, max_tiles) = g.tiles(first);
+        let src_bytes = first.div_ceil(g.unit_pixels as u64) * g.unit_vecs as u64 * 16;
+        let src = gpu.buffer("histogram pixels", Usage::Storage, src_bytes);
+        let chunks = gpu.buffer(
+            "histogram chunks",
+            Usage::Storage,
+            max_tiles as u64 * entries as u64 * 4,
+        );
+        let scratch = gpu.buffer(
+            "histogram scratch",
+            Usage::Storage,
+            max_tiles.div_ceil(t.fan_in) as u64 * entries as u64 * 4,
+        );
+        let counts = gpu.buffer("histogram counts", Usage::Storage, entries as u64 * 4);
+        let mut params = Vec::new();
+        let mut segments = Vec::new();
+        for &seg_pixels in &sizes {
+            if segments
+                .iter()
+                .any(|s: &SegmentPasses| s.pixels == seg_pixels)
+            {
+                continue;
+            }
+            let (tile_units, n_tiles) = g.tiles(seg_pixels);
+            let p = gpu.upload(
+                "histogram chunk params",
+                Usage::Uniform,
+                &[ChunkParams {
+                    n_pixels: seg_pixels as u32,
+                    tile_units,
+                    n_tiles,
+                    bins,
+                    n_ranges: g.n_ranges,
+                }],
+            );
+            let chunk_bind = gpu.bind(&chunk, &[&p, &src, &chunks]);
+            params.push(p);
+            let bufs = ReduceBuffers {
+                chunks: &chunks,
+                scratch: &scratch,
+                counts: &counts,
+            };
+            let levels = bufs.levels(gpu, &reduce, &t, entries, n_tiles, &mut params);
+            segments.push(SegmentPasses {
+                pixels: seg_pixels,
+                chunk_bind,
+                chunk_workgroups: n_tiles * g.n_ranges,
+                levels,
+            });
+        }
+        Ok(HistogramPlan {
+            chunk,
+            reduce,
+            geometry: g,
+            pixels,
+            in_channels,
+            bit_depth,
+            pixel_bytes,
+            entries,
+            channels,
+            bins,
+            src,
+            counts,
+            segments,
+            _chunks: chunks,
+            _scratch: scratch,
+            _params: params,
+        })
+    }
+
+    /// The chunk kernel for this layout and geometry, and the reduce kernel.
+    fn kernels(
+        &mut self,
+        g: &Geometry,
+        ic: u32,
+        bits: u32,
+        hc: u32,
+    ) -> Result<(Rc<Kernel>, Rc<Kernel>)> {
+        let t = self.tuning.tunables;
+        let chunk = self.kernel(
+            "chunk",
+            &[
+                ("WG_SIZE", g.wg_size),
+                ("IN_CHANNELS", ic),
+                ("BITS", bits),
+                ("HC", hc),
+                ("COPIES", g.copies),
+                ("SPAN", g.span),
+                ("UNIT_PIXELS", g.unit_pixels),
+                ("UNIT_VECS", g.unit_vecs),
+            ],
+        )?;
+        let reduce = self.kernel(
+            "reduce",
+            &[
+                ("WG_SIZE", t.reduce_wg_size),
+                ("ENTRIES_PER_WG", t.entries_per_wg),
+            ],
+        )?;
+        Ok((chunk, reduce))
+    }
+
+    /// Starts a running total on the device over the images histogrammed from now on, all
+    /// counted with `channels`.
+    pub fn start_total(&mut self, channels: Channels) {
+        let entries = self.bins as u64 * channels.count() as u64;
+        self.total = Some(Total {
+            channels,
+            pixels: 0,
+            buffer: self
+                .gpu
+                .buffer("histogram total", Usage::Storage, entries * 8),
+        });
+    }
+
+    /// The histogram of `img` counted as `channels`, added into the running total if one was
+    /// started (its channels must then be `channels`).
+    pub fn histogram(
+        &mut self,
+        img: &Image,
+        channels: Channels,
+        timings: &mut Timings,
+    ) -> Result<Histogram> {
+        let gpu = self.gpu;
+        let same = self.plan.as_ref().is_some_and(|p| {
+            (p.pixels, p.in_channels, p.bit_depth, p.channels)
+                == (img.pixels() as u64, img.channels, img.bit_depth(), channels)
+        });
+        if !same {
+            let plan = timings.phase("pipeline", || {
+                self.plan(
+                    img.width,
+                    img.height,
+                    img.channels,
+                    img.bit_depth(),
+                    channels,
+                )
+            })?;
+            self.plan = Some(plan);
+        }
+        let total_kernel = match &self.total {
+            Some(t) => {
+                assert_eq!(t.channels, channels, "one set of channels per total");
+                Some(self.kernel("total", &[("WG_SIZE", TOTAL_WG_SIZE)])?)
+            }
+            None => None,
+        };
+        let plan = self.plan.as_ref().expect("planned above");
+        let bytes = sample_bytes(&img.samples);
+        let sizes = HistogramPlan::segment_sizes(plan.pixels, plan.geometry.segment_pixels);
+        let mut start = 0u64;
+        for (i, &seg_pixels) in sizes.iter().enumerate() {
+            timings.phase("upload", || {
+                let from = (start * plan.pixel_bytes) as usize;
+                let to = ((start + seg_pixels) * plan.pixel_bytes) as usize;
+                write_padded(gpu, &plan.src, &bytes[from..to]);
+            });
+            let mut batch = gpu.batch(self.timer.as_mut());
+            if i == 0 {
+                batch.clear_buffer(&plan.counts);
+            }
+            plan.record(&mut batch, plan.passes(seg_pixels));
+            if i + 1 == sizes.len() {
+                if let (Some(t), Some(k)) = (&self.total, &total_kernel) {
+                    let p = gpu.upload(
+                        "histogram total params",
+                        Usage::Uniform,
+                        &[TotalParams {
+                            entries: plan.entries,
+                        }],
+                    );
+                    let bind = gpu.bind(k, &[&p, &plan.counts, &t.buffer]);
+                    batch.dispatch(
+                        "histogram total",
+                        k,
+                        &bind,
+                        plan.entries.div_ceil(TOTAL_WG_SIZE),
+                    );
+                }
+            }
+            timings.phase("compute", || batch.submit())?;
+            if let Some(timer) = self.timer.as_mut() {
+                timings.add_passes(&timer.take(gpu)?);
+            }
+            start += seg_pixels;
+        }
+        if let Some(t) = self.total.as_mut() {
+            t.pixels += plan.pixels;
+        }
+        let counts: Vec<u32> = timings.phase("download", || {
+            gpu.read_vec(&plan.counts, plan.entries as usize)
+        })?;
+        Ok(Histogram {
+            channels,
+            bins: plan.bins,
+            pixels: plan.pixels,
+            counts: counts.into_iter().map(u64::from).collect(),
+        })
+    }
+
+    /// The running total so far.
+    pub fn total(&self) -> Result<Histogram> {
+        let t = self.total.as_ref().expect("start_total was called");
+        let entries = self.bins as usize * t.channels.count() as usize;
+        let words: Vec<u32> = self.gpu.read_vec(&t.buffer, 2 * entries)?;
+        Ok(Histogram {
+            channels: t.channels,
+            bins: self.bins,
+            pixels: t.pixels,
+            counts: words
+                .chunks_exact(2)
+                .map(|w| u64::from(w[0]) | u64::from(w[1]) << 32)
+                .collect(),
+        })
+    }
+}
+
+/// The samples as the bytes the GPU reads: 8-bit as they are, 16-bit little-endian.
+pub(super) fn sample_bytes(samples: &Samples) -> Cow<'_, [u8]> {
+    match samples {
+        Samples::U8(s) => Cow::Borrowed(s),
+        Samples::U16(s) if cfg!(target_endian = "little") => Cow::Borrowed(bytemuck::cast_slice(s)),
+        Samples::U16(s) => Cow::Owned(s.iter().flat_map(|v| v.to_le_bytes()).collect()),
+    }
+}
+
+/// Writes `bytes` at the start of `buffer`; a tail short of a word is padded with zeros.
+pub(super) fn write_padded(gpu: &Gpu, buffer: &wgpu::Buffer, bytes: &[u8]) {
+    let whole = bytes.len() / 4 * 4;
+    if whole > 0 {
+        gpu.write_buffer(buffer, 0, &bytes[..whole]);
+    }
+    if whole < bytes.len() {
+        let mut tail = [0u8; 4];
+        tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
+        gpu.write_buffer(buffer, whole as u64, &tail);
+    }
+}

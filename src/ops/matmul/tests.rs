@@ -1,0 +1,63 @@
+//! Unit tests of the tilings and the split.
+
+use super::plan::round4;
+use super::*;
+
+#[test]
+fn configs_fit_the_limits_they_are_chosen_for() {
+    let webgpu = wgpu::Limits::default();
+    assert_eq!(webgpu.max_compute_workgroup_storage_size, 16384);
+    Tunables::SAFE.check(&webgpu).unwrap();
+    assert_eq!(Tunables::for_limits(&webgpu), Tunables::SAFE);
+    let lavapipe = wgpu::Limits {
+        max_compute_workgroup_storage_size: 32768,
+        ..webgpu.clone()
+    };
+    assert_eq!(Tunables::for_limits(&lavapipe), Tunables::FAST_BK8);
+    let nvidia = wgpu::Limits {
+        max_compute_workgroup_storage_size: 49152,
+        max_compute_invocations_per_workgroup: 1024,
+        ..webgpu.clone()
+    };
+    assert_eq!(Tunables::for_limits(&nvidia), Tunables::FAST);
+    assert_eq!(Tunables::FAST.wg_size(), 256);
+    let bad = Tunables {
+        tm: 3,
+        ..Tunables::SAFE
+    };
+    assert!(bad.check(&nvidia).is_err());
+}
+
+#[test]
+fn split_keeps_every_block_within_the_binding() {
+    let a = vec![0.0; 100 * 60];
+    let b = vec![0.0; 60 * 30];
+    let p = Matmul {
+        a: &a,
+        b: &b,
+        dims: Dims {
+            m: 100,
+            n: 30,
+            k: 60,
+        },
+        trans_a: false,
+        trans_b: false,
+        precision: Precision::F32,
+    };
+    let whole = plan_split(&p, Tunables::SAFE, 1 << 20, u64::MAX).unwrap();
+    assert_eq!(
+        whole,
+        Split {
+            mc: 100,
+            nc: 30,
+            kc: 60
+        }
+    );
+    // 1 KiB: 256 f32 per block.
+    let s = plan_split(&p, Tunables::SAFE, 1024, u64::MAX).unwrap();
+    assert!(s.mc * round4(s.kc) * 4 <= 1024, "{s:?}");
+    assert!(s.kc * round4(s.nc) * 4 <= 1024, "{s:?}");
+    assert!(s.mc * round4(s.nc) * 4 <= 1024, "{s:?}");
+    assert!(s.kc < 60 && s.kc.is_multiple_of(4), "{s:?}");
+    assert!(plan_split(&p, Tunables::SAFE, 32, u64::MAX).is_err());
+}

@@ -1,0 +1,295 @@
+//! The matmul tiling ([`Tunables`]) and how `gpukit tune` searches it.
+
+use anyhow::{bail, ensure, Result};
+
+use super::{exact, outside_bound, Dims, Matmul, MatmulPlan, Options, Precision};
+use crate::bench::{self, Case, Unit};
+use crate::gpu::{Engine, Gpu, Timings};
+use crate::tune::{pow2, Level, OpResult, Search, SizeClass, Stage, Tunable};
+
+/// The tiling of the kernel: the single place its sizes are chosen. C is cut into BM x BN
+/// tiles, one per workgroup; each step stages BM x BK of A and BK x BN of B in workgroup
+/// memory (twice: double-buffered); each invocation computes a TM x TN block of its tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tunables {
+    pub bm: u32,
+    pub bn: u32,
+    pub bk: u32,
+    pub tm: u32,
+    pub tn: u32,
+    /// Tile rows a run of consecutive workgroups goes down before moving right (cache reuse).
+    pub group_m: u32,
+}
+
+impl Tunables {
+    /// Fits WebGPU's minimum limits (16 KiB of workgroup storage, 256 invocations), so it
+    /// runs on every adapter: 64 x 64 tiles, 4 x 4 per invocation, 8.5 KiB.
+    pub const SAFE: Tunables = Tunables {
+        bm: 64,
+        bn: 64,
+        bk: 8,
+        tm: 4,
+        tn: 4,
+        group_m: 8,
+    };
+    /// 128 x 128 tiles, 8 x 8 per invocation (64 FMAs per 4 vec4 reads of workgroup memory),
+    /// BK 16: 33 KiB, for adapters with more than 32 KiB of workgroup storage (NVIDIA: 48).
+    pub const FAST: Tunables = Tunables {
+        bm: 128,
+        bn: 128,
+        bk: 16,
+        tm: 8,
+        tn: 8,
+        group_m: 8,
+    };
+    /// [`Tunables::FAST`] with BK 8, 16.5 KiB: for 32 KiB adapters (lavapipe, many iGPUs).
+    pub const FAST_BK8: Tunables = Tunables {
+        bk: 8,
+        ..Tunables::FAST
+    };
+
+    /// The best configuration the adapter's limits allow. A later `gpukit tune` may measure
+    /// instead.
+    pub fn for_limits(limits: &wgpu::Limits) -> Tunables {
+        [Tunables::FAST, Tunables::FAST_BK8]
+            .into_iter()
+            .find(|t| t.check(limits).is_ok())
+            .unwrap_or(Tunables::SAFE)
+    }
+
+    pub fn wg_size(&self) -> u32 {
+        (self.bm / self.tm) * (self.bn / self.tn)
+    }
+
+    /// Workgroup memory: two buffers of each tile, rows padded by one vec4.
+    pub fn workgroup_bytes(&self) -> u32 {
+        2 * self.bk * ((self.bm / 4 + 1) + (self.bn / 4 + 1)) * 16
+    }
+
+    /// Whether the kernel can run this configuration on an adapter with `limits`.
+    pub fn check(&self, limits: &wgpu::Limits) -> Result<()> {
+        let Tunables {
+            bm,
+            bn,
+            bk,
+            tm,
+            tn,
+            group_m,
+        } = *self;
+        ensure!(
+            matches!(tm, 4 | 8) && matches!(tn, 4 | 8),
+            "TM and TN must be 4 or 8"
+        );
+        ensure!(
+            bm % (4 * tm) == 0 && bn % (4 * tn) == 0,
+            "BM and BN must be multiples of 4 TM and 4 TN"
+        );
+        ensure!(bk % 4 == 0 && bk > 0, "BK must be a multiple of 4");
+        ensure!(group_m > 0, "GROUP_M must be positive");
+        let wg = self.wg_size();
+        ensure!(
+            bm.max(bn) * bk / 4 <= 4 * wg,
+            "a tile must take at most 4 vec4 loads per invocation"
+        );
+        ensure!(
+            wg <= limits.max_compute_invocations_per_workgroup
+                && wg <= limits.max_compute_workgroup_size_x,
+            "{wg} invocations per workgroup exceed this adapter's limit"
+        );
+        ensure!(
+            self.workgroup_bytes() <= limits.max_compute_workgroup_storage_size,
+            "{} bytes of workgroup memory exceed this adapter's {}",
+            self.workgroup_bytes(),
+            limits.max_compute_workgroup_storage_size
+        );
+        Ok(())
+    }
+
+    pub(super) fn constants(&self, trans_a: bool, trans_b: bool) -> Vec<(&'static str, f64)> {
+        vec![
+            ("BM", self.bm as f64),
+            ("BN", self.bn as f64),
+            ("BK", self.bk as f64),
+            ("TM", self.tm as f64),
+            ("TN", self.tn as f64),
+            ("WG_SIZE", self.wg_size() as f64),
+            ("GROUP_M", self.group_m as f64),
+            ("A_T", trans_a as u8 as f64),
+            ("B_T", trans_b as u8 as f64),
+        ]
+    }
+}
+
+impl std::fmt::Display for Tunables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}x{}x{} tiles, {}x{} per invocation, group {}",
+            self.bm, self.bn, self.bk, self.tm, self.tn, self.group_m
+        )
+    }
+}
+
+impl Tunable for Tunables {
+    fn default_for(limits: &wgpu::Limits) -> Self {
+        Tunables::for_limits(limits)
+    }
+    fn check(&self, limits: &wgpu::Limits) -> Result<()> {
+        Tunables::check(self, limits)
+    }
+}
+
+/// `gpukit tune matmul`: the tiling on f32 products of 256^3 to 4096^3.
+pub(super) fn tune(
+    engine: &Engine,
+    level: Level,
+    progress: &mut dyn FnMut(&str),
+) -> Result<OpResult> {
+    let Engine::Gpu(gpu) = engine else {
+        bail!("tune measures GPU kernels; the CPU backend has nothing to tune");
+    };
+    Search {
+        engine,
+        gpu,
+        op: "matmul",
+        level,
+        stages: stages(),
+        verify: &mut |t| verify(engine, t),
+        case: &mut |class, _, t| case(gpu, class, t),
+    }
+    .run(&classes(level), progress)
+}
+
+/// n^3 products: 128 quick; 256, 1024 and 4096 in full.
+fn classes(level: Level) -> Vec<SizeClass> {
+    let sizes: &[usize] = if level.quick {
+        &[128]
+    } else {
+        &[256, 1024, 4096]
+    };
+    sizes
+        .iter()
+        .map(|&n| SizeClass::new(n.ilog2(), format!("{n}^3"), (n, n)))
+        .collect()
+}
+
+fn stages() -> Vec<Stage<Tunables>> {
+    vec![
+        Stage {
+            name: "tile",
+            candidates: |best, _, quick| {
+                let shapes: Vec<(u32, u32, u32, u32)> = if quick {
+                    vec![(64, 64, 4, 4), (128, 64, 8, 4)]
+                } else {
+                    pow2(32, 256)
+                        .flat_map(|bm| pow2(32, 256).map(move |bn| (bm, bn)))
+                        .flat_map(|(bm, bn)| {
+                            [(4, 4), (4, 8), (8, 4), (8, 8)].map(|(tm, tn)| (bm, bn, tm, tn))
+                        })
+                        // At least 32 invocations.
+                        .filter(|&(bm, bn, tm, tn)| (bm / tm) * (bn / tn) >= 32)
+                        .collect()
+                };
+                shapes
+                    .into_iter()
+                    .map(|(bm, bn, tm, tn)| Tunables {
+                        bm,
+                        bn,
+                        tm,
+                        tn,
+                        ..*best
+                    })
+                    .collect()
+            },
+        },
+        Stage {
+            name: "depth",
+            candidates: |best, _, quick| {
+                let bks: &[u32] = if quick { &[16] } else { &[4, 8, 16, 32] };
+                bks.iter().map(|&bk| Tunables { bk, ..*best }).collect()
+            },
+        },
+        Stage {
+            name: "order",
+            candidates: |best, _, quick| {
+                let groups: &[u32] = if quick { &[] } else { &[1, 4, 8, 16] };
+                groups
+                    .iter()
+                    .map(|&group_m| Tunables { group_m, ..*best })
+                    .collect()
+            },
+        },
+    ]
+}
+
+/// A 67x45x37 f32 product (no dimension a multiple of a tile), every element within the
+/// documented bound of the exact product.
+fn verify(engine: &Engine, t: &Tunables) -> Result<Option<String>> {
+    let (m, n, k) = (67, 45, 37);
+    let a: Vec<f32> = bench::noise_bytes(m * k, 17)
+        .into_iter()
+        .map(|v| v as f32 / 128.0 - 1.0)
+        .collect();
+    let b: Vec<f32> = bench::noise_bytes(k * n, 19)
+        .into_iter()
+        .map(|v| v as f32 / 128.0 - 1.0)
+        .collect();
+    let p = Matmul {
+        a: &a,
+        b: &b,
+        dims: Dims { m, n, k },
+        trans_a: false,
+        trans_b: false,
+        precision: Precision::F32,
+    };
+    let options = Options {
+        tile: Some(*t),
+        ..Options::DEFAULT
+    };
+    let got = super::run(engine, &p, &options, &mut Timings::default())?;
+    let (want, abs) = exact(&p);
+    let bad = outside_bound(&got, &want, &abs, k);
+    Ok(bad.map(|i| {
+        format!(
+            "C[{}, {}] = {} is outside the bound of the reference {}",
+            i / n,
+            i % n,
+            got[i],
+            want[i]
+        )
+    }))
+}
+
+fn case<'g>(gpu: &'g Gpu, class: &SizeClass, t: &Tunables) -> Result<Case<'g>> {
+    let n = class.dims.0;
+    let (a, b): &(Vec<f32>, Vec<f32>) = class.input(|| {
+        let values = |seed| {
+            bench::noise_bytes(n * n, seed)
+                .into_iter()
+                .map(|v| v as f32 / 128.0 - 1.0)
+                .collect::<Vec<f32>>()
+        };
+        (values(23), values(29))
+    });
+    let dims = Dims { m: n, n, k: n };
+    let p = Matmul {
+        a,
+        b,
+        dims,
+        trans_a: false,
+        trans_b: false,
+        precision: Precision::F32,
+    };
+    let options = Options {
+        tile: Some(*t),
+        ..Options::DEFAULT
+    };
+    let plan = MatmulPlan::new(gpu, &p, &options)?;
+    Ok(Case::gpu(
+        "matmul",
+        format!("f32 {}", class.label),
+        Unit::Tflops,
+        dims.flops(),
+        move |b| plan.record(b),
+    ))
+}

@@ -1,0 +1,218 @@
+//! `scan`: prefix sums, minima and maxima of u32, i32 and f32 arrays of any length.
+//!
+//! Reduce-then-scan over as many levels as the length needs. Per segment of the input:
+//! `scan_reduce` writes the total of each tile of level 0 (the data) as level 1, and so on
+//! until a level fits in one tile; `scan_block` then scans that top level in place, starting
+//! from the segment's carry, and each level below it tile by tile, starting from the tile's
+//! scanned total in the level above. The top level's pass also writes carry + segment total
+//! for the next segment, so segments (inputs larger than one storage binding) chain on the
+//! GPU without a read-back. The data is read twice and written once: 12 bytes per u32.
+//!
+//! Inside a tile, each invocation owns `VEC_PER_THREAD` vec4s, `WG_SIZE` vec4s apart (every
+//! load and store is coalesced), scans each vec4 serially, and the workgroup scans the vec4
+//! totals: with subgroup operations where the adapter has them, else with Blelloch's
+//! work-efficient up-sweep and down-sweep in bank-conflict-free workgroup memory.
+//!
+//! Files: `element` (the element types' arithmetic), `reference` (the CPU reference and the
+//! staged mirror of the GPU passes), `plan` (the GPU passes), `tune`, `bench`.
+
+mod bench;
+mod element;
+mod plan;
+mod reference;
+mod tune;
+
+use std::fmt;
+
+use anyhow::Result;
+
+use crate::gpu::{Engine, Gpu, Timings};
+pub use element::Element;
+pub use plan::{f32_sum_depth, layout_for, subgroups_usable, takes_subgroups, ScanPlan};
+pub use reference::{reduce_tiles, reference, scan_staged_cpu, scan_tiles, Layout, Segment};
+pub use tune::Tunables;
+
+/// `scan` in the registry.
+pub const OP: super::Op = super::Op {
+    name: "scan",
+    bench: bench::cases,
+    tune: Some(tune::tune),
+    shaders: plan::shaders,
+};
+
+/// Invocations per workgroup by default (`Tunables::wg_size`).
+pub const WG_SIZE: u32 = 256;
+/// vec4s each invocation owns per tile by default (`Tunables::vec_per_thread`). Keep in
+/// sync with wgsl/shared/scan_op.wgsl.
+pub const VEC_PER_THREAD: u32 = 4;
+/// Element indices in the shaders are u32 (`4 * vec4 index`), so no segment is longer.
+const MAX_SEGMENT: usize = 1 << 30;
+
+/// The operator of a scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Sum,
+    Min,
+    Max,
+}
+
+impl Op {
+    /// The shaders' `OP` code (wgsl/shared/scan_op.wgsl).
+    pub(super) fn code(self) -> u32 {
+        match self {
+            Op::Sum => 0,
+            Op::Min => 1,
+            Op::Max => 2,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Sum => "sum",
+            Op::Min => "min",
+            Op::Max => "max",
+        }
+    }
+}
+
+/// Whether `out[i]` includes `in[i]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `out[i] = in[0] op ... op in[i-1]`; `out[0]` is the identity.
+    Exclusive,
+    /// `out[i] = in[0] op ... op in[i]`.
+    Inclusive,
+}
+
+/// How the workgroup scans inside a tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// Subgroup operations where the adapter has them, else workgroup memory.
+    Auto,
+    /// Subgroup operations; an error where the adapter has none.
+    Subgroup,
+    /// Workgroup memory only (Blelloch), on any adapter.
+    Workgroup,
+}
+
+impl fmt::Display for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Path::Auto => "auto",
+            Path::Subgroup => "subgroup",
+            Path::Workgroup => "workgroup",
+        })
+    }
+}
+
+/// What to scan with, and how the GPU runs it.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    pub op: Op,
+    pub mode: Mode,
+    pub path: Path,
+    /// The most elements one segment holds. Default (`None`): as many as one storage binding
+    /// and one 2-D dispatch take. Rounded down to whole tiles, at least one; tests lower it to
+    /// reach chained segments with small inputs.
+    pub segment_len: Option<usize>,
+    /// Workgroup size and work per invocation (`gpukit tune` measures them). `None`: the
+    /// tune cache's choice for this adapter and length, else [`Tunables::DEFAULT`].
+    pub tunables: Option<Tunables>,
+}
+
+impl Options {
+    /// Elements per tile: what one workgroup scans.
+    pub fn tile(&self) -> usize {
+        let t = self.tunables();
+        (t.wg_size * t.vec_per_thread * 4) as usize
+    }
+
+    /// The kernels' shape: the one given, else the defaults.
+    pub fn tunables(&self) -> Tunables {
+        self.tunables.unwrap_or(Tunables::DEFAULT)
+    }
+
+    /// These options with the shape settled for `n` elements on `gpu`: the one given, else
+    /// the tune cache's, else the defaults. What [`run`] scans with.
+    pub fn resolved(&self, gpu: &Gpu, n: usize) -> Options {
+        let t = self
+            .tunables
+            .or_else(|| crate::tune::choice(gpu, "scan", n as f64, Tunables::check))
+            .unwrap_or(Tunables::DEFAULT);
+        Options {
+            tunables: Some(t),
+            ..*self
+        }
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            op: Op::Sum,
+            mode: Mode::Exclusive,
+            path: Path::Auto,
+            segment_len: None,
+            tunables: None,
+        }
+    }
+}
+
+/// The element types scan takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Elem {
+    U32,
+    I32,
+    F32,
+}
+
+impl Elem {
+    /// The shaders' `DTYPE` code (wgsl/shared/scan_op.wgsl).
+    pub(super) fn code(self) -> u32 {
+        match self {
+            Elem::U32 => 0,
+            Elem::I32 => 1,
+            Elem::F32 => 2,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Elem::U32 => "u32",
+            Elem::I32 => "i32",
+            Elem::F32 => "f32",
+        }
+    }
+}
+
+/// Scans `data` on the engine, adding wall time per phase and GPU time per pass to
+/// `timings`.
+pub fn run<T: Element>(
+    engine: &Engine,
+    data: &[T],
+    opts: &Options,
+    timings: &mut Timings,
+) -> Result<Vec<T>> {
+    let gpu = match engine {
+        Engine::Cpu => return Ok(timings.phase("compute", || cpu(data, opts))),
+        Engine::Gpu(_) if data.is_empty() => return Ok(Vec::new()),
+        Engine::Gpu(gpu) => gpu,
+    };
+    let opts = opts.resolved(gpu, data.len());
+    let plan = timings.phase("pipeline", || ScanPlan::new::<T>(gpu, data.len(), &opts))?;
+    timings.phase("upload", || plan.upload(gpu, data));
+    gpu.run_timed(timings, plan.passes(), |b, range| {
+        plan.record_passes(b, range)
+    })?;
+    timings.phase("download", || plan.read(gpu))
+}
+
+/// The CPU engine's scan.
+fn cpu<T: Element>(data: &[T], opts: &Options) -> Vec<T> {
+    reference(data, opts.op, opts.mode)
+}
+
+#[cfg(test)]
+mod tests;

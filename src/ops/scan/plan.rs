@@ -1,0 +1,371 @@
+//! The GPU passes of a scan: the kernels (stage file, operator and in-tile path), the
+//! segments and levels of the input, and the bindings of each pass.
+
+use anyhow::{bail, Result};
+
+use super::{Element, Layout, Mode, Options, Path, Tunables, MAX_SEGMENT};
+use crate::gpu::{Batch, Gpu, Kernel, Usage, Variant};
+use crate::shader;
+
+/// Keep in sync with `Params` in wgsl/scan_reduce.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ReduceParams {
+    n: u32,
+}
+
+/// Keep in sync with `Params` in wgsl/scan_block.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct BlockParams {
+    n: u32,
+    inclusive: u32,
+    carry_base: u32,
+    /// `NO_TOTAL` below a segment's top level.
+    total_slot: u32,
+}
+
+const NO_TOTAL: u32 = u32::MAX;
+
+/// The stage files' variant: the in-tile path in the `scan_tile` slot, and VEC_PER_THREAD
+/// (it sizes function-scope arrays, so it is a const).
+fn variant(path: &str, tile_snippet: &'static str, vpt: u32) -> Variant {
+    Variant::consts(format!("{path} vpt{vpt}"), &[("VEC_PER_THREAD", vpt)])
+        .slot("scan_tile", tile_snippet)
+}
+
+/// Every scan kernel and variant, for the shader tests.
+pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
+    use crate::ops::ShaderCase;
+    let mut cases = Vec::new();
+    for (path, snippet) in [
+        ("workgroup", "scan_workgroup"),
+        ("subgroup", "scan_subgroup"),
+    ] {
+        for vpt in [1, 2, 4, 8] {
+            let v = variant(path, snippet, vpt);
+            cases.push(ShaderCase::variant::<ReduceParams>(
+                shader!("scan_reduce"),
+                v.clone(),
+            ));
+            cases.push(ShaderCase::variant::<BlockParams>(shader!("scan_block"), v));
+        }
+    }
+    cases
+}
+
+/// Whether the subgroup path can run here with `wg_size` invocations: the adapter has
+/// subgroups, and they are full (the largest subgroup size divides `wg_size`), which
+/// `lane_position` in wgsl/shared/scan_subgroup.wgsl relies on.
+pub fn subgroups_usable(gpu: &Gpu, wg_size: u32) -> bool {
+    let [min, max] = gpu.features.subgroup_size;
+    gpu.features.subgroups && min > 0 && max <= wg_size && wg_size.is_multiple_of(max)
+}
+
+/// Whether `path` runs on subgroup operations on this adapter.
+pub fn takes_subgroups(gpu: &Gpu, opts: &Options) -> Result<bool> {
+    let usable = subgroups_usable(gpu, opts.tunables().wg_size);
+    Ok(match opts.path {
+        Path::Auto => usable,
+        Path::Workgroup => false,
+        Path::Subgroup if usable => true,
+        Path::Subgroup => bail!(
+            "the subgroup path needs subgroups whose size divides {}; this adapter has {}",
+            opts.tunables().wg_size,
+            if gpu.features.subgroups {
+                format!("sizes {:?}", gpu.features.subgroup_size)
+            } else {
+                "none".into()
+            }
+        ),
+    })
+}
+
+/// The layout `ScanPlan` uses for `n` elements on this adapter: segments as long as one
+/// storage binding and one 2-D dispatch of tiles allow (or `opts.segment_len`), whole tiles.
+pub fn layout_for(gpu: &Gpu, n: usize, opts: &Options) -> Layout {
+    let bytes = gpu
+        .limits
+        .max_storage_buffer_binding_size
+        .min(gpu.limits.max_buffer_size);
+    let by_binding = (bytes / 4) as usize;
+    let tile = opts.tile();
+    let by_dispatch = gpu.dispatch_limit as usize * gpu.dispatch_limit as usize * tile;
+    let max_len = (by_binding.min(by_dispatch).min(MAX_SEGMENT) / tile * tile).max(tile);
+    let segment_len = opts
+        .segment_len
+        .map_or(max_len, |s| (s / tile * tile).clamp(tile, max_len));
+    Layout::new(n, tile, segment_len)
+}
+
+/// The most f32 additions any input passes through on its way into any result of a sum on
+/// `layout` with the kernels shaped by `tunables`; `subgroup_size` is the adapter's
+/// `[min, max]` on the subgroup path, `None` on the workgroup path. Subgroup reductions and scans count as serial (size - 1 additions), the
+/// worst any hardware may do. docs/scan.md derives it and the bound it gives:
+/// `|gpu[i] - exact[i]| <= D u / (1 - D u) * sum(|x[j]|, j <= i)`, `u = 2^-24`.
+pub fn f32_sum_depth(layout: &Layout, tunables: Tunables, subgroup_size: Option<[u32; 2]>) -> u32 {
+    let Tunables {
+        wg_size,
+        vec_per_thread,
+    } = tunables;
+    let levels = layout.segments.first().map_or(1, |s| s.levels.len()) as u32;
+    let segments = layout.segments.len() as u32;
+    // One invocation's share: a vec4 left to right (3), then its vec4 totals in a row.
+    let in_thread = 3 + vec_per_thread;
+    // `reduce`: scan_reduce's depth; `tile`: tile_exclusive's, from a vec4 total to a prefix.
+    let (reduce, tile) = match subgroup_size {
+        // A tree over wg_size; Blelloch's up-sweep and down-sweep over wg_size * vec_per_thread.
+        None => (
+            in_thread + wg_size.ilog2(),
+            2 * (wg_size * vec_per_thread).ilog2(),
+        ),
+        Some([min, max]) => {
+            let subgroups = wg_size / min;
+            let chunks = (vec_per_thread * subgroups).div_ceil(min);
+            // Reduce: subgroup sum, then the subgroups' totals in a row. Scan: a subgroup
+            // scan of the vec4 totals (inclusive = exclusive + own: up to `max`), a subgroup
+            // scan of the subgroup totals with its carry across chunks, and the two combines
+            // that join them.
+            (in_thread + (max - 1) + subgroups, 2 * max + chunks + 2)
+        }
+    };
+    // In scan_block: the vec4 total (3), the tile prefix, + carry (1), the vec4's running sum
+    // (4); the carry itself passes through 5 at every level below the top. Across segments
+    // the chain adds one per segment.
+    (levels - 1) * (reduce + 5) + tile + 8 + segments
+}
+
+enum Stage {
+    Reduce,
+    Block,
+}
+
+struct Pass {
+    label: String,
+    stage: Stage,
+    bind: wgpu::BindGroup,
+    workgroups: u32,
+}
+
+/// A scan with its buffers on the device, recordable many times (for `bench`). It scans in
+/// place: each record scans what the data buffers hold.
+pub struct ScanPlan {
+    reduce: Kernel,
+    block: Kernel,
+    layout: Layout,
+    /// The input, then the result: one buffer per segment.
+    data: Vec<wgpu::Buffer>,
+    passes: Vec<Pass>,
+    subgroups: bool,
+    /// Level totals, the segment chain and the params, held for the bind groups.
+    _held: Vec<wgpu::Buffer>,
+}
+
+/// The reduce and block kernels for `T` and `opts` on `gpu`, and whether they take the
+/// subgroup path.
+fn kernels<T: Element>(gpu: &Gpu, opts: &Options) -> Result<(Kernel, Kernel, bool)> {
+    opts.tunables().check(&gpu.limits)?;
+    let wg = opts.tunables().wg_size;
+    let subgroups = takes_subgroups(gpu, opts)?;
+    let mut constants = vec![
+        ("WG_SIZE", wg as f64),
+        ("OP", opts.op.code() as f64),
+        ("DTYPE", T::ELEM.code() as f64),
+    ];
+    if subgroups {
+        let min = gpu.features.subgroup_size[0];
+        constants.push(("SUBGROUP_MIN", min as f64));
+    }
+    // The in-tile path fills the stage files' `scan_tile` slot; VEC_PER_THREAD sizes
+    // function-scope arrays, so it is a const the variant sets.
+    let (path, tile_snippet) = if subgroups {
+        ("subgroup", "scan_subgroup")
+    } else {
+        ("workgroup", "scan_workgroup")
+    };
+    let bytes = opts
+        .tunables()
+        .workgroup_bytes(subgroups.then_some(gpu.features.subgroup_size[0]));
+    if bytes > gpu.limits.max_compute_workgroup_storage_size {
+        bail!(
+            "scan with {} needs {bytes} bytes of workgroup memory; this adapter has {}",
+            opts.tunables(),
+            gpu.limits.max_compute_workgroup_storage_size
+        );
+    }
+    let variant = variant(path, tile_snippet, opts.tunables().vec_per_thread);
+    let reduce =
+        gpu.kernel_variant(&shader!("scan_reduce"), &variant, "main", &constants, false)?;
+    let block = gpu.kernel_variant(&shader!("scan_block"), &variant, "main", &constants, false)?;
+    Ok((reduce, block, subgroups))
+}
+
+/// The data buffer of each segment, the level totals the segments share, and the chain of
+/// carries between segments.
+struct Buffers<'a> {
+    data: &'a [wgpu::Buffer],
+    totals: &'a [wgpu::Buffer],
+    chain: &'a wgpu::Buffer,
+}
+
+impl Buffers<'_> {
+    /// Every pass, in order: per segment, reductions up the levels, then block scans down
+    /// them. Their params buffers go to `held`.
+    fn passes(
+        &self,
+        gpu: &Gpu,
+        layout: &Layout,
+        mode: Mode,
+        [reduce, block]: [&Kernel; 2],
+        held: &mut Vec<wgpu::Buffer>,
+    ) -> Vec<Pass> {
+        let tile = layout.tile;
+        let mut passes = Vec::new();
+        for (s, seg) in layout.segments.iter().enumerate() {
+            let level_buf = |l: usize| {
+                if l == 0 {
+                    &self.data[s]
+                } else {
+                    &self.totals[l - 1]
+                }
+            };
+            let tiles = |l: usize| seg.levels[l].div_ceil(tile) as u32;
+            let top = seg.levels.len() - 1;
+            for l in 0..top {
+                let params = gpu.upload(
+                    "scan params",
+                    Usage::Uniform,
+                    &[ReduceParams {
+                        n: seg.levels[l] as u32,
+                    }],
+                );
+                passes.push(Pass {
+                    label: format!("scan_reduce.{l}"),
+                    stage: Stage::Reduce,
+                    bind: gpu.bind(reduce, &[&params, level_buf(l), level_buf(l + 1)]),
+                    workgroups: tiles(l),
+                });
+                held.push(params);
+            }
+            for l in (0..=top).rev() {
+                let inclusive = l == 0 && mode == Mode::Inclusive;
+                let (carries, carry_base, total_slot) = if l == top {
+                    (self.chain, s as u32, s as u32 + 1)
+                } else {
+                    (level_buf(l + 1), 0, NO_TOTAL)
+                };
+                let params = gpu.upload(
+                    "scan params",
+                    Usage::Uniform,
+                    &[BlockParams {
+                        n: seg.levels[l] as u32,
+                        inclusive: inclusive as u32,
+                        carry_base,
+                        total_slot,
+                    }],
+                );
+                passes.push(Pass {
+                    label: format!("scan_block.{l}"),
+                    stage: Stage::Block,
+                    bind: gpu.bind(block, &[&params, carries, level_buf(l)]),
+                    workgroups: tiles(l),
+                });
+                held.push(params);
+            }
+        }
+        passes
+    }
+}
+
+impl ScanPlan {
+    /// Builds the pipelines and buffers for `n` elements of `T`.
+    pub fn new<T: Element>(gpu: &Gpu, n: usize, opts: &Options) -> Result<ScanPlan> {
+        let (reduce, block, subgroups) = kernels::<T>(gpu, opts)?;
+        let layout = layout_for(gpu, n, opts);
+        let vec4_bytes = |len: usize| len.div_ceil(4) as u64 * 16;
+        let data: Vec<wgpu::Buffer> = layout
+            .segments
+            .iter()
+            .map(|s| gpu.buffer("scan data", Usage::Storage, vec4_bytes(s.levels[0])))
+            .collect();
+        // Levels 1.. are shared by the segments; the first segment has the longest.
+        let level_lens = layout.segments.first().map_or(&[][..], |s| &s.levels[1..]);
+        let totals: Vec<wgpu::Buffer> = level_lens
+            .iter()
+            .map(|&len| gpu.buffer("scan totals", Usage::Storage, vec4_bytes(len)))
+            .collect();
+        // chain[s] is the carry into segment s; chain[0] stays the identity.
+        let identity: u32 = bytemuck::cast(T::identity(opts.op));
+        let chain = gpu.upload(
+            "scan chain",
+            Usage::Storage,
+            &vec![identity; layout.segments.len() + 1],
+        );
+
+        let mut held = Vec::new();
+        let bufs = Buffers {
+            data: &data,
+            totals: &totals,
+            chain: &chain,
+        };
+        let passes = bufs.passes(gpu, &layout, opts.mode, [&reduce, &block], &mut held);
+        held.extend(totals);
+        held.push(chain);
+        Ok(ScanPlan {
+            reduce,
+            block,
+            layout,
+            data,
+            passes,
+            subgroups,
+            _held: held,
+        })
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Whether the in-tile scan uses subgroup operations.
+    pub fn uses_subgroups(&self) -> bool {
+        self.subgroups
+    }
+
+    /// Copies the input into the segments' buffers.
+    pub fn upload<T: Element>(&self, gpu: &Gpu, input: &[T]) {
+        for (seg, buf) in self.layout.segments.iter().zip(&self.data) {
+            let part = &input[seg.start..seg.start + seg.levels[0]];
+            gpu.write_buffer(buf, 0, bytemuck::cast_slice(part));
+        }
+    }
+
+    /// Passes in all (see [`Layout::passes`]).
+    pub fn passes(&self) -> u64 {
+        self.passes.len() as u64
+    }
+
+    /// Records every pass.
+    pub fn record(&self, batch: &mut Batch) {
+        self.record_passes(batch, 0..self.passes());
+    }
+
+    /// Records passes `range`, in order.
+    pub fn record_passes(&self, batch: &mut Batch, range: std::ops::Range<u64>) {
+        for p in &self.passes[range.start as usize..range.end as usize] {
+            let kernel = match p.stage {
+                Stage::Reduce => &self.reduce,
+                Stage::Block => &self.block,
+            };
+            batch.dispatch(&p.label, kernel, &p.bind, p.workgroups);
+        }
+    }
+
+    /// The result, after a recorded batch ran.
+    pub fn read<T: Element>(&self, gpu: &Gpu) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        for (seg, buf) in self.layout.segments.iter().zip(&self.data) {
+            out.extend(gpu.read_vec::<T>(buf, seg.levels[0])?);
+        }
+        Ok(out)
+    }
+}

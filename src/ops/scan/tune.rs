@@ -1,0 +1,190 @@
+//! The scan kernels' shape (workgroup size, vec4s per invocation) and how `gpukit tune`
+//! searches it.
+
+use std::fmt;
+
+use anyhow::{bail, Result};
+
+use super::{reference, Mode, Op, Options, ScanPlan, VEC_PER_THREAD, WG_SIZE};
+use crate::bench::{self, Case, Unit};
+use crate::gpu::{Engine, Gpu, Timings};
+use crate::tune::{max_invocations, pow2, Level, OpResult, Search, SizeClass, Stage, Tunable};
+
+/// The shape of the scan kernels' work, which `gpukit tune` chooses per adapter and size.
+/// Results are the same for every choice (within docs/scan.md's bound for f32 sums, which
+/// depends on it through [`super::f32_sum_depth`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tunables {
+    /// Invocations per workgroup (the shaders' `WG_SIZE`): a power of two from 4 to the
+    /// adapter's limit.
+    pub wg_size: u32,
+    /// vec4s each invocation owns per tile (the shaders' `VEC_PER_THREAD`, a generated
+    /// constant): 1, 2, 4 or 8. A tile is `wg_size * vec_per_thread` vec4s.
+    pub vec_per_thread: u32,
+}
+
+impl Tunables {
+    /// The defaults, measured on an H200 (2^28 u32 at 220 Gelem/s) and valid everywhere.
+    pub const DEFAULT: Tunables = Tunables {
+        wg_size: WG_SIZE,
+        vec_per_thread: VEC_PER_THREAD,
+    };
+
+    /// Whether the kernels can run this choice on an adapter with `limits`.
+    pub fn check(&self, limits: &wgpu::Limits) -> Result<()> {
+        let wg = self.wg_size;
+        let max_wg = limits
+            .max_compute_invocations_per_workgroup
+            .min(limits.max_compute_workgroup_size_x);
+        if !wg.is_power_of_two() || wg < 4 || wg > max_wg {
+            bail!("scan workgroup size {wg} is not a power of two from 4 to {max_wg}");
+        }
+        if !matches!(self.vec_per_thread, 1 | 2 | 4 | 8) {
+            bail!(
+                "scan vec4s per invocation must be 1, 2, 4 or 8, not {}",
+                self.vec_per_thread
+            );
+        }
+        Ok(())
+    }
+
+    /// Workgroup memory of the in-tile scan: one total per subgroup and vec4 on the subgroup
+    /// path (`subgroup_min` the adapter's smallest subgroup), Blelloch's padded tree of every
+    /// vec4 total on the workgroup path. Keep in sync with wgsl/shared/scan_*.wgsl.
+    pub fn workgroup_bytes(&self, subgroup_min: Option<u32>) -> u32 {
+        let totals = self.wg_size * self.vec_per_thread;
+        4 * match subgroup_min {
+            Some(min) => totals / min,
+            None => totals + (totals >> 5),
+        }
+    }
+}
+
+impl fmt::Display for Tunables {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "wg={} vec4s={}", self.wg_size, self.vec_per_thread)
+    }
+}
+
+impl Tunable for Tunables {
+    fn default_for(_: &wgpu::Limits) -> Self {
+        Tunables::DEFAULT
+    }
+    fn check(&self, limits: &wgpu::Limits) -> Result<()> {
+        Tunables::check(self, limits)
+    }
+}
+
+/// `gpukit tune scan`: the kernels' shape on 2^16 to 2^28 u32.
+pub(super) fn tune(
+    engine: &Engine,
+    level: Level,
+    progress: &mut dyn FnMut(&str),
+) -> Result<OpResult> {
+    let Engine::Gpu(gpu) = engine else {
+        bail!("tune measures GPU kernels; the CPU backend has nothing to tune");
+    };
+    Search {
+        engine,
+        gpu,
+        op: "scan",
+        level,
+        stages: stages(),
+        verify: &mut |t| verify(engine, t),
+        case: &mut |class, _, t| case(gpu, class, t),
+    }
+    .run(&classes(gpu, level), progress)
+}
+
+/// Elements: 2^16 quick; 2^16, 2^20, 2^24 and (where a 1 GiB buffer fits) 2^28 in full.
+fn classes(gpu: &Gpu, level: Level) -> Vec<SizeClass> {
+    let logs: Vec<u32> = if level.quick {
+        vec![16]
+    } else if gpu.limits.max_buffer_size >= 1 << 30 {
+        vec![16, 20, 24, 28]
+    } else {
+        vec![16, 20, 24]
+    };
+    logs.into_iter()
+        .map(|l| SizeClass::new(l, format!("2^{l}"), (1 << l, 1)))
+        .collect()
+}
+
+fn stages() -> Vec<Stage<Tunables>> {
+    vec![Stage {
+        name: "shape",
+        candidates: |_, limits, quick| {
+            let shapes: Vec<(u32, u32)> = if quick {
+                vec![(128, 4), (512, 2)]
+            } else {
+                pow2(32, max_invocations(limits))
+                    .flat_map(|wg| pow2(1, 8).map(move |v| (wg, v)))
+                    .collect()
+            };
+            shapes
+                .into_iter()
+                .map(|(wg_size, vec_per_thread)| Tunables {
+                    wg_size,
+                    vec_per_thread,
+                })
+                .collect()
+        },
+    }]
+}
+
+/// An exclusive u32 sum of 2.5 tiles in segments of two tiles (two levels, two chained
+/// segments, a partial tile), element for element against the CPU reference.
+fn verify(engine: &Engine, t: &Tunables) -> Result<Option<String>> {
+    let opts = Options {
+        tunables: Some(*t),
+        ..Options::default()
+    };
+    let tile = opts.tile();
+    let opts = Options {
+        segment_len: Some(2 * tile),
+        ..opts
+    };
+    let data: Vec<u32> = bench::noise_bytes(5 * tile / 2 + 3, 13)
+        .into_iter()
+        .map(u32::from)
+        .collect();
+    let got = super::run(engine, &data, &opts, &mut Timings::default())?;
+    let want = reference(&data, Op::Sum, Mode::Exclusive);
+    Ok((got != want).then(|| "sums differ from the CPU reference".into()))
+}
+
+fn case<'g>(gpu: &'g Gpu, class: &SizeClass, t: &Tunables) -> Result<Case<'g>> {
+    let n = class.dims.0;
+    let opts = Options {
+        tunables: Some(*t),
+        ..Options::default()
+    };
+    let plan = ScanPlan::new::<u32>(gpu, n, &opts)?;
+    if plan.layout().passes() > bench::MAX_PASSES as usize {
+        bail!("more passes than one timed batch holds");
+    }
+    let data: &Vec<u32> = class.input(|| (0..n as u32).map(|i| i % 1000).collect());
+    plan.upload(gpu, data);
+    Ok(Case::gpu(
+        "scan",
+        format!("u32 sum {}", class.label),
+        Unit::Gelemps,
+        n as f64,
+        move |b| plan.record(b),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidate_spaces_fit_the_limits_and_hold_the_defaults() {
+        let limits = wgpu::Limits::default();
+        for s in stages() {
+            let c = (s.candidates)(&Tunables::DEFAULT, &limits, false);
+            assert!(c.contains(&Tunables::DEFAULT));
+            assert!(c.iter().all(|t| t.wg_size <= 256));
+        }
+    }
+}

@@ -1,0 +1,104 @@
+// blur_box: one pass of a box blur (see shared/blur_pass.wgsl).
+
+// import: blur_pass
+
+// ---- box: a sliding window carried along each line, chunk by chunk -------------------------
+// Set per pipeline from `Tunables` in src/ops/blur/tune.rs (these are its defaults). BOX_PPT sizes
+// a function-scope array, so it is a const that the host rewrites per variant.
+override BOX_ROWS: u32 = 8u; // lines per workgroup
+override BOX_TPL: u32 = 8u; // threads per line
+const BOX_PPT: u32 = 4u; // positions per thread per chunk
+override BOX_CH: u32 = BOX_TPL * BOX_PPT; // positions per chunk
+override BOX_WG: u32 = BOX_ROWS * BOX_TPL;
+// The transposition tile, one vec4 of padding a line so that reading it across lines is
+// free of bank conflicts.
+override BOX_TILE_STRIDE: u32 = BOX_CH + 1u;
+override BOX_OUT_LEN: u32 = BOX_ROWS * BOX_TILE_STRIDE;
+
+var<workgroup> sh_tot: array<vec4<u32>, BOX_WG>;
+var<workgroup> sh_carry: array<vec4<u32>, BOX_ROWS>;
+var<workgroup> sh_out: array<vec4<u32>, BOX_OUT_LEN>;
+
+// Window sums S(x) = S(x-1) + e(x+r) - e(x-r-1) over the clamped line e, in wrapping u32
+// arithmetic: the true S always fits (the host checks), so the wrapped result is exact. The
+// cost per output is two loads whatever the radius.
+@compute @workgroup_size(BOX_WG)
+fn box_pass(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let wk = work(wid, nwg, BOX_ROWS);
+    let line0 = wk.line0;
+    if wk.start >= wk.end {
+        return;
+    }
+    let row = lid / BOX_TPL;
+    let t = lid % BOX_TPL;
+    let line = line0 + row;
+    let in_range = line < params.lines;
+    let r = i32(params.radius);
+    let len = i32(params.len);
+
+    // S at the segment's start - 1: the in-line part summed by the line's threads, the clamped
+    // parts as counts times the edge samples.
+    let c = i32(wk.start) - 1;
+    let lo = c - r;
+    let hi = c + r;
+    var part = vec4<u32>(0u);
+    if in_range {
+        for (var j = max(lo, 0) + i32(t); j <= min(hi, len - 1); j += i32(BOX_TPL)) {
+            part += load(line, j);
+        }
+        if t == 0u {
+            let left = max(0, min(hi, -1) - lo + 1);
+            let right = max(0, hi - max(lo, len) + 1);
+            part += u32(left) * load(line, 0) + u32(right) * load(line, len - 1);
+        }
+    }
+    sh_tot[lid] = part;
+    workgroupBarrier();
+    if t == 0u {
+        var s = vec4<u32>(0u);
+        for (var k = 0u; k < BOX_TPL; k++) {
+            s += sh_tot[row * BOX_TPL + k];
+        }
+        sh_carry[row] = s;
+    }
+    workgroupBarrier();
+
+    for (var c0 = wk.start; c0 < wk.end; c0 += BOX_CH) {
+        var local: array<vec4<u32>, BOX_PPT>;
+        var run = vec4<u32>(0u);
+        for (var i = 0u; i < BOX_PPT; i++) {
+            let x = i32(c0 + t * BOX_PPT + i);
+            if in_range && x < i32(wk.end) {
+                run += load(line, x + r) - load(line, x - r - 1);
+            }
+            local[i] = run;
+        }
+        sh_tot[lid] = run;
+        workgroupBarrier();
+        var excl = sh_carry[row];
+        for (var k = 0u; k < t; k++) {
+            excl += sh_tot[row * BOX_TPL + k];
+        }
+        for (var i = 0u; i < BOX_PPT; i++) {
+            sh_out[row * BOX_TILE_STRIDE + t * BOX_PPT + i] = finish(excl + local[i]);
+        }
+        let carry = excl + run;
+        workgroupBarrier();
+        if t == BOX_TPL - 1u {
+            sh_carry[row] = carry;
+        }
+        // Transposed store: consecutive threads take consecutive lines of one position.
+        for (var k = 0u; k < BOX_PPT; k++) {
+            let flat = k * BOX_WG + lid;
+            let p = flat / BOX_ROWS;
+            let rr = flat % BOX_ROWS;
+            if c0 + p < wk.end && line0 + rr < params.lines {
+                store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_out[rr * BOX_TILE_STRIDE + p]);
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+// blur_gauss: one pass of a gaussian blur (see shared/blur_pass.wgsl).
+
+// import: blur_pass
+
+// ---- gaussian: each chunk plus its halo staged in workgroup memory --------------------------
+// Keep in sync with GAUSS_PPT, `Tunables` and the G_* constants set in src/ops/blur/plan.rs.
+override GAUSS_TPL: u32 = 32u; // threads per line
+const GAUSS_PPT: u32 = 2u;
+override GAUSS_CH: u32 = GAUSS_TPL * GAUSS_PPT;
+override G_ROWS: u32 = 4u; // lines per workgroup
+override G_WG: u32 = 128u; // G_ROWS * GAUSS_TPL
+override G_IN_LEN: u32 = 1u; // G_ROWS * gauss_stride(GAUSS_CH + 2r), in staged elements
+override G_OUT_LEN: u32 = 260u; // G_ROWS * (GAUSS_CH + 1): padded like the box tile
+override G_TAPS: u32 = 1u; // 2r + 1
+
+// Staged samples keep the input's packing, so a tap reads as few workgroup-memory bytes as
+// possible (the loads, not the multiplies, bound this kernel): a word per 8-bit pixel, a
+// pair of words per 16-bit one, a vec4 for the wide format. Only the array of the pass's
+// input format has G_IN_LEN elements.
+var<workgroup> sh_in8: array<u32, select(1u, G_IN_LEN, IN_FMT == FMT_PACK8)>;
+var<workgroup> sh_in16: array<vec2<u32>, select(1u, G_IN_LEN, IN_FMT == FMT_PACK16)>;
+var<workgroup> sh_in32: array<vec4<u32>, select(1u, G_IN_LEN, IN_FMT == FMT_WIDE)>;
+var<workgroup> sh_gout: array<vec4<u32>, G_OUT_LEN>;
+
+fn stage(i: u32, v: vec4<u32>) {
+    if IN_FMT == FMT_PACK8 {
+        // Premultiplied 8-bit samples are still at most 255.
+        sh_in8[i] = pack8(v);
+    } else if IN_FMT == FMT_PACK16 {
+        sh_in16[i] = pack16(v);
+    } else {
+        sh_in32[i] = v;
+    }
+}
+
+fn staged(i: u32) -> vec4<u32> {
+    if IN_FMT == FMT_PACK8 {
+        return unpack8(sh_in8[i]);
+    } else if IN_FMT == FMT_PACK16 {
+        return unpack16(sh_in16[i]);
+    }
+    return sh_in32[i];
+}
+
+// Staged sample j of a line sits at skew(j), one element of padding every 128 bytes (32
+// words, 16 pairs or 8 vec4s): a thread's outputs start 2 samples after its neighbour's, and
+// unpadded, lanes half a warp apart would hit the same banks. A line of `width` samples takes
+// gauss_stride(width) elements. Keep in sync with `gauss_stride` in src/ops/blur/plan.rs.
+fn skew(j: u32) -> u32 {
+    if IN_FMT == FMT_PACK8 {
+        return j + (j >> 5u);
+    } else if IN_FMT == FMT_PACK16 {
+        return j + (j >> 4u);
+    }
+    return j + (j >> 3u);
+}
+
+fn gauss_stride(width: u32) -> u32 {
+    return skew(width) + 1u;
+}
+
+@compute @workgroup_size(G_WG)
+fn gauss_pass(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let wk = work(wid, nwg, G_ROWS);
+    let line0 = wk.line0;
+    if wk.start >= wk.end {
+        return;
+    }
+    let row = lid / GAUSS_TPL;
+    let t = lid % GAUSS_TPL;
+    // The pipeline's constant, not the uniform's radius: a loop bound the compiler knows
+    // lets it unroll the taps and issue their workgroup-memory loads ahead of the sums.
+    let taps = G_TAPS;
+    let width = GAUSS_CH + taps - 1u;
+    let stride = gauss_stride(width);
+    for (var c0 = wk.start; c0 < wk.end; c0 += GAUSS_CH) {
+        // Stage the chunk and its halo, positions c0 - r .. c0 + CH + r - 1, of every line.
+        for (var k = lid; k < G_ROWS * width; k += G_WG) {
+            let rr = k / width;
+            let j = k % width;
+            var v = vec4<u32>(0u);
+            if line0 + rr < params.lines {
+                v = load(line0 + rr, i32(c0 + j) - i32(params.radius));
+            }
+            stage(rr * stride + skew(j), v);
+        }
+        workgroupBarrier();
+        // A thread's two adjacent outputs share all but one staged sample: each is loaded
+        // once (GAUSS_PPT is 2).
+        let rb = row * stride;
+        let p0 = t * GAUSS_PPT;
+        var s0 = vec4<u32>(0u);
+        var s1 = vec4<u32>(0u);
+        var prev = staged(rb + skew(p0));
+        for (var k = 0u; k < taps; k++) {
+            let next = staged(rb + skew(p0 + k + 1u));
+            let w = weight(k);
+            s0 += w * prev;
+            s1 += w * next;
+            prev = next;
+        }
+        sh_gout[row * (GAUSS_CH + 1u) + t * GAUSS_PPT] = finish(s0);
+        sh_gout[row * (GAUSS_CH + 1u) + t * GAUSS_PPT + 1u] = finish(s1);
+        workgroupBarrier();
+        for (var k = lid; k < G_ROWS * GAUSS_CH; k += G_WG) {
+            let p = k / G_ROWS;
+            let rr = k % G_ROWS;
+            if c0 + p < wk.end && line0 + rr < params.lines {
+                store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_gout[rr * (GAUSS_CH + 1u) + p]);
+            }
+        }
+    }
+}

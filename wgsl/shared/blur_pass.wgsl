@@ -1,0 +1,166 @@
+// blur_pass: what every blur kernel shares: the pass's parameters and bindings, the pixel
+// formats, the arithmetic of a pass (set per pipeline), and loading, finishing and storing a
+// sample. A pass blurs along lines (rows of its input) and writes its result transposed, so
+// the same kernel does the horizontal pass and then, on its own output, the vertical one.
+// Integer arithmetic throughout: results are bit-identical to the CPU reference in
+// src/ops/blur/reference.rs on every adapter.
+
+// Keep in sync with `PassParams` in src/ops/blur/plan.rs.
+struct Params {
+    // Lines in this pass and samples per line (the clamp domain).
+    lines: u32,
+    len: u32,
+    // Positions [out_start, out_end) of every line are written.
+    out_start: u32,
+    out_end: u32,
+    // Word offset of line 0 in src, and pixels between lines.
+    in_base: u32,
+    in_line_stride: u32,
+    // Word offset of the first output, and pixels between consecutive positions of a line in
+    // dst (lines are adjacent there: the output is transposed).
+    out_base: u32,
+    out_pos_stride: u32,
+    radius: u32,
+    // Positions per workgroup: a line is split into segments of this length, each walked by
+    // its own workgroup, so that short images still fill the GPU.
+    seg_len: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+// The arithmetic is fixed per pipeline, so that every division is by a constant (which
+// drivers turn into a multiply and a shift). Each sum S becomes (S * MUL + ADD) / DIV.
+override MUL: u32 = 1u;
+override ADD: u32 = 0u;
+override DIV: u32 = 1u;
+// 255 or 65535.
+override MAX_VALUE: u32 = 255u;
+// Multiply colour by alpha on load (the first pass); divide it out on store (the last).
+override PREMULTIPLY: bool = false;
+override UNPREMULTIPLY: bool = false;
+// 1 (gray+alpha) or 3 (RGBA).
+override ALPHA_LANE: u32 = 3u;
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+// Gaussian weights w[0..=2r], summing to a power of two, four to a vec4 (uniform arrays
+// have 16-byte elements): a uniform, so that an unrolled tap loop reads them as constants.
+// 251 vec4s hold 1001 taps, radius 500 (keep in sync with MAX_GAUSS_RADIUS).
+@group(0) @binding(3) var<uniform> weights: array<vec4<u32>, 251>;
+
+fn weight(k: u32) -> u32 {
+    return weights[k >> 2u][k & 3u];
+}
+
+// Pixel formats: 8-bit lanes packed in one word, 16-bit lanes in two words, or one word per
+// lane. Between the passes 8-bit images use the 16-bit format (their fixed-point values stay
+// below 65536), 16-bit images the one-word format.
+const FMT_PACK8: u32 = 0u;
+const FMT_PACK16: u32 = 1u;
+const FMT_WIDE: u32 = 2u;
+override IN_FMT: u32 = 0u;
+override OUT_FMT: u32 = 2u;
+
+fn unpack8(w: u32) -> vec4<u32> {
+    return vec4<u32>(w & 0xffu, (w >> 8u) & 0xffu, (w >> 16u) & 0xffu, w >> 24u);
+}
+
+fn pack8(v: vec4<u32>) -> u32 {
+    return v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
+}
+
+fn unpack16(p: vec2<u32>) -> vec4<u32> {
+    return vec4<u32>(p.x & 0xffffu, p.x >> 16u, p.y & 0xffffu, p.y >> 16u);
+}
+
+fn pack16(v: vec4<u32>) -> vec2<u32> {
+    return vec2<u32>(v.x | (v.y << 16u), v.z | (v.w << 16u));
+}
+
+fn read_px(word: u32) -> vec4<u32> {
+    if IN_FMT == FMT_PACK8 {
+        return unpack8(src[word]);
+    } else if IN_FMT == FMT_PACK16 {
+        return unpack16(vec2<u32>(src[word], src[word + 1u]));
+    }
+    return vec4<u32>(src[word], src[word + 1u], src[word + 2u], src[word + 3u]);
+}
+
+fn words_per_px(fmt: u32) -> u32 {
+    return select(select(1u, 2u, fmt == FMT_PACK16), 4u, fmt == FMT_WIDE);
+}
+
+// The lines and the segment [start, end) of them that workgroup `wg` handles; start >= end
+// for the spare workgroups of a 2-D grid.
+struct Work {
+    line0: u32,
+    start: u32,
+    end: u32,
+}
+
+fn work(wid: vec3<u32>, nwg: vec3<u32>, rows: u32) -> Work {
+    let wg = workgroup_index(wid, nwg);
+    let groups = (params.lines + rows - 1u) / rows;
+    let start = params.out_start + (wg / groups) * params.seg_len;
+    return Work((wg % groups) * rows, start, min(params.out_end, start + params.seg_len));
+}
+
+// Sample `pos` of `line`, the position clamped to the line (edges repeat).
+fn load(line: u32, pos: i32) -> vec4<u32> {
+    let p = u32(clamp(pos, 0, i32(params.len) - 1));
+    let v = read_px(params.in_base + (line * params.in_line_stride + p) * words_per_px(IN_FMT));
+    if !PREMULTIPLY {
+        return v;
+    }
+    // Colour times alpha over the maximum, rounded: (c * a + max / 2) / max.
+    let a = v[ALPHA_LANE];
+    var out = (v * a + vec4<u32>(MAX_VALUE / 2u)) / MAX_VALUE;
+    out[ALPHA_LANE] = a;
+    return out;
+}
+
+fn finish(s: vec4<u32>) -> vec4<u32> {
+    return (s * MUL + vec4<u32>(ADD)) / DIV;
+}
+
+fn store(index: u32, value: vec4<u32>) {
+    var v = value;
+    if UNPREMULTIPLY {
+        // Colour back from premultiplied: (c * max + a / 2) / a, at most max; 0 where a = 0.
+        let a = v[ALPHA_LANE];
+        if a == 0u {
+            v = vec4<u32>(0u);
+        } else {
+            let x = v * MAX_VALUE + vec4<u32>(a / 2u);
+            var q: vec4<u32>;
+            if MAX_VALUE == 255u {
+                // x < 2^24: f32 holds x and a exactly and its quotient is within 1 of x / a;
+                // one integer correction each way makes it exact (and cheaper than a u32
+                // division by a variable).
+                q = vec4<u32>(vec4<f32>(x) / f32(a));
+                q = select(q, q - 1u, q * a > x);
+                q = select(q, q + 1u, x - q * a >= vec4<u32>(a));
+            } else {
+                q = x / a;
+            }
+            v = min(q, vec4<u32>(MAX_VALUE));
+            v[ALPHA_LANE] = a;
+        }
+    }
+    let word = params.out_base + index * words_per_px(OUT_FMT);
+    if OUT_FMT == FMT_PACK8 {
+        dst[word] = pack8(v);
+    } else if OUT_FMT == FMT_PACK16 {
+        let p = pack16(v);
+        dst[word] = p.x;
+        dst[word + 1u] = p.y;
+    } else {
+        dst[word] = v.x;
+        dst[word + 1u] = v.y;
+        dst[word + 2u] = v.z;
+        dst[word + 3u] = v.w;
+    }
+}
+
+// import: grid
