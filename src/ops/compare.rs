@@ -644,7 +644,7 @@ impl<'g> CompareGpu<'g> {
         };
         for (i, s) in plan.strips.iter().enumerate() {
             timings.phase("upload", || plan.upload(gpu, s, &bytes_a, &bytes_b));
-            gpu.run_timed(timings, 1, |batch| plan.record(batch, i))?;
+            gpu.run_timed(timings, 1, |batch, _| plan.record(batch, i))?;
             let pixels = u64::from(s.rows) * u64::from(w);
             let words: Vec<u32> = timings.phase("download", || {
                 gpu.read_vec(&plan.partials, s.groups as usize * PART_WORDS)
