@@ -133,11 +133,12 @@ impl BlurArgs {
 pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     let params = args.params()?;
     let jobs = args.jobs()?;
+    let read = ctx.read_options();
+    let load = |path: &Path| img_io::load_with(path, &read).map(|d| ctx.accept(path, d));
     let mut timings = Timings::default();
     // The first input decodes while the device opens.
-    let (engine, first) = ctx.engine_alongside(&mut timings, |t| {
-        t.phase("decode", || img_io::load(&jobs[0].0))
-    });
+    let (engine, first) =
+        ctx.engine_alongside(&mut timings, |t| t.phase("decode", || load(&jobs[0].0)));
     let engine = engine?;
     let tuned = ctx.tuned(&engine);
     let mut first = Some(first);
@@ -153,7 +154,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         };
         let decoded = first.take();
         let job = (input.as_path(), output.as_path(), decoded);
-        if let Err(e) = blur_file(&engine, job, &params, &options, &mut timings) {
+        if let Err(e) = blur_file(&engine, job, &load, &params, &options, &mut timings) {
             bar.suspend(|| eprintln!("{} {e:#}", term::error_prefix()));
             failed += 1;
         }
@@ -174,6 +175,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
 fn blur_file(
     engine: &crate::gpu::Engine,
     (input, output, decoded): (&Path, &Path, Option<Result<Image>>),
+    load: &dyn Fn(&Path) -> Result<Image>,
     params: &BlurParams,
     options: &dyn Fn(usize) -> blur::GpuOptions,
     timings: &mut Timings,
@@ -183,7 +185,7 @@ fn blur_file(
     let pending = PendingFile::create(output)?;
     let image: Image = match decoded {
         Some(image) => image?,
-        None => timings.phase("decode", || img_io::load(input))?,
+        None => timings.phase("decode", || load(input))?,
     };
     img_io::check_layout(output, format, image.channels, image.bit_depth())?;
     let blurred = blur::blur_with(engine, &image, params, options(image.pixels()), timings)

@@ -186,15 +186,17 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     let mut status = Status::Success;
     let fail = |err: &anyhow::Error| eprintln!("{} {err:#}", term::error_prefix());
 
-    // Headers: every input's bit depth against --bins, and the channels a sum needs.
+    // Headers: every input's bit depth against --bins, and the channels a sum needs. A pipe
+    // is read whole here (it can be read only once) and its bytes kept for the decode.
+    let read = ctx.read_options();
     let mut headers = Vec::new();
     timings.phase("probe", || -> Result<()> {
         for path in &inputs {
-            match image::probe(path) {
-                Ok(h) => {
-                    check_bins(args.bins, h.bit_depth)
+            match image::Source::open(path, &read) {
+                Ok(source) => {
+                    check_bins(args.bins, source.header().bit_depth)
                         .with_context(|| path.display().to_string())?;
-                    headers.push((path, h));
+                    headers.push((path, source.header(), Some(source)));
                 }
                 Err(e) => {
                     fail(&e);
@@ -206,7 +208,7 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     })?;
     let shared = headers
         .iter()
-        .map(|(_, h)| Channels::of(h.channels, args.alpha))
+        .map(|(_, h, _)| Channels::of(h.channels, args.alpha))
         .reduce(Channels::union);
     let shared = match shared {
         Some(c) if args.sum || args.plot.is_some() => Some(c),
@@ -215,10 +217,14 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
 
     // The device opens (tens of milliseconds, more on software adapters) while the first
     // input decodes.
+    let decode = |path: &std::path::Path, source: Option<image::Source>| {
+        let source = source.expect("each input is decoded once");
+        source.decode(&read).map(|d| ctx.accept(path, d))
+    };
     let (engine, mut first) = ctx.engine_alongside(&mut timings, |t| {
         headers
-            .first()
-            .map(|(path, _)| t.phase("decode", || image::load(path)))
+            .first_mut()
+            .map(|(path, _, source)| t.phase("decode", || decode(path, source.take())))
     });
     let engine = engine?;
     if let (Engine::Gpu(gpu), Some(_)) = (&engine, &plot) {
@@ -241,17 +247,20 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
     let bar = term::progress(headers.len() as u64, hide);
     let mut reports = Vec::new();
-    for (path, header) in &headers {
+    for (path, header, source) in &mut headers {
         bar.set_message(path.display().to_string());
         let result = (|| -> Result<Histogram> {
             let img = match first.take() {
                 Some(img) => img?,
-                None => timings.phase("decode", || image::load(path))?,
+                None => timings.phase("decode", || decode(path, source.take()))?,
             };
             let own = Channels::of(img.channels, args.alpha);
             let channels = shared.unwrap_or(own);
             if channels.union(own) != channels {
-                anyhow::bail!("its header and its pixels disagree on the layout");
+                anyhow::bail!(
+                    "{}: its header and its pixels disagree on the layout",
+                    path.display()
+                );
             }
             if let Engine::Gpu(gpu) = &engine {
                 let tunables = bar
@@ -262,7 +271,9 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
                     .unwrap_or_else(|| crate::ops::histogram::Tunables::default_for(&gpu.limits));
                 hist.set_tunables(tunables);
             }
+            // Decode errors name the file already; the histogram's are given its name.
             hist.histogram(&img, channels, &mut timings)
+                .with_context(|| path.display().to_string())
         })();
         match result {
             Ok(h) => reports.push(Report {
@@ -271,11 +282,9 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
                 hist: h,
             }),
             // A usage error (bins against the decoded depth) ends the run.
-            Err(e) if Status::of_error(&e) == Status::Usage => {
-                return Err(e.context(path.display().to_string()))
-            }
+            Err(e) if Status::of_error(&e) == Status::Usage => return Err(e),
             Err(e) => {
-                fail(&e.context(path.display().to_string()));
+                fail(&e);
                 status = Status::Failure;
             }
         }
