@@ -8,6 +8,7 @@ mod cli;
 mod copy;
 mod devices;
 mod histogram;
+mod input;
 mod matmul;
 mod scan;
 mod tune;

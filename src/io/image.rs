@@ -410,7 +410,10 @@ fn kind_of(bytes: &[u8], path: &Path) -> Result<Kind> {
     if bytes.is_empty() {
         bail!("empty file");
     }
+    // BigTIFF (version 43) is TIFF to the tiff crate, though image's sniffing misses it.
+    let bigtiff = bytes.starts_with(b"II\x2b\x00") || bytes.starts_with(b"MM\x00\x2b");
     let format = match image::guess_format(bytes) {
+        _ if bigtiff => ImageFormat::Tiff,
         Ok(f) => f,
         Err(_) => match ImageFormat::from_path(path) {
             Ok(ImageFormat::Tga) => ImageFormat::Tga,
@@ -431,7 +434,7 @@ fn kind_of(bytes: &[u8], path: &Path) -> Result<Kind> {
 fn read_header(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Header> {
     let header = match kind_of(bytes, path)? {
         Kind::Png => png_header(&png_reader(bytes, opts, false)?)?,
-        Kind::Jpeg => jpeg_decoder(bytes, opts, true)?.1,
+        Kind::Jpeg => jpeg_decoder(bytes, true)?.1,
         Kind::Other(f) => {
             let decoder = other_decoder(bytes, f)?;
             other_header(&decoder, f)?
@@ -580,17 +583,16 @@ fn png_pixels(bytes: &[u8], opts: &ReadOptions, lenient: bool) -> Result<(Image,
 
 // ---- JPEG: zune-jpeg directly, strict (image's wrapper turns its strict mode off) ----
 
-fn jpeg_decoder<'a>(
-    bytes: &'a [u8],
-    opts: &ReadOptions,
+fn jpeg_decoder(
+    bytes: &[u8],
     strict: bool,
-) -> Result<(zune_jpeg::JpegDecoder<ZCursor<&'a [u8]>>, Header)> {
+) -> Result<(zune_jpeg::JpegDecoder<ZCursor<&[u8]>>, Header)> {
     use zune_core::colorspace::ColorSpace;
-    let max = |v: u32| (v as usize).min(u16::MAX as usize);
+    // Reading the headers allocates no pixels: gpukit checks its limits on what they say.
     let options = zune_core::options::DecoderOptions::default()
         .set_strict_mode(strict)
-        .set_max_width(max(opts.limits.max_width))
-        .set_max_height(max(opts.limits.max_height));
+        .set_max_width(u16::MAX as usize)
+        .set_max_height(u16::MAX as usize);
     let mut decoder = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(bytes), options);
     decoder.decode_headers().map_err(jpeg_error)?;
     let (width, height) = decoder
@@ -648,7 +650,7 @@ fn jpeg_error(e: zune_jpeg::errors::DecodeErrors) -> anyhow::Error {
 
 fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
     let pixels = |strict: bool| -> Result<Image> {
-        let (mut decoder, h) = jpeg_decoder(bytes, opts, strict)?;
+        let (mut decoder, h) = jpeg_decoder(bytes, strict)?;
         opts.limits.check(&h)?;
         let data = decoder.decode().map_err(jpeg_error)?;
         if data.len() != h.width as usize * h.height as usize * h.channels as usize {
@@ -732,7 +734,9 @@ fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result
     let mut limits = image::Limits::default();
     limits.max_image_width = Some(opts.limits.max_width);
     limits.max_image_height = Some(opts.limits.max_height);
-    limits.max_alloc = Some(opts.limits.max_bytes);
+    // The decoded image was checked above; this caps the decoder's other buffers (strips,
+    // tiles, frames), which are small next to it.
+    limits.max_alloc = Some(opts.limits.max_bytes.saturating_add(64 << 20));
     decoder
         .set_limits(limits)
         .map_err(|e| image_error(e, format))?;
