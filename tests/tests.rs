@@ -10,5 +10,6 @@ mod devices;
 mod histogram;
 mod input;
 mod matmul;
+mod property;
 mod scan;
 mod tune;
