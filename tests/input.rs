@@ -379,3 +379,24 @@ fn pipes_and_fifos_are_read_like_files() {
     writer.join().unwrap();
     r.code(1).one_error_line("empty.fifo: empty file");
 }
+
+/// An ICO of one entry holding `png`.
+fn ico_with_png(png: &[u8], side: u8) -> Vec<u8> {
+    let mut ico = vec![0, 0, 1, 0, 1, 0];
+    ico.extend([side, side, 0, 0, 1, 0, 32, 0]);
+    ico.extend((png.len() as u32).to_le_bytes());
+    ico.extend(22u32.to_le_bytes());
+    ico.extend(png);
+    ico
+}
+
+#[test]
+fn ico_entries_holding_any_png_are_read() {
+    // Gray, and 16-bit RGB: PNGs that are not RGBA, which image's ICO decoder refuses.
+    let gray = Image::new_u8(16, 16, 1, (0..256).map(|i| i as u8).collect());
+    let rgb16 = Image::new_u16(16, 16, 3, (0..768).map(|i| (i * 85) as u16).collect());
+    for img in [gray, rgb16] {
+        let ico = ico_with_png(&encoded(&img, ImageFormat::Png), 16);
+        assert_eq!(image::decode(&ico).unwrap(), img, "{}", img.describe());
+    }
+}

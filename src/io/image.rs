@@ -431,8 +431,44 @@ fn kind_of(bytes: &[u8], path: &Path) -> Result<Kind> {
     })
 }
 
+/// The PNG an ICO holds as its chosen entry (the one image's ICO decoder picks: most bits
+/// per pixel, then largest), if that entry is a PNG. The PNG path reads it whatever its
+/// layout; image's ICO decoder takes only RGBA PNGs.
+fn ico_png(bytes: &[u8]) -> Option<&[u8]> {
+    let count = usize::from(u16::from_le_bytes([*bytes.get(4)?, *bytes.get(5)?]));
+    let entry = |i: usize| -> Option<((u16, u32), &[u8])> {
+        let e = bytes.get(6 + 16 * i..6 + 16 * (i + 1))?;
+        let side = |b: u8| if b == 0 { 256u32 } else { u32::from(b) };
+        let bpp = u16::from_le_bytes([e[6], e[7]]);
+        let len = u32::from_le_bytes(e[8..12].try_into().ok()?) as usize;
+        let at = u32::from_le_bytes(e[12..16].try_into().ok()?) as usize;
+        let data = bytes.get(at..at.checked_add(len)?)?;
+        Some(((bpp, side(e[0]) * side(e[1])), data))
+    };
+    let mut best = entry(count.checked_sub(1)?)?;
+    for i in 0..count - 1 {
+        let e = entry(i)?;
+        if e.0 > best.0 {
+            best = e;
+        }
+    }
+    best.1.starts_with(b"\x89PNG\r\n\x1a\n").then_some(best.1)
+}
+
+/// The decoder to use and the bytes it reads (an ICO's PNG entry on its own).
+fn resolve<'a>(bytes: &'a [u8], path: &Path) -> Result<(Kind, &'a [u8])> {
+    Ok(match kind_of(bytes, path)? {
+        Kind::Other(ImageFormat::Ico) => match ico_png(bytes) {
+            Some(png) => (Kind::Png, png),
+            None => (Kind::Other(ImageFormat::Ico), bytes),
+        },
+        kind => (kind, bytes),
+    })
+}
+
 fn read_header(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Header> {
-    let header = match kind_of(bytes, path)? {
+    let (kind, bytes) = resolve(bytes, path)?;
+    let header = match kind {
         Kind::Png => png_header(&png_reader(bytes, opts, false)?)?,
         Kind::Jpeg => jpeg_decoder(bytes, true)?.1,
         Kind::Other(f) => {
@@ -445,7 +481,8 @@ fn read_header(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Header> 
 }
 
 fn decode_from(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Decoded> {
-    match kind_of(bytes, path)? {
+    let (kind, bytes) = resolve(bytes, path)?;
+    match kind {
         Kind::Png => decode_png(bytes, opts),
         Kind::Jpeg => decode_jpeg(bytes, opts),
         Kind::Other(f) => decode_other(bytes, f, opts),
