@@ -4,6 +4,7 @@
 //! Data flows one way: [`cli`] parses flags and calls [`ops`], which plan the work and call
 //! [`gpu`]; [`io`] reads and writes files on the side.
 
+pub mod batch;
 pub mod bench;
 pub mod cli;
 pub mod gpu;

@@ -4,7 +4,7 @@ use crate::util::{gpukit, run};
 
 fn devices_json(extra_env: &[(&str, &str)]) -> serde_json::Value {
     let mut cmd = gpukit();
-    cmd.args(["devices", "--json"]);
+    cmd.args(["devices", "--json", "-"]);
     for (k, v) in extra_env {
         cmd.env(k, v);
     }

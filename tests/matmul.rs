@@ -612,6 +612,7 @@ fn bench_matmul_reports_tflops_of_2mnk() {
         "--warmup-ms",
         "0",
         "--json",
+        "-",
     ]);
     r.code(0);
     let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();

@@ -3,6 +3,7 @@
 
 mod util;
 
+mod batch;
 mod blur;
 mod cli;
 mod copy;
@@ -10,6 +11,8 @@ mod devices;
 mod histogram;
 mod input;
 mod matmul;
+#[cfg(unix)]
+mod output;
 mod property;
 mod scan;
 mod tune;

@@ -39,7 +39,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 28, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=30))]
     scan_max_log2: u32,
     /// Write the results as JSON to FILE, or to stdout with `-` (documented in docs/formats.md).
-    #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
+    #[arg(long, value_name = "FILE|-")]
     json: Option<JsonDest>,
 }
 

@@ -1,15 +1,20 @@
 //! `gpukit blur`: blur images, one or many, on one device.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use image::ImageFormat;
 
+use super::inputs::InputArgs;
 use super::{term, Ctx, Status};
-use crate::gpu::Timings;
+use crate::batch::report::{FileRecord, FileStatus, Report};
+use crate::batch::{outputs, StageTimes, Stages};
+use crate::gpu::{Engine, Timings};
 use crate::io::image::{self as img_io, Image};
-use crate::io::output::PendingFile;
+use crate::io::json::{JsonDest, JsonSink};
+use crate::io::output::{self, PendingFile};
 use crate::ops::blur::{self, BlurParams, Kind};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -21,10 +26,10 @@ enum KindArg {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct BlurArgs {
-    /// Input images (PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO; 8 or 16 bits).
-    #[arg(value_name = "IN", required = true)]
-    inputs: Vec<PathBuf>,
-    /// Output file (one input only; may be the input itself). Its extension picks the format.
+    #[command(flatten)]
+    input: InputArgs,
+    /// Output file (one input only; may be the input itself). Its extension picks the format;
+    /// `-` writes PNG to stdout (not to a terminal).
     #[arg(
         short,
         long,
@@ -33,9 +38,24 @@ pub struct BlurArgs {
         required_unless_present = "out_dir"
     )]
     output: Option<PathBuf>,
-    /// Write each output into DIR under its input's name (created when missing).
+    /// Write each output into DIR under its input's path below the folder or glob it came
+    /// from (created when missing).
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
+    /// With --out-dir: write this format (an extension: png, jpg, webp, tif, ...) instead of
+    /// the input's.
+    #[arg(long, value_name = "EXT", requires = "out_dir", value_parser = out_format)]
+    out_format: Option<String>,
+    /// With --out-dir: leave an output that exists already alone (resume a batch; an output
+    /// is only ever complete or absent).
+    #[arg(long, requires = "out_dir")]
+    skip_existing: bool,
+    /// Let --out-dir write over input files (as when DIR is the inputs' own folder).
+    #[arg(long, requires = "out_dir")]
+    overwrite: bool,
+    /// Write what became of each file as JSON to FILE, or to stdout with `-` (docs/formats.md).
+    #[arg(long, value_name = "FILE|-")]
+    report: Option<JsonDest>,
     /// Window radius in pixels: 2R+1 taps each way. Default: 3 for box; ceil(3 sigma) for gaussian.
     #[arg(short, long, value_name = "R")]
     radius: Option<u32>,
@@ -48,6 +68,13 @@ pub struct BlurArgs {
     /// Apply the blur N times.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     iterations: u32,
+}
+
+fn out_format(s: &str) -> Result<String, String> {
+    let ext = s.trim_start_matches('.').to_ascii_lowercase();
+    img_io::output_format(Path::new(&format!("x.{ext}")))
+        .map(|_| ext)
+        .map_err(|e| e.to_string().replacen("x.", ".", 1))
 }
 
 fn positive_f64(s: &str) -> Result<f64, String> {
@@ -85,85 +112,198 @@ impl BlurArgs {
         })
     }
 
-    /// Inputs paired with their outputs, checked up front.
-    fn jobs(&self) -> Result<Vec<(PathBuf, PathBuf)>> {
+    /// Inputs paired with their outputs, checked up front (nothing is created but the
+    /// output folder).
+    fn jobs(&self, ctx: &Ctx) -> Result<Vec<Job>> {
         let usage = |m: String| anyhow::Error::new(crate::UsageError(m));
-        if let Some(out) = &self.output {
-            if self.inputs.len() > 1 {
-                return Err(usage(format!(
-                    "-o names one output but {} inputs were given; use --out-dir",
-                    self.inputs.len()
-                )));
+        let items = self.input.items(ctx)?;
+        let outputs = match (&self.output, &self.out_dir) {
+            (Some(out), _) => {
+                if items.len() > 1 {
+                    return Err(usage(format!(
+                        "-o names one output but {} inputs were given; use --out-dir",
+                        items.len()
+                    )));
+                }
+                img_io::output_format(out)?;
+                if output::names_stream(out) {
+                    PendingFile::create(out)?.refuse_terminal("a binary image")?;
+                }
+                vec![out.clone()]
             }
-            img_io::output_format(out)?;
-            return Ok(vec![(self.inputs[0].clone(), out.clone())]);
-        }
-        let dir = self
-            .out_dir
-            .as_ref()
-            .expect("clap requires -o or --out-dir");
-        if dir.exists() && !dir.is_dir() {
-            return Err(usage(format!(
-                "{}: --out-dir names a file, not a folder",
-                dir.display()
-            )));
-        }
-        let mut seen = HashSet::new();
-        let mut jobs = Vec::new();
-        for input in &self.inputs {
-            let name = input
-                .file_name()
-                .ok_or_else(|| usage(format!("{}: not a file name", input.display())))?;
-            let out = dir.join(name);
-            if !seen.insert(out.clone()) {
-                return Err(usage(format!(
-                    "two inputs would both be written to {}",
-                    out.display()
-                )));
+            (None, Some(dir)) => {
+                let format = self.out_format.as_deref();
+                outputs::under_dir(&items, dir, format, self.overwrite)?
             }
-            img_io::output_format(&out)?;
-            jobs.push((input.clone(), out));
+            (None, None) => unreachable!("clap requires -o or --out-dir"),
+        };
+        let jobs = items
+            .into_iter()
+            .zip(outputs)
+            .map(|(item, output)| {
+                let format = img_io::output_format(&output)?;
+                Ok(Job {
+                    input: item.path,
+                    output,
+                    format,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(dir) = &self.out_dir {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
         }
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
         Ok(jobs)
     }
 }
 
+/// One file of the batch.
+struct Job {
+    input: PathBuf,
+    output: PathBuf,
+    format: ImageFormat,
+}
+
+/// What the engine stage keeps across the batch: the device, its tune cache, its timings.
+struct EngineState {
+    engine: Engine,
+    tuned: crate::cli::tune::Tuned,
+    timings: Timings,
+}
+
 pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     let params = args.params()?;
-    let jobs = args.jobs()?;
-    let read = ctx.read_options();
-    let load = |path: &Path| img_io::load_with(path, &read).map(|d| ctx.accept(path, d));
-    let mut timings = Timings::default();
-    // The first input decodes while the device opens.
-    let (engine, first) =
-        ctx.engine_alongside(&mut timings, |t| t.phase("decode", || load(&jobs[0].0)));
-    let engine = engine?;
-    let tuned = ctx.tuned(&engine);
-    let mut first = Some(first);
-    let bar = term::progress(jobs.len() as u64, ctx.global.quiet || jobs.len() == 1);
-    let mut failed = 0;
-    for (input, output) in &jobs {
-        bar.set_message(input.display().to_string());
-        let options = |pixels: usize| blur::GpuOptions {
-            tunables: bar
-                .suspend(|| tuned.choice(ctx, "blur", pixels as f64, blur::Tunables::check))
-                .unwrap_or(blur::Tunables::DEFAULT),
-            ..blur::GpuOptions::DEFAULT
-        };
-        let decoded = first.take();
-        let job = (input.as_path(), output.as_path(), decoded);
-        if let Err(e) = blur_file(&engine, job, &load, &params, &options, &mut timings) {
-            bar.suspend(|| eprintln!("{} {e:#}", term::error_prefix()));
-            failed += 1;
-        }
-        bar.inc(1);
+    let jobs = args.jobs(ctx)?;
+    if jobs.is_empty() {
+        ctx.note("this shard holds none of the inputs");
+        return Ok(Status::Success);
     }
+    // Opened before the work, so a bad path fails at once.
+    let report_sink = args.report.as_ref().map(JsonSink::open).transpose()?;
+    // `-o`'s output is created before the work, so an unwritable place fails before any
+    // decoding; removed on any error, it leaves nothing behind.
+    let named = match &args.output {
+        Some(_) => Some(PendingFile::create(&jobs[0].output)?),
+        None => None,
+    };
+    let named = std::sync::Mutex::new(named);
+    let started = Instant::now();
+    let mut records: Vec<Option<FileRecord>> = vec![None; jobs.len()];
+    let mut todo = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        if args.skip_existing && job.output.symlink_metadata().is_ok() {
+            records[i] = Some(record(job, FileStatus::Skipped, None, None));
+        } else {
+            todo.push(i);
+        }
+    }
+    let pipeline = args.input.pipeline();
+    let read = ctx.read_options();
+    let hide = ctx.global.quiet
+        || jobs.len() == 1
+        || report_sink.as_ref().is_some_and(JsonSink::is_stdout);
+    let bar = term::progress(todo.len() as u64, hide);
+    let mut stage_times = Timings::default();
+    let mut printed = 0;
+    let stages = Stages {
+        decode: |&i: &usize| {
+            let path = &jobs[i].input;
+            img_io::load_with(path, &read).map(|d| ctx.accept(path, d))
+        },
+        start: |_| -> Result<EngineState> {
+            let mut timings = Timings::default();
+            let engine = ctx.engine(&mut timings)?;
+            let tuned = ctx.tuned(&engine);
+            Ok(EngineState {
+                engine,
+                tuned,
+                timings,
+            })
+        },
+        engine: |s: &mut EngineState, &i: &usize, image: Image| {
+            let job = &jobs[i];
+            ctx.detail(&format!(
+                "{}: {}x{}, {} channels, {}-bit",
+                job.input.display(),
+                image.width,
+                image.height,
+                image.channels,
+                image.bit_depth()
+            ));
+            img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
+            let tunables = s
+                .tuned
+                .choice(ctx, "blur", image.pixels() as f64, blur::Tunables::check)
+                .unwrap_or(blur::Tunables::DEFAULT);
+            let options = blur::GpuOptions {
+                tunables,
+                ..blur::GpuOptions::DEFAULT
+            };
+            blur::blur_with(&s.engine, &image, &params, options, &mut s.timings)
+                .with_context(|| format!("{}", job.input.display()))
+        },
+        encode: |&i: &usize, blurred: Image| {
+            let job = &jobs[i];
+            outputs::create_parent(&job.output)?;
+            let created = named.lock().expect("no encoder panics").take();
+            let pending = match created {
+                Some(p) => p,
+                None => PendingFile::create(&job.output)?,
+            };
+            ctx.detail(&pending.describe());
+            img_io::save_to(pending, job.format, blurred)
+        },
+        finish: |s: EngineState| Ok(s.timings),
+    };
+    let mut broken_pipe = None;
+    let engine_timings = pipeline.run(&todo, stages, |outcome| {
+        let i = todo[outcome.index];
+        for (phase, d) in outcome.times.phases() {
+            if phase != "engine" {
+                stage_times.add(phase, d);
+            }
+        }
+        let (status, error) = match outcome.result {
+            Ok(()) => (FileStatus::Ok, None),
+            // A closed stdout (`-o - | head`) ends the run, quietly.
+            Err(e) if super::exit::is_broken_pipe(&e) => {
+                broken_pipe = Some(e);
+                (FileStatus::Failed, None)
+            }
+            Err(e) => (FileStatus::Failed, Some(format!("{e:#}"))),
+        };
+        records[i] = Some(record(&jobs[i], status, error, Some(outcome.times)));
+        bar.set_message(jobs[i].input.display().to_string());
+        bar.inc(1);
+        // Errors print in input order, whatever order the files end in.
+        while let Some(Some(r)) = records.get(printed) {
+            if let Some(e) = &r.error {
+                bar.suspend(|| eprintln!("{} {e}", term::error_prefix()));
+            }
+            printed += 1;
+        }
+    });
     bar.finish_and_clear();
+    if let Some(e) = broken_pipe {
+        return Err(e);
+    }
+    let mut timings = Timings::default();
+    for t in engine_timings? {
+        timings.merge(&t);
+    }
+    timings.merge(&stage_times);
     ctx.report_timings(&timings);
-    if failed > 0 && jobs.len() > 1 {
-        ctx.warn(&format!("{failed} of {} files failed", jobs.len()));
+    let records: Vec<FileRecord> = records
+        .into_iter()
+        .map(|r| r.expect("every file ends"))
+        .collect();
+    let report = Report::new("blur", records, started.elapsed());
+    if jobs.len() > 1 {
+        ctx.note(&report.summary_line());
+    }
+    let failed = report.summary.failed;
+    if let Some(sink) = report_sink {
+        sink.write(&report)?;
     }
     Ok(if failed > 0 {
         Status::Failure
@@ -172,23 +312,17 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     })
 }
 
-fn blur_file(
-    engine: &crate::gpu::Engine,
-    (input, output, decoded): (&Path, &Path, Option<Result<Image>>),
-    load: &dyn Fn(&Path) -> Result<Image>,
-    params: &BlurParams,
-    options: &dyn Fn(usize) -> blur::GpuOptions,
-    timings: &mut Timings,
-) -> Result<()> {
-    let format = img_io::output_format(output)?;
-    // Created before the work so an unwritable place fails at once; removed on any error.
-    let pending = PendingFile::create(output)?;
-    let image: Image = match decoded {
-        Some(image) => image?,
-        None => timings.phase("decode", || load(input))?,
-    };
-    img_io::check_layout(output, format, image.channels, image.bit_depth())?;
-    let blurred = blur::blur_with(engine, &image, params, options(image.pixels()), timings)
-        .with_context(|| format!("{}", input.display()))?;
-    timings.phase("encode", || img_io::save_to(pending, format, blurred))
+fn record(
+    job: &Job,
+    status: FileStatus,
+    error: Option<String>,
+    times: Option<StageTimes>,
+) -> FileRecord {
+    FileRecord {
+        input: job.input.display().to_string(),
+        output: Some(job.output.display().to_string()),
+        status,
+        error,
+        times,
+    }
 }

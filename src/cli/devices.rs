@@ -5,13 +5,13 @@ use clap::Args;
 use serde::Serialize;
 
 use super::{print_stdout, Ctx, Status};
-use crate::gpu::{list_adapters, AdapterReport, BackendChoice};
+use crate::gpu::{list_adapters, AdapterReport, BackendChoice, DeviceSelector};
 use crate::io::json::{JsonDest, JsonSink};
 
 #[derive(Debug, Args)]
 pub struct DevicesArgs {
     /// Write the list as JSON to FILE, or to stdout with `-` (documented in docs/formats.md).
-    #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
+    #[arg(long, value_name = "FILE|-")]
     json: Option<JsonDest>,
 }
 
@@ -26,7 +26,14 @@ struct DevicesDoc {
 
 pub fn run(ctx: &Ctx, args: DevicesArgs) -> Result<Status> {
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
-    let adapters = list_adapters(ctx.global.backend)?;
+    for how in sink.iter().map(JsonSink::describe) {
+        ctx.detail(&how);
+    }
+    let mut adapters = list_adapters(ctx.global.backend)?;
+    // `--device` (or GPUKIT_DEVICE) lists the adapter it picks, or fails as other commands do.
+    if let Some(selector) = &ctx.global.device {
+        adapters = selected(adapters, selector)?;
+    }
     let doc = DevicesDoc {
         gpukit_version: env!("CARGO_PKG_VERSION"),
         default_engine: if adapters.is_empty() { "cpu" } else { "gpu" },
@@ -37,6 +44,37 @@ pub fn run(ctx: &Ctx, args: DevicesArgs) -> Result<Status> {
         None => print_stdout(&text(&doc.adapters, ctx.global.backend))?,
     }
     Ok(Status::Success)
+}
+
+/// The adapters `selector` names: the one of that index, or those whose name contains the
+/// part (a run takes the best ranked of them); none is an error, as for every other command.
+fn selected(adapters: Vec<AdapterReport>, selector: &DeviceSelector) -> Result<Vec<AdapterReport>> {
+    let names: Vec<String> = adapters.iter().map(|a| a.name.clone()).collect();
+    let hits: Vec<AdapterReport> = match selector {
+        DeviceSelector::Index(i) => adapters.into_iter().filter(|a| a.index == *i).collect(),
+        DeviceSelector::Name(part) => {
+            let needle = part.to_lowercase();
+            adapters
+                .into_iter()
+                .filter(|a| a.name.to_lowercase().contains(&needle))
+                .collect()
+        }
+    };
+    if hits.is_empty() {
+        let what = match selector {
+            DeviceSelector::Index(i) => format!("no adapter with index {i}"),
+            DeviceSelector::Name(part) => format!("no adapter name contains {part:?}"),
+        };
+        anyhow::bail!(
+            "--device: {what} (adapters: {})",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+    }
+    Ok(hits)
 }
 
 fn mib(bytes: u64) -> String {

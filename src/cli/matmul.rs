@@ -8,7 +8,7 @@ use clap::Args;
 use super::{Ctx, Status};
 use crate::gpu::{Engine, Timings};
 use crate::io::array::{self, Array, DType, Data, Format};
-use crate::io::output::PendingFile;
+use crate::io::output::{self, PendingFile};
 use crate::ops::matmul::{self, Dims, Matmul, Precision};
 
 #[derive(Debug, Args)]
@@ -36,12 +36,6 @@ pub struct MatmulArgs {
     transpose_b: bool,
 }
 
-/// Where C goes, opened before the work starts so that a bad path fails at once.
-enum Sink {
-    Stdout,
-    File(PendingFile, Format),
-}
-
 fn input_format(path: &Path) -> Result<Format> {
     match Format::from_path(path) {
         Some(f @ (Format::Npy | Format::Json | Format::Text)) => Ok(f),
@@ -52,19 +46,24 @@ fn input_format(path: &Path) -> Result<Format> {
     }
 }
 
-fn open_sink(output: Option<&Path>) -> Result<Sink> {
-    let Some(path) = output.filter(|p| *p != Path::new("-")) else {
-        return Ok(Sink::Stdout);
-    };
-    match Format::from_path(path) {
-        Some(f @ (Format::Npy | Format::Json | Format::Text)) => {
-            Ok(Sink::File(PendingFile::create(path)?, f))
-        }
+/// Where C goes (`-` or no -o: JSON on stdout), created before the work starts so that a bad
+/// path fails at once.
+fn open_sink(args: &MatmulArgs) -> Result<(PendingFile, Format)> {
+    let path = args.output.as_deref().unwrap_or(Path::new("-"));
+    let format = match Format::from_path(path) {
+        Some(f @ (Format::Npy | Format::Json | Format::Text)) => f,
+        _ if output::names_stream(path) => Format::Json,
         _ => bail!(crate::UsageError(format!(
             "{}: matmul writes .npy, .json, .csv or .txt (by extension), or - for stdout",
             path.display()
         ))),
+    };
+    output::refuse_input_as_output("-o", path, &[&args.a, &args.b])?;
+    let file = PendingFile::create(path)?;
+    if format == Format::Npy {
+        file.refuse_terminal("binary .npy data")?;
     }
+    Ok((file, format))
 }
 
 /// A matrix file as f32 values and its stored shape.
@@ -73,7 +72,8 @@ fn read(path: &Path, precision: Precision) -> Result<(Vec<f32>, usize, usize)> {
     let name = path.display();
     // Text and JSON are read as f32; a .npy keeps its dtype, which must be a float.
     let hint = (format != Format::Npy).then_some(DType::F32);
-    let Array { shape, data } = array::read_matrix(path, format, hint)?;
+    let Array { shape, data } = array::read_matrix(path, format, hint)
+        .map_err(|e| array::name_dtypes(e, path, "matmul", "float32 or float16"))?;
     let values = match data {
         Data::F32(v) => v,
         Data::F16(_) => data.to_f32(),
@@ -100,7 +100,8 @@ fn read(path: &Path, precision: Precision) -> Result<(Vec<f32>, usize, usize)> {
 pub fn run(ctx: &Ctx, args: MatmulArgs) -> Result<Status> {
     input_format(&args.a)?;
     input_format(&args.b)?;
-    let sink = open_sink(args.output.as_deref())?;
+    let (sink, out_format) = open_sink(&args)?;
+    ctx.detail(&sink.describe());
     let mut timings = Timings::default();
     let engine = ctx.engine(&mut timings)?;
     if let Engine::Gpu(gpu) = &engine {
@@ -149,9 +150,8 @@ pub fn run(ctx: &Ctx, args: MatmulArgs) -> Result<Status> {
         shape: vec![m, n],
         data: Data::F32(c),
     };
-    timings.phase("encode", || match sink {
-        Sink::Stdout => array::write(Path::new("-"), Format::Json, &c),
-        Sink::File(file, format) => file.commit_with(|w| array::encode(w, format, &c)),
+    timings.phase("encode", || {
+        sink.commit_with(|w| array::encode(w, out_format, &c))
     })?;
     ctx.report_timings(&timings);
     Ok(Status::Success)

@@ -5,10 +5,12 @@ mod blur;
 mod devices;
 pub mod exit;
 mod histogram;
+mod inputs;
 mod matmul;
+mod merge;
 mod scan;
 pub mod term;
-mod tune;
+pub(crate) mod tune;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -42,7 +44,8 @@ pub struct GlobalArgs {
     /// No progress bars and no notes on stderr (errors and warnings still print).
     #[arg(short, long, global = true)]
     pub quiet: bool,
-    /// Say which adapter runs the work (-v) and more (-vv).
+    /// Say which adapter runs the work and which tuned shapes the ops use (-v); also each
+    /// input's size and layout and how each output is written (-vv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Print wall time per phase and GPU time per pass on stderr.
@@ -165,6 +168,13 @@ impl Ctx {
     pub fn note(&self, msg: &str) {
         if !self.global.quiet {
             eprintln!("gpukit: {msg}");
+        }
+    }
+
+    /// A note on stderr with `-vv` (unless `--quiet`).
+    pub fn detail(&self, msg: &str) {
+        if self.global.verbose > 1 {
+            self.note(msg);
         }
     }
 

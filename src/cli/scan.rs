@@ -9,7 +9,7 @@ use clap::Args;
 use super::{Ctx, Status};
 use crate::gpu::{Engine, Timings};
 use crate::io::array::{self, Array, DType, Data, Format};
-use crate::io::output::PendingFile;
+use crate::io::output::{self, PendingFile};
 use crate::ops::scan::{self, Elem, Mode, Op, ScanOptions};
 
 #[derive(Debug, Args)]
@@ -44,12 +44,6 @@ pub struct ScanArgs {
     format: Option<Format>,
 }
 
-/// Where the result goes, decided (and a file opened) before any work.
-enum Dest {
-    Stdout,
-    File(PendingFile, Format),
-}
-
 fn io_dtype(e: Elem) -> DType {
     match e {
         Elem::U32 => DType::U32,
@@ -77,26 +71,39 @@ fn input_format(args: &ScanArgs) -> Result<Format> {
     }
 }
 
-fn dest(args: &ScanArgs) -> Result<Dest> {
-    match &args.output {
-        None => Ok(Dest::Stdout),
-        Some(p) if p == Path::new("-") => Ok(Dest::Stdout),
-        Some(p) => match Format::from_path(p) {
-            Some(f) => Ok(Dest::File(PendingFile::create(p)?, f)),
+/// Where the result goes (`-` or no -o: JSON on stdout), created before any work so that a
+/// bad path fails at once.
+fn dest(args: &ScanArgs) -> Result<(PendingFile, Format)> {
+    let path = args.output.as_deref().unwrap_or(Path::new("-"));
+    let format = if output::names_stream(path) {
+        Format::from_path(path).unwrap_or(Format::Json)
+    } else {
+        match Format::from_path(path) {
+            Some(f) => f,
             None => bail!(crate::UsageError(format!(
                 "{}: unknown output extension (.npy, .json, .txt, .csv or .bin)",
-                p.display()
+                path.display()
             ))),
-        },
+        }
+    };
+    if args.input != Path::new("-") {
+        output::refuse_input_as_output("-o", path, &[&args.input])?;
     }
+    let file = PendingFile::create(path)?;
+    if matches!(format, Format::Npy | Format::Bin) {
+        file.refuse_terminal("binary array data")?;
+    }
+    Ok((file, format))
 }
 
 pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
     let format = input_format(&args)?;
     let dest = dest(&args)?;
+    ctx.detail(&dest.0.describe());
     let mut timings = Timings::default();
     let data = timings.phase("decode", || {
         array::read_vector(&args.input, format, args.dtype.map(io_dtype))
+            .map_err(|e| array::name_dtypes(e, &args.input, "scan", "uint32, int32 or float32"))
     })?;
     let opts = ScanOptions {
         op: args.op,
@@ -135,9 +142,9 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
         ),
     };
     let out = Array::vector(out);
-    timings.phase("encode", || match dest {
-        Dest::Stdout => array::write(Path::new("-"), Format::Json, &out),
-        Dest::File(file, format) => file.commit_with(|w| array::encode(w, format, &out)),
+    let (file, out_format) = dest;
+    timings.phase("encode", || {
+        file.commit_with(|w| array::encode(w, out_format, &out))
     })?;
     ctx.report_timings(&timings);
     Ok(Status::Success)

@@ -57,7 +57,7 @@ pub fn progress(len: u64, hidden: bool) -> ProgressBar {
     }
     let bar = ProgressBar::new(len);
     bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {wide_msg}")
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {per_sec:.1} eta {eta} {wide_msg}")
             .expect("static template is valid"),
     );
     bar

@@ -26,7 +26,7 @@ pub struct TuneArgs {
     quick: bool,
     /// Write every trial and the choices as JSON to FILE, or to stdout with `-`
     /// (documented in docs/formats.md).
-    #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
+    #[arg(long, value_name = "FILE|-")]
     json: Option<JsonDest>,
 }
 
@@ -69,6 +69,10 @@ pub fn run(ctx: &Ctx, args: TuneArgs) -> Result<Status> {
     } else {
         Some(cache::path_for(gpu, ctx.global.tune_cache.as_deref())?)
     };
+    // An unusable cache path (a folder, a read-only one) fails now, not after measuring.
+    if let Some(p) = &path {
+        crate::io::output::check_writable(p)?;
+    }
     let level = Level { quick: args.quick };
     // The choices of ops not tuned now are kept from a valid cache of this adapter.
     let mut doc = match path.as_ref().filter(|p| p.exists()) {

@@ -494,6 +494,34 @@ fn numbers_to_data(
     })
 }
 
+/// A .npy dtype no reader takes; each command says which ones it does take.
+#[derive(Debug)]
+pub struct UnsupportedDtype(pub String);
+
+impl std::fmt::Display for UnsupportedDtype {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "dtype {} is not supported", self.0)
+    }
+}
+
+impl std::error::Error for UnsupportedDtype {}
+
+/// Rephrases an [`UnsupportedDtype`] anywhere in `err` as `PATH: dtype D is not supported by
+/// OP (TAKES)`; other errors pass unchanged.
+pub fn name_dtypes(err: anyhow::Error, path: &Path, op: &str, takes: &str) -> anyhow::Error {
+    match err
+        .chain()
+        .find_map(|e| e.downcast_ref::<UnsupportedDtype>())
+    {
+        Some(d) => anyhow!(
+            "{}: dtype {} is not supported by {op} ({takes})",
+            path.display(),
+            d.0
+        ),
+        None => err,
+    }
+}
+
 fn parse_npy(bytes: &[u8], want: Option<DType>) -> Result<Array> {
     let header = npy::Header::parse(bytes).map_err(|e| anyhow!("not a valid .npy file: {e}"))?;
     let reader = &bytes[header.data_offset..];
@@ -506,7 +534,7 @@ fn parse_npy(bytes: &[u8], want: Option<DType>) -> Result<Array> {
         d if d.starts_with('>') => {
             bail!("big-endian dtype {d} is not supported (use a little-endian array)")
         }
-        d => bail!("dtype {d} is not supported (uint32, int32, float32 or float16)"),
+        d => bail!(UnsupportedDtype(d.to_string())),
     };
     if let Some(w) = want {
         if w != dtype {

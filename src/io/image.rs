@@ -351,7 +351,30 @@ impl Source {
 /// Reads an image's header without decoding its pixels, so a batch can be checked before
 /// any work starts, with the default options. Errors name the file.
 pub fn probe(path: &Path) -> Result<Header> {
-    Source::open(path, &ReadOptions::default()).map(|s| s.header())
+    probe_with(path, &ReadOptions::default())
+}
+
+/// Reads an image's header and checks it against the limits. An input that can be read only
+/// once (a pipe, a FIFO, `<(...)`) is read whole and its bytes kept for the `load_with` of
+/// the same path that follows, so a probe does not consume it. Errors name the file.
+pub fn probe_with(path: &Path, opts: &ReadOptions) -> Result<Header> {
+    let mut source = Source::open(path, opts)?;
+    let header = source.header();
+    if let Some(bytes) = source.kept.take() {
+        kept_inputs()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_path_buf(), bytes);
+    }
+    Ok(header)
+}
+
+/// The bytes of probed inputs that cannot be read twice, until they are loaded.
+fn kept_inputs() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, Vec<u8>>> {
+    static KEPT: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<PathBuf, Vec<u8>>>,
+    > = std::sync::OnceLock::new();
+    KEPT.get_or_init(Default::default)
 }
 
 /// Reads and decodes an image with the default options: damaged files and images over
@@ -363,7 +386,14 @@ pub fn load(path: &Path) -> Result<Image> {
 /// Reads and decodes an image; the format comes from the file's content (the extension
 /// only for TGA, which has no signature). Errors name the file.
 pub fn load_with(path: &Path, opts: &ReadOptions) -> Result<Decoded> {
-    let bytes = read_input(path, opts)?;
+    let kept = kept_inputs()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(path);
+    let bytes = match kept {
+        Some(b) => b,
+        None => read_input(path, opts)?,
+    };
     decode_from(&bytes, path, opts).with_context(|| format!("{}", path.display()))
 }
 
@@ -870,10 +900,10 @@ pub fn save(path: &Path, img: Image) -> Result<()> {
 
 /// Encodes into an already created output (so the path was checked before the work).
 pub fn save_to(pending: PendingFile, format: ImageFormat, img: Image) -> Result<()> {
+    // A failed write is named by the output itself; only the encoder's own errors get this.
     let name = pending.path().display().to_string();
     pending
-        .commit_with(|w| encode(img, format, w))
-        .with_context(|| format!("{name}: encoding failed"))
+        .commit_with(|w| encode(img, format, w).with_context(|| format!("{name}: encoding failed")))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
-//! JSON documents: pretty-printed with a trailing newline, to a file (atomically) or stdout.
+//! JSON documents: pretty-printed with a trailing newline, to a file (atomically), a device
+//! or FIFO, or stdout.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -26,35 +26,53 @@ impl std::str::FromStr for JsonDest {
     }
 }
 
-/// A JSON destination opened before the work starts, so a bad path fails at once.
-pub enum JsonSink {
-    Stdout,
-    File(PendingFile),
+impl JsonDest {
+    /// The file, if not stdout.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            JsonDest::Stdout => None,
+            JsonDest::File(p) => Some(p),
+        }
+    }
 }
 
+/// A JSON destination opened before the work starts, so a bad path fails at once.
+pub struct JsonSink(PendingFile);
+
 impl JsonSink {
+    /// Opens `dest`. A file name must end in `.json` unless it names a device or FIFO: a
+    /// mistyped `--json input.png` must not overwrite an image with JSON.
     pub fn open(dest: &JsonDest) -> Result<Self> {
-        Ok(match dest {
-            JsonDest::Stdout => JsonSink::Stdout,
-            JsonDest::File(p) => JsonSink::File(PendingFile::create(p)?),
-        })
+        let path = match dest {
+            JsonDest::Stdout => Path::new("-"),
+            JsonDest::File(p) => p,
+        };
+        let is_json = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let special = super::output::names_stream(path)
+            || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
+        if !is_json && !special && dest != &JsonDest::Stdout {
+            anyhow::bail!(crate::UsageError(format!(
+                "--json {}: a JSON file's name must end in .json (or give - for stdout)",
+                path.display()
+            )));
+        }
+        Ok(JsonSink(PendingFile::create(path)?))
     }
 
     pub fn is_stdout(&self) -> bool {
-        matches!(self, JsonSink::Stdout)
+        self.0.is_stdout()
+    }
+
+    /// How the document will be written, for `-vv`.
+    pub fn describe(&self) -> String {
+        self.0.describe()
     }
 
     pub fn write<T: Serialize>(self, value: &T) -> Result<()> {
         let mut text = serde_json::to_string_pretty(value).context("serialising JSON")?;
         text.push('\n');
-        match self {
-            JsonSink::Stdout => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(text.as_bytes())?;
-                out.flush()?;
-                Ok(())
-            }
-            JsonSink::File(f) => f.commit_bytes(text.as_bytes()),
-        }
+        self.0.commit_bytes(text.as_bytes())
     }
 }

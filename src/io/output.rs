@@ -1,112 +1,686 @@
-//! Output files written through a temporary file in the target folder, then renamed, so a
-//! failure never leaves a half-written or clobbered file.
+//! Output paths, written so that nothing the user points at is destroyed or half-written:
+//! a regular file (or a symlink's final target) is replaced atomically; a device or FIFO is
+//! written through; `-` is stdout. The guarantees per platform are in docs/cli.md.
+//!
+//! On Linux a regular file's data goes into an unnamed `O_TMPFILE` file in the target's
+//! folder and gets a name only at the end (linked straight to the target when it is new, or
+//! linked beside it and renamed over it; copied there where it cannot be linked), so a
+//! crash or `kill -9` leaves nothing. Elsewhere,
+//! and on filesystems without `O_TMPFILE`, the encoded bytes are kept in memory and a named
+//! temporary file exists only while they are written and renamed. SIGINT, SIGTERM and SIGHUP
+//! remove such a named file before gpukit dies of the signal.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
-/// An output file that does not exist under its name until `commit`. Created up front, so a
-/// path that cannot be written fails before any work starts. Dropped uncommitted, it leaves
+/// An output that does not exist under its name until `commit`. Created up front, so a path
+/// that cannot be written fails before any work starts. Dropped uncommitted, it leaves
 /// nothing behind.
 pub struct PendingFile {
+    /// The path as the user gave it: what every message names.
     path: PathBuf,
-    temp: tempfile::NamedTempFile,
+    kind: Kind,
+}
+
+enum Kind {
+    /// A regular file (new or existing) at `target`, the user's path with symlinks followed.
+    Replace {
+        target: PathBuf,
+        /// The existing file's permissions and owner, kept by the new one.
+        keep: Option<Keep>,
+        staging: Staging,
+    },
+    /// A character or block device or a FIFO: opened for writing at commit, written through.
+    Through {
+        truncate: bool,
+    },
+    Stdout,
+    Stderr,
+}
+
+/// What a replaced file keeps of the one it replaces.
+struct Keep {
+    permissions: std::fs::Permissions,
+    /// uid and gid.
+    #[cfg(unix)]
+    owner: (u32, u32),
+}
+
+impl Keep {
+    fn of(m: &std::fs::Metadata) -> Keep {
+        #[cfg(unix)]
+        use std::os::unix::fs::MetadataExt;
+        Keep {
+            permissions: m.permissions(),
+            #[cfg(unix)]
+            owner: (m.uid(), m.gid()),
+        }
+    }
+}
+
+enum Staging {
+    /// An unnamed file in the target's folder (Linux `O_TMPFILE`); written as it is encoded.
+    #[cfg(target_os = "linux")]
+    Unnamed(File),
+    /// The encoded bytes are collected in memory, then written to a named temporary file.
+    Memory,
 }
 
 impl PendingFile {
+    /// Checks `path` and prepares its output: `-` is stdout; a device or FIFO is written
+    /// through; anything else is a regular file to create or replace atomically.
     pub fn create(path: &Path) -> Result<Self> {
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
+        let name = path.display();
+        let alias = fd_alias(path);
+        let kind = match alias {
+            Some(1) => Kind::Stdout,
+            Some(2) => Kind::Stderr,
+            // `/dev/fd/N` is the caller's open file, whatever it is: written through.
+            _ => match std::fs::metadata(path) {
+                Ok(m) if m.is_dir() => bail!("{name}: is a directory"),
+                Ok(m) if m.is_file() && alias.is_none() => replace(path, Some(m))?,
+                Ok(m) => {
+                    check_through(path, &m)?;
+                    Kind::Through {
+                        truncate: m.is_file(),
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => replace(path, None)?,
+                Err(e) => bail!("{name}: cannot write here: {e}"),
+            },
         };
-        if path.is_dir() {
-            anyhow::bail!("{}: is a directory", path.display());
-        }
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .with_context(|| format!("{}: cannot write here", path.display()))?;
         Ok(PendingFile {
             path: path.to_path_buf(),
-            temp,
+            kind,
         })
     }
 
+    /// The path as the user gave it.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// The open temporary file.
-    pub fn file(&mut self) -> &mut File {
-        self.temp.as_file_mut()
+    /// Whether this output is stdout (`-` or `/dev/stdout`).
+    pub fn is_stdout(&self) -> bool {
+        matches!(self.kind, Kind::Stdout)
+    }
+
+    /// How the output will be written, for `-vv`.
+    pub fn describe(&self) -> String {
+        let name = self.path.display();
+        match &self.kind {
+            Kind::Replace {
+                target, staging, ..
+            } => {
+                let how = match staging {
+                    #[cfg(target_os = "linux")]
+                    Staging::Unnamed(_) => "an unnamed temporary file linked in at the end",
+                    Staging::Memory => "a temporary file written and renamed at the end",
+                };
+                if target.as_path() == self.path {
+                    format!("{name}: written atomically through {how}")
+                } else {
+                    format!(
+                        "{name}: a link; its target {} written atomically through {how}",
+                        target.display()
+                    )
+                }
+            }
+            Kind::Through { .. } => format!("{name}: not a regular file; written through"),
+            Kind::Stdout => format!("{name}: stdout"),
+            Kind::Stderr => format!("{name}: stderr"),
+        }
+    }
+
+    /// A usage error when the output is a terminal and `what` (a binary format) would be
+    /// printed on it.
+    pub fn refuse_terminal(&self, what: &str) -> Result<()> {
+        use std::io::IsTerminal;
+        let stream = match self.kind {
+            Kind::Stdout if io::stdout().is_terminal() => "stdout",
+            Kind::Stderr if io::stderr().is_terminal() => "stderr",
+            _ => return Ok(()),
+        };
+        bail!(crate::UsageError(format!(
+            "{}: {stream} is a terminal; not writing {what} to it (redirect it to a file or a pipe)",
+            self.path.display()
+        )))
     }
 
     /// Writes `bytes` and commits.
-    pub fn commit_bytes(mut self, bytes: &[u8]) -> Result<()> {
-        self.file()
-            .write_all(bytes)
-            .with_context(|| format!("{}: write failed", self.path.display()))?;
-        self.commit()
+    pub fn commit_bytes(self, bytes: &[u8]) -> Result<()> {
+        self.commit_with(|w| Ok(w.write_all(bytes)?))
     }
 
-    /// Writes through a buffered writer and commits.
-    pub fn commit_with(mut self, f: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
-        let mut w = BufWriter::new(self.temp.as_file_mut());
-        f(&mut w)?;
-        w.flush()
-            .with_context(|| format!("{}: write failed", self.path.display()))?;
-        drop(w);
-        self.commit()
-    }
-
-    /// Flushes the data to disk and renames the file into place. An existing file keeps its
-    /// permissions; a new one gets the usual 0644.
-    pub fn commit(self) -> Result<()> {
-        let PendingFile { path, temp } = self;
-        temp.as_file()
-            .sync_all()
-            .with_context(|| format!("{}: write failed", path.display()))?;
-        let perms = match std::fs::metadata(&path) {
-            Ok(m) => m.permissions(),
-            Err(_) => default_permissions(),
+    /// Writes through a buffered writer and commits. A failed write is reported as
+    /// `PATH: cannot write: REASON`, whatever the writer `f` made of it.
+    pub fn commit_with(self, f: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+        let PendingFile { path, kind } = self;
+        let name = match kind {
+            Kind::Stdout if path == Path::new("-") => "stdout".to_string(),
+            _ => path.display().to_string(),
         };
-        // Best effort: a filesystem without Unix permissions still gets the file.
-        let _ = temp.as_file().set_permissions(perms);
-        temp.persist(&path).map_err(|e| e.error).with_context(|| {
-            format!(
-                "{}: cannot rename the finished file into place",
-                path.display()
-            )
-        })?;
-        Ok(())
+        match kind {
+            Kind::Stdout => write_to(&name, io::stdout().lock(), f),
+            Kind::Stderr => write_to(&name, io::stderr().lock(), f),
+            Kind::Through { truncate } => {
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(truncate)
+                    .open(&path)
+                    .with_context(|| format!("{name}: cannot open for writing"))?;
+                write_to(&name, file, f)
+            }
+            Kind::Replace {
+                target,
+                keep,
+                staging,
+            } => match staging {
+                #[cfg(target_os = "linux")]
+                Staging::Unnamed(mut file) => {
+                    write_to(&name, &mut file, f)?;
+                    finish(&file, keep.as_ref()).map_err(|e| write_error(&name, e))?;
+                    linux::link_into_place(&file, &target).map_err(|e| {
+                        anyhow::Error::new(e)
+                            .context(format!("{name}: cannot put the finished file in place"))
+                    })
+                }
+                Staging::Memory => {
+                    let mut bytes = Vec::new();
+                    f(&mut bytes)?;
+                    write_named(&name, &target, keep.as_ref(), &bytes)
+                }
+            },
+        }
     }
 }
 
-#[cfg(unix)]
-fn default_permissions() -> std::fs::Permissions {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::Permissions::from_mode(0o644)
-}
-
-#[cfg(not(unix))]
-fn default_permissions() -> std::fs::Permissions {
-    std::fs::metadata(".")
-        .map(|m| m.permissions())
-        .unwrap_or_else(|_| unreachable!())
-}
-
-/// Writes `bytes` to `path` atomically.
+/// Writes `bytes` to `path` atomically (or through, for a device or FIFO).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     PendingFile::create(path)?.commit_bytes(bytes)
+}
+
+/// Checks now that `path` can be written later (creating its folder when missing), so that
+/// a long run does not find out at its end. Leaves nothing behind.
+pub fn check_writable(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
+    }
+    PendingFile::create(path).map(drop)
+}
+
+/// Whether writing `output` would replace the regular file `input` (the same file after
+/// following links, compared by device and inode where there are any).
+pub fn same_file(output: &Path, input: &Path) -> bool {
+    let (Ok(o), Ok(i)) = (std::fs::metadata(output), std::fs::metadata(input)) else {
+        return false;
+    };
+    if !o.is_file() || !i.is_file() {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        o.dev() == i.dev() && o.ino() == i.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        match (std::fs::canonicalize(output), std::fs::canonicalize(input)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// A usage error when `output` (given with `flag`) is one of `inputs`.
+pub fn refuse_input_as_output<P: AsRef<Path>>(
+    flag: &str,
+    output: &Path,
+    inputs: &[P],
+) -> Result<()> {
+    if let Some(input) = inputs
+        .iter()
+        .map(AsRef::as_ref)
+        .find(|i| same_file(output, i))
+    {
+        let same = if output == input {
+            String::new()
+        } else {
+            format!(" (the same file as {})", input.display())
+        };
+        bail!(crate::UsageError(format!(
+            "{}: {flag} names an input file{same}; refusing to overwrite it",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `path` names an open stream (`-`, `/dev/stdout`, `/dev/fd/N`...) rather than a
+/// file to replace.
+pub fn names_stream(path: &Path) -> bool {
+    fd_alias(path).is_some()
+}
+
+/// The standard stream `path` names: 1 for `-` and `/dev/stdout`, 2 for `/dev/stderr`, N for
+/// `/dev/fd/N` and `/proc/self/fd/N`. Those are the caller's open files, not paths to replace.
+fn fd_alias(path: &Path) -> Option<u32> {
+    let s = path.to_str()?;
+    match s {
+        "-" | "/dev/stdout" => return Some(1),
+        "/dev/stderr" => return Some(2),
+        _ => {}
+    }
+    if !cfg!(unix) {
+        return None;
+    }
+    let n = s
+        .strip_prefix("/dev/fd/")
+        .or_else(|| s.strip_prefix("/proc/self/fd/"))?;
+    n.parse().ok()
+}
+
+/// A device or FIFO must be writable by us; a socket cannot be opened at all.
+fn check_through(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
+    let name = path.display();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if meta.file_type().is_socket() {
+            bail!("{name}: is a socket, which cannot be opened as a file");
+        }
+        rustix::fs::access(path, rustix::fs::Access::WRITE_OK)
+            .map_err(io::Error::from)
+            .with_context(|| format!("{name}: cannot write here"))?;
+    }
+    #[cfg(not(unix))]
+    if meta.permissions().readonly() {
+        bail!("{name}: cannot write here: read-only");
+    }
+    Ok(())
+}
+
+/// Prepares the atomic replacement of the regular file at `path` (or its creation): follows
+/// symlinks to the final target, and opens the staging file in the target's folder.
+fn replace(path: &Path, meta: Option<std::fs::Metadata>) -> Result<Kind> {
+    let name = path.display();
+    let target = final_target(path).with_context(|| format!("{name}: cannot follow the link"))?;
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let keep = meta.filter(|m| m.is_file()).as_ref().map(Keep::of);
+    let staging =
+        open_staging(dir, keep.is_some()).with_context(|| format!("{name}: cannot write here"))?;
+    Ok(Kind::Replace {
+        target,
+        keep,
+        staging,
+    })
+}
+
+/// `path` with every symlink in its last component followed (at most 40 hops, as the
+/// kernel allows); a link to a missing file gives the missing file, as `cp` writes it.
+fn final_target(path: &Path) -> io::Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&p)?;
+                p = match p.parent() {
+                    Some(dir) if to.is_relative() => dir.join(to),
+                    _ => to,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(io::Error::other("too many levels of symbolic links"))
+}
+
+#[cfg(target_os = "linux")]
+fn open_staging(dir: &Path, _existing: bool) -> io::Result<Staging> {
+    install_signal_cleanup();
+    match linux::unnamed_in(dir) {
+        Ok(file) => Ok(Staging::Unnamed(file)),
+        // Filesystems without O_TMPFILE say so in one of these ways.
+        Err(e) if linux::tmpfile_unsupported(&e) => probe_dir(dir).map(|()| Staging::Memory),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_staging(dir: &Path, _existing: bool) -> io::Result<Staging> {
+    #[cfg(unix)]
+    install_signal_cleanup();
+    probe_dir(dir).map(|()| Staging::Memory)
+}
+
+/// Checks that a file can be created in `dir` by creating one and removing it at once.
+fn probe_dir(dir: &Path) -> io::Result<()> {
+    let (path, file) = named_temp(dir, "probe")?;
+    drop(file);
+    std::fs::remove_file(&path)
+}
+
+/// Creates `dir/.NAME.XXXXXXXX.tmp`, a new file.
+fn named_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
+    use std::hash::{BuildHasher, Hasher};
+    for _ in 0..100 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        let path = dir.join(format!(".{name}.{:08x}.tmp", h.finish() as u32));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        match options.open(&path) {
+            Ok(file) => return Ok((path, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("no free temporary file name"))
+}
+
+/// Writes `bytes` into a named temporary file beside `target` and renames it over `target`.
+/// The registry stays locked meanwhile, so a signal waits for the rename (or the removal).
+fn write_named(name: &str, target: &Path, keep: Option<&Keep>, bytes: &[u8]) -> Result<()> {
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut names = registry();
+    let base = target.file_name().unwrap_or_default().to_string_lossy();
+    let (temp, mut file) =
+        named_temp(dir, &base).with_context(|| format!("{name}: cannot write here"))?;
+    names.push(temp.clone());
+    let result = file
+        .write_all(bytes)
+        .and_then(|()| finish(&file, keep))
+        .map_err(|e| write_error(name, e))
+        .and_then(|()| {
+            std::fs::rename(&temp, target)
+                .with_context(|| format!("{name}: cannot put the finished file in place"))
+        });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    names.retain(|p| p != &temp);
+    result
+}
+
+/// Gives the finished file the kept permissions (and, best effort, owner) and flushes it to
+/// disk, so the rename never exposes a file whose data is not there yet.
+fn finish(file: &File, keep: Option<&Keep>) -> io::Result<()> {
+    // A new file has 0666 less the umask, as `open` gives it.
+    if let Some(k) = keep {
+        file.set_permissions(k.permissions.clone())?;
+        // Only root may give a file away; anyone else keeps their own.
+        #[cfg(unix)]
+        let _ = rustix::fs::fchown(
+            file,
+            Some(rustix::fs::Uid::from_raw(k.owner.0)),
+            Some(rustix::fs::Gid::from_raw(k.owner.1)),
+        );
+    }
+    file.sync_all()
+}
+
+/// Runs `f` on a buffered `sink`; a failed write becomes `NAME: cannot write: REASON`.
+fn write_to<W: Write>(
+    name: &str,
+    sink: W,
+    f: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    let mut w = BufWriter::with_capacity(
+        1 << 16,
+        Tracked {
+            inner: sink,
+            error: None,
+        },
+    );
+    let result = f(&mut w).and_then(|()| Ok(w.flush()?));
+    // On an error the buffered rest is dropped, not written after it.
+    let (mut tracked, _) = w.into_parts();
+    match tracked.error.take() {
+        Some(e) => Err(write_error(name, e)),
+        None => result,
+    }
+}
+
+fn write_error(name: &str, e: io::Error) -> anyhow::Error {
+    anyhow::Error::new(e).context(format!("{name}: cannot write"))
+}
+
+/// A writer that remembers its first I/O error, so that the message names the output and
+/// the reason, not what an encoder wrapped around it.
+struct Tracked<W> {
+    inner: W,
+    error: Option<io::Error>,
+}
+
+impl<W: Write> Tracked<W> {
+    fn note<T>(&mut self, r: io::Result<T>) -> io::Result<T> {
+        if let Err(e) = &r {
+            if self.error.is_none() {
+                self.error = Some(match e.raw_os_error() {
+                    Some(code) => io::Error::from_raw_os_error(code),
+                    None => io::Error::new(e.kind(), e.to_string()),
+                });
+            }
+        }
+        r
+    }
+}
+
+impl<W: Write> Write for Tracked<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let r = self.inner.write(buf);
+        self.note(r)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        let r = self.inner.flush();
+        self.note(r)
+    }
+}
+
+/// Named temporary files that exist right now; a signal removes them.
+fn registry() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    static NAMES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    NAMES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// On SIGINT, SIGTERM and SIGHUP: remove the named temporary files, then die of the signal
+/// (the shell reports 128 + its number, and a shell loop stops as it would without gpukit's
+/// handler). Installed once, on a thread of its own, where taking the registry's lock is safe.
+#[cfg(unix)]
+fn install_signal_cleanup() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // A signal the caller ignores (`nohup`, `cmd &` in a script) stays ignored.
+        let wanted = [SIGINT, SIGTERM, SIGHUP]
+            .into_iter()
+            .filter(|&s| !ignored(s));
+        let Ok(mut signals) = signal_hook::iterator::Signals::new(wanted) else {
+            return;
+        };
+        let _ = std::thread::Builder::new()
+            .name("gpukit-signals".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    // Held to the end: no new named file can appear.
+                    let names = registry();
+                    for p in names.iter() {
+                        let _ = std::fs::remove_file(p);
+                    }
+                    let _ = signal_hook::low_level::emulate_default_handler(sig);
+                    std::process::exit(128 + sig);
+                }
+            });
+    });
+}
+
+/// Whether `sig` is ignored (SIG_IGN), as `nohup` leaves SIGHUP.
+#[cfg(unix)]
+fn ignored(sig: i32) -> bool {
+    let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: with a null new action, sigaction only writes the current one into `old`.
+    let rc = unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) };
+    // SAFETY: sigaction succeeded, so it filled `old` (which was zeroed besides).
+    rc == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    //! `O_TMPFILE` files and `linkat`.
+
+    use std::fs::File;
+    use std::io;
+    use std::path::{Path, PathBuf};
+
+    use rustix::fs::{AtFlags, Mode, OFlags, CWD};
+
+    /// An unnamed file in `dir`, with 0666 less the umask, as a new file would get. Readable
+    /// too, so that it can be copied where it cannot be linked.
+    pub fn unnamed_in(dir: &Path) -> io::Result<File> {
+        let fd = rustix::fs::open(
+            dir,
+            OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        )?;
+        Ok(File::from(fd))
+    }
+
+    /// What a filesystem (or an old kernel) without `O_TMPFILE` answers.
+    pub fn tmpfile_unsupported(e: &io::Error) -> bool {
+        matches!(
+            rustix::io::Errno::from_io_error(e),
+            Some(
+                rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR | rustix::io::Errno::INVAL
+            )
+        )
+    }
+
+    /// Gives `file` the name `to`: linked straight there when `to` does not exist, else
+    /// linked to a temporary name beside it and renamed over it. The registry of named
+    /// temporary files is held throughout, so a signal waits for the rename.
+    pub fn link_into_place(file: &File, to: &Path) -> io::Result<()> {
+        place(file, to, link)
+    }
+
+    /// [`link_into_place`] with the linking step given. Where linking fails (no /proc, a
+    /// security module), the data is copied into the temporary file instead.
+    pub(super) fn place(
+        file: &File,
+        to: &Path,
+        link: impl Fn(&File, &Path) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut names = super::registry();
+        // A new file needs no temporary name. When `to` exists, or linking fails, the file
+        // gets a temporary name beside it (copied there if it cannot be linked).
+        if link(file, to).is_ok() {
+            return Ok(());
+        }
+        let dir = match to.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let base = to.file_name().unwrap_or_default().to_string_lossy();
+        let temp = match beside(dir, &base, |t| link(file, t)) {
+            Ok(t) => t,
+            Err(_) => beside(dir, &base, |t| copy(file, t))?,
+        };
+        names.push(temp.clone());
+        let r = std::fs::rename(&temp, to);
+        if r.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        names.retain(|p| p != &temp);
+        r
+    }
+
+    /// Makes `dir/.BASE.XXXXXXXX.tmp` with `make`, trying other names while one exists.
+    fn beside(
+        dir: &Path,
+        base: &str,
+        make: impl Fn(&Path) -> io::Result<()>,
+    ) -> io::Result<PathBuf> {
+        for attempt in 0..100u32 {
+            let temp = dir.join(format!(
+                ".{base}.{:08x}.tmp",
+                std::process::id() ^ attempt.wrapping_mul(0x9e37_79b9)
+            ));
+            match make(&temp) {
+                Ok(()) => return Ok(temp),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::other("no free temporary file name"))
+    }
+
+    /// Copies the unnamed file's data, mode and (best effort) owner into the new file `to`.
+    fn copy(mut file: &File, to: &Path) -> io::Result<()> {
+        use std::io::{Seek, SeekFrom};
+        use std::os::unix::fs::MetadataExt;
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(to)?;
+        let r = (|| {
+            let meta = file.metadata()?;
+            file.seek(SeekFrom::Start(0))?;
+            io::copy(&mut file, &mut out)?;
+            out.set_permissions(meta.permissions())?;
+            let _ = rustix::fs::fchown(
+                &out,
+                Some(rustix::fs::Uid::from_raw(meta.uid())),
+                Some(rustix::fs::Gid::from_raw(meta.gid())),
+            );
+            out.sync_all()
+        })();
+        if r.is_err() {
+            let _ = std::fs::remove_file(to);
+        }
+        r
+    }
+
+    /// `linkat` of an open unnamed file: by `AT_EMPTY_PATH` (needs CAP_DAC_READ_SEARCH), else
+    /// through `/proc/self/fd`.
+    fn link(file: &File, to: &Path) -> io::Result<()> {
+        match rustix::fs::linkat(file, "", CWD, to, AtFlags::EMPTY_PATH) {
+            Ok(()) => Ok(()),
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::PERM | rustix::io::Errno::INVAL) => {
+                use std::os::fd::AsRawFd;
+                let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
+                rustix::fs::linkat(CWD, proc.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW)
+                    .map_err(io::Error::from)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
 
     #[test]
     fn nothing_exists_until_commit_and_drop_leaves_nothing() {
@@ -116,12 +690,16 @@ mod tests {
         assert!(!path.exists());
         drop(pending);
         assert!(!path.exists());
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert!(entries(dir.path()).is_empty());
 
-        std::fs::write(&path, b"old").unwrap();
+        PendingFile::create(&path)
+            .unwrap()
+            .commit_bytes(b"first")
+            .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
         write_atomic(&path, b"new").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_eq!(entries(dir.path()), ["out.txt"]);
     }
 
     #[test]
@@ -133,5 +711,124 @@ mod tests {
         assert!(format!("{err:#}").contains("cannot write here"), "{err:#}");
         let err = PendingFile::create(dir.path()).err().unwrap();
         assert!(format!("{err:#}").contains("is a directory"), "{err:#}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn replacing_keeps_the_mode_and_follows_links() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.txt");
+        std::fs::write(&real, b"old").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.path().join("link.txt");
+        std::os::unix::fs::symlink("real.txt", &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"new");
+        let mode = std::fs::metadata(&real).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o640);
+        assert_eq!(entries(dir.path()), ["link.txt", "real.txt"]);
+    }
+
+    // The path of systems and filesystems without O_TMPFILE: a named file only at the end.
+    #[test]
+    fn the_named_temp_path_replaces_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.bin");
+        write_named("out.bin", &target, None, b"one").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"one");
+        let keep = Keep::of(&std::fs::metadata(&target).unwrap());
+        write_named("out.bin", &target, Some(&keep), b"two").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"two");
+        assert_eq!(entries(dir.path()), ["out.bin"]);
+        assert!(registry().is_empty());
+        let err = write_named("gone/x", &dir.path().join("gone/x"), None, b"")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "gone/x: cannot write here");
+        probe_dir(dir.path()).unwrap();
+        assert_eq!(entries(dir.path()), ["out.bin"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn link_chains_resolve_to_the_last_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::os::unix::fs::symlink("sub/b", d.join("a")).unwrap();
+        std::os::unix::fs::symlink("c", d.join("sub/b")).unwrap();
+        assert_eq!(final_target(&d.join("a")).unwrap(), d.join("sub/c"));
+        std::os::unix::fs::symlink("loop", d.join("loop")).unwrap();
+        assert!(final_target(&d.join("loop")).is_err());
+    }
+
+    #[test]
+    fn a_failed_write_names_the_path_and_the_reason() {
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::from_raw_os_error(28))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let err = write_to("out.png", Full, |w| {
+            w.write_all(&[0; 1 << 17])
+                .context("the encoder's own words")
+        })
+        .unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            msg.starts_with("out.png: cannot write: No space left on device"),
+            "{msg}"
+        );
+    }
+
+    // A stream cannot be taken back, so an encoder's failure must not flush what it began.
+    #[test]
+    fn a_failed_encoder_writes_nothing_through() {
+        let mut sink = Vec::new();
+        let err = write_to("-", &mut sink, |w| {
+            w.write_all(b"half an image")?;
+            bail!("the encoder gave up")
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), "the encoder gave up");
+        assert!(sink.is_empty());
+    }
+
+    // Where an unnamed file cannot be linked, its data is copied under a temporary name and
+    // renamed: same result, nothing left.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_unlinkable_file_is_copied_into_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let to = dir.path().join("out.txt");
+        let no_link = |_: &File, _: &Path| Err(io::Error::from_raw_os_error(2));
+        for content in [&b"new file"[..], b"replacing it"] {
+            let mut file = linux::unnamed_in(dir.path()).unwrap();
+            file.write_all(content).unwrap();
+            linux::place(&file, &to, no_link).unwrap();
+            assert_eq!(std::fs::read(&to).unwrap(), content);
+            assert_eq!(entries(dir.path()), ["out.txt"]);
+        }
+    }
+
+    #[test]
+    fn standard_stream_names() {
+        assert_eq!(fd_alias(Path::new("-")), Some(1));
+        assert_eq!(fd_alias(Path::new("/dev/stdout")), Some(1));
+        assert_eq!(fd_alias(Path::new("/dev/stderr")), Some(2));
+        assert_eq!(fd_alias(Path::new("out.png")), None);
+        if cfg!(unix) {
+            assert_eq!(fd_alias(Path::new("/dev/fd/7")), Some(7));
+            assert_eq!(fd_alias(Path::new("/proc/self/fd/3")), Some(3));
+        }
     }
 }

@@ -1,0 +1,299 @@
+//! Batch inputs: files, folders (their images, or their whole tree with `--recursive`),
+//! quoted globs that gpukit expands itself (`'photos/**/*.jpg'`), and lists of files
+//! (`--files-from FILE|-`, NUL- or newline-separated). Each input keeps its path relative to
+//! the root it came from, which names its output under `--out-dir`.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// Extensions of the image files a folder or a glob contributes.
+pub const IMAGE_EXTENSIONS: &[&str] = &[
+    "png", "jpg", "jpeg", "webp", "tif", "tiff", "bmp", "gif", "pnm", "pbm", "pgm", "ppm", "pam",
+    "tga", "qoi", "ico",
+];
+
+/// One input file of a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Item {
+    /// Where to read it.
+    pub path: PathBuf,
+    /// Its path below the root it was found under (a folder, a glob's fixed prefix, or the
+    /// current folder for a listed file); a file named directly keeps its file name only.
+    pub rel: PathBuf,
+}
+
+/// How the inputs of a batch are found.
+#[derive(Clone, Debug, Default)]
+pub struct InputOptions {
+    /// Folders contribute the images in their whole tree, not only those directly in them.
+    pub recursive: bool,
+    /// A file listing inputs, one a line or NUL-separated; `-` reads the list from stdin.
+    pub files_from: Option<PathBuf>,
+}
+
+/// Whether a path names an image by its extension (case-insensitive).
+pub fn has_image_extension(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+}
+
+/// Expands the command line's inputs and the `--files-from` list into the batch's items,
+/// in the order given (a folder's or a glob's files sorted by path). Errors name the input.
+pub fn expand(args: &[PathBuf], options: &InputOptions) -> Result<Vec<Item>> {
+    let mut items = Vec::new();
+    for arg in args {
+        if arg.is_dir() {
+            items.extend(folder(arg, options.recursive)?);
+        } else if !arg.exists() && is_glob(arg) {
+            items.extend(glob_items(arg)?);
+        } else {
+            let name = arg.file_name().map(PathBuf::from);
+            let rel = name.unwrap_or_else(|| arg.clone());
+            items.push(Item {
+                path: arg.clone(),
+                rel,
+            });
+        }
+    }
+    if let Some(list) = &options.files_from {
+        items.extend(listed(list)?);
+    }
+    Ok(items)
+}
+
+fn folder(dir: &Path, recursive: bool) -> Result<Vec<Item>> {
+    let name = dir.display();
+    let depth = if recursive { usize::MAX } else { 1 };
+    let mut items = Vec::new();
+    let walk = walkdir::WalkDir::new(dir)
+        .max_depth(depth)
+        .follow_links(true)
+        .sort_by_file_name();
+    for entry in walk {
+        let entry = entry.with_context(|| format!("{name}: cannot list the folder"))?;
+        if entry.file_type().is_dir() || !has_image_extension(entry.path()) {
+            continue;
+        }
+        let rel = entry
+            .path()
+            .strip_prefix(dir)
+            .expect("walkdir yields paths below its root")
+            .to_path_buf();
+        items.push(Item {
+            path: entry.into_path(),
+            rel,
+        });
+    }
+    if items.is_empty() {
+        bail!("{name}: no image files in this folder");
+    }
+    Ok(items)
+}
+
+/// A path with a glob character in it (`*`, `?`, `[`).
+fn is_glob(path: &Path) -> bool {
+    path.to_str().is_some_and(|s| s.contains(['*', '?', '[']))
+}
+
+/// The folder a glob's matches are placed relative to: its components before the first one
+/// with a glob character.
+fn glob_root(pattern: &Path) -> PathBuf {
+    let mut root = PathBuf::new();
+    for c in pattern.components() {
+        if c.as_os_str()
+            .to_str()
+            .is_some_and(|s| s.contains(['*', '?', '[']))
+        {
+            break;
+        }
+        root.push(c);
+    }
+    root
+}
+
+fn glob_items(pattern: &Path) -> Result<Vec<Item>> {
+    let text = pattern.to_str().expect("is_glob checked it is UTF-8");
+    let root = glob_root(pattern);
+    let paths = glob::glob(text)
+        .map_err(|e| crate::UsageError(format!("{text}: not a valid pattern: {}", e.msg)))?;
+    let mut items = Vec::new();
+    for p in paths {
+        let path = p.with_context(|| format!("{text}: cannot list a folder it names"))?;
+        if path.is_dir() || !has_image_extension(&path) {
+            continue;
+        }
+        let rel = path.strip_prefix(&root).unwrap_or(&path).to_path_buf();
+        items.push(Item { path, rel });
+    }
+    if items.is_empty() {
+        bail!("{text}: no image file matches");
+    }
+    Ok(items)
+}
+
+/// The files listed in `list` (`-` for stdin): NUL-separated if the list holds a NUL, else
+/// one a line; empty entries are skipped. A listed relative path keeps its folders under
+/// `--out-dir`; an absolute one keeps its folders below the root.
+fn listed(list: &Path) -> Result<Vec<Item>> {
+    let name = list.display();
+    let mut bytes = Vec::new();
+    if list == Path::new("-") {
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut bytes)
+            .context("--files-from -: cannot read stdin")?;
+    } else {
+        bytes = std::fs::read(list).with_context(|| format!("{name}: cannot read"))?;
+    }
+    let sep = if bytes.contains(&0) { b'\0' } else { b'\n' };
+    let mut items = Vec::new();
+    for entry in bytes.split(|&b| b == sep) {
+        let entry = if sep == b'\n' {
+            entry.strip_suffix(b"\r").unwrap_or(entry)
+        } else {
+            entry
+        };
+        if entry.is_empty() {
+            continue;
+        }
+        let path = path_from_bytes(entry)
+            .with_context(|| format!("{name}: an entry is not a valid path"))?;
+        let rel = relative_part(&path).with_context(|| format!("{}", path.display()))?;
+        items.push(Item { path, rel });
+    }
+    Ok(items)
+}
+
+#[cfg(unix)]
+fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    Ok(PathBuf::from(OsString::from_vec(bytes.to_vec())))
+}
+
+#[cfg(not(unix))]
+fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
+    let s = std::str::from_utf8(bytes).context("not UTF-8")?;
+    Ok(PathBuf::from(OsString::from(s)))
+}
+
+/// The part of a listed path that names its output below `--out-dir`: its normal
+/// components. `..` would leave the output folder, so it is refused.
+fn relative_part(path: &Path) -> Result<PathBuf> {
+    let mut rel = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::Normal(part) => rel.push(part),
+            Component::ParentDir => bail!(
+                "a listed path with `..` cannot be placed under --out-dir; list it from a folder above"
+            ),
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    if rel.as_os_str().is_empty() {
+        bail!("not a file");
+    }
+    Ok(rel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(dir: &Path, rel: &str) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, b"x").unwrap();
+    }
+
+    fn rels(items: &[Item]) -> Vec<String> {
+        items.iter().map(|i| i.rel.display().to_string()).collect()
+    }
+
+    #[test]
+    fn folders_give_their_images_sorted_and_recursive_keeps_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["b.png", "a.JPG", "notes.txt", "sub/c.png", "sub/deep/d.tif"] {
+            touch(dir.path(), f);
+        }
+        let flat = expand(&[dir.path().into()], &InputOptions::default()).unwrap();
+        assert_eq!(rels(&flat), ["a.JPG", "b.png"]);
+        let options = InputOptions {
+            recursive: true,
+            ..Default::default()
+        };
+        let deep = expand(&[dir.path().into()], &options).unwrap();
+        assert_eq!(
+            rels(&deep),
+            ["a.JPG", "b.png", "sub/c.png", "sub/deep/d.tif"]
+        );
+        assert_eq!(deep[3].path, dir.path().join("sub/deep/d.tif"));
+    }
+
+    #[test]
+    fn an_empty_folder_and_an_unmatched_glob_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = expand(&[dir.path().into()], &InputOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("no image files"), "{err}");
+        let pattern = dir.path().join("*.png");
+        let err = expand(&[pattern], &InputOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("no image file matches"), "{err}");
+    }
+
+    #[test]
+    fn globs_are_expanded_relative_to_their_fixed_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["x/1.png", "x/y/2.png", "x/y/z/3.jpg", "x/skip.txt"] {
+            touch(dir.path(), f);
+        }
+        let pattern = dir.path().join("x/**/*.png");
+        let items = expand(&[pattern], &InputOptions::default()).unwrap();
+        assert_eq!(rels(&items), ["1.png", "y/2.png"]);
+    }
+
+    #[test]
+    fn a_named_file_keeps_its_name_only() {
+        let items = expand(&["some/where/f.png".into()], &InputOptions::default()).unwrap();
+        assert_eq!(items[0].rel, PathBuf::from("f.png"));
+        assert_eq!(items[0].path, PathBuf::from("some/where/f.png"));
+    }
+
+    #[test]
+    fn lists_split_on_nul_or_newlines_and_keep_odd_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let nul = dir.path().join("list0");
+        std::fs::write(&nul, b"a b.png\0sub/\xc3\xa9t\xc3\xa9.png\0new\nline.png\0").unwrap();
+        let options = InputOptions {
+            files_from: Some(nul),
+            ..Default::default()
+        };
+        let items = expand(&[], &options).unwrap();
+        assert_eq!(rels(&items), ["a b.png", "sub/été.png", "new\nline.png"]);
+
+        let lines = dir.path().join("list");
+        std::fs::write(&lines, b"/abs/p.png\r\n\n./rel/q.png\n").unwrap();
+        let options = InputOptions {
+            files_from: Some(lines),
+            ..Default::default()
+        };
+        let items = expand(&[], &options).unwrap();
+        assert_eq!(rels(&items), ["abs/p.png", "rel/q.png"]);
+        assert_eq!(items[0].path, PathBuf::from("/abs/p.png"));
+    }
+
+    #[test]
+    fn a_listed_path_that_climbs_out_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let list = dir.path().join("list");
+        std::fs::write(&list, b"../up.png\n").unwrap();
+        let options = InputOptions {
+            files_from: Some(list),
+            ..Default::default()
+        };
+        let err = expand(&[], &options).unwrap_err();
+        assert!(format!("{err:#}").contains("`..`"), "{err:#}");
+    }
+}

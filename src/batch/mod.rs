@@ -1,0 +1,12 @@
+//! Batches of files: the inputs (files, folders, globs, lists), the pipeline that decodes and
+//! encodes on all cores around one engine, and the report of what became of each file.
+
+pub mod inputs;
+pub mod outputs;
+pub mod pipeline;
+pub mod report;
+pub mod shard;
+
+pub use inputs::{expand, InputOptions, Item};
+pub use pipeline::{Outcome, Pipeline, StageTimes, Stages};
+pub use report::{FileRecord, FileStatus, Report};

@@ -1,0 +1,373 @@
+//! The batch pipeline: inputs decode on a pool of threads, one engine works on one image at a
+//! time while others decode and encode, and outputs encode on the pool. Bounded queues sit
+//! between the stages, so at most `jobs` images decode, `depth` wait for the engine, one is in
+//! the engine, `depth` wait for an encoder and `jobs` encode: memory is bounded whatever the
+//! batch's size. What a file becomes never depends on the timing; only the order in which
+//! files finish does.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde::Serialize;
+
+/// How wide and how deep the pipeline is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pipeline {
+    /// Threads that decode, and as many that encode.
+    pub jobs: usize,
+    /// Images that may wait between two stages.
+    pub depth: usize,
+    /// Engines (devices), each on a thread of its own, taking the next decoded image when
+    /// free: a slow one takes fewer.
+    pub engines: usize,
+}
+
+impl Pipeline {
+    /// `jobs` threads (the core count when `None`), a queue as deep as the pool is wide, and
+    /// one engine.
+    pub fn new(jobs: Option<usize>) -> Pipeline {
+        let jobs = jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
+        Pipeline {
+            jobs,
+            depth: jobs,
+            engines: 1,
+        }
+    }
+}
+
+/// Where one file's time went, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct StageTimes {
+    pub decode_ms: f64,
+    /// Decoded, waiting for an engine.
+    pub wait_ms: f64,
+    pub engine_ms: f64,
+    pub encode_ms: f64,
+}
+
+impl StageTimes {
+    /// The stages as `--timings` phases.
+    pub fn phases(&self) -> [(&'static str, Duration); 4] {
+        let d = |ms: f64| Duration::from_secs_f64(ms / 1e3);
+        [
+            ("decode", d(self.decode_ms)),
+            ("queue wait", d(self.wait_ms)),
+            ("engine", d(self.engine_ms)),
+            ("encode", d(self.encode_ms)),
+        ]
+    }
+}
+
+/// One file through the pipeline: its index in the batch, the engine that worked on it (none
+/// when it failed to decode), and how it ended (with what the encode stage gave back).
+pub struct Outcome<O> {
+    pub index: usize,
+    pub engine: Option<usize>,
+    pub result: Result<O>,
+    pub times: StageTimes,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The stages of one batch. `decode` and `encode` run on the pool (`encode` may also just hand
+/// the engine's result back, for work that writes no file per input); `start` (opening a
+/// device, say), `engine` and `finish` run on each engine's thread, so the devices open
+/// while the first files decode.
+pub struct Stages<Dec, Start, Eng, Enc, Fin> {
+    pub decode: Dec,
+    /// Called with the engine's number, 0 to `engines - 1`.
+    pub start: Start,
+    pub engine: Eng,
+    pub encode: Enc,
+    /// Runs on each engine's thread after the last file, for work that spans the batch (the
+    /// sum of histograms, its plot) and to hand back what the engine measured.
+    pub finish: Fin,
+}
+
+/// A decoded file on its way to an engine: its index, the decode's result, its times so far
+/// and when it was queued.
+type Decoded<D> = (usize, Result<D>, StageTimes, Instant);
+/// An engine's result on its way to an encoder.
+type Processed<R> = (usize, usize, R, StageTimes);
+
+impl Pipeline {
+    /// Runs every item through the stages, calling `done` on this thread as each file ends.
+    /// A file's error is its own and the batch goes on; an error from `start` stops the batch
+    /// and is returned once the files in flight end. Returns what `finish` made of each
+    /// engine's state, in engine order.
+    pub fn run<T, D, R, O, S, F, Dec, Start, Eng, Enc, Fin>(
+        &self,
+        items: &[T],
+        stages: Stages<Dec, Start, Eng, Enc, Fin>,
+        mut done: impl FnMut(Outcome<O>),
+    ) -> Result<Vec<F>>
+    where
+        T: Sync,
+        D: Send,
+        R: Send,
+        O: Send,
+        F: Send,
+        Dec: Fn(&T) -> Result<D> + Sync,
+        Start: Fn(usize) -> Result<S> + Sync,
+        Eng: Fn(&mut S, &T, D) -> Result<R> + Sync,
+        Enc: Fn(&T, R) -> Result<O> + Sync,
+        Fin: Fn(S) -> Result<F> + Sync,
+    {
+        let stages = &stages;
+        let next = &AtomicUsize::new(0);
+        let stop = &AtomicBool::new(false);
+        let (decoded_tx, decoded_rx) = mpsc::sync_channel::<Decoded<D>>(self.depth);
+        let decoded_rx = &Mutex::new(decoded_rx);
+        let (result_tx, result_rx) = mpsc::sync_channel::<Processed<R>>(self.depth);
+        let result_rx = &Mutex::new(result_rx);
+        let (done_tx, done_rx) = mpsc::channel::<Outcome<O>>();
+        std::thread::scope(|s| {
+            for _ in 0..self.jobs {
+                let decoded_tx = decoded_tx.clone();
+                s.spawn(move || loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= items.len() || stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let t0 = Instant::now();
+                    let result = (stages.decode)(&items[index]);
+                    let times = StageTimes {
+                        decode_ms: ms(t0.elapsed()),
+                        ..StageTimes::default()
+                    };
+                    if decoded_tx
+                        .send((index, result, times, Instant::now()))
+                        .is_err()
+                    {
+                        break;
+                    }
+                });
+            }
+            drop(decoded_tx);
+
+            let engines: Vec<_> = (0..self.engines.max(1))
+                .map(|engine| {
+                    let (result_tx, done_tx) = (result_tx.clone(), done_tx.clone());
+                    s.spawn(move || -> Result<F> {
+                        let mut state = match (stages.start)(engine) {
+                            Ok(state) => state,
+                            Err(e) => {
+                                // No more decoding; and decoders waiting to hand over an
+                                // image must not wait forever.
+                                stop.store(true, Ordering::Relaxed);
+                                while decoded_rx.lock().expect("no engine panics").recv().is_ok() {}
+                                return Err(e);
+                            }
+                        };
+                        loop {
+                            // The lock is held only while waiting for the next image.
+                            let next = decoded_rx.lock().expect("no engine panics").recv();
+                            let Ok((index, decoded, mut times, queued)) = next else {
+                                break;
+                            };
+                            times.wait_ms = ms(queued.elapsed());
+                            let t0 = Instant::now();
+                            let out =
+                                decoded.and_then(|d| (stages.engine)(&mut state, &items[index], d));
+                            times.engine_ms = ms(t0.elapsed());
+                            let sent = match out {
+                                Ok(r) => result_tx.send((index, engine, r, times)).is_ok(),
+                                Err(e) => {
+                                    let outcome = Outcome {
+                                        index,
+                                        engine: Some(engine),
+                                        result: Err(e),
+                                        times,
+                                    };
+                                    done_tx.send(outcome).is_ok()
+                                }
+                            };
+                            if !sent {
+                                break;
+                            }
+                        }
+                        (stages.finish)(state)
+                    })
+                })
+                .collect();
+            drop(result_tx);
+
+            for _ in 0..self.jobs {
+                let done_tx = done_tx.clone();
+                s.spawn(move || loop {
+                    let next = result_rx.lock().expect("no encoder panics").recv();
+                    let Ok((index, engine, r, mut times)) = next else {
+                        break;
+                    };
+                    let t0 = Instant::now();
+                    let result = (stages.encode)(&items[index], r);
+                    times.encode_ms = ms(t0.elapsed());
+                    let outcome = Outcome {
+                        index,
+                        engine: Some(engine),
+                        result,
+                        times,
+                    };
+                    if done_tx.send(outcome).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(done_tx);
+
+            for outcome in done_rx {
+                done(outcome);
+            }
+            engines
+                .into_iter()
+                .map(|e| e.join().expect("an engine stage does not panic"))
+                .collect()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Squaring = Stages<
+        Box<dyn Fn(&u32) -> Result<u64> + Sync>,
+        fn(usize) -> Result<Vec<u32>>,
+        fn(&mut Vec<u32>, &u32, u64) -> Result<u64>,
+        fn(&u32, u64) -> Result<()>,
+        fn(Vec<u32>) -> Result<Vec<u32>>,
+    >;
+
+    fn stages_squaring(fail_at: Option<u32>) -> Squaring {
+        Stages {
+            decode: Box::new(move |&x: &u32| {
+                if Some(x) == fail_at {
+                    anyhow::bail!("{x}: cannot decode");
+                }
+                Ok(u64::from(x))
+            }),
+            start: |_| Ok(Vec::new()),
+            engine: |seen: &mut Vec<u32>, &x: &u32, d: u64| {
+                seen.push(x);
+                Ok(d * d)
+            },
+            encode: |&x: &u32, r: u64| {
+                assert_eq!(r, u64::from(x) * u64::from(x));
+                Ok(())
+            },
+            finish: Ok,
+        }
+    }
+
+    #[test]
+    fn every_item_ends_once_whatever_the_width_and_depth() {
+        let items: Vec<u32> = (0..200).collect();
+        for (jobs, depth) in [(1, 1), (2, 1), (3, 2), (8, 8)] {
+            let pipeline = Pipeline {
+                jobs,
+                depth,
+                engines: jobs.min(3),
+            };
+            let mut ended = vec![0u32; items.len()];
+            let seen = pipeline
+                .run(&items, stages_squaring(Some(17)), |o| {
+                    ended[o.index] += 1;
+                    assert_eq!(o.result.is_err(), o.index == 17, "item {}", o.index);
+                })
+                .unwrap();
+            assert!(ended.iter().all(|&n| n == 1), "jobs {jobs}: {ended:?}");
+            let mut seen: Vec<u32> = seen.into_iter().flatten().collect();
+            seen.sort();
+            let expect: Vec<u32> = (0..200).filter(|&x| x != 17).collect();
+            assert_eq!(seen, expect, "the engine saw each decoded item once");
+        }
+    }
+
+    #[test]
+    fn a_slow_engine_takes_fewer_images() {
+        let items: Vec<u32> = (0..40).collect();
+        let stages = Stages {
+            start: |engine| Ok(engine),
+            decode: |&x: &u32| Ok(x),
+            engine: |&mut engine: &mut usize, _: &u32, d: u32| {
+                // Engine 1 is ten times slower than engine 0.
+                let ms = if engine == 0 { 1 } else { 10 };
+                std::thread::sleep(Duration::from_millis(ms));
+                Ok(d)
+            },
+            encode: |_: &u32, _: u32| Ok(()),
+            finish: Ok,
+        };
+        let mut by_engine = [0; 2];
+        let pipeline = Pipeline {
+            jobs: 2,
+            depth: 2,
+            engines: 2,
+        };
+        let finished = pipeline
+            .run(&items, stages, |o| by_engine[o.engine.unwrap()] += 1)
+            .unwrap();
+        assert_eq!(finished, [0, 1], "each engine's finish, in engine order");
+        assert_eq!(by_engine[0] + by_engine[1], 40);
+        assert!(by_engine[0] > 2 * by_engine[1], "{by_engine:?}");
+    }
+
+    #[test]
+    fn a_failed_start_ends_the_batch_with_its_error() {
+        let items: Vec<u32> = (0..50).collect();
+        let stages = Stages {
+            start: |_| -> Result<()> { anyhow::bail!("no device") },
+            decode: |&x: &u32| Ok(x),
+            engine: |_: &mut (), _: &u32, d: u32| Ok(d),
+            encode: |_: &u32, _: u32| Ok(()),
+            finish: |_: ()| Ok(()),
+        };
+        let mut ended = 0;
+        let err = Pipeline {
+            jobs: 2,
+            depth: 1,
+            engines: 1,
+        }
+        .run(&items, stages, |_| ended += 1)
+        .unwrap_err();
+        assert_eq!(err.to_string(), "no device");
+        assert_eq!(ended, 0);
+    }
+
+    #[test]
+    fn an_engine_error_fails_its_file_only() {
+        let items: Vec<u32> = (0..100).collect();
+        let stages = Stages {
+            start: |_| Ok(()),
+            decode: |&x: &u32| Ok(x),
+            engine: |_: &mut (), &x: &u32, d: u32| {
+                if x % 10 == 2 {
+                    return Err(crate::UsageError("radius too large".into()).into());
+                }
+                Ok(d)
+            },
+            encode: |_: &u32, _: u32| Ok(()),
+            finish: |_: ()| Ok(()),
+        };
+        let mut failed = Vec::new();
+        Pipeline {
+            jobs: 2,
+            depth: 1,
+            engines: 1,
+        }
+        .run(&items, stages, |o| {
+            if o.result.is_err() {
+                failed.push(o.index)
+            }
+        })
+        .unwrap();
+        failed.sort();
+        assert_eq!(failed, [2, 12, 22, 32, 42, 52, 62, 72, 82, 92]);
+    }
+}

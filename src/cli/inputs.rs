@@ -1,0 +1,82 @@
+//! The input options every batch subcommand shares: files, folders, globs, lists, the pool's
+//! width and the shard (docs/cli.md#batches, docs/scale-out.md).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::Ctx;
+use crate::batch::shard::Shard;
+use crate::batch::{self, InputOptions, Item, Pipeline};
+
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// Input images (PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO; 8 or 16 bits),
+    /// folders of images, or quoted globs that gpukit expands itself ('photos/**/*.jpg').
+    #[arg(value_name = "IN", required_unless_present = "files_from")]
+    pub inputs: Vec<PathBuf>,
+    /// Folders give the images in their whole tree (kept as a tree under --out-dir).
+    #[arg(long)]
+    pub recursive: bool,
+    /// Also read inputs from FILE (`-`: stdin), NUL-separated if it holds a NUL, else one a line.
+    #[arg(long, value_name = "FILE|-")]
+    pub files_from: Option<PathBuf>,
+    /// Files decoded and encoded at once (default: the number of cores).
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub jobs: Option<u32>,
+    /// Only the I-th of N disjoint parts of the inputs, chosen by a hash of each file's path
+    /// (docs/scale-out.md). Without it, a Slurm array's or a Kubernetes Indexed Job's task
+    /// index is used when set.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+    /// How many shards a Kubernetes Indexed Job has (its completions), or to override Slurm's.
+    #[arg(long, env = "GPUKIT_SHARD_COUNT", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub shard_count: Option<u64>,
+}
+
+impl InputArgs {
+    /// The batch's files: the inputs expanded, then this task's shard of them. With a shard,
+    /// an empty list is not an error (a small batch over many tasks leaves some idle).
+    pub fn items(&self, ctx: &Ctx) -> Result<Vec<Item>> {
+        let options = InputOptions {
+            recursive: self.recursive,
+            files_from: self.files_from.clone(),
+        };
+        let mut items = batch::expand(&self.inputs, &options)?;
+        let shard = self.shard_from(ctx)?;
+        if items.is_empty() && shard.is_none() {
+            anyhow::bail!(crate::UsageError(
+                "no inputs: --files-from listed none".into()
+            ));
+        }
+        if let Some(shard) = shard {
+            let all = items.len();
+            items.retain(|i| shard.contains(&i.rel));
+            if ctx.global.verbose > 0 {
+                ctx.note(&format!("shard {shard}: {} of {all} files", items.len()));
+            }
+        }
+        Ok(items)
+    }
+
+    /// The shard: the flag's, else the scheduler's (said with `-v`).
+    fn shard_from(&self, ctx: &Ctx) -> Result<Option<Shard>> {
+        if self.shard.is_some() {
+            return Ok(self.shard);
+        }
+        let env = |name: &str| std::env::var(name).ok();
+        let found = Shard::from_env(env, self.shard_count)
+            .map_err(|e| crate::UsageError(format!("{e:#}")))?;
+        Ok(found.map(|(shard, from)| {
+            if ctx.global.verbose > 0 {
+                ctx.note(&format!("shard {shard} from {from}"));
+            }
+            shard
+        }))
+    }
+
+    pub fn pipeline(&self) -> Pipeline {
+        Pipeline::new(self.jobs.map(|j| j as usize))
+    }
+}

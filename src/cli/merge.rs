@@ -1,0 +1,127 @@
+//! Merging the JSON documents of shards (docs/scale-out.md) into the one an unsharded run
+//! would have written: `gpukit histogram --merge shard-*.json`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{Map, Value};
+
+use crate::ops::histogram::channel_stats;
+
+fn read(path: &Path) -> Result<Value> {
+    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    serde_json::from_slice(&bytes)
+        .with_context(|| format!("{}: not a gpukit histogram JSON document", path.display()))
+}
+
+fn array<'v>(doc: &'v Value, key: &str, path: &Path) -> Result<&'v Vec<Value>> {
+    doc[key].as_array().with_context(|| {
+        format!(
+            "{}: not a gpukit histogram JSON document (no {key:?} list)",
+            path.display()
+        )
+    })
+}
+
+/// The histogram documents of `paths` as one: their inputs and failures in path order (the
+/// order an unsharded run over a folder lists them), and the sum of their sums with its
+/// statistics recomputed. Every document must have the same bins and alpha; the sum is null
+/// unless every document has one.
+pub fn histograms(paths: &[PathBuf]) -> Result<Value> {
+    let mut docs = Vec::new();
+    for p in paths {
+        docs.push((p.as_path(), read(p)?));
+    }
+    let (first_path, first) = docs
+        .first()
+        .context("--merge needs at least one document")?;
+    let mut inputs = Vec::new();
+    let mut failed = Vec::new();
+    for (path, doc) in &docs {
+        for key in ["bins", "alpha"] {
+            if doc[key] != first[key] {
+                bail!(
+                    "{}: {key} is {}, but {} has {}; only shards of one run can be merged",
+                    path.display(),
+                    doc[key],
+                    first_path.display(),
+                    first[key]
+                );
+            }
+        }
+        inputs.extend(array(doc, "inputs", path)?.iter().cloned());
+        failed.extend(array(doc, "failed", path)?.iter().cloned());
+    }
+    let by_path = |v: &Value| PathBuf::from(v["path"].as_str().unwrap_or_default());
+    inputs.sort_by_key(by_path);
+    failed.sort_by_key(by_path);
+    let sums: Vec<&Value> = docs.iter().map(|(_, d)| &d["sum"]).collect();
+    let sum = if !failed.is_empty() || sums.iter().any(|s| s.is_null()) {
+        Value::Null
+    } else {
+        add_sums(&docs, &sums)?
+    };
+    let mut out = Map::new();
+    out.insert("gpukit_version".into(), env!("CARGO_PKG_VERSION").into());
+    out.insert("bins".into(), first["bins"].clone());
+    out.insert("alpha".into(), first["alpha"].clone());
+    out.insert("inputs".into(), Value::Array(inputs));
+    out.insert("failed".into(), Value::Array(failed));
+    out.insert("sum".into(), sum);
+    Ok(Value::Object(out))
+}
+
+fn add_sums(docs: &[(&Path, Value)], sums: &[&Value]) -> Result<Value> {
+    let bad = |i: usize| {
+        format!(
+            "{}: its sum does not match the others'",
+            docs[i].0.display()
+        )
+    };
+    let mut total = sums[0].clone();
+    for (i, s) in sums.iter().enumerate().skip(1) {
+        for key in ["inputs", "pixels"] {
+            let n = total[key]
+                .as_u64()
+                .zip(s[key].as_u64())
+                .with_context(|| bad(i))?;
+            total[key] = (n.0 + n.1).into();
+        }
+        let (Some(mine), Some(theirs)) =
+            (total["channels"].as_array_mut(), s["channels"].as_array())
+        else {
+            bail!(bad(i));
+        };
+        if mine.len() != theirs.len() {
+            bail!(bad(i));
+        }
+        for (a, b) in mine.iter_mut().zip(theirs) {
+            let (Some(ca), Some(cb)) = (a["counts"].as_array(), b["counts"].as_array()) else {
+                bail!(bad(i));
+            };
+            if a["name"] != b["name"] || ca.len() != cb.len() {
+                bail!(bad(i));
+            }
+            let added: Option<Vec<u64>> = ca
+                .iter()
+                .zip(cb)
+                .map(|(x, y)| Some(x.as_u64()? + y.as_u64()?))
+                .collect();
+            a["counts"] = added.with_context(|| bad(i))?.into();
+        }
+    }
+    // The statistics of the added counts, as a run over all the inputs computes them.
+    for channel in total["channels"].as_array_mut().into_iter().flatten() {
+        let counts: Vec<u64> = channel["counts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_u64)
+            .collect();
+        let stats = serde_json::to_value(channel_stats(&counts))?;
+        for (k, v) in stats.as_object().into_iter().flatten() {
+            channel[k.as_str()] = v.clone();
+        }
+    }
+    Ok(total)
+}

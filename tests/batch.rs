@@ -1,0 +1,497 @@
+//! Batches of files through the pipeline: every output equals the CPU reference whatever the
+//! number of jobs, a bad file fails alone, re-runs skip what is done, and the inputs come from
+//! folders, globs and lists the way batch scripts have them.
+
+use std::path::{Path, PathBuf};
+
+use gpukit::io::image;
+use gpukit::ops::blur::{blur_cpu, BlurParams, Kind};
+
+use crate::util::{gpukit, run_in, tempdir};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
+}
+
+/// A batch of mixed sizes, depths and layouts: gray, gray+alpha, RGB, RGBA, palette, 8 and
+/// 16 bits, and the 512x512 hopper.
+const MIXED: &[&str] = &[
+    "pngsuite/basn0g08.png",
+    "pngsuite/basn0g16.png",
+    "pngsuite/basn2c08.png",
+    "pngsuite/basn2c16.png",
+    "pngsuite/basn3p04.png",
+    "pngsuite/basn4a08.png",
+    "pngsuite/basn6a16.png",
+    "pngsuite/s35i3p04.png",
+    "hopper.png",
+];
+
+/// Copies the MIXED files into `dir/in`, some in a subfolder.
+fn mixed_tree(dir: &Path) -> Vec<PathBuf> {
+    let mut rels = Vec::new();
+    for (i, f) in MIXED.iter().enumerate() {
+        let name = Path::new(f).file_name().unwrap();
+        let rel = if i % 3 == 0 {
+            Path::new("sub").join(name)
+        } else {
+            PathBuf::from(name)
+        };
+        let to = dir.join("in").join(&rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(fixture(f), &to).unwrap();
+        rels.push(rel);
+    }
+    rels
+}
+
+#[track_caller]
+fn assert_blurred(input: &Path, output: &Path, radius: u32) {
+    let want = blur_cpu(
+        &image::load(input).unwrap(),
+        &BlurParams::new(Kind::Box, radius, 1),
+    )
+    .unwrap();
+    let got = image::load(output).unwrap();
+    assert!(
+        got == want,
+        "{} differs from the reference",
+        output.display()
+    );
+}
+
+#[test]
+fn a_recursive_batch_equals_the_reference_for_any_number_of_jobs() {
+    let dir = tempdir();
+    let d = dir.path();
+    let rels = mixed_tree(d);
+    for jobs in ["1", "2", "8"] {
+        let out = format!("out{jobs}");
+        let args = [
+            "blur",
+            "in",
+            "--recursive",
+            "-r",
+            "2",
+            "--out-dir",
+            &out,
+            "-j",
+            jobs,
+        ];
+        let r = run_in(Some(d), &args);
+        r.code(0);
+        for rel in &rels {
+            assert_blurred(&d.join("in").join(rel), &d.join(&out).join(rel), 2);
+        }
+        // The tree is kept: sub/ holds the files that came from sub/.
+        assert!(d.join(&out).join("sub").is_dir());
+    }
+}
+
+#[test]
+fn a_corrupt_file_in_the_middle_fails_alone_and_the_report_says_so() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    for f in ["a.png", "c.png"] {
+        std::fs::copy(fixture("pngsuite/basn2c08.png"), d.join("in").join(f)).unwrap();
+    }
+    std::fs::write(d.join("in/b.png"), b"\x89PNG\r\n\x1a\nnot really").unwrap();
+    let r = run_in(
+        Some(d),
+        &[
+            "blur",
+            "in",
+            "--out-dir",
+            "out",
+            "--report",
+            "report.json",
+            "-r",
+            "1",
+        ],
+    );
+    r.code(1);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert!(lines[0].starts_with("gpukit: in/b.png: "), "{}", r.stderr);
+    assert_eq!(
+        lines.last().unwrap().split(" in ").next().unwrap(),
+        "gpukit: 2 done, 0 skipped, 1 failed",
+        "{}",
+        r.stderr
+    );
+    assert_blurred(&d.join("in/a.png"), &d.join("out/a.png"), 1);
+    assert_blurred(&d.join("in/c.png"), &d.join("out/c.png"), 1);
+    assert!(!d.join("out/b.png").exists());
+
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["command"], "blur");
+    let files = report["files"].as_array().unwrap();
+    let status: Vec<&str> = files
+        .iter()
+        .map(|f| f["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(status, ["ok", "failed", "ok"]);
+    assert_eq!(files[1]["input"], "in/b.png");
+    assert!(files[1]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("in/b.png: "));
+    assert!(files[0]["error"].is_null());
+    for stage in ["decode_ms", "wait_ms", "engine_ms", "encode_ms"] {
+        assert!(files[0]["times"][stage].as_f64().unwrap() >= 0.0, "{stage}");
+    }
+    let summary = &report["summary"];
+    assert_eq!(
+        (
+            summary["files"].as_u64(),
+            summary["done"].as_u64(),
+            summary["failed"].as_u64()
+        ),
+        (Some(3), Some(2), Some(1))
+    );
+}
+
+#[test]
+fn skip_existing_finishes_an_interrupted_batch_and_touches_nothing_done() {
+    let dir = tempdir();
+    let d = dir.path();
+    let rels = mixed_tree(d);
+    // As if an earlier run had finished two files: their outputs hold other bytes, so any
+    // rewrite would show.
+    std::fs::create_dir_all(d.join("out/sub")).unwrap();
+    let done = [&rels[0], &rels[1]];
+    for rel in done {
+        std::fs::write(d.join("out").join(rel), b"done before").unwrap();
+    }
+    let r = run_in(
+        Some(d),
+        &[
+            "blur",
+            "in",
+            "--recursive",
+            "--out-dir",
+            "out",
+            "--skip-existing",
+            "--report",
+            "-",
+        ],
+    );
+    r.code(0);
+    for rel in done {
+        assert_eq!(
+            std::fs::read(d.join("out").join(rel)).unwrap(),
+            b"done before"
+        );
+    }
+    for rel in &rels[2..] {
+        assert_blurred(&d.join("in").join(rel), &d.join("out").join(rel), 3);
+    }
+    let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(report["summary"]["skipped"], 2);
+    assert_eq!(report["summary"]["done"], rels.len() - 2);
+}
+
+#[test]
+fn files_from_takes_nul_separated_odd_names_on_stdin() {
+    use std::io::Write;
+    let dir = tempdir();
+    let d = dir.path();
+    let names = ["with space.png", "ünïcødé.png", "new\nline.png"];
+    std::fs::create_dir(d.join("in")).unwrap();
+    let mut list = Vec::new();
+    for n in names {
+        std::fs::copy(fixture("pngsuite/basn0g08.png"), d.join("in").join(n)).unwrap();
+        list.extend_from_slice(format!("in/{n}").as_bytes());
+        list.push(0);
+    }
+    let mut child = gpukit()
+        .args(["blur", "--files-from", "-", "--out-dir", "out", "-r", "1"])
+        .current_dir(d)
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&list).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for n in names {
+        // A listed relative path keeps its folders under --out-dir.
+        assert_blurred(&d.join("in").join(n), &d.join("out/in").join(n), 1);
+    }
+}
+
+#[test]
+fn a_quoted_glob_is_expanded_and_out_format_converts() {
+    let dir = tempdir();
+    let d = dir.path();
+    let rels = mixed_tree(d);
+    let r = run_in(
+        Some(d),
+        &[
+            "blur",
+            "in/**/basn[02]*.png",
+            "--out-dir",
+            "out",
+            "--out-format",
+            "tif",
+            "-r",
+            "1",
+        ],
+    );
+    r.code(0);
+    let mut n = 0;
+    let chosen = |r: &&PathBuf| {
+        let name = r.file_name().unwrap().to_str().unwrap();
+        name.starts_with("basn0") || name.starts_with("basn2")
+    };
+    for rel in rels.iter().filter(chosen) {
+        // The glob's fixed prefix is `in`: the tree below it is kept.
+        let got = d.join("out").join(rel).with_extension("tif");
+        assert_blurred(&d.join("in").join(rel), &got, 1);
+        n += 1;
+    }
+    assert_eq!(n, 4);
+}
+
+#[test]
+fn a_batch_over_its_own_inputs_needs_overwrite() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    let input = d.join("in/a.png");
+    std::fs::copy(fixture("pngsuite/basn2c08.png"), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    run_in(Some(d), &["blur", "in/a.png", "--out-dir", "in"])
+        .code(2)
+        .one_error_line("add --overwrite");
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+    run_in(
+        Some(d),
+        &[
+            "blur",
+            "in/a.png",
+            "--out-dir",
+            "./in/",
+            "--overwrite",
+            "-r",
+            "1",
+        ],
+    )
+    .code(0);
+    let want = blur_cpu(
+        &image::decode(&before).unwrap(),
+        &BlurParams::new(Kind::Box, 1, 1),
+    )
+    .unwrap();
+    assert!(image::load(&input).unwrap() == want);
+}
+
+#[test]
+fn histogram_of_a_folder_writes_what_it_counted_and_lists_the_failure() {
+    use gpukit::ops::histogram::{histogram_cpu, Channels};
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("in/deep")).unwrap();
+    std::fs::copy(fixture("pngsuite/basn2c08.png"), d.join("in/a.png")).unwrap();
+    std::fs::copy(fixture("hopper.png"), d.join("in/deep/c.png")).unwrap();
+    std::fs::write(d.join("in/b.png"), b"\x89PNG\r\n\x1a\nnot really").unwrap();
+    let r = run_in(
+        Some(d),
+        &[
+            "histogram",
+            "in",
+            "--recursive",
+            "--sum",
+            "--json",
+            "h.json",
+            "-j",
+            "2",
+        ],
+    );
+    r.code(1).one_error_line("in/b.png");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("h.json")).unwrap()).unwrap();
+    let inputs = doc["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 2);
+    for (input, path) in inputs.iter().zip(["in/a.png", "in/deep/c.png"]) {
+        assert_eq!(input["path"], path);
+        let img = image::load(&d.join(path)).unwrap();
+        let want = histogram_cpu(&img, Channels::of(img.channels, false), 256);
+        for (c, channel) in input["channels"].as_array().unwrap().iter().enumerate() {
+            let counts: Vec<u64> = channel["counts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect();
+            assert_eq!(counts, want.channel(c), "{path} channel {c}");
+        }
+    }
+    assert_eq!(doc["failed"][0]["path"], "in/b.png");
+    // A sum over some of the inputs would be wrong: there is none.
+    assert!(doc["sum"].is_null());
+}
+
+/// The files of `dir/in` a `--shard` run wrote under `out`.
+fn written(out: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(out)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn shards_split_a_folder_into_disjoint_parts_from_flags_or_the_scheduler() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    let mut all = Vec::new();
+    for i in 0..12 {
+        let name = format!("f{i:02}.png");
+        std::fs::copy(fixture("pngsuite/basn0g08.png"), d.join("in").join(&name)).unwrap();
+        all.push(name);
+    }
+    let mut union = Vec::new();
+    for i in 1..=3 {
+        let out = format!("out{i}");
+        let shard = format!("{i}/3");
+        run_in(
+            Some(d),
+            &[
+                "blur",
+                "in",
+                "--out-dir",
+                &out,
+                "--shard",
+                &shard,
+                "-r",
+                "1",
+            ],
+        )
+        .code(0);
+        union.extend(written(&d.join(&out)));
+    }
+    union.sort();
+    assert_eq!(union, all, "every file in exactly one shard");
+
+    // Slurm's array index (here 11..13; task 13 is part 13 mod 3 = 1, the second) and Kubernetes' index
+    // (0-based, with the count from GPUKIT_SHARD_COUNT) pick the same parts as the flag.
+    let by_flag = written(&d.join("out2"));
+    let slurm = gpukit()
+        .args(["blur", "in", "--out-dir", "slurm", "-r", "1"])
+        .current_dir(d)
+        .envs([
+            ("SLURM_ARRAY_TASK_ID", "13"),
+            ("SLURM_ARRAY_TASK_MIN", "11"),
+            ("SLURM_ARRAY_TASK_MAX", "13"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        slurm.status.success(),
+        "{}",
+        String::from_utf8_lossy(&slurm.stderr)
+    );
+    assert_eq!(written(&d.join("slurm")), by_flag);
+    let k8s = gpukit()
+        .args(["blur", "in", "--out-dir", "k8s", "-r", "1"])
+        .current_dir(d)
+        .envs([("JOB_COMPLETION_INDEX", "1"), ("GPUKIT_SHARD_COUNT", "3")])
+        .output()
+        .unwrap();
+    assert!(
+        k8s.status.success(),
+        "{}",
+        String::from_utf8_lossy(&k8s.stderr)
+    );
+    assert_eq!(written(&d.join("k8s")), by_flag);
+    // The flag wins over the environment.
+    let flag = gpukit()
+        .args([
+            "blur",
+            "in",
+            "--out-dir",
+            "flag",
+            "-r",
+            "1",
+            "--shard",
+            "2/3",
+        ])
+        .current_dir(d)
+        .envs([("JOB_COMPLETION_INDEX", "0"), ("GPUKIT_SHARD_COUNT", "3")])
+        .output()
+        .unwrap();
+    assert!(flag.status.success());
+    assert_eq!(written(&d.join("flag")), by_flag);
+    // An index without a count is a usage error.
+    let bad = gpukit()
+        .args(["blur", "in", "--out-dir", "bad"])
+        .current_dir(d)
+        .env("JOB_COMPLETION_INDEX", "0")
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--shard-count"));
+}
+
+#[test]
+fn merged_histograms_of_shards_equal_the_unsharded_run() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    for f in [
+        "basn2c08", "f00n2c08", "f01n2c08", "f02n2c08", "f03n2c08", "f04n2c08", "g03n2c08",
+        "g04n2c08", "g05n2c08", "g07n2c08", "g10n2c08", "g25n2c08",
+    ] {
+        let from = fixture(&format!("pngsuite/{f}.png"));
+        std::fs::copy(from, d.join("in").join(format!("{f}.png"))).unwrap();
+    }
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(d.join(name)).unwrap()).unwrap()
+    };
+    run_in(Some(d), &["histogram", "in", "--sum", "--json", "all.json"]).code(0);
+    let mut shards = Vec::new();
+    for i in 1..=3 {
+        let json = format!("s{i}.json");
+        let shard = format!("{i}/3");
+        run_in(
+            Some(d),
+            &[
+                "histogram",
+                "in",
+                "--sum",
+                "--shard",
+                &shard,
+                "--json",
+                &json,
+            ],
+        )
+        .code(0);
+        assert!(!read(&json)["inputs"].as_array().unwrap().is_empty());
+        shards.push(json);
+    }
+    let mut args = vec!["histogram", "--merge", "--json", "merged.json"];
+    args.extend(shards.iter().map(String::as_str));
+    run_in(Some(d), &args).code(0);
+    assert_eq!(read("merged.json"), read("all.json"));
+    // Documents of different runs are refused.
+    run_in(
+        Some(d),
+        &["histogram", "in", "--bins", "16", "--json", "b16.json"],
+    )
+    .code(0);
+    run_in(Some(d), &["histogram", "--merge", "s1.json", "b16.json"])
+        .code(1)
+        .one_error_line("bins");
+}
