@@ -521,8 +521,8 @@ fn bad_files_exit_1_and_leave_nothing() {
     for (input, needle) in [
         ("missing.png", "missing.png: cannot read"),
         ("empty.png", "empty.png: empty file"),
-        ("truncated.png", "truncated.png: cannot decode"),
-        ("text.png", "text.png: cannot decode"),
+        ("truncated.png", "truncated.png: truncated PNG"),
+        ("text.png", "text.png: not an image gpukit can read"),
     ] {
         run_in(Some(d), &["blur", input, "-o", "out.png"])
             .code(1)

@@ -460,6 +460,28 @@ fn scan_prints_json_on_stdout() {
 }
 
 #[test]
+fn json_with_infinities_reads_back() {
+    // An exclusive f32 min starts with +inf; gpukit reads back the JSON it wrote.
+    let dir = tempdir();
+    write_file(&dir.path().join("v.txt"), b"2.5 -1 7\n");
+    run_in(
+        Some(dir.path()),
+        &[
+            "scan", "v.txt", "--dtype", "f32", "--op", "min", "-o", "m.json",
+        ],
+    )
+    .code(0);
+    let written = std::fs::read_to_string(dir.path().join("m.json")).unwrap();
+    assert_eq!(written, "[Infinity, 2.5, -1.0]\n");
+    let r = run_in(
+        Some(dir.path()),
+        &["scan", "m.json", "--inclusive", "--op", "max"],
+    );
+    r.code(0);
+    assert_eq!(r.stdout, "[Infinity, Infinity, Infinity]\n");
+}
+
+#[test]
 fn every_input_and_output_format_round_trips() {
     let dir = tempdir();
     let d = dir.path();
@@ -632,6 +654,20 @@ fn bad_inputs_fail_in_one_line_and_write_nothing() {
         &["v.json"],
         1,
         "v.json: not valid JSON: expected value at line 1 column 7",
+    );
+    // A shape whose byte count overflows: (2^62 + 3,) u32 with 16 bytes of data.
+    let huge = npy_with("<u4", "(4611686018427387907,)", &[1; 16]);
+    fails(
+        &[("huge.npy", &huge)],
+        &["huge.npy"],
+        1,
+        "huge.npy: shape [4611686018427387907] of u32 elements overflows",
+    );
+    fails(
+        &[("v.json", b"[1, 18446744073709551616]")],
+        &["v.json"],
+        1,
+        "v.json: element [1]: 18446744073709551616 does not fit u32",
     );
     fails(
         &[("v.json", b"[1, \"x\"]")],

@@ -10,8 +10,10 @@ mod compare;
 mod copy;
 mod devices;
 mod histogram;
+mod input;
 mod matmul;
 #[cfg(unix)]
 mod output;
+mod property;
 mod scan;
 mod tune;

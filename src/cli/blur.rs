@@ -199,6 +199,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         }
     }
     let pipeline = args.input.pipeline();
+    let read = ctx.read_options();
     let hide = ctx.global.quiet
         || jobs.len() == 1
         || report_sink.as_ref().is_some_and(JsonSink::is_stdout);
@@ -206,7 +207,10 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     let mut stage_times = Timings::default();
     let mut printed = 0;
     let stages = Stages {
-        decode: |&i: &usize| img_io::load(&jobs[i].input),
+        decode: |&i: &usize| {
+            let path = &jobs[i].input;
+            img_io::load_with(path, &read).map(|d| ctx.accept(path, d))
+        },
         start: |_| -> Result<EngineState> {
             let mut timings = Timings::default();
             let engine = ctx.engine(&mut timings)?;

@@ -225,12 +225,14 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     let mut status = Status::Success;
     let fail = |err: &anyhow::Error| eprintln!("{} {err:#}", term::error_prefix());
 
-    // Headers: every input's bit depth against --bins, and the channels a sum needs.
+    // Headers: every input's bit depth against --bins, and the channels a sum needs. (A pipe
+    // is read whole by its probe, which keeps the bytes for its decode.)
+    let read = ctx.read_options();
     let mut headers = Vec::new();
     let mut failures = Vec::new();
     timings.phase("probe", || -> Result<()> {
         for path in &inputs {
-            match image::probe(path) {
+            match image::probe_with(path, &read) {
                 Ok(h) => {
                     check_bins(args.bins, h.bit_depth)
                         .with_context(|| path.display().to_string())?;
@@ -258,7 +260,9 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     let engine_cell = OnceLock::new();
     let plot_wanted = plot.is_some();
     let stages = Stages {
-        decode: |(path, _): &(PathBuf, image::Header)| image::load(path),
+        decode: |(path, _): &(PathBuf, image::Header)| {
+            image::load_with(path, &read).map(|d| ctx.accept(path, d))
+        },
         start: |_| -> Result<EngineState<'_>> {
             let mut timings = Timings::default();
             let opened = ctx.engine(&mut timings)?;

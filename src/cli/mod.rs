@@ -59,6 +59,15 @@ pub struct GlobalArgs {
     /// Use the ops' default shapes, not the tune cache's (`gpukit tune`: write no cache).
     #[arg(long, global = true)]
     pub no_tune_cache: bool,
+    /// Accept truncated or corrupt images (bad checksums, damaged data) as far as they
+    /// decode, with a warning, instead of refusing them.
+    #[arg(long, global = true)]
+    pub allow_damaged: bool,
+    /// Refuse images whose decoded samples would take more than SIZE (bytes, or with a
+    /// suffix: 512MiB, 4GiB), read from the header before any pixel is decoded.
+    #[arg(long, global = true, env = "GPUKIT_MAX_IMAGE_BYTES", value_name = "SIZE",
+          default_value = "2GiB", value_parser = crate::io::image::parse_byte_size)]
+    pub max_image_bytes: u64,
     /// Colour on stderr. `auto` means on a terminal, unless NO_COLOR is set.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
@@ -149,6 +158,29 @@ impl Ctx {
             timings.merge(&t);
             (engine, out)
         })
+    }
+
+    /// How images are read: `--allow-damaged` and `--max-image-bytes`.
+    pub fn read_options(&self) -> crate::io::image::ReadOptions {
+        crate::io::image::ReadOptions {
+            limits: crate::io::image::DecodeLimits {
+                max_bytes: self.global.max_image_bytes,
+                ..crate::io::image::DecodeLimits::DEFAULT
+            },
+            allow_damaged: self.global.allow_damaged,
+        }
+    }
+
+    /// The image of a decode, warning on stderr when it was damaged (`--allow-damaged`).
+    pub fn accept(
+        &self,
+        path: &std::path::Path,
+        decoded: crate::io::image::Decoded,
+    ) -> crate::io::image::Image {
+        if let Some(damage) = &decoded.damage {
+            self.warn(&format!("{}: {damage} (decoded anyway)", path.display()));
+        }
+        decoded.image
     }
 
     /// A note on stderr, unless `--quiet`.

@@ -242,8 +242,7 @@ pub fn parse(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Array
             Ok(Array::vector(Data::from_bytes(dtype, bytes)))
         }
         Format::Json => {
-            let value: serde_json::Value =
-                serde_json::from_slice(bytes).map_err(|e| anyhow!("not valid JSON: {e}"))?;
+            let value = json::parse(bytes).map_err(|e| anyhow!("not valid JSON: {e}"))?;
             let mut shape = Vec::new();
             let mut flat = Vec::new();
             json_flatten(&value, 0, &mut shape, &mut flat, &mut Vec::new())?;
@@ -285,7 +284,7 @@ fn parse_text(bytes: &[u8], dtype: Option<DType>, how: TextShape) -> Result<Arra
             .filter(|t| !t.is_empty())
             .enumerate()
         {
-            let v: Number = tok.parse().map_err(|_| {
+            let v = Number::parse(tok).ok_or_else(|| {
                 anyhow!(
                     "line {}, value {}: {tok:?} is not a number",
                     lineno + 1,
@@ -332,18 +331,51 @@ fn parse_text(bytes: &[u8], dtype: Option<DType>, how: TextShape) -> Result<Arra
 #[derive(Clone, Copy, Debug)]
 enum Number {
     Int(i128),
+    /// An integer literal too large even for i128 (kept as its nearest f64).
+    BigInt(f64),
     Float(f64),
 }
 
-impl std::str::FromStr for Number {
-    type Err = ();
-    fn from_str(s: &str) -> Result<Number, ()> {
-        if let Ok(i) = s.parse::<i128>() {
-            return Ok(Number::Int(i));
+impl Number {
+    /// Parses one number as written in text or JSON: an integer literal (digits with an
+    /// optional sign) stays an integer however large; anything else Rust reads as an f64
+    /// (`1.5`, `1e-3`, `NaN`, `inf`, `Infinity`, any case).
+    fn parse(s: &str) -> Option<Number> {
+        let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Some(match s.parse::<i128>() {
+                Ok(i) => Number::Int(i),
+                Err(_) => Number::BigInt(s.parse::<f64>().ok()?),
+            });
         }
-        match s.parse::<f64>() {
-            Ok(f) => Ok(Number::Float(f)),
-            Err(_) => Err(()),
+        s.parse::<f64>().ok().map(Number::Float)
+    }
+
+    fn is_int(&self) -> bool {
+        !matches!(self, Number::Float(_))
+    }
+
+    fn as_f64(&self) -> f64 {
+        match *self {
+            Number::Int(v) => v as f64,
+            Number::BigInt(f) | Number::Float(f) => f,
+        }
+    }
+
+    /// The integer, if it lies in `lo..=hi`.
+    fn int_in(&self, lo: i128, hi: i128) -> Option<i128> {
+        match *self {
+            Number::Int(v) if (lo..=hi).contains(&v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Number {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Number::Int(v) => write!(f, "{v}"),
+            Number::BigInt(v) | Number::Float(v) => write!(f, "{v}"),
         }
     }
 }
@@ -361,14 +393,14 @@ fn index_of(flat: usize, shape: &[usize]) -> String {
 }
 
 fn json_flatten(
-    v: &serde_json::Value,
+    v: &json::Value,
     depth: usize,
     shape: &mut Vec<usize>,
     flat: &mut Vec<Number>,
     path: &mut Vec<usize>,
 ) -> Result<()> {
     match v {
-        serde_json::Value::Array(items) => {
+        json::Value::Array(items) => {
             if shape.len() == depth {
                 if !flat.is_empty() {
                     bail!("ragged nesting at element {path:?}");
@@ -388,61 +420,77 @@ fn json_flatten(
             }
             Ok(())
         }
-        serde_json::Value::Number(n) => {
+        json::Value::Number(n) => {
             if shape.len() != depth {
                 bail!("ragged nesting at element {path:?}");
             }
-            flat.push(if let Some(i) = n.as_i64() {
-                Number::Int(i as i128)
-            } else if let Some(u) = n.as_u64() {
-                Number::Int(u as i128)
-            } else {
-                Number::Float(n.as_f64().unwrap_or(f64::NAN))
-            });
+            flat.push(*n);
             Ok(())
         }
-        other => bail!("element {path:?} is not a number: {other}"),
+        json::Value::Other(what) => bail!("element {path:?} is not a number: {what}"),
     }
 }
 
+/// Converts numbers to `dtype`, or without one infers it: u32 when every number is an
+/// integer in u32's range, i32 when every one is in i32's, f32 when some are not integers. An
+/// integer array that fits neither is refused (it never turns into floats silently).
 fn numbers_to_data(
     nums: &[Number],
     dtype: Option<DType>,
     at: impl Fn(usize) -> String,
 ) -> Result<Data> {
-    let dtype = dtype.unwrap_or_else(|| {
-        if nums.iter().all(|n| matches!(n, Number::Int(i) if *i >= 0)) {
-            DType::U32
-        } else if nums.iter().all(|n| matches!(n, Number::Int(_))) {
-            DType::I32
-        } else {
-            DType::F32
+    let (u32_max, i32_min, i32_max) = (u32::MAX as i128, i32::MIN as i128, i32::MAX as i128);
+    let dtype = match dtype {
+        Some(d) => d,
+        None if nums.iter().all(|n| n.int_in(0, u32_max).is_some()) => DType::U32,
+        None if nums.iter().all(|n| n.int_in(i32_min, i32_max).is_some()) => DType::I32,
+        None if nums.iter().all(Number::is_int) => {
+            let neg = nums.iter().any(|n| n.as_f64() < 0.0);
+            let (lo, hi) = if neg {
+                (i32_min, i32_max)
+            } else {
+                (0, u32_max)
+            };
+            let i = nums
+                .iter()
+                .position(|n| n.int_in(lo, hi).is_none())
+                .expect("some integer is out of range");
+            let range = match (neg, nums[i].as_f64() > 0.0) {
+                (false, _) => "u32",
+                (true, false) => "i32",
+                // It would fit u32, but the negative values need i32.
+                (true, true) => "u32 or i32",
+            };
+            bail!(
+                "{}: {} does not fit {range} (the integer types gpukit takes); \
+                 give --dtype f32 to read the values as floats",
+                at(i),
+                nums[i]
+            )
         }
-    });
+        None => DType::F32,
+    };
     let int = |i: usize, lo: i128, hi: i128| -> Result<i128> {
         match nums[i] {
-            Number::Int(v) if (lo..=hi).contains(&v) => Ok(v),
-            Number::Int(v) => bail!("{}: {v} does not fit {}", at(i), dtype.name()),
+            n @ (Number::Int(_) | Number::BigInt(_)) => n
+                .int_in(lo, hi)
+                .ok_or_else(|| anyhow!("{}: {n} does not fit {}", at(i), dtype.name())),
             Number::Float(f) => bail!("{}: {f} is not an integer ({})", at(i), dtype.name()),
         }
-    };
-    let float = |n: &Number| match *n {
-        Number::Int(v) => v as f64,
-        Number::Float(f) => f,
     };
     Ok(match dtype {
         DType::U32 => Data::U32(
             (0..nums.len())
-                .map(|i| int(i, 0, u32::MAX as i128).map(|v| v as u32))
+                .map(|i| int(i, 0, u32_max).map(|v| v as u32))
                 .collect::<Result<_>>()?,
         ),
         DType::I32 => Data::I32(
             (0..nums.len())
-                .map(|i| int(i, i32::MIN as i128, i32::MAX as i128).map(|v| v as i32))
+                .map(|i| int(i, i32_min, i32_max).map(|v| v as i32))
                 .collect::<Result<_>>()?,
         ),
-        DType::F32 => Data::F32(nums.iter().map(|n| float(n) as f32).collect()),
-        DType::F16 => Data::F16(nums.iter().map(|n| f16::from_f64(float(n))).collect()),
+        DType::F32 => Data::F32(nums.iter().map(|n| n.as_f64() as f32).collect()),
+        DType::F16 => Data::F16(nums.iter().map(|n| f16::from_f64(n.as_f64())).collect()),
     })
 }
 
@@ -475,18 +523,14 @@ pub fn name_dtypes(err: anyhow::Error, path: &Path, op: &str, takes: &str) -> an
 }
 
 fn parse_npy(bytes: &[u8], want: Option<DType>) -> Result<Array> {
-    let mut reader = bytes;
-    let header = npyz::NpyHeader::from_reader(&mut reader)
-        .map_err(|e| anyhow!("not a valid .npy file: {e}"))?;
-    let descr = match header.dtype() {
-        npyz::DType::Plain(ts) => ts.to_string(),
-        other => bail!("structured dtype {} is not supported", other.descr()),
-    };
-    let dtype = match descr.as_str() {
-        "<u4" => DType::U32,
-        "<i4" => DType::I32,
-        "<f4" => DType::F32,
-        "<f2" => DType::F16,
+    let header = npy::Header::parse(bytes).map_err(|e| anyhow!("not a valid .npy file: {e}"))?;
+    let reader = &bytes[header.data_offset..];
+    let descr = header.descr.as_str();
+    let dtype = match descr {
+        "<u4" | "|u4" => DType::U32,
+        "<i4" | "|i4" => DType::I32,
+        "<f4" | "|f4" => DType::F32,
+        "<f2" | "|f2" => DType::F16,
         d if d.starts_with('>') => {
             bail!("big-endian dtype {d} is not supported (use a little-endian array)")
         }
@@ -497,9 +541,23 @@ fn parse_npy(bytes: &[u8], want: Option<DType>) -> Result<Array> {
             bail!("holds {} but {} was asked for", dtype.name(), w.name());
         }
     }
-    let shape: Vec<usize> = header.shape().iter().map(|&d| d as usize).collect();
-    let n: usize = shape.iter().product();
-    let need = n * dtype.size();
+    let shape = header
+        .shape
+        .iter()
+        .map(|&d| usize::try_from(d).ok())
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| anyhow!("shape {:?} is too large for this machine", header.shape))?;
+    // Every size computed from the header is checked: a hostile shape must not wrap around.
+    let need = shape
+        .iter()
+        .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            anyhow!(
+                "shape {shape:?} of {} elements overflows (the file holds {} bytes of data)",
+                dtype.name(),
+                reader.len()
+            )
+        })?;
     if reader.len() < need {
         bail!(
             "truncated .npy data: {} bytes where shape {shape:?} needs {need}",
@@ -507,7 +565,7 @@ fn parse_npy(bytes: &[u8], want: Option<DType>) -> Result<Array> {
         );
     }
     let data = Data::from_bytes(dtype, &reader[..need]);
-    let data = if header.order() == npyz::Order::Fortran && shape.len() > 1 {
+    let data = if header.fortran_order && shape.len() > 1 {
         fortran_to_c(data, &shape)
     } else {
         data
@@ -629,9 +687,18 @@ pub fn encode(w: &mut dyn Write, format: Format, array: &Array) -> Result<()> {
 }
 
 /// Writes `len` elements from `start`, separated by `sep`. Floats use the shortest text that
-/// reads back to the same value. Non-finite floats are written as `NaN`/`inf`, which strict
-/// JSON parsers reject but which loses nothing silently.
+/// reads back to the same value. Non-finite floats are written `NaN`, `Infinity`, `-Infinity`
+/// (what Python's `json` module, JavaScript's `Number` and numpy's text readers take; strict
+/// JSON has no spelling for them), in text and JSON alike.
 fn write_row(w: &mut dyn Write, data: &Data, start: usize, len: usize, sep: &str) -> Result<()> {
+    let float = |w: &mut dyn Write, f: f32| -> std::io::Result<()> {
+        match f {
+            f if f.is_nan() => w.write_all(b"NaN"),
+            f32::INFINITY => w.write_all(b"Infinity"),
+            f32::NEG_INFINITY => w.write_all(b"-Infinity"),
+            f => write!(w, "{f:?}"),
+        }
+    };
     for i in start..start + len {
         if i > start {
             w.write_all(sep.as_bytes())?;
@@ -639,11 +706,351 @@ fn write_row(w: &mut dyn Write, data: &Data, start: usize, len: usize, sep: &str
         match data {
             Data::U32(v) => write!(w, "{}", v[i])?,
             Data::I32(v) => write!(w, "{}", v[i])?,
-            Data::F32(v) => write!(w, "{:?}", v[i])?,
-            Data::F16(v) => write!(w, "{:?}", v[i].to_f32())?,
+            Data::F32(v) => float(w, v[i])?,
+            Data::F16(v) => float(w, v[i].to_f32())?,
         }
     }
     Ok(())
+}
+
+/// The .npy header (format versions 1 to 3): the magic, the header's length, and a Python
+/// dict literal with `descr`, `fortran_order` and `shape`. Read here rather than by a generic
+/// reader so that nothing computed from it can overflow.
+mod npy {
+    pub struct Header {
+        pub descr: String,
+        pub fortran_order: bool,
+        pub shape: Vec<u64>,
+        /// Where the data starts.
+        pub data_offset: usize,
+    }
+
+    impl Header {
+        pub fn parse(bytes: &[u8]) -> Result<Header, String> {
+            let rest = bytes
+                .strip_prefix(b"\x93NUMPY")
+                .ok_or("no \\x93NUMPY magic at the start")?;
+            let (len, start) = match rest {
+                [1, _, a, b, ..] => (u16::from_le_bytes([*a, *b]) as usize, 10usize),
+                [2 | 3, _, a, b, c, d, ..] => (u32::from_le_bytes([*a, *b, *c, *d]) as usize, 12),
+                [v, ..] => return Err(format!("unknown format version {v}")),
+                [] => return Err("truncated header".into()),
+            };
+            let end = start
+                .checked_add(len)
+                .filter(|&e| e <= bytes.len())
+                .ok_or("truncated header")?;
+            let text = std::str::from_utf8(&bytes[start..end]).map_err(|_| "header is not text")?;
+            let mut p = Dict {
+                s: text.as_bytes(),
+                pos: 0,
+            };
+            let (mut descr, mut fortran_order, mut shape) = (None, None, None);
+            p.expect(b'{')?;
+            loop {
+                p.ws();
+                if p.peek() == Some(b'}') {
+                    break;
+                }
+                let key = p.string()?;
+                p.expect(b':')?;
+                p.ws();
+                match key.as_str() {
+                    "descr" => descr = Some(p.string()?),
+                    "fortran_order" => fortran_order = Some(p.boolean()?),
+                    "shape" => shape = Some(p.tuple()?),
+                    other => return Err(format!("unexpected key {other:?} in the header")),
+                }
+                p.ws();
+                match p.peek() {
+                    Some(b',') => p.pos += 1,
+                    Some(b'}') => {}
+                    _ => return Err("malformed header dict".into()),
+                }
+            }
+            let missing = |k: &str| format!("the header has no {k:?}");
+            Ok(Header {
+                descr: descr.ok_or_else(|| missing("descr"))?,
+                fortran_order: fortran_order.ok_or_else(|| missing("fortran_order"))?,
+                shape: shape.ok_or_else(|| missing("shape"))?,
+                data_offset: end,
+            })
+        }
+    }
+
+    struct Dict<'a> {
+        s: &'a [u8],
+        pos: usize,
+    }
+
+    impl Dict<'_> {
+        fn peek(&self) -> Option<u8> {
+            self.s.get(self.pos).copied()
+        }
+
+        fn ws(&mut self) {
+            while self.peek().is_some_and(|b| b.is_ascii_whitespace()) {
+                self.pos += 1;
+            }
+        }
+
+        fn expect(&mut self, c: u8) -> Result<(), String> {
+            self.ws();
+            if self.peek() != Some(c) {
+                return Err(format!("malformed header dict: expected '{}'", c as char));
+            }
+            self.pos += 1;
+            Ok(())
+        }
+
+        fn string(&mut self) -> Result<String, String> {
+            let quote = self.peek().filter(|q| matches!(q, b'\'' | b'"'));
+            let quote = quote.ok_or("malformed header dict: expected a string")?;
+            let start = self.pos + 1;
+            let len = self.s[start..]
+                .iter()
+                .position(|&b| b == quote)
+                .ok_or("malformed header dict: unterminated string")?;
+            self.pos = start + len + 1;
+            Ok(String::from_utf8_lossy(&self.s[start..start + len]).into_owned())
+        }
+
+        fn boolean(&mut self) -> Result<bool, String> {
+            for (word, v) in [(&b"True"[..], true), (b"False", false)] {
+                if self.s[self.pos..].starts_with(word) {
+                    self.pos += word.len();
+                    return Ok(v);
+                }
+            }
+            Err("malformed header dict: fortran_order is not True or False".into())
+        }
+
+        fn tuple(&mut self) -> Result<Vec<u64>, String> {
+            self.expect(b'(')?;
+            let mut dims = Vec::new();
+            loop {
+                self.ws();
+                if self.peek() == Some(b')') {
+                    self.pos += 1;
+                    return Ok(dims);
+                }
+                let start = self.pos;
+                while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                    self.pos += 1;
+                }
+                let digits = std::str::from_utf8(&self.s[start..self.pos]).unwrap_or("");
+                let dim = digits
+                    .parse::<u64>()
+                    .map_err(|_| "malformed shape: expected a size".to_string())?;
+                dims.push(dim);
+                if self.peek() == Some(b'L') {
+                    self.pos += 1; // Python 2's long suffix
+                }
+                self.ws();
+                match self.peek() {
+                    Some(b',') => self.pos += 1,
+                    Some(b')') => {}
+                    _ => return Err("malformed shape: expected ',' or ')'".into()),
+                }
+            }
+        }
+    }
+}
+
+/// A JSON reader for arrays of numbers. Beside standard JSON it reads the non-finite floats
+/// that gpukit and Python's `json` module write (`NaN`, `Infinity`, `-Infinity`, and the
+/// `nan`, `inf`, `-inf` of gpukit 0.1), and keeps integer literals exact however large (a
+/// generic JSON parser turns integers past 2^64 into floats).
+mod json {
+    use super::Number;
+
+    pub enum Value {
+        Array(Vec<Value>),
+        Number(Number),
+        /// Any other JSON value, described ("a string", "null", ...).
+        Other(&'static str),
+    }
+
+    /// Nesting deeper than this is refused (a guard against stack exhaustion).
+    const MAX_DEPTH: usize = 64;
+
+    pub fn parse(bytes: &[u8]) -> Result<Value, String> {
+        let mut p = Parser { bytes, pos: 0 };
+        p.skip_ws();
+        let v = p.value(0)?;
+        p.skip_ws();
+        if p.pos < bytes.len() {
+            return Err(p.error("trailing characters"));
+        }
+        Ok(v)
+    }
+
+    struct Parser<'a> {
+        bytes: &'a [u8],
+        pos: usize,
+    }
+
+    impl Parser<'_> {
+        fn error(&self, what: &str) -> String {
+            let before = &self.bytes[..self.pos.min(self.bytes.len())];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+            format!("{what} at line {line} column {column}")
+        }
+
+        fn skip_ws(&mut self) {
+            while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
+                self.pos += 1;
+            }
+        }
+
+        fn value(&mut self, depth: usize) -> Result<Value, String> {
+            if depth > MAX_DEPTH {
+                return Err(self.error("nested too deeply"));
+            }
+            match self.bytes.get(self.pos) {
+                None => Err(self.error("EOF while parsing a value")),
+                Some(b'[') => {
+                    self.pos += 1;
+                    let mut items = Vec::new();
+                    self.list(b']', |p| {
+                        items.push(p.value(depth + 1)?);
+                        Ok(())
+                    })?;
+                    Ok(Value::Array(items))
+                }
+                Some(b'{') => {
+                    self.pos += 1;
+                    self.list(b'}', |p| {
+                        p.string()?;
+                        p.skip_ws();
+                        if p.bytes.get(p.pos) != Some(&b':') {
+                            return Err(p.error("expected ':'"));
+                        }
+                        p.pos += 1;
+                        p.skip_ws();
+                        p.value(depth + 1).map(drop)
+                    })?;
+                    Ok(Value::Other("an object"))
+                }
+                Some(b'"') => {
+                    self.string()?;
+                    Ok(Value::Other("a string"))
+                }
+                Some(_) => {
+                    let start = self.pos;
+                    while let Some(b) = self.bytes.get(self.pos) {
+                        if !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')) {
+                            break;
+                        }
+                        self.pos += 1;
+                    }
+                    let word = std::str::from_utf8(&self.bytes[start..self.pos]).unwrap_or("");
+                    match word {
+                        "null" => return Ok(Value::Other("null")),
+                        "true" | "false" => return Ok(Value::Other("a boolean")),
+                        _ => {}
+                    }
+                    let lower = word.to_ascii_lowercase();
+                    let name = lower.trim_start_matches('-');
+                    let named = matches!(name, "nan" | "inf" | "infinity");
+                    if named && (word == "-NaN" || word == "-nan") {
+                        // Neither Python nor gpukit writes a negative NaN.
+                        self.pos = start;
+                        return Err(self.error("expected value"));
+                    }
+                    match Number::parse(word) {
+                        Some(n) if named || json_number(word) => Ok(Value::Number(n)),
+                        _ => {
+                            self.pos = start;
+                            Err(self.error("expected value"))
+                        }
+                    }
+                }
+            }
+        }
+
+        /// Items separated by commas up to `close`; the opening bracket is consumed.
+        fn list(
+            &mut self,
+            close: u8,
+            mut item: impl FnMut(&mut Self) -> Result<(), String>,
+        ) -> Result<(), String> {
+            self.skip_ws();
+            if self.bytes.get(self.pos) == Some(&close) {
+                self.pos += 1;
+                return Ok(());
+            }
+            loop {
+                self.skip_ws();
+                item(self)?;
+                self.skip_ws();
+                match self.bytes.get(self.pos) {
+                    Some(b',') => self.pos += 1,
+                    Some(&c) if c == close => {
+                        self.pos += 1;
+                        return Ok(());
+                    }
+                    None => return Err(self.error("EOF while parsing a list")),
+                    Some(_) => {
+                        return Err(self.error(&format!("expected ',' or '{}'", close as char)))
+                    }
+                }
+            }
+        }
+
+        fn string(&mut self) -> Result<(), String> {
+            if self.bytes.get(self.pos) != Some(&b'"') {
+                return Err(self.error("expected a string"));
+            }
+            self.pos += 1;
+            loop {
+                match self.bytes.get(self.pos) {
+                    None => return Err(self.error("EOF while parsing a string")),
+                    Some(b'"') => {
+                        self.pos += 1;
+                        return Ok(());
+                    }
+                    Some(b'\\') => self.pos += 2,
+                    Some(_) => self.pos += 1,
+                }
+            }
+        }
+    }
+
+    /// Whether `s` follows JSON's number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+    fn json_number(s: &str) -> bool {
+        let b = s.as_bytes();
+        let mut i = usize::from(b.first() == Some(&b'-'));
+        let digits = |i: &mut usize| {
+            let start = *i;
+            while b.get(*i).is_some_and(u8::is_ascii_digit) {
+                *i += 1;
+            }
+            *i - start
+        };
+        let int_start = i;
+        let n = digits(&mut i);
+        if n == 0 || (n > 1 && b[int_start] == b'0') {
+            return false;
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            if digits(&mut i) == 0 {
+                return false;
+            }
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            if digits(&mut i) == 0 {
+                return false;
+            }
+        }
+        i == b.len()
+    }
 }
 
 #[cfg(test)]
@@ -771,5 +1178,139 @@ mod tests {
             parse(b"[1, 2.5]", Format::Json, None).unwrap().data.dtype(),
             DType::F32
         );
+    }
+
+    fn npy_with_header(dict: &str, data: &[u8]) -> Vec<u8> {
+        let mut buf = b"\x93NUMPY\x01\x00".to_vec();
+        let pad = (10 + dict.len() + 1).next_multiple_of(64) - 10 - dict.len() - 1;
+        let header = format!("{dict}{}\n", " ".repeat(pad));
+        buf.extend((header.len() as u16).to_le_bytes());
+        buf.extend(header.as_bytes());
+        buf.extend(data);
+        buf
+    }
+
+    #[test]
+    fn npy_shapes_that_overflow_are_refused() {
+        // (2^62 + 3,) elements of 4 bytes: 2^64 + 12 bytes, which wraps to 12 unchecked.
+        let npy = npy_with_header(
+            "{'descr': '<u4', 'fortran_order': False, 'shape': (4611686018427387907,), }",
+            &[7; 16],
+        );
+        let e = parse(&npy, Format::Npy, None).unwrap_err().to_string();
+        assert!(e.contains("overflows"), "{e}");
+        // A product that wraps in the shape itself, not only in bytes.
+        let npy = npy_with_header(
+            "{'descr': '<i4', 'fortran_order': False, 'shape': (4294967296, 4294967297), }",
+            &[7; 16],
+        );
+        let e = parse(&npy, Format::Npy, None).unwrap_err().to_string();
+        assert!(e.contains("overflows"), "{e}");
+        // Large but not overflowing: truncated, with the sizes.
+        let npy = npy_with_header(
+            "{'descr': '<u4', 'fortran_order': False, 'shape': (1000,), }",
+            &[7; 16],
+        );
+        let e = parse(&npy, Format::Npy, None).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "truncated .npy data: 16 bytes where shape [1000] needs 4000"
+        );
+    }
+
+    #[test]
+    fn json_and_text_read_back_non_finite_floats() {
+        let a = Array::vector(Data::F32(vec![
+            f32::INFINITY,
+            -1.5,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            1e-30,
+        ]));
+        for f in [Format::Json, Format::Text] {
+            let mut buf = Vec::new();
+            encode(&mut buf, f, &a).unwrap();
+            let text = String::from_utf8(buf.clone()).unwrap();
+            assert!(text.contains("-Infinity") && text.contains("NaN"), "{text}");
+            // Read back without a dtype: the floats are inferred.
+            let Data::F32(back) = parse(&buf, f, None).unwrap().data else {
+                panic!("not f32")
+            };
+            assert_eq!(back.len(), 5);
+            assert_eq!(back[0], f32::INFINITY);
+            assert_eq!(back[1], -1.5);
+            assert_eq!(back[2], f32::NEG_INFINITY);
+            assert!(back[3].is_nan());
+            assert_eq!(back[4], 1e-30);
+        }
+        // What gpukit 0.1 wrote, and Python's spelling, are read too.
+        let old = parse(b"[inf, -inf, nan, Infinity]", Format::Json, None).unwrap();
+        assert_eq!(old.data.get_f64(0), f64::INFINITY);
+        assert_eq!(old.data.get_f64(1), f64::NEG_INFINITY);
+        assert!(old.data.get_f64(2).is_nan());
+        assert_eq!(old.data.get_f64(3), f64::INFINITY);
+    }
+
+    #[test]
+    fn json_follows_the_standard_elsewhere() {
+        for bad in [
+            "[01]", "[1.]", "[.5]", "[+1]", "[1e]", "[1,]", "[1 2]", "[1] x", "[-NaN]",
+        ] {
+            let e = parse(bad.as_bytes(), Format::Json, None).unwrap_err();
+            assert!(e.to_string().starts_with("not valid JSON"), "{bad}: {e}");
+        }
+        let e = parse(b"[1, \"2\"]", Format::Json, None).unwrap_err();
+        assert_eq!(e.to_string(), "element [1] is not a number: a string");
+        let e = parse(b"{\"a\": [1]}", Format::Json, None).unwrap_err();
+        assert_eq!(e.to_string(), "element [] is not a number: an object");
+        let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+        let e = parse(deep.as_bytes(), Format::Json, None).unwrap_err();
+        assert!(e.to_string().contains("nested too deeply"), "{e}");
+        let ok = parse(b" [ -0.5e+2 , 3E-1 ] ", Format::Json, None).unwrap();
+        assert_eq!(ok.data, Data::F32(vec![-50.0, 0.3]));
+    }
+
+    #[test]
+    fn integers_too_large_never_turn_into_floats_silently() {
+        // Past u32, past i64 and past u64 (which generic JSON parsers read as floats).
+        for big in [
+            "4294967296",
+            "9223372036854775808",
+            "18446744073709551616",
+            "1e400000",
+        ] {
+            let json = format!("[1, {big}, 3]");
+            let got = parse(json.as_bytes(), Format::Json, None);
+            if big.contains('e') {
+                // A float literal: the array is f32 by what it holds (and inf is kept).
+                assert_eq!(got.unwrap().data.get_f64(1), f64::INFINITY);
+                continue;
+            }
+            let e = got.unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("element [1]: {big} does not fit u32")),
+                "{big}: {e}"
+            );
+            let text = parse(format!("1\n{big}\n").as_bytes(), Format::Text, None);
+            assert!(text.unwrap_err().to_string().contains("does not fit u32"));
+            // Asked for as floats, they are floats.
+            let f = parse(json.as_bytes(), Format::Json, Some(DType::F32)).unwrap();
+            assert_eq!(f.data.get_f64(1), big.parse::<f64>().unwrap() as f32 as f64);
+        }
+        let e = parse(b"[-1, 2147483648]", Format::Json, None).unwrap_err();
+        assert!(
+            e.to_string().contains("2147483648 does not fit u32 or i32"),
+            "{e}"
+        );
+        let e = parse(b"[-2147483649, 5]", Format::Json, None).unwrap_err();
+        assert!(
+            e.to_string().contains("-2147483649 does not fit i32"),
+            "{e}"
+        );
+        // In range, the integer types are inferred as before.
+        let u = parse(b"[0, 4294967295]", Format::Json, None).unwrap();
+        assert_eq!(u.data, Data::U32(vec![0, u32::MAX]));
+        let i = parse(b"[-2147483648, 2147483647]", Format::Json, None).unwrap();
+        assert_eq!(i.data, Data::I32(vec![i32::MIN, i32::MAX]));
     }
 }

@@ -2,11 +2,12 @@
 //! gray+alpha, RGB, RGBA; palettes and sub-byte depths expanded), and encoded back with the
 //! same layout in the format the output's extension names, through an atomic `PendingFile`.
 
-use std::io::{BufWriter, Cursor, Write};
-use std::path::Path;
+use std::io::{BufWriter, Cursor, Read, Write};
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use image::{DynamicImage, ImageFormat};
+use zune_core::bytestream::ZCursor;
 
 use super::output::PendingFile;
 
@@ -140,39 +141,130 @@ impl Image {
     }
 }
 
-/// The largest decoded image gpukit accepts, in bytes (a guard against decompression bombs).
-const MAX_DECODED_BYTES: u64 = 8 << 30;
-
-/// Reads and decodes an image; the format comes from the file's content. Errors name the file.
-pub fn load(path: &Path) -> Result<Image> {
-    let name = path.display();
-    let bytes = std::fs::read(path).with_context(|| format!("{name}: cannot read"))?;
-    // The content decides the format; the extension only for formats without a signature (TGA).
-    decode_as(&bytes, ImageFormat::from_path(path).ok()).with_context(|| format!("{name}"))
+/// Limits an image's header is checked against before any pixel is decoded, so that a
+/// decompression bomb (a few kilobytes declaring gigapixels) is refused in milliseconds. The
+/// byte limit also caps what the decoders may allocate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeLimits {
+    pub max_width: u32,
+    pub max_height: u32,
+    /// The decoded samples' size: width x height x channels x bytes per sample.
+    pub max_bytes: u64,
 }
 
-/// Decodes an image from memory; the format comes from the content.
-pub fn decode(bytes: &[u8]) -> Result<Image> {
-    decode_as(bytes, None)
+impl DecodeLimits {
+    /// The command line's defaults (docs/cli.md): any side up to 1,048,576 pixels, and 2 GiB
+    /// of decoded samples (a 23170x23170 RGBA 8-bit image, or 16384x16384 RGBA 16-bit).
+    pub const DEFAULT: DecodeLimits = DecodeLimits {
+        max_width: 1 << 20,
+        max_height: 1 << 20,
+        max_bytes: 2 << 30,
+    };
+
+    /// The tighter of two limits (the user's and what an engine can take).
+    pub fn min(self, other: DecodeLimits) -> DecodeLimits {
+        DecodeLimits {
+            max_width: self.max_width.min(other.max_width),
+            max_height: self.max_height.min(other.max_height),
+            max_bytes: self.max_bytes.min(other.max_bytes),
+        }
+    }
+
+    /// Checks a header against the limits.
+    pub fn check(&self, h: &Header) -> Result<()> {
+        if h.width > self.max_width || h.height > self.max_height {
+            bail!(
+                "{}x{} pixels is over the limit of {}x{}",
+                h.width,
+                h.height,
+                self.max_width,
+                self.max_height
+            );
+        }
+        let bytes = h.decoded_bytes();
+        if bytes > self.max_bytes {
+            bail!(
+                "{}x{} {} {}-bit would take {} decoded, over the limit of {} \
+                 (--max-image-bytes or GPUKIT_MAX_IMAGE_BYTES raise it)",
+                h.width,
+                h.height,
+                layout_name(h.channels),
+                h.bit_depth,
+                human_bytes(bytes),
+                human_bytes(self.max_bytes)
+            );
+        }
+        Ok(())
+    }
 }
 
-fn decode_as(bytes: &[u8], fallback: Option<ImageFormat>) -> Result<Image> {
-    if bytes.is_empty() {
-        bail!("empty file");
+impl Default for DecodeLimits {
+    fn default() -> Self {
+        DecodeLimits::DEFAULT
     }
-    let mut reader = image::ImageReader::new(Cursor::new(bytes));
-    if let Some(f) = fallback {
-        reader.set_format(f);
+}
+
+/// Parses a size in bytes: a number with an optional binary suffix (`K`, `M`, `G`, `T`,
+/// with or without `iB`; `B` alone for bytes), as `--max-image-bytes` takes it.
+pub fn parse_byte_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let unit = unit.trim().to_ascii_lowercase();
+    let shift = match unit.trim_end_matches("ib").trim_end_matches('b') {
+        "" => 0,
+        "k" => 10,
+        "m" => 20,
+        "g" => 30,
+        "t" => 40,
+        _ => return Err(format!("{s:?}: expected a size like 512MiB or 4GiB")),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a size like 512MiB or 4GiB"))?;
+    let bytes = v * (1u64 << shift) as f64;
+    if !(1.0..=u64::MAX as f64).contains(&bytes) {
+        return Err(format!("{s:?}: must be at least one byte"));
     }
-    let mut reader = reader.with_guessed_format().context("reading the header")?;
-    if reader.format().is_none() {
-        bail!("not an image gpukit can read (PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO)");
+    Ok(bytes as u64)
+}
+
+fn human_bytes(b: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    const MIB: f64 = (1u64 << 20) as f64;
+    if b >= 1 << 30 {
+        format!("{:.1} GiB", b as f64 / GIB)
+    } else {
+        format!("{:.1} MiB", b as f64 / MIB)
     }
-    let mut limits = image::Limits::default();
-    limits.max_alloc = Some(MAX_DECODED_BYTES);
-    reader.limits(limits);
-    let img = reader.decode().map_err(|e| anyhow!("cannot decode: {e}"))?;
-    Image::from_dynamic(img)
+}
+
+fn layout_name(channels: u8) -> &'static str {
+    match channels {
+        1 => "gray",
+        2 => "gray+alpha",
+        3 => "RGB",
+        _ => "RGBA",
+    }
+}
+
+/// How images are read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    pub limits: DecodeLimits,
+    /// Accept truncated or corrupt images (bad checksums, damaged entropy-coded data) as far
+    /// as they decode, with a warning, instead of refusing them.
+    pub allow_damaged: bool,
+}
+
+/// A decoded image, and what was wrong with it when damage was allowed.
+#[derive(Debug)]
+pub struct Decoded {
+    pub image: Image,
+    /// Set when the file was damaged and `allow_damaged` let it through: the problem.
+    pub damage: Option<String>,
 }
 
 /// What an image file holds, read from its header alone: the layout `load` decodes it to.
@@ -186,39 +278,540 @@ pub struct Header {
     pub bit_depth: u32,
 }
 
+impl Header {
+    /// The decoded samples' size in bytes.
+    pub fn decoded_bytes(&self) -> u64 {
+        u64::from(self.width)
+            * u64::from(self.height)
+            * u64::from(self.channels)
+            * u64::from(self.bit_depth / 8)
+    }
+}
+
+const READABLE: &str = "PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO";
+
+/// An image input whose header has been read and checked: `open` it, look at its `header`,
+/// then `decode` it. Regular files are read again to decode; anything else (a pipe, a FIFO,
+/// a device, `<(...)`) can be read only once, so its bytes are kept.
+pub struct Source {
+    path: PathBuf,
+    header: Header,
+    kept: Option<Vec<u8>>,
+}
+
+impl Source {
+    /// Reads `path`'s header and checks it against the limits. Errors name the file.
+    pub fn open(path: &Path, opts: &ReadOptions) -> Result<Source> {
+        let name = path.display();
+        let regular = std::fs::metadata(path)
+            .with_context(|| format!("{name}: cannot read"))?
+            .is_file();
+        let bytes = read_input(path, opts)?;
+        let header = read_header(&bytes, path, opts).with_context(|| format!("{name}"))?;
+        Ok(Source {
+            path: path.to_path_buf(),
+            header,
+            kept: (!regular).then_some(bytes),
+        })
+    }
+
+    pub fn header(&self) -> Header {
+        self.header
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Decodes the pixels. Errors name the file.
+    pub fn decode(self, opts: &ReadOptions) -> Result<Decoded> {
+        let bytes = match self.kept {
+            Some(b) => b,
+            None => read_input(&self.path, opts)?,
+        };
+        let decoded = decode_from(&bytes, &self.path, opts)
+            .with_context(|| format!("{}", self.path.display()))?;
+        let (h, i) = (self.header, &decoded.image);
+        if (h.width, h.height, h.channels, h.bit_depth)
+            != (i.width, i.height, i.channels, i.bit_depth())
+        {
+            bail!(
+                "{}: changed while it was read (its header said {}x{} {} {}-bit)",
+                self.path.display(),
+                h.width,
+                h.height,
+                layout_name(h.channels),
+                h.bit_depth
+            );
+        }
+        Ok(decoded)
+    }
+}
+
 /// Reads an image's header without decoding its pixels, so a batch can be checked before
-/// any work starts. Errors name the file.
+/// any work starts, with the default options. Errors name the file.
 pub fn probe(path: &Path) -> Result<Header> {
+    probe_with(path, &ReadOptions::default())
+}
+
+/// Reads an image's header and checks it against the limits. An input that can be read only
+/// once (a pipe, a FIFO, `<(...)`) is read whole and its bytes kept for the `load_with` of
+/// the same path that follows, so a probe does not consume it. Errors name the file.
+pub fn probe_with(path: &Path, opts: &ReadOptions) -> Result<Header> {
+    let mut source = Source::open(path, opts)?;
+    let header = source.header();
+    if let Some(bytes) = source.kept.take() {
+        kept_inputs()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_path_buf(), bytes);
+    }
+    Ok(header)
+}
+
+/// The bytes of probed inputs that cannot be read twice, until they are loaded.
+fn kept_inputs() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, Vec<u8>>> {
+    static KEPT: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<PathBuf, Vec<u8>>>,
+    > = std::sync::OnceLock::new();
+    KEPT.get_or_init(Default::default)
+}
+
+/// Reads and decodes an image with the default options: damaged files and images over
+/// [`DecodeLimits::DEFAULT`] are refused. Errors name the file.
+pub fn load(path: &Path) -> Result<Image> {
+    load_with(path, &ReadOptions::default()).map(|d| d.image)
+}
+
+/// Reads and decodes an image; the format comes from the file's content (the extension
+/// only for TGA, which has no signature). Errors name the file.
+pub fn load_with(path: &Path, opts: &ReadOptions) -> Result<Decoded> {
+    let kept = kept_inputs()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(path);
+    let bytes = match kept {
+        Some(b) => b,
+        None => read_input(path, opts)?,
+    };
+    decode_from(&bytes, path, opts).with_context(|| format!("{}", path.display()))
+}
+
+/// Decodes an image from memory with the default options; the format comes from the content.
+pub fn decode(bytes: &[u8]) -> Result<Image> {
+    decode_with(bytes, &ReadOptions::default()).map(|d| d.image)
+}
+
+/// Decodes an image from memory; the format comes from the content.
+pub fn decode_with(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
+    decode_from(bytes, Path::new(""), opts)
+}
+
+/// Reads a whole input: a file, or anything that reads like one (pipes and FIFOs included;
+/// their size is not known in advance, so what is read is capped).
+fn read_input(path: &Path, opts: &ReadOptions) -> Result<Vec<u8>> {
     let name = path.display();
-    let probe = || -> Result<Header> {
-        let file = std::fs::File::open(path).context("cannot read")?;
-        if file.metadata().context("cannot read")?.len() == 0 {
-            bail!("empty file");
+    let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot read"))?;
+    // No image format compresses below a bit per pixel... except PNG, far: cap the file at the
+    // decoded limit plus room for metadata.
+    let cap = opts.limits.max_bytes.saturating_add(64 << 20);
+    let mut bytes = Vec::new();
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{name}: cannot read"))?;
+    if bytes.len() as u64 > cap {
+        bail!(
+            "{name}: larger than {} (--max-image-bytes raises the limit)",
+            human_bytes(cap)
+        );
+    }
+    Ok(bytes)
+}
+
+/// The container, from the content; the extension only for TGA (no signature).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Png,
+    Jpeg,
+    Other(ImageFormat),
+}
+
+fn kind_of(bytes: &[u8], path: &Path) -> Result<Kind> {
+    if bytes.is_empty() {
+        bail!("empty file");
+    }
+    // BigTIFF (version 43) is TIFF to the tiff crate, though image's sniffing misses it.
+    let bigtiff = bytes.starts_with(b"II\x2b\x00") || bytes.starts_with(b"MM\x00\x2b");
+    let format = match image::guess_format(bytes) {
+        _ if bigtiff => ImageFormat::Tiff,
+        Ok(f) => f,
+        Err(_) => match ImageFormat::from_path(path) {
+            Ok(ImageFormat::Tga) => ImageFormat::Tga,
+            _ => bail!("not an image gpukit can read ({READABLE})"),
+        },
+    };
+    Ok(match format {
+        ImageFormat::Png => Kind::Png,
+        ImageFormat::Jpeg => Kind::Jpeg,
+        f if f.reading_enabled() => Kind::Other(f),
+        f => bail!(
+            "{} images are not read by gpukit ({READABLE})",
+            f.extensions_str().first().unwrap_or(&"?").to_uppercase()
+        ),
+    })
+}
+
+/// The PNG an ICO holds as its chosen entry (the one image's ICO decoder picks: most bits
+/// per pixel, then largest), if that entry is a PNG. The PNG path reads it whatever its
+/// layout; image's ICO decoder takes only RGBA PNGs.
+fn ico_png(bytes: &[u8]) -> Option<&[u8]> {
+    let count = usize::from(u16::from_le_bytes([*bytes.get(4)?, *bytes.get(5)?]));
+    let entry = |i: usize| -> Option<((u16, u32), &[u8])> {
+        let e = bytes.get(6 + 16 * i..6 + 16 * (i + 1))?;
+        let side = |b: u8| if b == 0 { 256u32 } else { u32::from(b) };
+        let bpp = u16::from_le_bytes([e[6], e[7]]);
+        let len = u32::from_le_bytes(e[8..12].try_into().ok()?) as usize;
+        let at = u32::from_le_bytes(e[12..16].try_into().ok()?) as usize;
+        let data = bytes.get(at..at.checked_add(len)?)?;
+        Some(((bpp, side(e[0]) * side(e[1])), data))
+    };
+    let mut best = entry(count.checked_sub(1)?)?;
+    for i in 0..count - 1 {
+        let e = entry(i)?;
+        if e.0 > best.0 {
+            best = e;
         }
-        let reader = image::ImageReader::new(std::io::BufReader::new(file))
-            .with_guessed_format()
-            .context("reading the header")?;
-        if reader.format().is_none() {
-            bail!("not an image gpukit can read (PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO)");
+    }
+    best.1.starts_with(b"\x89PNG\r\n\x1a\n").then_some(best.1)
+}
+
+/// The decoder to use and the bytes it reads (an ICO's PNG entry on its own).
+fn resolve<'a>(bytes: &'a [u8], path: &Path) -> Result<(Kind, &'a [u8])> {
+    Ok(match kind_of(bytes, path)? {
+        Kind::Other(ImageFormat::Ico) => match ico_png(bytes) {
+            Some(png) => (Kind::Png, png),
+            None => (Kind::Other(ImageFormat::Ico), bytes),
+        },
+        kind => (kind, bytes),
+    })
+}
+
+fn read_header(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Header> {
+    let (kind, bytes) = resolve(bytes, path)?;
+    let header = match kind {
+        Kind::Png => png_header(&png_reader(bytes, opts, false)?)?,
+        Kind::Jpeg => jpeg_decoder(bytes, true)?.1,
+        Kind::Other(f) => {
+            let decoder = other_decoder(bytes, f)?;
+            other_header(&decoder, f)?
         }
-        let decoder = reader
-            .into_decoder()
-            .map_err(|e| anyhow!("cannot decode: {e}"))?;
-        let (width, height) = image::ImageDecoder::dimensions(&decoder);
-        let color = image::ImageDecoder::color_type(&decoder);
-        let channels = color.channel_count();
-        let bit_depth = 8 * u32::from(color.bytes_per_pixel() / channels);
-        if !matches!(bit_depth, 8 | 16) {
-            bail!("{color:?} images (floating point) are not supported; gpukit takes 8- and 16-bit images");
-        }
-        Ok(Header {
+    };
+    opts.limits.check(&header)?;
+    Ok(header)
+}
+
+fn decode_from(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Decoded> {
+    let (kind, bytes) = resolve(bytes, path)?;
+    match kind {
+        Kind::Png => decode_png(bytes, opts),
+        Kind::Jpeg => decode_jpeg(bytes, opts),
+        Kind::Other(f) => decode_other(bytes, f, opts),
+    }
+}
+
+/// A decoder error as one line; an early end of the data is called what it is.
+fn describe_io(e: &std::io::Error, format: &str) -> String {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        format!("truncated {format}: the data ends early")
+    } else {
+        format!("cannot decode the {format}: {e}")
+    }
+}
+
+// ---- PNG: the png crate directly, with both checksums (chunk CRC, zlib Adler-32) verified ----
+
+fn png_reader<'a>(
+    bytes: &'a [u8],
+    opts: &ReadOptions,
+    ignore_checksums: bool,
+) -> Result<png::Reader<Cursor<&'a [u8]>>> {
+    let limit = usize::try_from(opts.limits.max_bytes).unwrap_or(usize::MAX);
+    let mut decoder =
+        png::Decoder::new_with_limits(Cursor::new(bytes), png::Limits { bytes: limit });
+    // The png crate skips the Adler-32 check by default; libpng makes it.
+    decoder.ignore_checksums(ignore_checksums);
+    decoder.set_transformations(png::Transformations::EXPAND);
+    let info = decoder.read_header_info().map_err(png_error)?;
+    let (width, height) = (info.width, info.height);
+    if width > opts.limits.max_width
+        || height > opts.limits.max_height
+        // At least one byte per pixel, whatever the layout.
+        || u64::from(width) * u64::from(height) > opts.limits.max_bytes
+    {
+        let h = Header {
             width,
             height,
-            channels,
-            bit_depth,
-        })
+            channels: 1,
+            bit_depth: 8,
+        };
+        opts.limits.check(&h)?;
+        bail!("{width}x{height} pixels is over the limit");
+    }
+    decoder.read_info().map_err(png_error)
+}
+
+fn png_error(e: png::DecodingError) -> anyhow::Error {
+    match e {
+        png::DecodingError::IoError(e) => anyhow!(describe_io(&e, "PNG")),
+        png::DecodingError::LimitsExceeded => {
+            anyhow!("the PNG needs more memory than the limit (--max-image-bytes raises it)")
+        }
+        e => anyhow!("corrupt PNG: {e}"),
+    }
+}
+
+fn png_header(reader: &png::Reader<Cursor<&[u8]>>) -> Result<Header> {
+    let info = reader.info();
+    let (color, depth) = reader.output_color_type();
+    Ok(Header {
+        width: info.width,
+        height: info.height,
+        channels: color.samples() as u8,
+        bit_depth: if depth == png::BitDepth::Sixteen {
+            16
+        } else {
+            8
+        },
+    })
+}
+
+fn decode_png(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
+    let strict = png_pixels(bytes, opts, false);
+    match strict {
+        Ok((image, None)) => Ok(Decoded {
+            image,
+            damage: None,
+        }),
+        Err(e) if !opts.allow_damaged => Err(e),
+        _ => {
+            // Damaged: decode again without checksums, keeping what decodes.
+            let damage = match strict {
+                Err(e) => e.to_string(),
+                Ok((_, d)) => d.unwrap_or_default(),
+            };
+            let (image, _) = png_pixels(bytes, opts, true)?;
+            Ok(Decoded {
+                image,
+                damage: Some(damage),
+            })
+        }
+    }
+}
+
+/// The pixels, or with `lenient`, as many rows as decode (the rest zero) and what stopped it.
+fn png_pixels(bytes: &[u8], opts: &ReadOptions, lenient: bool) -> Result<(Image, Option<String>)> {
+    let mut reader = png_reader(bytes, opts, lenient)?;
+    let header = png_header(&reader)?;
+    opts.limits.check(&header)?;
+    let size = reader
+        .output_buffer_size()
+        .ok_or_else(|| anyhow!("{}x{} is too large", header.width, header.height))?;
+    let mut buf = vec![0u8; size];
+    let mut damage = None;
+    if let Err(e) = reader.next_frame(&mut buf) {
+        let e = png_error(e);
+        if !lenient {
+            return Err(e);
+        }
+        damage = Some(e.to_string());
+    } else if !lenient {
+        // The rest of the file: trailing chunks with their checksums, and IEND.
+        reader.finish().map_err(png_error)?;
+    }
+    let Header {
+        width: w,
+        height: h,
+        channels: c,
+        ..
+    } = header;
+    let n = w as usize * h as usize * c as usize;
+    let image = if header.bit_depth == 16 {
+        let samples = buf[..2 * n]
+            .chunks_exact(2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+            .collect();
+        Image::new_u16(w, h, c, samples)
+    } else {
+        buf.truncate(n);
+        Image::new_u8(w, h, c, buf)
     };
-    probe().with_context(|| format!("{name}"))
+    Ok((image, damage))
+}
+
+// ---- JPEG: zune-jpeg directly, strict (image's wrapper turns its strict mode off) ----
+
+fn jpeg_decoder(
+    bytes: &[u8],
+    strict: bool,
+) -> Result<(zune_jpeg::JpegDecoder<ZCursor<&[u8]>>, Header)> {
+    use zune_core::colorspace::ColorSpace;
+    // Reading the headers allocates no pixels: gpukit checks its limits on what they say.
+    let options = zune_core::options::DecoderOptions::default()
+        .set_strict_mode(strict)
+        .set_max_width(u16::MAX as usize)
+        .set_max_height(u16::MAX as usize);
+    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(bytes), options);
+    decoder.decode_headers().map_err(jpeg_error)?;
+    let (width, height) = decoder
+        .dimensions()
+        .ok_or_else(|| anyhow!("corrupt JPEG: no frame header"))?;
+    let input = decoder
+        .input_colorspace()
+        .ok_or_else(|| anyhow!("corrupt JPEG: no frame header"))?;
+    // Gray stays gray; everything else (YCbCr, RGB, CMYK, YCCK) is decoded to RGB.
+    let out = if input == ColorSpace::Luma {
+        ColorSpace::Luma
+    } else {
+        ColorSpace::RGB
+    };
+    decoder.set_options(decoder.options().jpeg_set_out_colorspace(out));
+    let header = Header {
+        width: width as u32,
+        height: height as u32,
+        channels: out.num_components() as u8,
+        bit_depth: 8,
+    };
+    Ok((decoder, header))
+}
+
+fn jpeg_error(e: zune_jpeg::errors::DecodeErrors) -> anyhow::Error {
+    use zune_jpeg::errors::DecodeErrors as E;
+    let text = match &e {
+        E::Format(s)
+        | E::HuffmanDecode(s)
+        | E::DqtError(s)
+        | E::SosError(s)
+        | E::SofError(s)
+        | E::MCUError(s) => s.clone(),
+        E::FormatStatic(s) => s.to_string(),
+        E::LargeDimensions(n) => {
+            return anyhow!("a side of {n} pixels is over the limit (--max-image-bytes)")
+        }
+        E::Unsupported(u) => return anyhow!("unsupported JPEG: {u:?}"),
+        other => format!("{other:?}"),
+    };
+    // zune-jpeg's messages may carry line breaks; one line each.
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lower = text.to_lowercase();
+    if lower.contains("premature end")
+        || lower.contains("no more bytes")
+        || lower.contains("exhausted")
+        || lower.contains("eof")
+        || matches!(e, E::ExhaustedData)
+    {
+        anyhow!("truncated JPEG: {text}")
+    } else {
+        anyhow!("corrupt JPEG: {text}")
+    }
+}
+
+fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
+    let pixels = |strict: bool| -> Result<Image> {
+        let (mut decoder, h) = jpeg_decoder(bytes, strict)?;
+        opts.limits.check(&h)?;
+        let data = decoder.decode().map_err(jpeg_error)?;
+        if data.len() != h.width as usize * h.height as usize * h.channels as usize {
+            bail!("corrupt JPEG: decoded size differs from the header");
+        }
+        Ok(Image::new_u8(h.width, h.height, h.channels, data))
+    };
+    match pixels(true) {
+        Ok(image) => Ok(Decoded {
+            image,
+            damage: None,
+        }),
+        Err(e) if opts.allow_damaged && !is_limit(&e) => Ok(Decoded {
+            image: pixels(false)?,
+            damage: Some(e.to_string()),
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+fn is_limit(e: &anyhow::Error) -> bool {
+    e.to_string().contains("over the limit")
+}
+
+// ---- Everything else: the image crate's decoders, with its limits set ----
+
+fn other_decoder(bytes: &[u8], format: ImageFormat) -> Result<Box<dyn image::ImageDecoder + '_>> {
+    let mut reader = image::ImageReader::new(Cursor::new(bytes));
+    reader.set_format(format);
+    reader.no_limits();
+    let decoder = reader.into_decoder().map_err(|e| image_error(e, format))?;
+    Ok(Box::new(decoder))
+}
+
+fn format_name(format: ImageFormat) -> String {
+    format!("{format:?}").to_uppercase()
+}
+
+fn image_error(e: image::ImageError, format: ImageFormat) -> anyhow::Error {
+    let name = format_name(format);
+    let text = match e {
+        image::ImageError::IoError(io) => return anyhow!(describe_io(&io, &name)),
+        image::ImageError::Unsupported(u) => return anyhow!("unsupported {name}: {u}"),
+        image::ImageError::Limits(_) => {
+            return anyhow!("the {name} needs more memory than the limit (--max-image-bytes)")
+        }
+        other => other.to_string(),
+    };
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.to_lowercase().contains("eof") || text.to_lowercase().contains("end of file") {
+        anyhow!("truncated {name}: {text}")
+    } else {
+        anyhow!("corrupt {name}: {text}")
+    }
+}
+
+fn other_header(decoder: &dyn image::ImageDecoder, format: ImageFormat) -> Result<Header> {
+    let (width, height) = decoder.dimensions();
+    let color = decoder.color_type();
+    let channels = color.channel_count();
+    let bit_depth = 8 * u32::from(color.bytes_per_pixel() / channels);
+    if !matches!(bit_depth, 8 | 16) {
+        bail!(
+            "{:?} {} images (floating point) are not supported; gpukit takes 8- and 16-bit images",
+            color,
+            format_name(format)
+        );
+    }
+    Ok(Header {
+        width,
+        height,
+        channels,
+        bit_depth,
+    })
+}
+
+fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result<Decoded> {
+    let mut decoder = other_decoder(bytes, format)?;
+    let header = other_header(decoder.as_ref(), format)?;
+    opts.limits.check(&header)?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(opts.limits.max_width);
+    limits.max_image_height = Some(opts.limits.max_height);
+    // The decoded image was checked above; this caps the decoder's other buffers (strips,
+    // tiles, frames), which are small next to it.
+    limits.max_alloc = Some(opts.limits.max_bytes.saturating_add(64 << 20));
+    decoder
+        .set_limits(limits)
+        .map_err(|e| image_error(e, format))?;
+    let img = DynamicImage::from_decoder(decoder).map_err(|e| image_error(e, format))?;
+    Ok(Decoded {
+        image: Image::from_dynamic(img)?,
+        damage: None,
+    })
 }
 
 /// The format an output path's extension names; PNG for no or an unknown extension is not
