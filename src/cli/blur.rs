@@ -167,9 +167,29 @@ struct Job {
 
 /// What the engine stage keeps across the batch: the device (which reads its tune cache
 /// itself) and its timings.
-struct EngineState {
-    engine: Engine,
+struct EngineState<'e> {
+    engine: &'e Engine,
     timings: Timings,
+}
+
+/// The device, opened once by whichever engine thread starts first; the others wait for it.
+/// An error is kept as its exit status and message, for every thread to return.
+type SharedEngine = std::sync::OnceLock<Result<Engine, (Status, String)>>;
+
+fn shared_engine<'e>(
+    ctx: &Ctx,
+    cell: &'e SharedEngine,
+    timings: &mut Timings,
+) -> Result<&'e Engine> {
+    let opened = cell.get_or_init(|| {
+        ctx.engine(timings)
+            .map_err(|e| (Status::of_error(&e), format!("{e:#}")))
+    });
+    match opened {
+        Ok(engine) => Ok(engine),
+        Err((Status::Usage, msg)) => Err(crate::UsageError(msg.clone()).into()),
+        Err((_, msg)) => Err(anyhow::anyhow!("{msg}")),
+    }
 }
 
 pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
@@ -198,7 +218,11 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
             todo.push(i);
         }
     }
-    let pipeline = args.input.pipeline();
+    let mut pipeline = args.input.pipeline();
+    // Engine threads sharing the device: packing the upload and unpacking the download run
+    // on the host, so with several threads one packs while another's image is on the device.
+    pipeline.engines = (pipeline.jobs / 4).clamp(1, 4);
+    let device = SharedEngine::new();
     let read = ctx.read_options();
     let hide = ctx.global.quiet
         || jobs.len() == 1
@@ -211,12 +235,12 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
             let path = &jobs[i].input;
             img_io::load_with(path, &read).map(|d| ctx.accept(path, d))
         },
-        start: |_| -> Result<EngineState> {
+        start: |_| -> Result<EngineState<'_>> {
             let mut timings = Timings::default();
-            let engine = ctx.engine(&mut timings)?;
+            let engine = shared_engine(ctx, &device, &mut timings)?;
             Ok(EngineState { engine, timings })
         },
-        engine: |s: &mut EngineState, &i: &usize, image: Image| {
+        engine: |s: &mut EngineState<'_>, &i: &usize, image: Image| {
             let job = &jobs[i];
             ctx.detail(&format!(
                 "{}: {}x{}, {} channels, {}-bit",
@@ -227,7 +251,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
                 image.bit_depth()
             ));
             img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
-            blur::run(&s.engine, &image, &params, &mut s.timings)
+            blur::run(s.engine, &image, &params, &mut s.timings)
                 .with_context(|| format!("{}", job.input.display()))
         },
         encode: |&i: &usize, blurred: Image| {
@@ -241,7 +265,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
             ctx.detail(&pending.describe());
             img_io::save_to(pending, job.format, blurred)
         },
-        finish: |s: EngineState| Ok(s.timings),
+        finish: |s: EngineState<'_>| Ok(s.timings),
     };
     let mut broken_pipe = None;
     let engine_timings = pipeline.run(&todo, stages, |outcome| {
