@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use ::image::ImageFormat;
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
@@ -174,8 +175,7 @@ struct EngineState<'e> {
 pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     if args.merge {
         let sink = JsonSink::open(args.json.as_ref().unwrap_or(&JsonDest::Stdout))?;
-        let merged = super::merge::histograms(&args.input.inputs)?;
-        sink.write(&merged)?;
+        sink.write(&super::merge::histograms(&args.input.inputs)?)?;
         return Ok(Status::Success);
     }
     let inputs: Vec<PathBuf> = args.input.items(ctx)?.into_iter().map(|i| i.path).collect();
@@ -188,12 +188,97 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
             "--plot draws one histogram: with several inputs, add --sum to plot their sum".into()
         ));
     }
-    // Outputs are checked and created first, so a bad path fails before any work.
+    let (sink, plot) = open_outputs(ctx, &args, &inputs)?;
+    let mut timings = Timings::default();
+    let read = ctx.read_options();
+    let (headers, mut failures) = timings.phase("probe", || probe(&args, &inputs, &read))?;
+    let mut status = if failures.is_empty() {
+        Status::Success
+    } else {
+        Status::Failure
+    };
+    // The channels every input is counted with when there is a sum (or its plot).
+    let shared = headers
+        .iter()
+        .map(|(_, h)| Channels::of(h.channels, args.alpha))
+        .reduce(Channels::union)
+        .filter(|_| args.sum || args.plot.is_some());
+    let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
+    let (results, finished) = count(ctx, &args, &headers, shared, plot.is_some(), hide)?;
+    timings.merge(&finished.timings);
+    let mut reports = Vec::new();
+    for ((path, header), result) in headers.iter().zip(results) {
+        match result {
+            Ok(hist) => reports.push(Report {
+                path: path.display().to_string(),
+                header: *header,
+                hist,
+            }),
+            // A usage error (bins against the decoded depth) ends the run.
+            Err(e) if Status::of_error(&e) == Status::Usage => return Err(e),
+            Err(e) => {
+                fail(&e);
+                failures.push(FailedDoc::new(path, &e));
+                status = Status::Failure;
+            }
+        }
+    }
+    // A sum over some of the inputs would be a wrong answer: it is given only when every
+    // input was counted.
+    let counted_all = status == Status::Success && !reports.is_empty();
+    let total = finished.total.filter(|_| counted_all);
+    if let (Some((pending, format)), Some(img), true) = (plot, finished.plot, counted_all) {
+        timings.phase("encode", || image::save_to(pending, format, img))?;
+    } else if args.plot.is_some() && !reports.is_empty() {
+        ctx.note("no --plot written, since not every input could be read");
+    }
+    // The per-input results are written when any input was counted, with the failures
+    // listed beside them (docs/formats.md).
+    if let Some(sink) = sink.filter(|_| !reports.is_empty()) {
+        let doc = HistogramDoc {
+            gpukit_version: env!("CARGO_PKG_VERSION"),
+            bins: args.bins,
+            alpha: args.alpha,
+            inputs: reports.iter().map(input_doc).collect(),
+            failed: failures,
+            sum: total.as_ref().filter(|_| args.sum).map(|t| SumDoc {
+                inputs: reports.len(),
+                pixels: t.pixels,
+                bins: t.bins,
+                channels: channel_docs(t),
+            }),
+        };
+        sink.write(&doc)?;
+    }
+    if args.json.is_none() && args.plot.is_none() {
+        let sum = total.as_ref().filter(|_| args.sum);
+        print_stdout(&summary(&reports, sum))?;
+    }
+    ctx.report_timings(&timings);
+    Ok(status)
+}
+
+/// An input whose header was read.
+type Input = (PathBuf, image::Header);
+/// The plot's output, created up front, and its format.
+type Plot = (PendingFile, ImageFormat);
+
+fn fail(err: &anyhow::Error) {
+    eprintln!("{} {err:#}", term::error_prefix());
+}
+
+/// The `--json` and `--plot` outputs, checked and created before any work so that a bad
+/// path fails at once.
+fn open_outputs(
+    ctx: &Ctx,
+    args: &HistogramArgs,
+    inputs: &[PathBuf],
+) -> Result<(Option<JsonSink>, Option<Plot>)> {
     if let Some(p) = args.json.as_ref().and_then(JsonDest::path) {
-        output::refuse_input_as_output("--json", p, &inputs)?;
+        output::refuse_input_as_output("--json", p, inputs)?;
     }
     if let Some(p) = &args.plot {
-        output::refuse_input_as_output("--plot", p, &inputs)?;
+        output::refuse_input_as_output("--plot", p, inputs)?;
         let json = args
             .json
             .as_ref()
@@ -221,44 +306,47 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     if let Some((pending, _)) = &plot {
         ctx.detail(&pending.describe());
     }
-    let mut timings = Timings::default();
-    let mut status = Status::Success;
-    let fail = |err: &anyhow::Error| eprintln!("{} {err:#}", term::error_prefix());
+    Ok((sink, plot))
+}
 
-    // Headers: every input's bit depth against --bins, and the channels a sum needs. (A pipe
-    // is read whole by its probe, which keeps the bytes for its decode.)
-    let read = ctx.read_options();
+/// Every input's header, checked against --bins (a usage error), and the inputs whose header
+/// cannot be read, reported as they are found. (A pipe is read whole by its probe, which
+/// keeps the bytes for its decode.)
+fn probe(
+    args: &HistogramArgs,
+    inputs: &[PathBuf],
+    read: &image::ReadOptions,
+) -> Result<(Vec<Input>, Vec<FailedDoc>)> {
     let mut headers = Vec::new();
     let mut failures = Vec::new();
-    timings.phase("probe", || -> Result<()> {
-        for path in &inputs {
-            match image::probe_with(path, &read) {
-                Ok(h) => {
-                    check_bins(args.bins, h.bit_depth)
-                        .with_context(|| path.display().to_string())?;
-                    headers.push((path.clone(), h));
-                }
-                Err(e) => {
-                    fail(&e);
-                    failures.push(FailedDoc::new(path, &e));
-                    status = Status::Failure;
-                }
+    for path in inputs {
+        match image::probe_with(path, read) {
+            Ok(h) => {
+                check_bins(args.bins, h.bit_depth).with_context(|| path.display().to_string())?;
+                headers.push((path.clone(), h));
+            }
+            Err(e) => {
+                fail(&e);
+                failures.push(FailedDoc::new(path, &e));
             }
         }
-        Ok(())
-    })?;
-    let shared = headers
-        .iter()
-        .map(|(_, h)| Channels::of(h.channels, args.alpha))
-        .reduce(Channels::union);
-    let shared = match shared {
-        Some(c) if args.sum || args.plot.is_some() => Some(c),
-        _ => None,
-    };
+    }
+    Ok((headers, failures))
+}
 
+/// Counts every input through the batch pipeline: each input's histogram (or its error) in
+/// input order, and what the engine thread made of the batch (the sum, its plot).
+fn count(
+    ctx: &Ctx,
+    args: &HistogramArgs,
+    headers: &[(PathBuf, image::Header)],
+    shared: Option<Channels>,
+    plot_wanted: bool,
+    hide: bool,
+) -> Result<(Vec<Result<Histogram>>, Finished)> {
     // The device opens on the engine thread while the first inputs decode.
     let engine_cell = OnceLock::new();
-    let plot_wanted = plot.is_some();
+    let read = ctx.read_options();
     let stages = Stages {
         decode: |(path, _): &(PathBuf, image::Header)| {
             image::load_with(path, &read).map(|d| ctx.accept(path, d))
@@ -301,32 +389,12 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
         encode: |_: &(PathBuf, image::Header), h: Histogram| Ok(h),
         // The sum and its plot are made on the engine thread; they are used only if every
         // input was counted.
-        finish: |mut s: EngineState<'_>| -> Result<Finished> {
-            let total = match shared {
-                Some(_) => Some(s.timings.phase("download", || s.hist.total())?),
-                None => None,
-            };
-            let PlotSize { width, height } = args.plot_size;
-            let plot = match (&total, plot_wanted) {
-                (Some(_), true) => Some(
-                    s.timings
-                        .phase("plot", || s.hist.plot_total(width, height))?,
-                ),
-                _ => None,
-            };
-            Ok(Finished {
-                total,
-                plot,
-                timings: s.timings,
-            })
-        },
+        finish: |s: EngineState<'_>| finish(s, shared.is_some(), plot_wanted, args.plot_size),
     };
-    let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
     let bar = term::progress(headers.len() as u64, hide);
     let mut results: Vec<Option<Result<Histogram>>> = (0..headers.len()).map(|_| None).collect();
     let mut stage_times = Timings::default();
-    let pipeline = args.input.pipeline();
-    let state = pipeline.run(&headers, stages, |outcome| {
+    let state = args.input.pipeline().run(headers, stages, |outcome| {
         for (phase, d) in outcome.times.phases() {
             if phase != "engine" {
                 stage_times.add(phase, d);
@@ -337,60 +405,38 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     });
     bar.finish_and_clear();
     // One engine: its sum and plot are the batch's.
-    let finished = state?.pop().expect("one engine");
-    let mut reports = Vec::new();
-    for ((path, header), result) in headers.iter().zip(results) {
-        match result.expect("every input ends") {
-            Ok(hist) => reports.push(Report {
-                path: path.display().to_string(),
-                header: *header,
-                hist,
-            }),
-            // A usage error (bins against the decoded depth) ends the run.
-            Err(e) if Status::of_error(&e) == Status::Usage => return Err(e),
-            Err(e) => {
-                fail(&e);
-                failures.push(FailedDoc::new(path, &e));
-                status = Status::Failure;
-            }
-        }
-    }
-    timings.merge(&finished.timings);
-    timings.merge(&stage_times);
+    let mut finished = state?.pop().expect("one engine");
+    finished.timings.merge(&stage_times);
+    let results = results
+        .into_iter()
+        .map(|r| r.expect("every input ends"))
+        .collect();
+    Ok((results, finished))
+}
 
-    // A sum over some of the inputs would be a wrong answer: it is given only when every
-    // input was counted.
-    let counted_all = status == Status::Success && !reports.is_empty();
-    let total = finished.total.filter(|_| counted_all);
-    if let (Some((pending, format)), Some(img), true) = (plot, finished.plot, counted_all) {
-        timings.phase("encode", || image::save_to(pending, format, img))?;
-    } else if args.plot.is_some() && !reports.is_empty() {
-        ctx.note("no --plot written, since not every input could be read");
-    }
-    // The per-input results are written when any input was counted, with the failures
-    // listed beside them (docs/formats.md).
-    if let Some(sink) = sink.filter(|_| !reports.is_empty()) {
-        let doc = HistogramDoc {
-            gpukit_version: env!("CARGO_PKG_VERSION"),
-            bins: args.bins,
-            alpha: args.alpha,
-            inputs: reports.iter().map(input_doc).collect(),
-            failed: failures,
-            sum: total.as_ref().filter(|_| args.sum).map(|t| SumDoc {
-                inputs: reports.len(),
-                pixels: t.pixels,
-                bins: t.bins,
-                channels: channel_docs(t),
-            }),
-        };
-        sink.write(&doc)?;
-    }
-    if args.json.is_none() && args.plot.is_none() {
-        let sum = total.as_ref().filter(|_| args.sum);
-        print_stdout(&summary(&reports, sum))?;
-    }
-    ctx.report_timings(&timings);
-    Ok(status)
+/// The engine thread's last step: the running total and its plot.
+fn finish(
+    mut s: EngineState<'_>,
+    total_wanted: bool,
+    plot_wanted: bool,
+    size: PlotSize,
+) -> Result<Finished> {
+    let total = match total_wanted {
+        true => Some(s.timings.phase("download", || s.hist.total())?),
+        false => None,
+    };
+    let plot = match (&total, plot_wanted) {
+        (Some(_), true) => Some(
+            s.timings
+                .phase("plot", || s.hist.plot_total(size.width, size.height))?,
+        ),
+        _ => None,
+    };
+    Ok(Finished {
+        total,
+        plot,
+        timings: s.timings,
+    })
 }
 
 /// A plot larger than the adapter draws is a usage error, found before any counting.
