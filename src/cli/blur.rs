@@ -6,11 +6,12 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use image::ImageFormat;
+use indicatif::ProgressBar;
 
 use super::inputs::InputArgs;
 use super::{term, Ctx, Status};
 use crate::batch::report::{FileRecord, FileStatus, Report};
-use crate::batch::{outputs, StageTimes, Stages};
+use crate::batch::{outputs, Outcome, StageTimes, Stages};
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self as img_io, Image};
 use crate::io::json::{JsonDest, JsonSink};
@@ -209,15 +210,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     };
     let named = std::sync::Mutex::new(named);
     let started = Instant::now();
-    let mut records: Vec<Option<FileRecord>> = vec![None; jobs.len()];
-    let mut todo = Vec::new();
-    for (i, job) in jobs.iter().enumerate() {
-        if args.skip_existing && job.output.symlink_metadata().is_ok() {
-            records[i] = Some(record(job, FileStatus::Skipped, None, None));
-        } else {
-            todo.push(i);
-        }
-    }
+    let (mut ledger, todo) = Ledger::new(&jobs, args.skip_existing);
     let mut pipeline = args.input.pipeline();
     // Engine threads sharing the device: packing the upload and unpacking the download run
     // on the host, so with several threads one packs while another's image is on the device.
@@ -228,8 +221,6 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         || jobs.len() == 1
         || report_sink.as_ref().is_some_and(JsonSink::is_stdout);
     let bar = term::progress(todo.len() as u64, hide);
-    let mut stage_times = Timings::default();
-    let mut printed = 0;
     let stages = Stages {
         decode: |&i: &usize| {
             let path = &jobs[i].input;
@@ -267,48 +258,15 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         },
         finish: |s: EngineState<'_>| Ok(s.timings),
     };
-    let mut broken_pipe = None;
     let engine_timings = pipeline.run(&todo, stages, |outcome| {
-        let i = todo[outcome.index];
-        for (phase, d) in outcome.times.phases() {
-            if phase != "engine" {
-                stage_times.add(phase, d);
-            }
-        }
-        let (status, error) = match outcome.result {
-            Ok(()) => (FileStatus::Ok, None),
-            // A closed stdout (`-o - | head`) ends the run, quietly.
-            Err(e) if super::exit::is_broken_pipe(&e) => {
-                broken_pipe = Some(e);
-                (FileStatus::Failed, None)
-            }
-            Err(e) => (FileStatus::Failed, Some(format!("{e:#}"))),
-        };
-        records[i] = Some(record(&jobs[i], status, error, Some(outcome.times)));
-        bar.set_message(jobs[i].input.display().to_string());
-        bar.inc(1);
-        // Errors print in input order, whatever order the files end in.
-        while let Some(Some(r)) = records.get(printed) {
-            if let Some(e) = &r.error {
-                bar.suspend(|| eprintln!("{} {e}", term::error_prefix()));
-            }
-            printed += 1;
-        }
+        ledger.end(todo[outcome.index], outcome, &bar);
     });
     bar.finish_and_clear();
-    if let Some(e) = broken_pipe {
-        return Err(e);
-    }
-    let mut timings = Timings::default();
+    let (records, mut timings) = ledger.close()?;
     for t in engine_timings? {
         timings.merge(&t);
     }
-    timings.merge(&stage_times);
     ctx.report_timings(&timings);
-    let records: Vec<FileRecord> = records
-        .into_iter()
-        .map(|r| r.expect("every file ends"))
-        .collect();
     let report = Report::new("blur", records, started.elapsed());
     if jobs.len() > 1 {
         ctx.note(&report.summary_line());
@@ -322,6 +280,81 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     } else {
         Status::Success
     })
+}
+
+/// What became of each file, its errors printed in input order whatever order the files end
+/// in, and the stages' times.
+struct Ledger<'j> {
+    jobs: &'j [Job],
+    records: Vec<Option<FileRecord>>,
+    printed: usize,
+    stage_times: Timings,
+    /// A closed stdout (`-o - | head`) ends the run, quietly.
+    broken_pipe: Option<anyhow::Error>,
+}
+
+impl<'j> Ledger<'j> {
+    /// The ledger, with the files whose output exists already skipped (`--skip-existing`),
+    /// and the indices of the files to do.
+    fn new(jobs: &'j [Job], skip_existing: bool) -> (Ledger<'j>, Vec<usize>) {
+        let mut records = vec![None; jobs.len()];
+        let mut todo = Vec::new();
+        for (i, job) in jobs.iter().enumerate() {
+            if skip_existing && job.output.symlink_metadata().is_ok() {
+                records[i] = Some(record(job, FileStatus::Skipped, None, None));
+            } else {
+                todo.push(i);
+            }
+        }
+        let ledger = Ledger {
+            jobs,
+            records,
+            printed: 0,
+            stage_times: Timings::default(),
+            broken_pipe: None,
+        };
+        (ledger, todo)
+    }
+
+    /// File `i` ended.
+    fn end(&mut self, i: usize, outcome: Outcome<()>, bar: &ProgressBar) {
+        for (phase, d) in outcome.times.phases() {
+            if phase != "engine" {
+                self.stage_times.add(phase, d);
+            }
+        }
+        let (status, error) = match outcome.result {
+            Ok(()) => (FileStatus::Ok, None),
+            Err(e) if super::exit::is_broken_pipe(&e) => {
+                self.broken_pipe = Some(e);
+                (FileStatus::Failed, None)
+            }
+            Err(e) => (FileStatus::Failed, Some(format!("{e:#}"))),
+        };
+        let job = &self.jobs[i];
+        self.records[i] = Some(record(job, status, error, Some(outcome.times)));
+        bar.set_message(job.input.display().to_string());
+        bar.inc(1);
+        while let Some(Some(r)) = self.records.get(self.printed) {
+            if let Some(e) = &r.error {
+                bar.suspend(|| eprintln!("{} {e}", term::error_prefix()));
+            }
+            self.printed += 1;
+        }
+    }
+
+    /// Every file's record, in input order, and the stages' times.
+    fn close(self) -> Result<(Vec<FileRecord>, Timings)> {
+        if let Some(e) = self.broken_pipe {
+            return Err(e);
+        }
+        let records = self
+            .records
+            .into_iter()
+            .map(|r| r.expect("every file ends"))
+            .collect();
+        Ok((records, self.stage_times))
+    }
 }
 
 fn record(
