@@ -119,7 +119,13 @@ impl Pipeline {
         Enc: Fn(&T, R) -> Result<O> + Sync,
         Fin: Fn(S) -> Result<F> + Sync,
     {
-        let stages = &stages;
+        let Stages {
+            decode,
+            start,
+            engine,
+            encode,
+            finish,
+        } = &stages;
         let next = &AtomicUsize::new(0);
         let stop = &AtomicBool::new(false);
         let (decoded_tx, decoded_rx) = mpsc::sync_channel::<Decoded<D>>(self.depth);
@@ -129,98 +135,26 @@ impl Pipeline {
         let (done_tx, done_rx) = mpsc::channel::<Outcome<O>>();
         std::thread::scope(|s| {
             for _ in 0..self.jobs {
-                let decoded_tx = decoded_tx.clone();
-                s.spawn(move || loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index >= items.len() || stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let t0 = Instant::now();
-                    let result = (stages.decode)(&items[index]);
-                    let times = StageTimes {
-                        decode_ms: ms(t0.elapsed()),
-                        ..StageTimes::default()
-                    };
-                    if decoded_tx
-                        .send((index, result, times, Instant::now()))
-                        .is_err()
-                    {
-                        break;
-                    }
-                });
+                let tx = decoded_tx.clone();
+                s.spawn(move || decoder(items, decode, next, stop, tx));
             }
             drop(decoded_tx);
-
             let engines: Vec<_> = (0..self.engines.max(1))
-                .map(|engine| {
-                    let (result_tx, done_tx) = (result_tx.clone(), done_tx.clone());
+                .map(|n| {
+                    let ends = (decoded_rx, result_tx.clone(), done_tx.clone());
                     s.spawn(move || -> Result<F> {
-                        let mut state = match (stages.start)(engine) {
-                            Ok(state) => state,
-                            Err(e) => {
-                                // No more decoding; and decoders waiting to hand over an
-                                // image must not wait forever.
-                                stop.store(true, Ordering::Relaxed);
-                                while decoded_rx.lock().expect("no engine panics").recv().is_ok() {}
-                                return Err(e);
-                            }
-                        };
-                        loop {
-                            // The lock is held only while waiting for the next image.
-                            let next = decoded_rx.lock().expect("no engine panics").recv();
-                            let Ok((index, decoded, mut times, queued)) = next else {
-                                break;
-                            };
-                            times.wait_ms = ms(queued.elapsed());
-                            let t0 = Instant::now();
-                            let out =
-                                decoded.and_then(|d| (stages.engine)(&mut state, &items[index], d));
-                            times.engine_ms = ms(t0.elapsed());
-                            let sent = match out {
-                                Ok(r) => result_tx.send((index, engine, r, times)).is_ok(),
-                                Err(e) => {
-                                    let outcome = Outcome {
-                                        index,
-                                        engine: Some(engine),
-                                        result: Err(e),
-                                        times,
-                                    };
-                                    done_tx.send(outcome).is_ok()
-                                }
-                            };
-                            if !sent {
-                                break;
-                            }
-                        }
-                        (stages.finish)(state)
+                        let state = started(start, n, stop, decoded_rx)?;
+                        let state = work(n, items, engine, state, ends);
+                        finish(state)
                     })
                 })
                 .collect();
             drop(result_tx);
-
             for _ in 0..self.jobs {
-                let done_tx = done_tx.clone();
-                s.spawn(move || loop {
-                    let next = result_rx.lock().expect("no encoder panics").recv();
-                    let Ok((index, engine, r, mut times)) = next else {
-                        break;
-                    };
-                    let t0 = Instant::now();
-                    let result = (stages.encode)(&items[index], r);
-                    times.encode_ms = ms(t0.elapsed());
-                    let outcome = Outcome {
-                        index,
-                        engine: Some(engine),
-                        result,
-                        times,
-                    };
-                    if done_tx.send(outcome).is_err() {
-                        break;
-                    }
-                });
+                let tx = done_tx.clone();
+                s.spawn(move || encoder(items, encode, result_rx, tx));
             }
             drop(done_tx);
-
             for outcome in done_rx {
                 done(outcome);
             }
@@ -229,6 +163,122 @@ impl Pipeline {
                 .map(|e| e.join().expect("an engine stage does not panic"))
                 .collect()
         })
+    }
+}
+
+/// A decoding thread: takes the next item until none is left or the batch stops.
+fn decoder<T, D>(
+    items: &[T],
+    decode: &impl Fn(&T) -> Result<D>,
+    next: &AtomicUsize,
+    stop: &AtomicBool,
+    tx: mpsc::SyncSender<Decoded<D>>,
+) {
+    loop {
+        let index = next.fetch_add(1, Ordering::Relaxed);
+        if index >= items.len() || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let t0 = Instant::now();
+        let result = decode(&items[index]);
+        let times = StageTimes {
+            decode_ms: ms(t0.elapsed()),
+            ..StageTimes::default()
+        };
+        if tx.send((index, result, times, Instant::now())).is_err() {
+            break;
+        }
+    }
+}
+
+/// Starts engine `n`. On failure the batch stops, and the queue is drained so that no
+/// decoder waits forever to hand over an image.
+fn started<S, D>(
+    start: &impl Fn(usize) -> Result<S>,
+    n: usize,
+    stop: &AtomicBool,
+    decoded_rx: &Mutex<mpsc::Receiver<Decoded<D>>>,
+) -> Result<S> {
+    match start(n) {
+        Ok(state) => Ok(state),
+        Err(e) => {
+            stop.store(true, Ordering::Relaxed);
+            while decoded_rx.lock().expect("no engine panics").recv().is_ok() {}
+            Err(e)
+        }
+    }
+}
+
+/// The channel ends an engine thread uses: decoded images in, results out to the encoders,
+/// failures straight to the caller.
+type EngineEnds<'a, D, R, O> = (
+    &'a Mutex<mpsc::Receiver<Decoded<D>>>,
+    mpsc::SyncSender<Processed<R>>,
+    mpsc::Sender<Outcome<O>>,
+);
+
+/// Engine `n`'s loop: the next decoded image whenever it is free, until the queue closes.
+fn work<T, D, R, O, S>(
+    n: usize,
+    items: &[T],
+    engine: &impl Fn(&mut S, &T, D) -> Result<R>,
+    mut state: S,
+    (decoded_rx, result_tx, done_tx): EngineEnds<'_, D, R, O>,
+) -> S {
+    loop {
+        // The lock is held only while waiting for the next image.
+        let next = decoded_rx.lock().expect("no engine panics").recv();
+        let Ok((index, decoded, mut times, queued)) = next else {
+            break;
+        };
+        times.wait_ms = ms(queued.elapsed());
+        let t0 = Instant::now();
+        let out = decoded.and_then(|d| engine(&mut state, &items[index], d));
+        times.engine_ms = ms(t0.elapsed());
+        let sent = match out {
+            Ok(r) => result_tx.send((index, n, r, times)).is_ok(),
+            Err(e) => {
+                let outcome = Outcome {
+                    index,
+                    engine: Some(n),
+                    result: Err(e),
+                    times,
+                };
+                done_tx.send(outcome).is_ok()
+            }
+        };
+        if !sent {
+            break;
+        }
+    }
+    state
+}
+
+/// An encoding thread: the next engine result until the engines are done.
+fn encoder<T, R, O>(
+    items: &[T],
+    encode: &impl Fn(&T, R) -> Result<O>,
+    result_rx: &Mutex<mpsc::Receiver<Processed<R>>>,
+    done_tx: mpsc::Sender<Outcome<O>>,
+) {
+    loop {
+        // The lock is held only while waiting for the next image.
+        let next = result_rx.lock().expect("no encoder panics").recv();
+        let Ok((index, engine, r, mut times)) = next else {
+            break;
+        };
+        let t0 = Instant::now();
+        let result = encode(&items[index], r);
+        times.encode_ms = ms(t0.elapsed());
+        let outcome = Outcome {
+            index,
+            engine: Some(engine),
+            result,
+            times,
+        };
+        if done_tx.send(outcome).is_err() {
+            break;
+        }
     }
 }
 
