@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use gpukit::gpu::Timings;
 use gpukit::io::image::{self, Image, Samples};
-use gpukit::ops::compare::{self as op, compare_cpu, CompareGpu, Comparison, Options, Rect};
+use gpukit::ops::compare::{self as op, CompareGpu, Comparison, Options, Rect};
 
 use crate::util::{gpu, run, tempdir, xorshift};
 
@@ -243,7 +243,7 @@ fn metrics_match_sums_and_ssim_computed_here() {
                 ];
                 for (name, b) in cases {
                     let what = format!("{w}x{h}x{channels} {bits}-bit {name}");
-                    let cpu = compare_cpu(&a, &b, &opts);
+                    let cpu = op::reference(&a, &b, &opts);
                     check_metrics(&a, &b, &cpu, &what);
                     let gpu = gc.compare(&a, &b, &opts, &mut Timings::default()).unwrap();
                     assert_same(&gpu, &cpu, &what);
@@ -307,7 +307,7 @@ fn perceptual_counts_follow_pixelmatch() {
                     threshold: Some(t),
                     ..Options::default()
                 };
-                let cpu = compare_cpu(&a, &b, &opts);
+                let cpu = op::reference(&a, &b, &opts);
                 let limit = 35215.0 * t * t;
                 let (mut want, mut near) = (0u64, 0u64);
                 for p in 0..a.pixels() {
@@ -353,14 +353,14 @@ fn antialiased_edge_is_counted_apart() {
         Image::new_u8(w, h, 1, px)
     };
     let (a, b) = (edge(100), edge(160));
-    let plain = compare_cpu(&a, &b, &Options::default());
+    let plain = op::reference(&a, &b, &Options::default());
     assert_eq!(plain.counts.differing, h as u64);
     let opts = Options {
         antialiasing: true,
         diff: true,
         ..Options::default()
     };
-    let cpu = compare_cpu(&a, &b, &opts);
+    let cpu = op::reference(&a, &b, &opts);
     assert_eq!(
         (cpu.counts.differing, cpu.counts.antialiased),
         (0, h as u64)
@@ -377,7 +377,7 @@ fn antialiased_edge_is_counted_apart() {
     if let Samples::U8(s) = &mut c.samples {
         s[2 * w as usize + 8] = 0;
     }
-    let k = compare_cpu(&a, &c, &opts).counts;
+    let k = op::reference(&a, &c, &opts).counts;
     assert_eq!((k.differing, k.antialiased), (1, 0));
     let g = gpu();
     let gc = CompareGpu::new(&g);
@@ -385,7 +385,7 @@ fn antialiased_edge_is_counted_apart() {
         let gpu = gc
             .compare(&a, other, &opts, &mut Timings::default())
             .unwrap();
-        assert_same(&gpu, &compare_cpu(&a, other, &opts), "antialiasing");
+        assert_same(&gpu, &op::reference(&a, other, &opts), "antialiasing");
     }
 }
 
@@ -443,7 +443,7 @@ fn gpu_equals_cpu_with_every_option_and_in_strips() {
                 },
             ] {
                 let what = format!("{w}x{h}x{channels} {bits}-bit binding {binding} {opts:?}");
-                let cpu = compare_cpu(&a, &b, &opts);
+                let cpu = op::reference(&a, &b, &opts);
                 let gpu = match gc.compare(&a, &b, &opts, &mut Timings::default()) {
                     Ok(c) => c,
                     // A row wider than the lowered binding is refused, not mis-compared.

@@ -423,7 +423,7 @@ fn compare_pair(
         b = op::crop(&b, w, h);
     }
     let engine = engine.get().expect("opened by load_pair");
-    let cmp = op::compare(engine, &a, &b, &plan.opts, timings)?;
+    let cmp = op::run(engine, (&a, &b), &plan.opts, timings)?;
     let ssim = if plan.ssim && cmp.counts.pixels > cmp.counts.ignored {
         timings.phase("ssim", || op::ssim(&a, &b, &plan.opts.ignore))
     } else {
