@@ -385,20 +385,8 @@ fn compare_pair(
     // Byte-identical files: every metric is known from the header alone.
     if timings.phase("read", || same_bytes(expected, actual))? {
         let h = image::probe(expected)?;
-        let counts = op::Counts {
-            pixels: u64::from(h.width) * u64::from(h.height),
-            differing: 0,
-            antialiased: 0,
-            ignored: ignored_pixels(&plan.opts.ignore, h.width, h.height),
-            channels: vec![op::ChannelSums::default(); usize::from(h.channels)],
-        };
-        let compared = counts.pixels > counts.ignored;
-        let ssim = (plan.ssim && compared).then(|| (1.0, vec![1.0; usize::from(h.channels)]));
-        let max = (1u32 << h.bit_depth) - 1;
-        return Ok(finish(
-            doc_with(doc, h, op::metrics(&counts, h.channels, max, ssim)),
-            plan,
-        ));
+        let metrics = op::identical(&h, &plan.opts.ignore, plan.ssim);
+        return Ok(finish(doc_with(doc, h, metrics), plan));
     }
     let (mut a, mut b) = load_pair(ctx, expected, actual, engine, timings)?;
     if let Some(reason) = op::layout_mismatch(&a, &b) {
@@ -442,19 +430,6 @@ fn compare_pair(
         timings.phase("encode", || image::save_to(pending, format, img))?;
     }
     Ok(doc)
-}
-
-fn ignored_pixels(ignore: &[Rect], width: u32, height: u32) -> u64 {
-    if ignore.is_empty() {
-        return 0;
-    }
-    let mut n = 0;
-    for y in 0..height {
-        for x in 0..width {
-            n += u64::from(ignore.iter().any(|r| r.contains(x, y)));
-        }
-    }
-    n
 }
 
 fn doc_with(mut doc: PairDoc, h: image::Header, metrics: Metrics) -> PairDoc {

@@ -2,7 +2,8 @@
 
 use serde::Serialize;
 
-use super::{channel_names, Counts};
+use super::{channel_names, ignored_in, ChannelSums, Counts, Rect};
+use crate::io::image::Header;
 
 /// One channel's metrics, in sample units (0..255 or 0..65535).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -101,4 +102,19 @@ pub fn metrics(
         ssim: ssim.map(|(s, _)| s),
         channels: per,
     }
+}
+
+/// The metrics of two byte-identical images of `header`'s size and layout, known without
+/// decoding them: nothing differs, and SSIM (when `ssim`) is 1 if any pixel is compared.
+pub fn identical(header: &Header, ignore: &[Rect], ssim: bool) -> Metrics {
+    let (w, h, c) = (header.width, header.height, header.channels);
+    let counts = Counts {
+        pixels: u64::from(w) * u64::from(h),
+        ignored: ignored_in(ignore, 0..w, 0..h),
+        channels: vec![ChannelSums::default(); usize::from(c)],
+        ..Counts::zeros(0)
+    };
+    let compared = counts.pixels > counts.ignored;
+    let ssim = (ssim && compared).then(|| (1.0, vec![1.0; usize::from(c)]));
+    metrics(&counts, c, (1u32 << header.bit_depth) - 1, ssim)
 }

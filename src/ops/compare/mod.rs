@@ -21,13 +21,15 @@ mod metrics;
 mod reference;
 mod ssim;
 
+use std::ops::Range;
+
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{Image, Samples};
 pub use gpu::{CompareGpu, ComparePlan};
-pub use metrics::{metrics, ChannelMetrics, Metrics};
+pub use metrics::{identical, metrics, ChannelMetrics, Metrics};
 pub use reference::{distance, reference, threshold_units};
 pub use ssim::{ssim, ssim_channel, SSIM_K1, SSIM_K2, SSIM_RADIUS, SSIM_SIGMA};
 
@@ -158,6 +160,20 @@ impl Counts {
 pub struct Comparison {
     pub counts: Counts,
     pub diff: Option<Image>,
+}
+
+/// The pixels in columns `xs` and rows `ys` that lie in an ignored rectangle.
+pub(crate) fn ignored_in(ignore: &[Rect], xs: Range<u32>, ys: Range<u32>) -> u64 {
+    if ignore.is_empty() {
+        return 0;
+    }
+    let mut n = 0;
+    for y in ys {
+        for x in xs.clone() {
+            n += u64::from(ignore.iter().any(|r| r.contains(x, y)));
+        }
+    }
+    n
 }
 
 /// The names of the channels of an image with `channels` samples per pixel.

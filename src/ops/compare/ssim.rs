@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::Rect;
+use super::{ignored_in, Rect};
 use crate::io::image::{Image, Samples};
 
 /// SSIM's window: 11 taps of a gaussian with sigma 1.5, normalised to sum 1 (scipy's
@@ -79,11 +79,7 @@ pub fn ssim_channel(a: &Image, b: &Image, ch: usize, ignore: &[Rect]) -> Option<
     let range = f64::from(a.max_value());
     let c1 = (SSIM_K1 * range).powi(2);
     let c2 = (SSIM_K2 * range).powi(2);
-    let pad = if w > 2 * SSIM_RADIUS && h > 2 * SSIM_RADIUS {
-        SSIM_RADIUS
-    } else {
-        0
-    };
+    let pad = ssim_pad(w, h);
     let win = ssim_window();
     let r = SSIM_RADIUS as isize;
     let bands: Vec<usize> = (pad..h - pad).step_by(SSIM_BAND).collect();
@@ -142,17 +138,18 @@ pub fn ssim(a: &Image, b: &Image, ignore: &[Rect]) -> Option<(f64, Vec<f64>)> {
 
 /// The number of pixels SSIM averages over (see [`ssim_channel`]).
 fn ssim_channel_count(a: &Image, ignore: &[Rect]) -> u64 {
-    let (w, h) = (a.width as usize, a.height as usize);
-    let pad = if w > 2 * SSIM_RADIUS && h > 2 * SSIM_RADIUS {
+    let (w, h) = (a.width, a.height);
+    let pad = ssim_pad(w as usize, h as usize) as u32;
+    let (xs, ys) = (pad..w - pad, pad..h - pad);
+    xs.len() as u64 * ys.len() as u64 - ignored_in(ignore, xs, ys)
+}
+
+/// How far from each edge the SSIM map is averaged: the window's radius, or 0 when the
+/// image is smaller than the window on a side.
+fn ssim_pad(w: usize, h: usize) -> usize {
+    if w > 2 * SSIM_RADIUS && h > 2 * SSIM_RADIUS {
         SSIM_RADIUS
     } else {
         0
-    };
-    let mut n = 0;
-    for y in pad..h - pad {
-        for x in pad..w - pad {
-            n += u64::from(!ignore.iter().any(|r| r.contains(x as u32, y as u32)));
-        }
     }
-    n
 }
