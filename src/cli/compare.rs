@@ -168,6 +168,24 @@ struct PairDoc {
     diff: Option<String>,
 }
 
+impl PairDoc {
+    /// A pair not compared yet: a match until found otherwise.
+    fn new(expected: &Path, actual: &Path) -> PairDoc {
+        PairDoc {
+            expected: expected.display().to_string(),
+            actual: actual.display().to_string(),
+            status: Verdict::Match,
+            reason: None,
+            failed: Vec::new(),
+            width: None,
+            height: None,
+            layout: None,
+            metrics: None,
+            diff: None,
+        }
+    }
+}
+
 /// `gpukit compare --json` for two images. Documented in docs/formats.md.
 #[derive(Serialize)]
 struct PairReport<'a> {
@@ -370,18 +388,7 @@ fn compare_pair(
     engine: &OnceLock<Engine>,
     timings: &mut Timings,
 ) -> Result<PairDoc> {
-    let mut doc = PairDoc {
-        expected: expected.display().to_string(),
-        actual: actual.display().to_string(),
-        status: Verdict::Match,
-        reason: None,
-        failed: Vec::new(),
-        width: None,
-        height: None,
-        layout: None,
-        metrics: None,
-        diff: None,
-    };
+    let mut doc = PairDoc::new(expected, actual);
     // Byte-identical files: every metric is known from the header alone.
     if timings.phase("read", || same_bytes(expected, actual))? {
         let h = image::probe(expected)?;
@@ -547,6 +554,42 @@ fn image_files(root: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// Compares the pair `rel` of the two folders, its diff image (if asked for) going to the
+/// same relative path under the --diff folder, as PNG.
+fn folder_pair(
+    ctx: &Ctx,
+    args: &CompareArgs,
+    plan: &Plan,
+    rel: &Path,
+    engine: &OnceLock<Engine>,
+    timings: &mut Timings,
+) -> Result<PairDoc> {
+    let (e, a) = (args.expected.join(rel), args.actual.join(rel));
+    let diff = match &args.diff {
+        Some(dir) => {
+            let path = dir.join(rel).with_extension("png");
+            let parent = path.parent().expect("a file in a folder");
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("{}: cannot create", parent.display()))?;
+            Some((PendingFile::create(&path)?, ::image::ImageFormat::Png))
+        }
+        None => None,
+    };
+    compare_pair(ctx, plan, &e, &a, diff, engine, timings)
+}
+
+/// The verdict on two folders: an error if any pair failed to compare, else a match when
+/// every file has its pair (`paired`) and every pair matches.
+fn folder_verdict(files: &[PairDoc], paired: bool) -> Verdict {
+    if files.iter().any(|f| f.status == Verdict::Error) {
+        Verdict::Error
+    } else if paired && files.iter().all(|f| f.status == Verdict::Match) {
+        Verdict::Match
+    } else {
+        Verdict::Mismatch
+    }
+}
+
 fn compare_folders(
     ctx: &Ctx,
     args: &CompareArgs,
@@ -580,33 +623,12 @@ fn compare_folders(
         .par_iter()
         .map(|rel| {
             let mut t = Timings::default();
-            let (e, a) = (args.expected.join(rel), args.actual.join(rel));
-            let result = (|| -> Result<PairDoc> {
-                let diff = match &args.diff {
-                    Some(dir) => {
-                        let path = dir.join(rel).with_extension("png");
-                        let parent = path.parent().expect("a file in a folder");
-                        std::fs::create_dir_all(parent)
-                            .with_context(|| format!("{}: cannot create", parent.display()))?;
-                        Some((PendingFile::create(&path)?, ::image::ImageFormat::Png))
-                    }
-                    None => None,
-                };
-                compare_pair(ctx, plan, &e, &a, diff, &engine, &mut t)
-            })();
-            let doc = result.unwrap_or_else(|err| {
+            let doc = folder_pair(ctx, args, plan, rel, &engine, &mut t).unwrap_or_else(|err| {
                 bar.suspend(|| eprintln!("{} {err:#}", term::error_prefix()));
                 PairDoc {
-                    expected: e.display().to_string(),
-                    actual: a.display().to_string(),
                     status: Verdict::Error,
                     reason: Some(format!("{err:#}")),
-                    failed: Vec::new(),
-                    width: None,
-                    height: None,
-                    layout: None,
-                    metrics: None,
-                    diff: None,
+                    ..PairDoc::new(&args.expected.join(rel), &args.actual.join(rel))
                 }
             });
             bar.inc(1);
@@ -629,16 +651,7 @@ fn compare_folders(
     for p in &extra {
         text += &format!("{}: EXTRA in {}\n", p.display(), args.actual.display());
     }
-    let status = if files.iter().any(|f| f.status == Verdict::Error) {
-        Verdict::Error
-    } else if missing.is_empty()
-        && extra.is_empty()
-        && files.iter().all(|f| f.status == Verdict::Match)
-    {
-        Verdict::Match
-    } else {
-        Verdict::Mismatch
-    };
+    let status = folder_verdict(&files, missing.is_empty() && extra.is_empty());
     if !json_stdout {
         print_stdout(&text)?;
     }
