@@ -9,30 +9,10 @@ use gpukit::gpu::Timings;
 use gpukit::io::image::{self, Image, Samples};
 use gpukit::ops::compare::{self as op, CompareGpu, Comparison, Options, Rect};
 
-use crate::util::{gpu, run, tempdir, xorshift};
+use crate::util::{gpu, random_image, run, tempdir};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn random(width: u32, height: u32, channels: u8, bits: u32, seed: u32) -> Image {
-    let n = (width * height * channels as u32) as usize;
-    let mut next = xorshift(seed);
-    if bits == 8 {
-        Image::new_u8(
-            width,
-            height,
-            channels,
-            (0..n).map(|_| next() as u8).collect(),
-        )
-    } else {
-        Image::new_u16(
-            width,
-            height,
-            channels,
-            (0..n).map(|_| next() as u16).collect(),
-        )
-    }
 }
 
 /// Sample i of an image as f64 and as an integer.
@@ -214,7 +194,7 @@ fn metrics_match_sums_and_ssim_computed_here() {
     for (w, h) in [(1, 1), (3, 2), (7, 5), (11, 11), (13, 17), (33, 12)] {
         for channels in 1..=4u8 {
             for bits in [8, 16] {
-                let a = random(
+                let a = random_image(
                     w,
                     h,
                     channels,
@@ -239,7 +219,7 @@ fn metrics_match_sums_and_ssim_computed_here() {
                         "all different",
                         modified(&a, |_, _, v| i64::from(a.max_value()) - v),
                     ),
-                    ("random", random(w, h, channels, bits, 99)),
+                    ("random", random_image(w, h, channels, bits, 99)),
                 ];
                 for (name, b) in cases {
                     let what = format!("{w}x{h}x{channels} {bits}-bit {name}");
@@ -294,7 +274,7 @@ fn perceptual_counts_follow_pixelmatch() {
     let gc = CompareGpu::new(&g);
     for channels in 1..=4u8 {
         for bits in [8, 16] {
-            let a = random(37, 23, channels, bits, 5 + channels as u32);
+            let a = random_image(37, 23, channels, bits, 5 + channels as u32);
             let step = if bits == 8 { 1 } else { 257 };
             // Small changes of varied size, so distances spread around the thresholds.
             let b = modified(&a, |p, ch, v| {
@@ -401,7 +381,7 @@ fn gpu_equals_cpu_with_every_option_and_in_strips() {
         (17, 50, 2, 8),
         (5, 9, 1, 16),
     ] {
-        let a = random(w, h, channels, bits, 7);
+        let a = random_image(w, h, channels, bits, 7);
         // Flat blocks with some noise, so anti-aliasing detection finds equal siblings.
         let a = modified(&a, |p, _, v| if (p / 3) % 4 == 0 { v } else { 0 });
         let b = modified(&a, |p, ch, v| {

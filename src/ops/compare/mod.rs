@@ -206,26 +206,20 @@ pub fn layout_mismatch(a: &Image, b: &Image) -> Option<String> {
 
 /// The top-left `width` x `height` of `img`: the common area `--allow-size-change` compares.
 pub fn crop(img: &Image, width: u32, height: u32) -> Image {
-    let (w, c) = (img.width as usize, img.channels as usize);
-    let row = width as usize * c;
-    let rows = 0..height as usize;
+    let stride = img.width as usize * img.channels as usize;
+    let row = width as usize * img.channels as usize;
+    // The first `row` samples of each of the first `height` rows.
+    fn rows<T: Copy>(s: &[T], stride: usize, row: usize, height: u32) -> Vec<T> {
+        (0..height as usize)
+            .flat_map(|y| &s[y * stride..y * stride + row])
+            .copied()
+            .collect()
+    }
     match &img.samples {
-        Samples::U8(s) => Image::new_u8(
-            width,
-            height,
-            img.channels,
-            rows.flat_map(|y| &s[y * w * c..y * w * c + row])
-                .copied()
-                .collect(),
-        ),
-        Samples::U16(s) => Image::new_u16(
-            width,
-            height,
-            img.channels,
-            rows.flat_map(|y| &s[y * w * c..y * w * c + row])
-                .copied()
-                .collect(),
-        ),
+        Samples::U8(s) => Image::new_u8(width, height, img.channels, rows(s, stride, row, height)),
+        Samples::U16(s) => {
+            Image::new_u16(width, height, img.channels, rows(s, stride, row, height))
+        }
     }
 }
 
