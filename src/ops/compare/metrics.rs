@@ -111,8 +111,9 @@ pub fn identical(header: &Header, ignore: &[Rect], ssim: bool) -> Metrics {
     let counts = Counts {
         pixels: u64::from(w) * u64::from(h),
         ignored: ignored_in(ignore, 0..w, 0..h),
+        differing: 0,
+        antialiased: 0,
         channels: vec![ChannelSums::default(); usize::from(c)],
-        ..Counts::zeros(0)
     };
     let compared = counts.pixels > counts.ignored;
     let ssim = (ssim && compared).then(|| (1.0, vec![1.0; usize::from(c)]));

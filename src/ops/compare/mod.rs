@@ -5,11 +5,11 @@
 //! them, and a diff image.
 //!
 //! The counts and the diff image come from one GPU pass, `compare` (wgsl/compare.wgsl), over
-//! strips of rows, with per-workgroup partials summed on the host; [`reference`] is its
+//! strips of rows, with per-workgroup partials summed on the host; [`reference`] is the CPU
 //! reference, pixel for pixel the same arithmetic. The perceptual distance is defined in
 //! integers so both agree exactly on every adapter. SSIM ([`ssim`]) is computed on the host
 //! in f64, so it is the same whichever engine ran the counts.
-
+//!
 //! Files: `reference` (the CPU reference and the integer pixel arithmetic), `antialiasing`
 //! (pixelmatch's anti-aliasing test), `gpu` (the GPU pass and its plan), `ssim`, `metrics`
 //! (MAE, RMSE, PSNR from the counts), `bench`.
