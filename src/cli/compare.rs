@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use indicatif::ProgressBar;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -578,6 +579,33 @@ fn folder_pair(
     compare_pair(ctx, plan, &e, &a, diff, engine, timings)
 }
 
+/// The pairs `both` of the two folders compared in parallel, each with its timings; a pair
+/// that fails is reported on stderr and listed with status `error`.
+fn compare_pairs(
+    ctx: &Ctx,
+    args: &CompareArgs,
+    plan: &Plan,
+    both: &[&PathBuf],
+    engine: &OnceLock<Engine>,
+    bar: &ProgressBar,
+) -> Vec<(PairDoc, Timings)> {
+    both.par_iter()
+        .map(|rel| {
+            let mut t = Timings::default();
+            let doc = folder_pair(ctx, args, plan, rel, engine, &mut t).unwrap_or_else(|err| {
+                bar.suspend(|| eprintln!("{} {err:#}", term::error_prefix()));
+                PairDoc {
+                    status: Verdict::Error,
+                    reason: Some(format!("{err:#}")),
+                    ..PairDoc::new(&args.expected.join(rel), &args.actual.join(rel))
+                }
+            });
+            bar.inc(1);
+            (doc, t)
+        })
+        .collect()
+}
+
 /// The verdict on two folders: an error if any pair failed to compare, else a match when
 /// every file has its pair (`paired`) and every pair matches.
 fn folder_verdict(files: &[PairDoc], paired: bool) -> Verdict {
@@ -619,22 +647,7 @@ fn compare_folders(
     if !both.is_empty() {
         let _ = engine.set(open_engine(ctx, timings)?);
     }
-    let results: Vec<(PairDoc, Timings)> = both
-        .par_iter()
-        .map(|rel| {
-            let mut t = Timings::default();
-            let doc = folder_pair(ctx, args, plan, rel, &engine, &mut t).unwrap_or_else(|err| {
-                bar.suspend(|| eprintln!("{} {err:#}", term::error_prefix()));
-                PairDoc {
-                    status: Verdict::Error,
-                    reason: Some(format!("{err:#}")),
-                    ..PairDoc::new(&args.expected.join(rel), &args.actual.join(rel))
-                }
-            });
-            bar.inc(1);
-            (doc, t)
-        })
-        .collect();
+    let results = compare_pairs(ctx, args, plan, &both, &engine, &bar);
     let mut files = Vec::new();
     let mut text = String::new();
     for (doc, t) in results {
