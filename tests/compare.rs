@@ -7,32 +7,12 @@ use std::path::{Path, PathBuf};
 
 use gpukit::gpu::Timings;
 use gpukit::io::image::{self, Image, Samples};
-use gpukit::ops::compare::{self as op, compare_cpu, CompareGpu, Comparison, Options, Rect};
+use gpukit::ops::compare::{self as op, CompareGpu, Comparison, Options, Rect};
 
-use crate::util::{gpu, run, tempdir, xorshift};
+use crate::util::{gpu, random_image, run, tempdir};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn random(width: u32, height: u32, channels: u8, bits: u32, seed: u32) -> Image {
-    let n = (width * height * channels as u32) as usize;
-    let mut next = xorshift(seed);
-    if bits == 8 {
-        Image::new_u8(
-            width,
-            height,
-            channels,
-            (0..n).map(|_| next() as u8).collect(),
-        )
-    } else {
-        Image::new_u16(
-            width,
-            height,
-            channels,
-            (0..n).map(|_| next() as u16).collect(),
-        )
-    }
 }
 
 /// Sample i of an image as f64 and as an integer.
@@ -214,7 +194,7 @@ fn metrics_match_sums_and_ssim_computed_here() {
     for (w, h) in [(1, 1), (3, 2), (7, 5), (11, 11), (13, 17), (33, 12)] {
         for channels in 1..=4u8 {
             for bits in [8, 16] {
-                let a = random(
+                let a = random_image(
                     w,
                     h,
                     channels,
@@ -239,11 +219,11 @@ fn metrics_match_sums_and_ssim_computed_here() {
                         "all different",
                         modified(&a, |_, _, v| i64::from(a.max_value()) - v),
                     ),
-                    ("random", random(w, h, channels, bits, 99)),
+                    ("random", random_image(w, h, channels, bits, 99)),
                 ];
                 for (name, b) in cases {
                     let what = format!("{w}x{h}x{channels} {bits}-bit {name}");
-                    let cpu = compare_cpu(&a, &b, &opts);
+                    let cpu = op::reference(&a, &b, &opts);
                     check_metrics(&a, &b, &cpu, &what);
                     let gpu = gc.compare(&a, &b, &opts, &mut Timings::default()).unwrap();
                     assert_same(&gpu, &cpu, &what);
@@ -294,7 +274,7 @@ fn perceptual_counts_follow_pixelmatch() {
     let gc = CompareGpu::new(&g);
     for channels in 1..=4u8 {
         for bits in [8, 16] {
-            let a = random(37, 23, channels, bits, 5 + channels as u32);
+            let a = random_image(37, 23, channels, bits, 5 + channels as u32);
             let step = if bits == 8 { 1 } else { 257 };
             // Small changes of varied size, so distances spread around the thresholds.
             let b = modified(&a, |p, ch, v| {
@@ -307,7 +287,7 @@ fn perceptual_counts_follow_pixelmatch() {
                     threshold: Some(t),
                     ..Options::default()
                 };
-                let cpu = compare_cpu(&a, &b, &opts);
+                let cpu = op::reference(&a, &b, &opts);
                 let limit = 35215.0 * t * t;
                 let (mut want, mut near) = (0u64, 0u64);
                 for p in 0..a.pixels() {
@@ -353,14 +333,14 @@ fn antialiased_edge_is_counted_apart() {
         Image::new_u8(w, h, 1, px)
     };
     let (a, b) = (edge(100), edge(160));
-    let plain = compare_cpu(&a, &b, &Options::default());
+    let plain = op::reference(&a, &b, &Options::default());
     assert_eq!(plain.counts.differing, h as u64);
     let opts = Options {
         antialiasing: true,
         diff: true,
         ..Options::default()
     };
-    let cpu = compare_cpu(&a, &b, &opts);
+    let cpu = op::reference(&a, &b, &opts);
     assert_eq!(
         (cpu.counts.differing, cpu.counts.antialiased),
         (0, h as u64)
@@ -377,7 +357,7 @@ fn antialiased_edge_is_counted_apart() {
     if let Samples::U8(s) = &mut c.samples {
         s[2 * w as usize + 8] = 0;
     }
-    let k = compare_cpu(&a, &c, &opts).counts;
+    let k = op::reference(&a, &c, &opts).counts;
     assert_eq!((k.differing, k.antialiased), (1, 0));
     let g = gpu();
     let gc = CompareGpu::new(&g);
@@ -385,7 +365,7 @@ fn antialiased_edge_is_counted_apart() {
         let gpu = gc
             .compare(&a, other, &opts, &mut Timings::default())
             .unwrap();
-        assert_same(&gpu, &compare_cpu(&a, other, &opts), "antialiasing");
+        assert_same(&gpu, &op::reference(&a, other, &opts), "antialiasing");
     }
 }
 
@@ -401,7 +381,7 @@ fn gpu_equals_cpu_with_every_option_and_in_strips() {
         (17, 50, 2, 8),
         (5, 9, 1, 16),
     ] {
-        let a = random(w, h, channels, bits, 7);
+        let a = random_image(w, h, channels, bits, 7);
         // Flat blocks with some noise, so anti-aliasing detection finds equal siblings.
         let a = modified(&a, |p, _, v| if (p / 3) % 4 == 0 { v } else { 0 });
         let b = modified(&a, |p, ch, v| {
@@ -443,7 +423,7 @@ fn gpu_equals_cpu_with_every_option_and_in_strips() {
                 },
             ] {
                 let what = format!("{w}x{h}x{channels} {bits}-bit binding {binding} {opts:?}");
-                let cpu = compare_cpu(&a, &b, &opts);
+                let cpu = op::reference(&a, &b, &opts);
                 let gpu = match gc.compare(&a, &b, &opts, &mut Timings::default()) {
                     Ok(c) => c,
                     // A row wider than the lowered binding is refused, not mis-compared.

@@ -10,29 +10,20 @@ use gpukit::ops::histogram::{
     channel_stats, plot_cpu, reference as histogram_cpu, Channels, Histogram, HistogramGpu,
 };
 
-use crate::util::{dump_mismatch, gpu, run, run_in, shared_gpu, tempdir, xorshift};
+use crate::util::{dump_mismatch, gpu, random_image, run, run_in, shared_gpu, tempdir};
 
 /// Pseudo-random samples of every value, 0 and the top value included.
 fn image(width: u32, height: u32, channels: u8, bits: u32, seed: u32) -> Image {
-    let n = (width * height * channels as u32) as usize;
-    let mut next = xorshift(seed);
-    if bits == 8 {
-        Image::new_u8(
-            width,
-            height,
-            channels,
-            (0..n).map(|_| next() as u8).collect(),
-        )
-    } else {
-        let mut v: Vec<u16> = (0..n).map(|_| next() as u16).collect();
+    let mut img = random_image(width, height, channels, bits, seed);
+    if let image::Samples::U16(v) = &mut img.samples {
         // The extremes, where bin arithmetic is most likely to go wrong.
         for (i, x) in [0u16, 1, 65534, 65535].into_iter().enumerate() {
             if i < v.len() {
                 v[i] = x;
             }
         }
-        Image::new_u16(width, height, channels, v)
     }
+    img
 }
 
 fn root() -> PathBuf {

@@ -7,6 +7,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use gpukit::gpu::{open_gpu, DeviceRequest, Engine, Gpu};
+use gpukit::io::image::Image;
 
 /// What a run of the binary produced.
 pub struct Run {
@@ -146,5 +147,19 @@ pub fn xorshift(seed: u32) -> impl FnMut() -> u32 {
         s ^= s >> 17;
         s ^= s << 5;
         s
+    }
+}
+
+/// A `width` x `height` image of `channels` samples of `bits` (8 or 16) bits, every sample
+/// from [`xorshift`]`(seed)`.
+pub fn random_image(width: u32, height: u32, channels: u8, bits: u32, seed: u32) -> Image {
+    let n = (width * height * channels as u32) as usize;
+    let mut next = xorshift(seed);
+    if bits == 8 {
+        let v = (0..n).map(|_| next() as u8).collect();
+        Image::new_u8(width, height, channels, v)
+    } else {
+        let v = (0..n).map(|_| next() as u16).collect();
+        Image::new_u16(width, height, channels, v)
     }
 }

@@ -1,7 +1,7 @@
 // compare: per-pixel differences of two images over one strip of rows, summed per workgroup
 // (exact integer counts and sums), and the diff image.
 
-// Keep in sync with `Params` in src/ops/compare.rs.
+// Keep in sync with `Params` in src/ops/compare/gpu.rs.
 struct Params {
     // The whole image's size.
     width: u32,
@@ -28,7 +28,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> b: array<u32>;
 // Ignored rectangles, (x1, y1, x2, y2) inclusive.
 @group(0) @binding(3) var<storage, read> ignore: array<vec4<u32>>;
-// PART_WORDS words per workgroup; see `Partial` in src/ops/compare.rs for the layout.
+// PART_WORDS words per workgroup; see `sum_partials` in src/ops/compare/gpu.rs for the layout.
 @group(0) @binding(4) var<storage, read_write> partials: array<u32>;
 // The diff image's pixels for this strip, RGBA8 packed (R in the low byte).
 @group(0) @binding(5) var<storage, read_write> diff: array<u32>;
@@ -51,7 +51,7 @@ const DRAW: u32 = 4u;
 
 // YIQ coefficients of pixelmatch scaled by 1024 and rounded (I and Q sum to 0, Y to 1024),
 // and the weights of Y^2, I^2, Q^2 in the distance scaled by 1024.
-// Keep in sync with YIQ_* in src/ops/compare.rs.
+// Keep in sync with YIQ_* in src/ops/compare/mod.rs.
 const YIQ_Y: vec3<i32> = vec3<i32>(306, 601, 117);
 const YIQ_I: vec3<i32> = vec3<i32>(610, -281, -329);
 const YIQ_Q: vec3<i32> = vec3<i32>(216, -535, 319);
@@ -243,7 +243,7 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let group = wid.x + wid.y * nwg.x;
+    let group = workgroup_index(wid, nwg);
     if lid < PART_WORDS {
         atomicStore(&sh_part[lid], 0u);
     }
@@ -318,3 +318,5 @@ fn main(
         partials[group * PART_WORDS + lid] = atomicLoad(&sh_part[lid]);
     }
 }
+
+// import: grid

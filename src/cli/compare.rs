@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use indicatif::ProgressBar;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -166,6 +167,24 @@ struct PairDoc {
     metrics: Option<Metrics>,
     /// The diff image written, if any.
     diff: Option<String>,
+}
+
+impl PairDoc {
+    /// A pair not compared yet: a match until found otherwise.
+    fn new(expected: &Path, actual: &Path) -> PairDoc {
+        PairDoc {
+            expected: expected.display().to_string(),
+            actual: actual.display().to_string(),
+            status: Verdict::Match,
+            reason: None,
+            failed: Vec::new(),
+            width: None,
+            height: None,
+            layout: None,
+            metrics: None,
+            diff: None,
+        }
+    }
 }
 
 /// `gpukit compare --json` for two images. Documented in docs/formats.md.
@@ -370,35 +389,12 @@ fn compare_pair(
     engine: &OnceLock<Engine>,
     timings: &mut Timings,
 ) -> Result<PairDoc> {
-    let mut doc = PairDoc {
-        expected: expected.display().to_string(),
-        actual: actual.display().to_string(),
-        status: Verdict::Match,
-        reason: None,
-        failed: Vec::new(),
-        width: None,
-        height: None,
-        layout: None,
-        metrics: None,
-        diff: None,
-    };
+    let mut doc = PairDoc::new(expected, actual);
     // Byte-identical files: every metric is known from the header alone.
     if timings.phase("read", || same_bytes(expected, actual))? {
         let h = image::probe(expected)?;
-        let counts = op::Counts {
-            pixels: u64::from(h.width) * u64::from(h.height),
-            differing: 0,
-            antialiased: 0,
-            ignored: ignored_pixels(&plan.opts.ignore, h.width, h.height),
-            channels: vec![op::ChannelSums::default(); usize::from(h.channels)],
-        };
-        let compared = counts.pixels > counts.ignored;
-        let ssim = (plan.ssim && compared).then(|| (1.0, vec![1.0; usize::from(h.channels)]));
-        let max = (1u32 << h.bit_depth) - 1;
-        return Ok(finish(
-            doc_with(doc, h, op::metrics(&counts, h.channels, max, ssim)),
-            plan,
-        ));
+        let metrics = op::identical(&h, &plan.opts.ignore, plan.ssim);
+        return Ok(finish(doc_with(doc, h, metrics), plan));
     }
     let (mut a, mut b) = load_pair(ctx, expected, actual, engine, timings)?;
     if let Some(reason) = op::layout_mismatch(&a, &b) {
@@ -423,7 +419,7 @@ fn compare_pair(
         b = op::crop(&b, w, h);
     }
     let engine = engine.get().expect("opened by load_pair");
-    let cmp = op::compare(engine, &a, &b, &plan.opts, timings)?;
+    let cmp = op::run(engine, (&a, &b), &plan.opts, timings)?;
     let ssim = if plan.ssim && cmp.counts.pixels > cmp.counts.ignored {
         timings.phase("ssim", || op::ssim(&a, &b, &plan.opts.ignore))
     } else {
@@ -442,19 +438,6 @@ fn compare_pair(
         timings.phase("encode", || image::save_to(pending, format, img))?;
     }
     Ok(doc)
-}
-
-fn ignored_pixels(ignore: &[Rect], width: u32, height: u32) -> u64 {
-    if ignore.is_empty() {
-        return 0;
-    }
-    let mut n = 0;
-    for y in 0..height {
-        for x in 0..width {
-            n += u64::from(ignore.iter().any(|r| r.contains(x, y)));
-        }
-    }
-    n
 }
 
 fn doc_with(mut doc: PairDoc, h: image::Header, metrics: Metrics) -> PairDoc {
@@ -572,6 +555,69 @@ fn image_files(root: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// Compares the pair `rel` of the two folders, its diff image (if asked for) going to the
+/// same relative path under the --diff folder, as PNG.
+fn folder_pair(
+    ctx: &Ctx,
+    args: &CompareArgs,
+    plan: &Plan,
+    rel: &Path,
+    engine: &OnceLock<Engine>,
+    timings: &mut Timings,
+) -> Result<PairDoc> {
+    let (e, a) = (args.expected.join(rel), args.actual.join(rel));
+    let diff = match &args.diff {
+        Some(dir) => {
+            let path = dir.join(rel).with_extension("png");
+            let parent = path.parent().expect("a file in a folder");
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("{}: cannot create", parent.display()))?;
+            Some((PendingFile::create(&path)?, ::image::ImageFormat::Png))
+        }
+        None => None,
+    };
+    compare_pair(ctx, plan, &e, &a, diff, engine, timings)
+}
+
+/// The pairs `both` of the two folders compared in parallel, each with its timings; a pair
+/// that fails is reported on stderr and listed with status `error`.
+fn compare_pairs(
+    ctx: &Ctx,
+    args: &CompareArgs,
+    plan: &Plan,
+    both: &[&PathBuf],
+    engine: &OnceLock<Engine>,
+    bar: &ProgressBar,
+) -> Vec<(PairDoc, Timings)> {
+    both.par_iter()
+        .map(|rel| {
+            let mut t = Timings::default();
+            let doc = folder_pair(ctx, args, plan, rel, engine, &mut t).unwrap_or_else(|err| {
+                bar.suspend(|| eprintln!("{} {err:#}", term::error_prefix()));
+                PairDoc {
+                    status: Verdict::Error,
+                    reason: Some(format!("{err:#}")),
+                    ..PairDoc::new(&args.expected.join(rel), &args.actual.join(rel))
+                }
+            });
+            bar.inc(1);
+            (doc, t)
+        })
+        .collect()
+}
+
+/// The verdict on two folders: an error if any pair failed to compare, else a match when
+/// every file has its pair (`paired`) and every pair matches.
+fn folder_verdict(files: &[PairDoc], paired: bool) -> Verdict {
+    if files.iter().any(|f| f.status == Verdict::Error) {
+        Verdict::Error
+    } else if paired && files.iter().all(|f| f.status == Verdict::Match) {
+        Verdict::Match
+    } else {
+        Verdict::Mismatch
+    }
+}
+
 fn compare_folders(
     ctx: &Ctx,
     args: &CompareArgs,
@@ -601,43 +647,7 @@ fn compare_folders(
     if !both.is_empty() {
         let _ = engine.set(open_engine(ctx, timings)?);
     }
-    let results: Vec<(PairDoc, Timings)> = both
-        .par_iter()
-        .map(|rel| {
-            let mut t = Timings::default();
-            let (e, a) = (args.expected.join(rel), args.actual.join(rel));
-            let result = (|| -> Result<PairDoc> {
-                let diff = match &args.diff {
-                    Some(dir) => {
-                        let path = dir.join(rel).with_extension("png");
-                        let parent = path.parent().expect("a file in a folder");
-                        std::fs::create_dir_all(parent)
-                            .with_context(|| format!("{}: cannot create", parent.display()))?;
-                        Some((PendingFile::create(&path)?, ::image::ImageFormat::Png))
-                    }
-                    None => None,
-                };
-                compare_pair(ctx, plan, &e, &a, diff, &engine, &mut t)
-            })();
-            let doc = result.unwrap_or_else(|err| {
-                bar.suspend(|| eprintln!("{} {err:#}", term::error_prefix()));
-                PairDoc {
-                    expected: e.display().to_string(),
-                    actual: a.display().to_string(),
-                    status: Verdict::Error,
-                    reason: Some(format!("{err:#}")),
-                    failed: Vec::new(),
-                    width: None,
-                    height: None,
-                    layout: None,
-                    metrics: None,
-                    diff: None,
-                }
-            });
-            bar.inc(1);
-            (doc, t)
-        })
-        .collect();
+    let results = compare_pairs(ctx, args, plan, &both, &engine, &bar);
     let mut files = Vec::new();
     let mut text = String::new();
     for (doc, t) in results {
@@ -654,16 +664,7 @@ fn compare_folders(
     for p in &extra {
         text += &format!("{}: EXTRA in {}\n", p.display(), args.actual.display());
     }
-    let status = if files.iter().any(|f| f.status == Verdict::Error) {
-        Verdict::Error
-    } else if missing.is_empty()
-        && extra.is_empty()
-        && files.iter().all(|f| f.status == Verdict::Match)
-    {
-        Verdict::Match
-    } else {
-        Verdict::Mismatch
-    };
+    let status = folder_verdict(&files, missing.is_empty() && extra.is_empty());
     if !json_stdout {
         print_stdout(&text)?;
     }

@@ -368,6 +368,20 @@ impl Gpu {
         self.queue.write_buffer(buffer, offset, bytes);
     }
 
+    /// Writes `bytes` at the start of `buffer`; a tail short of a word is padded with zeros
+    /// (a queue write must be a whole number of words).
+    pub fn write_padded(&self, buffer: &wgpu::Buffer, bytes: &[u8]) {
+        let whole = bytes.len() / 4 * 4;
+        if whole > 0 {
+            self.write_buffer(buffer, 0, &bytes[..whole]);
+        }
+        if whole < bytes.len() {
+            let mut tail = [0u8; 4];
+            tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
+            self.write_buffer(buffer, whole as u64, &tail);
+        }
+    }
+
     /// Reads `len` values of type `T` from the start of `buffer`.
     pub fn read_vec<T: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<T>> {
         let size = (len * std::mem::size_of::<T>()) as u64;

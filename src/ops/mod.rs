@@ -10,10 +10,13 @@ pub mod histogram;
 pub mod matmul;
 pub mod scan;
 
+use std::borrow::Cow;
+
 use anyhow::Result;
 
 use crate::bench::{Case, Sizes};
 use crate::gpu::{Engine, Shader, Variant};
+use crate::io::image::Samples;
 use crate::tune::{Level, OpResult};
 
 /// An op's tuning: the search on an engine at a level; `progress` hears what is measured.
@@ -58,7 +61,24 @@ impl ShaderCase {
 }
 
 /// Every op, in the order `bench all` and `tune all` run them. One line per op.
-pub const REGISTRY: &[Op] = &[copy::OP, blur::OP, histogram::OP, scan::OP, matmul::OP];
+pub const REGISTRY: &[Op] = &[
+    copy::OP,
+    blur::OP,
+    histogram::OP,
+    scan::OP,
+    matmul::OP,
+    compare::OP,
+];
+
+/// An image's samples as the bytes a kernel reads (`Gpu::write_padded` writes them): 8-bit as
+/// they are, 16-bit little-endian.
+pub(crate) fn sample_bytes(samples: &Samples) -> Cow<'_, [u8]> {
+    match samples {
+        Samples::U8(s) => Cow::Borrowed(s),
+        Samples::U16(s) if cfg!(target_endian = "little") => Cow::Borrowed(bytemuck::cast_slice(s)),
+        Samples::U16(s) => Cow::Owned(s.iter().flat_map(|v| v.to_le_bytes()).collect()),
+    }
+}
 
 /// The op named `name`.
 pub fn find(name: &str) -> Option<&'static Op> {

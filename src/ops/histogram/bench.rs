@@ -2,11 +2,11 @@
 
 use anyhow::{bail, Result};
 
-use super::gpu::{sample_bytes, write_padded};
 use super::{reference, Channels, HistogramGpu, Tunables};
 use crate::bench::{Case, Sizes, Unit};
 use crate::gpu::{Engine, Gpu};
 use crate::io::image::Image;
+use crate::ops::sample_bytes;
 
 /// `bench histogram`: a 3840x2160 RGBA8 image, 4 channels (red, green, blue, luminance),
 /// 256 bins; random pixels, and pixels of one colour (every pixel of a channel in one bin:
@@ -54,7 +54,7 @@ pub(super) fn gpu_case<'g>(
     if plan.segments.len() != 1 {
         bail!("a benchmark image must fit one segment");
     }
-    write_padded(gpu, &plan.src, &sample_bytes(&img.samples));
+    gpu.write_padded(&plan.src, &sample_bytes(&img.samples));
     let work = img.pixels() as f64;
     Ok(Case::gpu("histogram", name, Unit::Gpixps, work, move |b| {
         b.clear_buffer(&plan.counts);

@@ -2,7 +2,6 @@
 //! the reduce levels, the running total; how an image layout is cut into tiles, segments and
 //! bin ranges; and [`HistogramGpu`], which keeps kernels and the last plan between images.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -11,7 +10,7 @@ use anyhow::{bail, Result};
 use super::geometry::{Geometry, Tuning};
 use super::{check_bins, Channels, Histogram, Tunables};
 use crate::gpu::{Batch, Gpu, Kernel, PassTimer, Timings, Usage};
-use crate::io::image::{Image, Samples};
+use crate::io::image::Image;
 use crate::shader;
 
 // The running total and the plot's scale pass (a power of two: a tree reduction).
@@ -426,14 +425,14 @@ impl<'g> HistogramGpu<'g> {
             None => None,
         };
         let plan = self.plan.as_ref().expect("planned above");
-        let bytes = sample_bytes(&img.samples);
+        let bytes = crate::ops::sample_bytes(&img.samples);
         let sizes = HistogramPlan::segment_sizes(plan.pixels, plan.geometry.segment_pixels);
         let mut start = 0u64;
         for (i, &seg_pixels) in sizes.iter().enumerate() {
             timings.phase("upload", || {
                 let from = (start * plan.pixel_bytes) as usize;
                 let to = ((start + seg_pixels) * plan.pixel_bytes) as usize;
-                write_padded(gpu, &plan.src, &bytes[from..to]);
+                gpu.write_padded(&plan.src, &bytes[from..to]);
             });
             let mut batch = gpu.batch(self.timer.as_mut());
             if i == 0 {
@@ -492,27 +491,5 @@ impl<'g> HistogramGpu<'g> {
                 .map(|w| u64::from(w[0]) | u64::from(w[1]) << 32)
                 .collect(),
         })
-    }
-}
-
-/// The samples as the bytes the GPU reads: 8-bit as they are, 16-bit little-endian.
-pub(super) fn sample_bytes(samples: &Samples) -> Cow<'_, [u8]> {
-    match samples {
-        Samples::U8(s) => Cow::Borrowed(s),
-        Samples::U16(s) if cfg!(target_endian = "little") => Cow::Borrowed(bytemuck::cast_slice(s)),
-        Samples::U16(s) => Cow::Owned(s.iter().flat_map(|v| v.to_le_bytes()).collect()),
-    }
-}
-
-/// Writes `bytes` at the start of `buffer`; a tail short of a word is padded with zeros.
-pub(super) fn write_padded(gpu: &Gpu, buffer: &wgpu::Buffer, bytes: &[u8]) {
-    let whole = bytes.len() / 4 * 4;
-    if whole > 0 {
-        gpu.write_buffer(buffer, 0, &bytes[..whole]);
-    }
-    if whole < bytes.len() {
-        let mut tail = [0u8; 4];
-        tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
-        gpu.write_buffer(buffer, whole as u64, &tail);
     }
 }

@@ -1,0 +1,247 @@
+//! `compare`: how two images of one layout differ. Exact integer counts and sums per channel
+//! (differing samples, largest absolute difference, sums of absolute and squared differences),
+//! the number of differing pixels (exact equality, or pixelmatch's YIQ distance over a
+//! threshold, with optional anti-aliasing detection), MAE, RMSE, PSNR and SSIM derived from
+//! them, and a diff image.
+//!
+//! The counts and the diff image come from one GPU pass, `compare` (wgsl/compare.wgsl), over
+//! strips of rows, with per-workgroup partials summed on the host; [`reference`] is the CPU
+//! reference, pixel for pixel the same arithmetic. The perceptual distance is defined in
+//! integers so both agree exactly on every adapter. SSIM ([`ssim`]) is computed on the host
+//! in f64, so it is the same whichever engine ran the counts.
+//!
+//! Files: `reference` (the CPU reference and the integer pixel arithmetic), `antialiasing`
+//! (pixelmatch's anti-aliasing test), `gpu` (the GPU pass and its plan), `ssim`, `metrics`
+//! (MAE, RMSE, PSNR from the counts), `bench`.
+
+mod antialiasing;
+mod bench;
+mod gpu;
+mod metrics;
+mod reference;
+mod ssim;
+
+use std::ops::Range;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::gpu::{Engine, Timings};
+use crate::io::image::{Image, Samples};
+pub use gpu::{CompareGpu, ComparePlan};
+pub use metrics::{identical, metrics, ChannelMetrics, Metrics};
+pub use reference::{distance, reference, threshold_units};
+pub use ssim::{ssim, ssim_channel, SSIM_K1, SSIM_K2, SSIM_RADIUS, SSIM_SIGMA};
+
+/// `compare` in the registry.
+pub const OP: super::Op = super::Op {
+    name: "compare",
+    bench: bench::cases,
+    tune: None,
+    shaders: gpu::shaders,
+};
+
+/// pixelmatch's YIQ coefficients (0.29889531, 0.58662247, 0.11448223 / 0.59597799,
+/// -0.27417610, -0.32180189 / 0.21147017, -0.52261711, 0.31114694) scaled by 1024 and
+/// rounded so that Y sums to 1024 and I and Q to 0 (gray has no chroma).
+/// Keep in sync with wgsl/compare.wgsl.
+pub const YIQ_Y: [i64; 3] = [306, 601, 117];
+pub const YIQ_I: [i64; 3] = [610, -281, -329];
+pub const YIQ_Q: [i64; 3] = [216, -535, 319];
+/// The weights of Y², I², Q² in the distance (0.5053, 0.299, 0.1957) scaled by 1024.
+pub const YIQ_W: [u64; 3] = [517, 306, 200];
+/// pixelmatch's largest distance, 35215: the threshold t stands for 35215 t².
+pub const MAX_DELTA: f64 = 35215.0;
+
+/// Colours of the diff image (RGB): a pixel that differs, one taken for anti-aliasing.
+pub const RED: [u8; 3] = [255, 0, 0];
+pub const YELLOW: [u8; 3] = [255, 255, 0];
+
+/// A rectangle of pixels, corners included: `x1:y1-x2:y2` on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Rect {
+    pub x1: u32,
+    pub y1: u32,
+    pub x2: u32,
+    pub y2: u32,
+}
+
+impl Rect {
+    pub fn contains(&self, x: u32, y: u32) -> bool {
+        (self.x1..=self.x2).contains(&x) && (self.y1..=self.y2).contains(&y)
+    }
+}
+
+impl std::str::FromStr for Rect {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Rect, String> {
+        let bad = || format!("expected x1:y1-x2:y2 (corners included), like 0:0-99:19; got {s:?}");
+        let (p, q) = s.split_once('-').ok_or_else(bad)?;
+        let point = |t: &str| -> Option<(u32, u32)> {
+            let (x, y) = t.split_once(':')?;
+            Some((x.trim().parse().ok()?, y.trim().parse().ok()?))
+        };
+        let ((x1, y1), (x2, y2)) = (point(p).ok_or_else(bad)?, point(q).ok_or_else(bad)?);
+        if x2 < x1 || y2 < y1 {
+            return Err(format!(
+                "{s:?}: the second corner must not be left of or above the first"
+            ));
+        }
+        Ok(Rect { x1, y1, x2, y2 })
+    }
+}
+
+/// What counts as a difference, and what to draw.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Options {
+    /// `None`: a pixel differs when any sample differs. `Some(t)`, t in 0..=1: when its YIQ
+    /// distance exceeds pixelmatch's threshold t (see [`threshold_units`]).
+    pub threshold: Option<f64>,
+    /// Pixels that differ but look anti-aliased (pixelmatch's test) are counted apart, not
+    /// as differing.
+    pub antialiasing: bool,
+    /// Pixels inside these are left out of every metric.
+    pub ignore: Vec<Rect>,
+    /// Draw the diff image.
+    pub diff: bool,
+}
+
+/// One channel's exact sums over the compared (not ignored) pixels.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChannelSums {
+    /// Pixels where this channel's samples differ.
+    pub differing: u64,
+    pub max_abs: u32,
+    pub sum_abs: u64,
+    pub sum_sq: u128,
+}
+
+/// Exact counts of one comparison.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counts {
+    pub pixels: u64,
+    /// Pixels that differ (by the threshold), anti-aliased ones excepted.
+    pub differing: u64,
+    /// Pixels that differ but were taken for anti-aliasing (only with `antialiasing`).
+    pub antialiased: u64,
+    /// Pixels inside an ignored rectangle.
+    pub ignored: u64,
+    pub channels: Vec<ChannelSums>,
+}
+
+impl Counts {
+    fn zeros(channels: usize) -> Counts {
+        Counts {
+            pixels: 0,
+            differing: 0,
+            antialiased: 0,
+            ignored: 0,
+            channels: vec![ChannelSums::default(); channels],
+        }
+    }
+
+    fn add(mut self, o: Counts) -> Counts {
+        self.pixels += o.pixels;
+        self.differing += o.differing;
+        self.antialiased += o.antialiased;
+        self.ignored += o.ignored;
+        for (s, o) in self.channels.iter_mut().zip(o.channels) {
+            s.differing += o.differing;
+            s.max_abs = s.max_abs.max(o.max_abs);
+            s.sum_abs += o.sum_abs;
+            s.sum_sq += o.sum_sq;
+        }
+        self
+    }
+}
+
+/// The counts, and the diff image (RGB 8-bit) when asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Comparison {
+    pub counts: Counts,
+    pub diff: Option<Image>,
+}
+
+/// The pixels in columns `xs` and rows `ys` that lie in an ignored rectangle.
+pub(crate) fn ignored_in(ignore: &[Rect], xs: Range<u32>, ys: Range<u32>) -> u64 {
+    if ignore.is_empty() {
+        return 0;
+    }
+    let mut n = 0;
+    for y in ys {
+        for x in xs.clone() {
+            n += u64::from(ignore.iter().any(|r| r.contains(x, y)));
+        }
+    }
+    n
+}
+
+/// The names of the channels of an image with `channels` samples per pixel.
+pub fn channel_names(channels: u8) -> &'static [&'static str] {
+    match channels {
+        1 => &["gray"],
+        2 => &["gray", "alpha"],
+        3 => &["red", "green", "blue"],
+        _ => &["red", "green", "blue", "alpha"],
+    }
+}
+
+/// Why two images cannot be compared sample by sample, if they cannot.
+pub fn layout_mismatch(a: &Image, b: &Image) -> Option<String> {
+    if (a.width, a.height) != (b.width, b.height) {
+        Some(format!(
+            "size differs: {}x{} expected, {}x{} actual",
+            a.width, a.height, b.width, b.height
+        ))
+    } else if (a.channels, a.bit_depth()) != (b.channels, b.bit_depth()) {
+        Some(format!(
+            "layout differs: {} expected, {} actual",
+            a.describe(),
+            b.describe()
+        ))
+    } else {
+        None
+    }
+}
+
+/// The top-left `width` x `height` of `img`: the common area `--allow-size-change` compares.
+pub fn crop(img: &Image, width: u32, height: u32) -> Image {
+    let stride = img.width as usize * img.channels as usize;
+    let row = width as usize * img.channels as usize;
+    // The first `row` samples of each of the first `height` rows.
+    fn rows<T: Copy>(s: &[T], stride: usize, row: usize, height: u32) -> Vec<T> {
+        (0..height as usize)
+            .flat_map(|y| &s[y * stride..y * stride + row])
+            .copied()
+            .collect()
+    }
+    match &img.samples {
+        Samples::U8(s) => Image::new_u8(width, height, img.channels, rows(s, stride, row, height)),
+        Samples::U16(s) => {
+            Image::new_u16(width, height, img.channels, rows(s, stride, row, height))
+        }
+    }
+}
+
+/// Compares `a` (expected) and `b` (actual), which must have one layout
+/// ([`layout_mismatch`]), on the engine: the GPU pass, or the CPU reference. Adds wall time
+/// per phase and GPU time per pass to `timings`.
+pub fn run(
+    engine: &Engine,
+    (a, b): (&Image, &Image),
+    options: &Options,
+    timings: &mut Timings,
+) -> Result<Comparison> {
+    match engine {
+        Engine::Gpu(gpu) => CompareGpu::new(gpu).compare(a, b, options, timings),
+        Engine::Cpu => Ok(timings.phase("compute", || cpu(a, b, options))),
+    }
+}
+
+/// The CPU arm of [`run`]: the reference.
+fn cpu(a: &Image, b: &Image, options: &Options) -> Comparison {
+    reference(a, b, options)
+}
+
+#[cfg(test)]
+mod tests;
