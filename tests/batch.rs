@@ -495,3 +495,72 @@ fn merged_histograms_of_shards_equal_the_unsharded_run() {
         .code(1)
         .one_error_line("bins");
 }
+
+/// The peak resident memory of a gpukit run, read from /proc while it runs (VmHWM only grows,
+/// so the last reading is the peak but for the last few milliseconds).
+#[cfg(target_os = "linux")]
+fn peak_rss_kib(args: &[&str], dir: &Path) -> u64 {
+    let mut child = gpukit()
+        .args(args)
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = PathBuf::from(format!("/proc/{}/status", child.id()));
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        let text = std::fs::read_to_string(&status).unwrap_or_default();
+        let hwm = text
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
+        peak = peak.max(hwm.unwrap_or(0));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(child.wait().unwrap().success());
+    peak
+}
+
+// A batch must not decode ahead of what it can process: memory is bounded by the queue
+// depth, not by the number of files.
+#[cfg(target_os = "linux")]
+#[test]
+fn memory_stays_bounded_however_many_files_a_batch_has() {
+    let dir = tempdir();
+    let d = dir.path();
+    // A 640x640 RGB photo-sized image: 1.2 MB decoded, so holding 18 more of them at once
+    // would add over 20 MB.
+    let (w, h) = (640u32, 640u32);
+    let mut next = crate::util::xorshift(7);
+    let data: Vec<u8> = (0..w * h * 3).map(|_| next() as u8).collect();
+    let img = gpukit::io::image::Image::new_u8(w, h, 3, data);
+    image::save(&d.join("one.png"), img).unwrap();
+    for (folder, n) in [("few", 2), ("many", 20)] {
+        std::fs::create_dir(d.join(folder)).unwrap();
+        for i in 0..n {
+            std::fs::copy(d.join("one.png"), d.join(folder).join(format!("{i}.png"))).unwrap();
+        }
+    }
+    let run = |folder: &str| {
+        let out = format!("out-{folder}");
+        let args = [
+            "--backend",
+            "cpu",
+            "blur",
+            folder,
+            "-r",
+            "1",
+            "-j",
+            "1",
+            "--out-dir",
+            &out,
+        ];
+        peak_rss_kib(&args, d)
+    };
+    let (few, many) = (run("few"), run("many"));
+    assert!(
+        many < few + 10 * 1024,
+        "peak RSS {many} KiB for 20 files against {few} KiB for 2"
+    );
+    assert_eq!(std::fs::read_dir(d.join("out-many")).unwrap().count(), 20);
+}
