@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{print_stdout, term, Ctx, Status};
 use crate::bench::Clock;
-use crate::gpu::{Engine, Timings};
+use crate::gpu::{Engine, Gpu, Timings};
 use crate::io::json::{JsonDest, JsonSink};
 use crate::ops::{self, Op};
 use crate::tune::{self, cache, Cache, Entry, Level, Trial};
@@ -65,25 +65,7 @@ pub fn run(ctx: &Ctx, args: TuneArgs) -> Result<Status> {
         crate::io::output::check_writable(p)?;
     }
     let level = Level { quick: args.quick };
-    // The choices of ops not tuned now are kept from a valid cache of this adapter.
-    let mut doc = match path.as_ref().filter(|p| p.exists()) {
-        Some(p) => match Cache::read(p) {
-            Ok(c) if c.stale_for(gpu).is_none() => c,
-            Ok(c) => {
-                let why = c.stale_for(gpu).unwrap_or_default();
-                ctx.warn(&format!(
-                    "{}: replacing a stale tune cache ({why})",
-                    p.display()
-                ));
-                Cache::new(gpu, level.quick)
-            }
-            Err(e) => {
-                ctx.warn(&format!("replacing an unreadable tune cache: {e:#}"));
-                Cache::new(gpu, level.quick)
-            }
-        },
-        None => Cache::new(gpu, level.quick),
-    };
+    let mut doc = starting_cache(ctx, gpu, path.as_deref(), level);
     doc.quick |= level.quick;
     let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
     let bar = term::progress(ops.len() as u64, hide);
@@ -127,6 +109,29 @@ pub fn run(ctx: &Ctx, args: TuneArgs) -> Result<Status> {
         );
     }
     Ok(Status::Success)
+}
+
+/// The cache this tune starts from: the choices of ops not tuned now are kept from a valid
+/// cache of this adapter; a stale or unreadable one is replaced, with a warning.
+fn starting_cache(ctx: &Ctx, gpu: &Gpu, path: Option<&std::path::Path>, level: Level) -> Cache {
+    match path.filter(|p| p.exists()) {
+        Some(p) => match Cache::read(p) {
+            Ok(c) if c.stale_for(gpu).is_none() => c,
+            Ok(c) => {
+                let why = c.stale_for(gpu).unwrap_or_default();
+                ctx.warn(&format!(
+                    "{}: replacing a stale tune cache ({why})",
+                    p.display()
+                ));
+                Cache::new(gpu, level.quick)
+            }
+            Err(e) => {
+                ctx.warn(&format!("replacing an unreadable tune cache: {e:#}"));
+                Cache::new(gpu, level.quick)
+            }
+        },
+        None => Cache::new(gpu, level.quick),
+    }
 }
 
 /// The table `gpukit tune` prints: one line per trial, `*` on the chosen ones.

@@ -249,6 +249,10 @@ impl<'g> HistogramGpu<'g> {
     }
 
     /// A plan for images of this layout and these channels.
+    ///
+    /// Longer than most functions here (about 95 lines): the buffers it creates are bound by
+    /// every segment's passes in the loop below and then moved into the plan, and splitting
+    /// the two would pass eight buffers and sizes between them.
     pub fn plan(
         &mut self,
         width: u32,
