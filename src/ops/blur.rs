@@ -13,6 +13,8 @@ use crate::gpu::{Batch, Engine, Gpu, Kernel, Timings, Usage};
 use crate::io::image::{Image, Samples};
 use crate::shader;
 
+pub mod engine;
+
 /// Box (the window mean) or gaussian.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kind {
