@@ -21,6 +21,8 @@ use crate::gpu::{Batch, Engine, Gpu, Kernel, PassTimer, Timings, Usage};
 use crate::io::image::{Image, Samples};
 use crate::shader;
 
+pub mod engine;
+
 /// The most bins an 8-bit image can use: one per value.
 pub const MAX_BINS_8BIT: u32 = 256;
 /// The most bins a 16-bit image can use.

@@ -1,0 +1,245 @@
+//! The native CPU engine for `histogram`: the same counts as `histogram_cpu` (the
+//! reference), multi-threaded. Pixels are taken a chunk per rayon task, each counting into its
+//! own tables (two copies per channel, for even and odd pixels, so that runs of equal values
+//! do not wait on one counter); bins come from a table of `bin_of` per value, luminance from
+//! the reference's integer formula. Counts are exact, so the result does not depend on how
+//! the pixels were split.
+
+use rayon::prelude::*;
+
+use super::{bin_of, Channels, Histogram, LUMA_SHIFT, LUMA_WEIGHTS};
+use crate::io::image::{Image, Samples};
+
+/// Pixels per task.
+const CHUNK: usize = 1 << 16;
+
+/// The engine's histogram: the same signature and result as `histogram_cpu`.
+pub fn histogram(img: &Image, channels: Channels, bins: u32) -> Histogram {
+    let maxval = img.max_value();
+    let lut: Vec<u32> = (0..=maxval).map(|v| bin_of(v, bins, maxval)).collect();
+    let counts = match &img.samples {
+        Samples::U8(s) => count_all(s, img.channels as usize, channels, bins, &lut),
+        Samples::U16(s) => count_all(s, img.channels as usize, channels, bins, &lut),
+    };
+    let n = channels.count() as usize;
+    let mut hist = Histogram::zeros(channels, bins);
+    hist.pixels = img.pixels() as u64;
+    // Channel-major tables (two copies each) to the bin-major counts of `Histogram`.
+    let b = bins as usize;
+    for c in 0..n {
+        for bin in 0..b {
+            hist.counts[bin * n + c] = counts[(2 * c) * b + bin] + counts[(2 * c + 1) * b + bin];
+        }
+    }
+    hist
+}
+
+/// The reference's `luminance`, here so that it inlines into the counting loops.
+#[inline(always)]
+fn luminance(r: u32, g: u32, b: u32) -> u32 {
+    let [wr, wg, wb] = LUMA_WEIGHTS;
+    (wr * r + wg * g + wb * b + (1 << (LUMA_SHIFT - 1))) >> LUMA_SHIFT
+}
+
+trait Value: Copy + Send + Sync {
+    fn get(self) -> u32;
+}
+
+impl Value for u8 {
+    #[inline(always)]
+    fn get(self) -> u32 {
+        self as u32
+    }
+}
+
+impl Value for u16 {
+    #[inline(always)]
+    fn get(self) -> u32 {
+        self as u32
+    }
+}
+
+/// Channel c, copy k (0 for even pixels, 1 for odd), bin at `(2c + k) * bins + bin`.
+fn count_all<V: Value>(s: &[V], ic: usize, channels: Channels, bins: u32, lut: &[u32]) -> Vec<u64> {
+    let n = channels.count() as usize;
+    let len = 2 * n * bins as usize;
+    s.par_chunks(CHUNK * ic)
+        .fold(
+            || vec![0u64; len],
+            |mut t, chunk| {
+                match (ic, channels.color, channels.alpha) {
+                    (3, true, false) => count_rgb::<V, 3>(chunk, bins, lut, &mut t),
+                    (4, true, false) => count_rgb::<V, 4>(chunk, bins, lut, &mut t),
+                    (1, false, _) => count_gray(chunk, bins, lut, &mut t),
+                    _ => count_any(chunk, ic, channels, bins, lut, &mut t),
+                }
+                t
+            },
+        )
+        .reduce(
+            || vec![0u64; len],
+            |mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+                a
+            },
+        )
+}
+
+/// RGB or RGBA pixels into red, green, blue and luminance.
+#[inline(always)]
+fn count_rgb<V: Value, const IC: usize>(chunk: &[V], bins: u32, lut: &[u32], t: &mut [u64]) {
+    let b = bins as usize;
+    let (t0, rest) = t.split_at_mut(2 * b);
+    let (t1, rest) = rest.split_at_mut(2 * b);
+    let (t2, t3) = rest.split_at_mut(2 * b);
+    let mut one = |px: &[V], k: usize| {
+        let (r, g, bl) = (px[0].get(), px[1].get(), px[2].get());
+        let y = luminance(r, g, bl);
+        t0[k + lut[r as usize] as usize] += 1;
+        t1[k + lut[g as usize] as usize] += 1;
+        t2[k + lut[bl as usize] as usize] += 1;
+        t3[k + lut[y as usize] as usize] += 1;
+    };
+    let mut pairs = chunk.chunks_exact(2 * IC);
+    for pair in &mut pairs {
+        one(&pair[..IC], 0);
+        one(&pair[IC..], b);
+    }
+    if !pairs.remainder().is_empty() {
+        one(pairs.remainder(), 0);
+    }
+}
+
+/// Gray pixels into gray.
+fn count_gray<V: Value>(chunk: &[V], bins: u32, lut: &[u32], t: &mut [u64]) {
+    let b = bins as usize;
+    let mut pairs = chunk.chunks_exact(2);
+    for pair in &mut pairs {
+        t[lut[pair[0].get() as usize] as usize] += 1;
+        t[b + lut[pair[1].get() as usize] as usize] += 1;
+    }
+    for v in pairs.remainder() {
+        t[lut[v.get() as usize] as usize] += 1;
+    }
+}
+
+/// Any other layout (gray in a colour histogram, alpha counted), as the reference reads it.
+fn count_any<V: Value>(
+    chunk: &[V],
+    ic: usize,
+    channels: Channels,
+    bins: u32,
+    lut: &[u32],
+    t: &mut [u64],
+) {
+    let b = bins as usize;
+    let maxval = lut.len() as u32 - 1;
+    for p in chunk.chunks_exact(ic) {
+        let v = p[0].get();
+        let alpha = match ic {
+            2 => p[1].get(),
+            4 => p[3].get(),
+            _ => maxval,
+        };
+        let mut vals = [0u32; 5];
+        let k = if channels.color {
+            let (g, bl) = if ic >= 3 {
+                (p[1].get(), p[2].get())
+            } else {
+                (v, v)
+            };
+            vals[..4].copy_from_slice(&[v, g, bl, luminance(v, g, bl)]);
+            4
+        } else {
+            vals[0] = v;
+            1
+        };
+        vals[k] = alpha;
+        let n = k + usize::from(channels.alpha);
+        for (c, &x) in vals[..n].iter().enumerate() {
+            t[2 * c * b + lut[x as usize] as usize] += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::histogram_cpu;
+    use super::*;
+
+    fn noise(w: u32, h: u32, channels: u8, sixteen: bool, seed: u32) -> Image {
+        let n = (w * h * channels as u32) as usize;
+        let mut x = seed.wrapping_mul(2654435761) | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        if sixteen {
+            Image::new_u16(w, h, channels, (0..n).map(|_| next() as u16).collect())
+        } else {
+            Image::new_u8(w, h, channels, (0..n).map(|_| next() as u8).collect())
+        }
+    }
+
+    /// The engine's counts equal the reference's, on one thread and on several.
+    #[track_caller]
+    fn check(img: &Image, channels: Channels, bins: u32) {
+        let want = histogram_cpu(img, channels, bins);
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let got = pool.install(|| histogram(img, channels, bins));
+            assert!(
+                got == want,
+                "{} {channels:?} {bins} bins on {threads} threads",
+                img.describe()
+            );
+        }
+    }
+
+    #[test]
+    fn every_layout_depth_and_bin_count_matches_the_reference() {
+        for (w, h) in [(1, 1), (3, 5), (33, 31), (300, 250)] {
+            for ic in 1..=4u8 {
+                for sixteen in [false, true] {
+                    let img = noise(w, h, ic, sixteen, w + h + ic as u32);
+                    // All 65536 bins only on small images: the tables are large in debug builds.
+                    let bins_all: &[u32] = if sixteen && w * h > 10000 {
+                        &[1, 7, 256, 1000]
+                    } else if sixteen {
+                        &[1, 7, 256, 1000, 65536]
+                    } else {
+                        &[1, 7, 100, 255, 256]
+                    };
+                    for &bins in bins_all {
+                        for alpha in [false, true] {
+                            check(&img, Channels::of(ic, alpha), bins);
+                        }
+                        // A gray image in a colour histogram (a `--sum` over mixed images).
+                        check(
+                            &img,
+                            Channels {
+                                color: true,
+                                alpha: true,
+                            },
+                            bins,
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    // Runs of one value: every increment of a pixel pair lands in the same bin.
+    #[test]
+    fn flat_images_match_the_reference() {
+        let img = Image::new_u8(257, 3, 3, vec![200; 257 * 3 * 3]);
+        check(&img, Channels::of(3, false), 256);
+        let img = Image::new_u16(5, 3, 4, vec![65535; 5 * 3 * 4]);
+        check(&img, Channels::of(4, true), 65536);
+    }
+}
