@@ -20,6 +20,8 @@ use anyhow::{bail, Result};
 use crate::bench::{Case, Unit, MAX_PASSES};
 use crate::gpu::{Batch, Engine, Gpu, Kernel, Shader, Timings, Usage};
 
+pub mod engine;
+
 /// Invocations per workgroup by default (`Tunables::wg_size`).
 pub const WG_SIZE: u32 = 256;
 /// vec4s each invocation owns per tile by default (`Tunables::vec_per_thread`). Keep in
