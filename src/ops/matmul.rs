@@ -12,6 +12,8 @@ use crate::bench::{Case, Unit};
 use crate::gpu::{Batch, Engine, Gpu, Kernel, Shader, Usage};
 use crate::shader;
 
+pub mod engine;
+
 /// The element type A and B are multiplied in. Accumulation is f32 either way.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Precision {
