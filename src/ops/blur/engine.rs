@@ -158,15 +158,28 @@ fn run<T: Sample, M: Sample>(
     cur
 }
 
-/// out = (S * mul + add) / div for every S a pass can produce, the division done as
-/// (x * m) >> shift where that is exact for every x up to the pass's largest (checked when the
-/// constants are chosen), else as a division.
+/// out = (S * mul + add) / div for every S a pass can produce, in the cheapest way that is
+/// exact for every x = S * mul + add up to the pass's largest (checked when it is chosen).
 #[derive(Clone, Copy, Debug)]
 struct Finish {
     mul: u32,
     add: u32,
-    div: u32,
-    magic: Option<(u64, u32)>,
+    how: Division,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Division {
+    /// div = 2^s: x >> s.
+    Shift(u32),
+    /// div = 2^s d with (x >> s) + 1 <= 2^22: ((x >> s) + 0.5) * fl(1/d) in f32, truncated.
+    /// y = x >> s and y + 0.5 are exact in f32; the product is within a relative 2^-23 of
+    /// (y + 0.5) / d < 2^22 / d, so within 0.5 / d of it, and (y + 0.5) / d lies at least
+    /// 0.5 / d from every integer: the truncation is floor(y / d) = floor(x / div).
+    Float { shift: u32, inv: f32 },
+    /// (x * m) >> s, with m = ceil(2^s / div) < 2^32 and x (m div - 2^s) < 2^s for every x.
+    Magic { m: u64, s: u32 },
+    /// None of the above: a plain division.
+    Divide(u32),
 }
 
 impl Finish {
@@ -174,19 +187,27 @@ impl Finish {
     fn new((mul, add, div): (u32, u32, u32), max_sum: u64) -> Finish {
         let x_max = max_sum * mul as u64 + add as u64;
         debug_assert!(x_max < 1 << 32);
-        // m = ceil(2^s / d), e = m d - 2^s: floor(x m / 2^s) = floor(x / d) when x e < 2^s.
-        let magic = (0..64u32).find_map(|s| {
-            let d = div as u128;
-            let m = (1u128 << s).div_ceil(d);
-            let e = m * d - (1u128 << s);
-            (m <= u32::MAX as u128 && (x_max as u128) * e < 1u128 << s).then_some((m as u64, s))
-        });
-        Finish {
-            mul,
-            add,
-            div,
-            magic,
-        }
+        let shift = div.trailing_zeros();
+        let d = div >> shift;
+        let magic = || {
+            (0..64u32).find_map(|s| {
+                let m = (1u128 << s).div_ceil(div as u128);
+                let e = m * div as u128 - (1u128 << s);
+                (m <= u32::MAX as u128 && (x_max as u128) * e < 1u128 << s)
+                    .then_some(Division::Magic { m: m as u64, s })
+            })
+        };
+        let how = if d == 1 {
+            Division::Shift(shift)
+        } else if (x_max >> shift) < (1 << 22) - 1 {
+            Division::Float {
+                shift,
+                inv: 1.0 / d as f32,
+            }
+        } else {
+            magic().unwrap_or(Division::Divide(div))
+        };
+        Finish { mul, add, how }
     }
 
     /// Applies the rounding to `sums`, writing `out`.
@@ -196,21 +217,33 @@ impl Finish {
     }
 
     /// Applies the rounding to each of `sums` (an iterator, so that a pass can compute its
-    /// sums in the same vectorised loop), writing `out`.
+    /// sums in the same vectorised loop), writing `out`. One loop per kind of division.
     #[inline(always)]
     fn apply_iter<M: Sample>(&self, out: &mut [M], sums: impl Iterator<Item = u32>) {
         let (mul, add) = (self.mul, self.add);
-        match self.magic {
-            Some((m, s)) => {
-                for (o, x) in out.iter_mut().zip(sums) {
-                    let x = x.wrapping_mul(mul).wrapping_add(add);
-                    *o = M::put(((x as u64 * m) >> s) as u32);
+        let x = |s: u32| s.wrapping_mul(mul).wrapping_add(add);
+        match self.how {
+            Division::Shift(s) => {
+                for (o, v) in out.iter_mut().zip(sums) {
+                    *o = M::put(x(v) >> s);
                 }
             }
-            None => {
-                let div = self.div as u64;
-                for (o, x) in out.iter_mut().zip(sums) {
-                    *o = M::put(((x as u64 * mul as u64 + add as u64) / div) as u32);
+            Division::Float { shift, inv } => {
+                for (o, v) in out.iter_mut().zip(sums) {
+                    // Through i32, which the vector units convert to and from f32 directly.
+                    let q = ((x(v) >> shift) as i32 as f32 + 0.5) * inv;
+                    // SAFETY: q is finite and in [0, 2^22) (see `Division::Float`).
+                    *o = M::put(unsafe { q.to_int_unchecked::<i32>() } as u32);
+                }
+            }
+            Division::Magic { m, s } => {
+                for (o, v) in out.iter_mut().zip(sums) {
+                    *o = M::put(((x(v) as u64 * m) >> s) as u32);
+                }
+            }
+            Division::Divide(div) => {
+                for (o, v) in out.iter_mut().zip(sums) {
+                    *o = M::put(((v as u64 * mul as u64 + add as u64) / div as u64) as u32);
                 }
             }
         }
@@ -681,6 +714,50 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Every way of dividing equals the division, for every sum of a pass (sampled where
+    /// there are many), with the constants of 8- and 16-bit box blurs.
+    #[test]
+    fn divisions_are_exact() {
+        let mut seen = Vec::new();
+        for max in [255u32, 65535] {
+            for r in [0, 1, 2, 15, 31, 32, 100, 2000, 30000] {
+                let Ok(ar) = arith(&BlurParams::new(Kind::Box, r, 1), max) else {
+                    continue;
+                };
+                let n = 2 * r as u64 + 1;
+                let mid_max =
+                    (n * max as u64 * ar.first.0 as u64 + ar.first.1 as u64) / ar.first.2 as u64;
+                for (abc, max_sum) in [(ar.first, n * max as u64), (ar.second, n * mid_max)] {
+                    let f = Finish::new(abc, max_sum);
+                    seen.push(std::mem::discriminant(&f.how));
+                    let (mul, add, div) = (abc.0 as u64, abc.1 as u64, abc.2 as u64);
+                    let step = (max_sum / 300_000).max(1);
+                    // Sums just below and at each multiple of div are where a quotient steps.
+                    let sums = (0..=max_sum).step_by(step as usize).chain(
+                        (1..=max_sum * mul / div)
+                            .step_by((max_sum * mul / div / 30_000).max(1) as usize)
+                            .flat_map(|q| [(q * div - add) / mul, (q * div - add).div_ceil(mul)]),
+                    );
+                    let sums: Vec<u32> = sums.filter(|&s| s <= max_sum).map(|s| s as u32).collect();
+                    let mut got = vec![0u32; sums.len()];
+                    f.apply(&sums, &mut got);
+                    for (&s, &q) in sums.iter().zip(&got) {
+                        assert_eq!(
+                            q as u64,
+                            (s as u64 * mul + add) / div,
+                            "{abc:?} {:?} at {s}",
+                            f.how
+                        );
+                    }
+                }
+            }
+        }
+        // Each kind was taken at least once.
+        seen.sort_by_key(|d| format!("{d:?}"));
+        seen.dedup();
+        assert!(seen.len() >= 3, "{seen:?}");
     }
 
     #[test]
