@@ -127,9 +127,6 @@ fn count_rgb_with<V: Value, const IC: usize, const IDENTITY: bool>(
     t: &mut [u64],
 ) {
     let b = bins as usize;
-    let (t0, rest) = t.split_at_mut(2 * b);
-    let (t1, rest) = rest.split_at_mut(2 * b);
-    let (t2, t3) = rest.split_at_mut(2 * b);
     let bin = |v: u32| {
         if IDENTITY {
             v as usize
@@ -138,18 +135,48 @@ fn count_rgb_with<V: Value, const IC: usize, const IDENTITY: bool>(
         }
     };
     let mut luma = [0u32; LUMA_BLOCK];
+    if b > 4096 {
+        // Large tables: straight into `t`, whose two copies per channel take even and odd
+        // pixels.
+        let (t0, rest) = t.split_at_mut(2 * b);
+        let (t1, rest) = rest.split_at_mut(2 * b);
+        let (t2, t3) = rest.split_at_mut(2 * b);
+        for block in chunk.chunks(LUMA_BLOCK * IC) {
+            for (i, px) in block.chunks_exact(IC).enumerate() {
+                let k = (i & 1) * b;
+                let (r, g, bl) = (px[0].get(), px[1].get(), px[2].get());
+                t0[k + bin(r)] += 1;
+                t1[k + bin(g)] += 1;
+                t2[k + bin(bl)] += 1;
+                t3[k + bin(luminance(r, g, bl))] += 1;
+            }
+        }
+        return;
+    }
+    // Small tables: 32-bit ones for this chunk (fewer than 2^32 pixels), four copies per
+    // channel: pixel i counts into copy i % 4, so a run of one value waits on a counter every
+    // fourth pixel.
+    let mut local = vec![0u32; 16 * b];
+    let (t0, rest) = local.split_at_mut(4 * b);
+    let (t1, rest) = rest.split_at_mut(4 * b);
+    let (t2, t3) = rest.split_at_mut(4 * b);
     for block in chunk.chunks(LUMA_BLOCK * IC) {
         let luma = &mut luma[..block.len() / IC];
         for (y, px) in luma.iter_mut().zip(block.chunks_exact(IC)) {
             *y = luminance(px[0].get(), px[1].get(), px[2].get());
         }
         for (i, (px, &y)) in block.chunks_exact(IC).zip(luma.iter()).enumerate() {
-            // Even pixels count into the first copy of each table, odd ones into the second.
-            let k = (i & 1) * b;
+            let k = (i & 3) * b;
             t0[k + bin(px[0].get())] += 1;
             t1[k + bin(px[1].get())] += 1;
             t2[k + bin(px[2].get())] += 1;
             t3[k + bin(y)] += 1;
+        }
+    }
+    // Into the two u64 copies of each channel that `count_all` keeps.
+    for (c, table) in local.chunks_exact(4 * b).enumerate() {
+        for (bin, counts) in t[2 * c * b..(2 * c + 1) * b].iter_mut().enumerate() {
+            *counts += (0..4).map(|k| table[k * b + bin] as u64).sum::<u64>();
         }
     }
 }
@@ -281,8 +308,9 @@ mod tests {
         for (ic, sixteen) in [(3, false), (4, false), (4, true), (1, true)] {
             let img = noise(300, 250, ic, sixteen, 77);
             for bins in [7, 256] {
-                check(&img, Channels::of(ic, true), bins);
+                check(&img, Channels::of(ic, false), bins);
             }
+            check(&img, Channels::of(ic, true), 256);
         }
     }
 
