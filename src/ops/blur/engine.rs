@@ -325,6 +325,8 @@ fn blur_once<T: Sample, M: Sample>(src: &[T], geo: &Geometry, ar: &Arith) -> Vec
             // SAFETY: the CPU has AVX2 (checked above).
             return unsafe { tile_avx2::<T, M>(src, &plan, xs, ys, ptr) };
         }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = avx2;
         tile::<T, M>(src, &plan, xs, ys, ptr);
     });
     out
@@ -355,9 +357,10 @@ fn tile_avx2<T: Sample, M: Sample>(
 
 /// Scratch of one tile.
 struct Scratch<M> {
-    /// The row pass's input: one row segment and its clamped halo, widened.
+    /// The row pass's running sums over one row segment and its clamped halo (box), or that
+    /// segment and halo widened (gaussian).
     pad: Vec<u32>,
-    /// Window sums of a row (box) or of a row of the column pass.
+    /// Window sums of a row segment, for box radii past the padded path.
     sums: Vec<u32>,
     /// Intermediate rows, row y in slot y % ring_rows.
     ring: Vec<M>,
