@@ -1,8 +1,8 @@
 //! The native CPU engine for `histogram`: the same counts as `histogram_cpu` (the
 //! reference), multi-threaded. Pixels are taken a chunk per rayon task, each counting into its
-//! own tables (two copies per channel, for even and odd pixels, so that runs of equal values
-//! do not wait on one counter); bins come from a table of `bin_of` per value, luminance from
-//! the reference's integer formula. Counts are exact, so the result does not depend on how
+//! own tables (copies per channel that alternate pixel by pixel, so that runs of equal values
+//! do not wait on one counter); bins come from a table of `bin_of` per value (none where the
+//! bin is the value), luminance from the reference's integer formula. Counts are exact, so the result does not depend on how
 //! the pixels were split.
 
 use rayon::prelude::*;
