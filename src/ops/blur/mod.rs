@@ -10,6 +10,7 @@
 
 mod arith;
 mod bench;
+pub mod engine;
 mod pack;
 mod plan;
 mod reference;

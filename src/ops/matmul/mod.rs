@@ -6,6 +6,7 @@
 //! passes), `tune` (the tiling), `bench`.
 
 mod bench;
+pub mod engine;
 mod plan;
 mod reference;
 mod tune;

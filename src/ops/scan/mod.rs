@@ -18,6 +18,7 @@
 
 mod bench;
 mod element;
+pub mod engine;
 mod plan;
 mod reference;
 mod tune;
