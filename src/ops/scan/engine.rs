@@ -18,14 +18,14 @@ const BLOCK: usize = 1 << 16;
 const GROUP: usize = 16 * BLOCK;
 
 /// The engine's scan: the same signature and result as `reference`.
-pub fn scan<T: Element + Send + Sync>(data: &[T], op: Op, mode: Mode) -> Vec<T> {
+pub fn scan<T: Element>(data: &[T], op: Op, mode: Mode) -> Vec<T> {
     let mut out = vec![T::zeroed(); data.len()];
     scan_into(data, op, mode, &mut out);
     out
 }
 
 /// The scan into `out` (as long as `data`), without allocating the result.
-pub fn scan_into<T: Element + Send + Sync>(data: &[T], op: Op, mode: Mode, out: &mut [T]) {
+pub fn scan_into<T: Element>(data: &[T], op: Op, mode: Mode, out: &mut [T]) {
     assert_eq!(data.len(), out.len(), "scan output length");
     let id = T::identity(op);
     match T::ELEM {
