@@ -317,9 +317,11 @@ fn many_tiles_across_a_2d_dispatch_grid() {
     check(&g, &case(9 * 64 - 5, 5 * 64, 12), o);
 }
 
+/// The CPU backend runs the native engine (f32 sums): within the documented bound of the
+/// product computed by hand in f64.
 #[test]
-fn cpu_backend_is_the_reference() {
-    let (m, n, k) = (4, 3, 5);
+fn cpu_backend_is_within_the_bound_of_the_exact_product() {
+    let (m, n, k) = (37, 29, 300);
     let (a, b) = (values(m * k, 1), values(k * n, 2));
     let p = Matmul {
         a: &a,
@@ -333,10 +335,15 @@ fn cpu_backend_is_the_reference() {
     // By hand: C[i, j] = sum_k A[k, i] B[k, j] (A stored k x m).
     for i in 0..m {
         for j in 0..n {
-            let want: f64 = (0..k)
-                .map(|kk| a[kk * m + i] as f64 * b[kk * n + j] as f64)
-                .sum();
-            assert_eq!(got[i * n + j], want as f32);
+            let prods = (0..k).map(|kk| a[kk * m + i] as f64 * b[kk * n + j] as f64);
+            let want: f64 = prods.clone().sum();
+            let abs: f64 = prods.map(f64::abs).sum();
+            let err = (got[i * n + j] as f64 - want).abs();
+            assert!(
+                err <= error_bound(k, abs),
+                "C[{i}, {j}] = {} for {want}",
+                got[i * n + j]
+            );
         }
     }
 }

@@ -90,7 +90,7 @@ fn mib(bytes: u64) -> String {
 fn text(adapters: &[AdapterReport], backend: Option<BackendChoice>) -> String {
     if adapters.is_empty() {
         return if backend == Some(BackendChoice::Cpu) {
-            "cpu: gpukit's CPU reference backend\n".into()
+            "cpu: gpukit's native CPU engine\n".into()
         } else {
             "no GPU adapter found; gpukit runs on its CPU backend\n".into()
         };

@@ -39,7 +39,7 @@ pub struct GlobalArgs {
     /// Adapter to use: its index in `gpukit devices` or a part of its name.
     #[arg(long, global = true, env = "GPUKIT_DEVICE", value_name = "N|NAME")]
     pub device: Option<DeviceSelector>,
-    /// Restrict adapters to one backend; `cpu` runs gpukit's CPU reference implementation.
+    /// Restrict adapters to one backend; `cpu` runs gpukit's native multi-threaded CPU engine.
     #[arg(long, global = true, env = "GPUKIT_BACKEND", value_enum)]
     pub backend: Option<BackendChoice>,
     /// No progress bars and no notes on stderr (errors and warnings still print).
@@ -116,7 +116,7 @@ impl Ctx {
         if self.global.verbose > 0 {
             match &engine {
                 Engine::Gpu(g) => self.note(&format!("adapter: {}", g.describe())),
-                Engine::Cpu => self.note("adapter: cpu (gpukit's CPU reference backend)"),
+                Engine::Cpu => self.note("adapter: cpu (gpukit's native CPU engine)"),
             }
         }
         Ok(engine)

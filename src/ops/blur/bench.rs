@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::{gaussian_radius, reference, BlurPlan, GpuOptions, Kind, Options, Tunables};
+use super::{engine, gaussian_radius, BlurPlan, GpuOptions, Kind, Options, Tunables};
 use crate::bench::{Case, Sizes, Unit};
 use crate::gpu::Engine;
 use crate::io::image::Image;
@@ -51,7 +51,7 @@ pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> 
             Engine::Cpu => {
                 let img = img.clone();
                 Case::cpu("blur", name.into(), Unit::Gpixps, pixels, move || {
-                    std::hint::black_box(reference(&img, &params).expect("valid bench params"));
+                    std::hint::black_box(engine::blur(&img, &params).expect("valid bench params"));
                 })
             }
         });

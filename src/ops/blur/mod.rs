@@ -10,6 +10,7 @@
 
 mod arith;
 mod bench;
+pub mod engine;
 mod pack;
 mod plan;
 mod reference;
@@ -141,9 +142,9 @@ pub fn run(
     }
 }
 
-/// The CPU engine's blur.
+/// The CPU engine's blur: the native engine, bit for bit the reference's result.
 fn cpu(img: &Image, options: &Options) -> Result<Image> {
-    reference(img, options)
+    engine::blur(img, options)
 }
 
 fn run_gpu(gpu: &Gpu, img: &Image, options: &Options, timings: &mut Timings) -> Result<Image> {

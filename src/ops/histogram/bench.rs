@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Result};
 
-use super::{reference, Channels, HistogramGpu, Tunables};
+use super::{engine, Channels, HistogramGpu, Tunables};
 use crate::bench::{Case, Sizes, Unit};
 use crate::gpu::{Engine, Gpu};
 use crate::io::image::Image;
@@ -26,7 +26,7 @@ pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> 
                 gpu_case(gpu, name.into(), &img, channels, 256, tunables)?
             }
             Engine::Cpu => Case::cpu("histogram", name.into(), Unit::Gpixps, work, move || {
-                std::hint::black_box(reference(&img, channels, 256));
+                std::hint::black_box(engine::histogram(&img, channels, 256));
             }),
         });
     }

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::{check_bins, plot_cpu, reference, Channels, Histogram, HistogramGpu, Tunables};
+use super::{check_bins, engine, plot_cpu, Channels, Histogram, HistogramGpu, Tunables};
 use crate::gpu::{Engine, Timings};
 use crate::io::image::Image;
 
@@ -104,7 +104,7 @@ impl<'g> Histogrammer<'g> {
     }
 }
 
-/// The CPU engine's histogram.
+/// The CPU engine's histogram: the native engine, the reference's counts.
 fn cpu(img: &Image, channels: Channels, bins: u32) -> Histogram {
-    reference(img, channels, bins)
+    engine::histogram(img, channels, bins)
 }

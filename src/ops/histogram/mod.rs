@@ -15,6 +15,7 @@
 //! `bench`.
 
 mod bench;
+pub mod engine;
 mod geometry;
 mod gpu;
 mod histogrammer;

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::{reference, Dims, Matmul, MatmulPlan, Options, Precision, Tunables};
+use super::{engine, Dims, Matmul, MatmulPlan, Options, Precision, Tunables};
 use crate::bench::{Case, Sizes, Unit};
 use crate::gpu::Engine;
 
@@ -16,7 +16,7 @@ fn synthetic(len: usize, seed: u32) -> Vec<f32> {
         .collect()
 }
 
-/// The CPU backend's sizes are capped here: its reference loop would take minutes at 4096.
+/// The CPU backend's sizes are capped here, to keep `bench --backend cpu` short.
 const CPU_BENCH_MAX: usize = 512;
 
 /// `bench matmul`: f32 `small`^3, `size`^3 and the odd (size+1) x (size-1) x (size-3), in
@@ -86,7 +86,7 @@ pub(super) fn cases<'e>(engine: &'e Engine, sizes: &Sizes) -> Result<Vec<Case<'e
                     trans_b: false,
                     precision: Precision::F32,
                 };
-                std::hint::black_box(reference(&p));
+                std::hint::black_box(engine::matmul(&p).expect("valid bench product"));
             }),
         });
     }

@@ -24,7 +24,7 @@ pub fn exact(p: &Matmul) -> (Vec<f64>, Vec<f64>) {
     (c, abs)
 }
 
-/// The CPU reference and `--backend cpu`: f64 accumulation, rounded to f32 once at the end.
+/// The CPU reference: f64 accumulation, rounded to f32 once at the end.
 pub fn reference(p: &Matmul) -> Vec<f32> {
     exact(p).0.iter().map(|&x| x as f32).collect()
 }

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::{reference, subgroups_usable, Mode, Op, Options, Path, ScanPlan, Tunables, WG_SIZE};
+use super::{engine, subgroups_usable, Mode, Op, Options, Path, ScanPlan, Tunables, WG_SIZE};
 use crate::bench::{Case, Sizes, Unit, MAX_PASSES};
 use crate::gpu::Engine;
 
@@ -30,7 +30,7 @@ pub(super) fn cases<'e>(engine: &'e Engine, sizes: &Sizes) -> Result<Vec<Case<'e
                     Unit::Gelemps,
                     n as f64,
                     move || {
-                        std::hint::black_box(reference(&data, Op::Sum, Mode::Exclusive));
+                        std::hint::black_box(engine::scan(&data, Op::Sum, Mode::Exclusive));
                     },
                 ));
                 continue;

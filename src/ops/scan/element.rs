@@ -6,7 +6,7 @@ use super::{Elem, Op};
 
 /// A type scan takes, with its arithmetic: as the GPU does it (`identity`, `combine`), and as
 /// the CPU reference does it (`Acc`: wrapping integers, f64 for f32).
-pub trait Element: bytemuck::Pod + PartialEq + fmt::Debug {
+pub trait Element: bytemuck::Pod + PartialEq + fmt::Debug + Send + Sync {
     const ELEM: Elem;
     /// The CPU reference's accumulator.
     type Acc: Copy;
