@@ -113,3 +113,77 @@ fn device_by_index_and_name_part_opens_that_adapter() {
         );
     }
 }
+
+// A software rasteriser (lavapipe here and in CI) is passed over for the native CPU engine by
+// the commands that do work, unless the adapter is named; a real GPU is always used.
+#[test]
+fn a_software_adapter_is_passed_over_unless_named() {
+    let doc = devices_json(&[]);
+    let best = doc["adapters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["default"] == true)
+        .expect("a default adapter");
+    let name = best["name"].as_str().unwrap();
+    let software = best["device_type"] == "cpu";
+    let dir = crate::util::tempdir();
+    let input = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/pngsuite/basn2c08.png"
+    );
+    let out = dir.path().join("o.png");
+    let out = out.to_str().unwrap();
+    let by_default = run(&["-v", "blur", input, "-o", out]);
+    by_default.code(0);
+    if software {
+        assert!(
+            by_default
+                .stderr
+                .contains(&format!("{name} is a software rasteriser"))
+                && by_default
+                    .stderr
+                    .contains("adapter: cpu (gpukit's native CPU engine)"),
+            "{}",
+            by_default.stderr
+        );
+    } else {
+        assert!(
+            by_default.stderr.contains(&format!("adapter: {name}")),
+            "{}",
+            by_default.stderr
+        );
+    }
+    for named in [
+        ["--device", "0"],
+        ["--backend", best["backend"].as_str().unwrap()],
+    ] {
+        let r = run(&[named[0], named[1], "-v", "blur", input, "-o", out]);
+        r.code(0);
+        assert!(
+            r.stderr.contains(&format!("adapter: {name}")),
+            "{named:?}: {}",
+            r.stderr
+        );
+    }
+    // Measuring kernels never passes an adapter over.
+    let bench = run(&[
+        "-v",
+        "bench",
+        "copy",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--warmup-ms",
+        "0",
+        "--copy-mib",
+        "1",
+    ]);
+    bench.code(0);
+    assert!(
+        bench.stderr.contains(&format!("adapter: {name}")),
+        "{}",
+        bench.stderr
+    );
+}

@@ -77,7 +77,10 @@ fn quick_tune_writes_a_cache_that_the_ops_then_use() {
     std::fs::write(&cache, serde_json::to_string(&doc).unwrap()).unwrap();
     let (input, output) = (d.path().join("v.npy"), d.path().join("out.npy"));
     write_u32_npy(&input, values());
+    // Tuned shapes are the adapter's: name it, or the native CPU engine runs instead.
     let args = [
+        "--backend",
+        "vulkan",
         "scan",
         input.to_str().unwrap(),
         "-o",
@@ -136,6 +139,8 @@ fn the_cache_lives_in_the_xdg_cache_folder_by_default() {
     write_u32_npy(&input, values());
     let r = run_env(
         &[
+            "--backend",
+            "vulkan",
             "scan",
             input.to_str().unwrap(),
             "-o",
@@ -182,6 +187,8 @@ fn corrupt_stale_and_unfit_caches_are_ignored_with_a_warning() {
             std::fs::write(&cache, text).unwrap();
         }
         let args = [
+            "--backend",
+            "vulkan",
             "scan",
             input.to_str().unwrap(),
             "-o",
@@ -207,7 +214,10 @@ fn corrupt_stale_and_unfit_caches_are_ignored_with_a_warning() {
         serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
     doc["ops"]["scan"][0]["choice"] = serde_json::json!({ "wg_size": 48, "vec_per_thread": 4 });
     std::fs::write(&cache, doc.to_string()).unwrap();
+    // Tuned shapes are the adapter's: name it, or the native CPU engine runs instead.
     let args = [
+        "--backend",
+        "vulkan",
         "scan",
         input.to_str().unwrap(),
         "-o",

@@ -183,7 +183,7 @@ fn shared_engine<'e>(
     timings: &mut Timings,
 ) -> Result<&'e Engine> {
     let opened = cell.get_or_init(|| {
-        ctx.engine(timings)
+        ctx.work_engine(timings)
             .map_err(|e| (Status::of_error(&e), format!("{e:#}")))
     });
     match opened {

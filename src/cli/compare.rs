@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{exit, print_stdout, term, Ctx, Status};
-use crate::gpu::{self, Engine, Timings};
+use crate::gpu::{Engine, Timings};
 use crate::io::image::{self, Image};
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::output::PendingFile;
@@ -350,19 +350,7 @@ fn load_pair(
 /// without opening the device; one named with --device or --backend is used as asked (the
 /// tests do).
 fn open_engine(ctx: &Ctx, timings: &mut Timings) -> Result<Engine> {
-    let explicit = ctx.global.device.is_some() || ctx.global.backend.is_some();
-    if !explicit {
-        let adapters = timings.phase("device", || gpu::list_adapters(None))?;
-        if adapters.iter().any(|a| a.default && a.device_type == "cpu") {
-            if ctx.global.verbose > 0 {
-                ctx.note(
-                    "compare: the default adapter is a software rasteriser; using the CPU engine",
-                );
-            }
-            return Ok(Engine::Cpu);
-        }
-    }
-    ctx.engine(timings)
+    ctx.work_engine(timings)
 }
 
 /// Whether two files hold the same bytes (then their pixels are the same without decoding).

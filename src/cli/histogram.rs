@@ -353,7 +353,7 @@ fn count(
         },
         start: |_| -> Result<EngineState<'_>> {
             let mut timings = Timings::default();
-            let opened = ctx.engine(&mut timings)?;
+            let opened = ctx.work_engine(&mut timings)?;
             let engine = engine_cell.get_or_init(|| opened);
             check_plot_size(engine, plot_wanted, args.plot_size)?;
             let mut hist = Histogrammer::new(engine, args.bins);

@@ -95,7 +95,7 @@ pub fn run(ctx: &Ctx, args: MatmulArgs) -> Result<Status> {
     let (sink, out_format) = open_sink(&args)?;
     ctx.detail(&sink.describe());
     let mut timings = Timings::default();
-    let engine = ctx.engine(&mut timings)?;
+    let engine = ctx.work_engine(&mut timings)?;
     if let Engine::Gpu(gpu) = &engine {
         matmul::check_precision(gpu, args.dtype)?;
     }

@@ -104,14 +104,31 @@ pub struct Ctx {
 impl Ctx {
     /// Opens the engine the options ask for, saying on stderr when it falls back to the CPU.
     pub fn engine(&self, timings: &mut Timings) -> Result<Engine> {
+        self.open_engine(timings, false)
+    }
+
+    /// The engine that does a command's work fastest: as [`Ctx::engine`], but on a machine
+    /// whose best adapter is a software rasteriser (lavapipe, WARP), gpukit's native CPU
+    /// engine, unless `--device` or `--backend` names the adapter.
+    pub fn work_engine(&self, timings: &mut Timings) -> Result<Engine> {
+        self.open_engine(timings, true)
+    }
+
+    fn open_engine(&self, timings: &mut Timings, prefer_native_cpu: bool) -> Result<Engine> {
         let request = DeviceRequest {
             backend: self.global.backend,
             device: self.global.device.clone(),
             tune: self.tune_settings(),
+            prefer_native_cpu,
         };
         let (engine, fallback) = timings.phase("device", || gpu::open(&request))?;
-        if fallback == Fallback::NoAdapter {
-            self.warn("no GPU adapter found; running on the CPU backend");
+        match &fallback {
+            Fallback::NoAdapter => self.warn("no GPU adapter found; running on the CPU backend"),
+            Fallback::SoftwareAdapter(name) if self.global.verbose > 0 => self.note(&format!(
+                "{name} is a software rasteriser: running on gpukit's native CPU engine, which \
+                 is faster (--device or --backend runs on the adapter)"
+            )),
+            _ => {}
         }
         if self.global.verbose > 0 {
             match &engine {

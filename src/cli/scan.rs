@@ -114,7 +114,7 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
         },
         ..Options::default()
     };
-    let engine = ctx.engine(&mut timings)?;
+    let engine = ctx.work_engine(&mut timings)?;
     let mut opts = opts;
     if let Engine::Gpu(gpu) = &engine {
         // The shape settled once, so that `-v` says the path the scan takes.

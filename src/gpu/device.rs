@@ -72,6 +72,10 @@ pub struct DeviceRequest {
     pub device: Option<DeviceSelector>,
     /// Where the ops find this device's tuned shapes (the tune cache is per adapter).
     pub tune: crate::tune::Settings,
+    /// Run on gpukit's native CPU engine rather than on a software rasteriser (Mesa
+    /// lavapipe, WARP, SwiftShader) when that is the best adapter and neither `device` nor
+    /// `backend` names one: the engine is many times faster. Off for measuring kernels.
+    pub prefer_native_cpu: bool,
 }
 
 /// Everything `gpukit devices` reports about one adapter. Documented in docs/formats.md.
@@ -409,6 +413,9 @@ pub enum Fallback {
     None,
     /// No adapter was found and the user asked for none in particular.
     NoAdapter,
+    /// The best adapter is a software rasteriser (its name), passed over for the native CPU
+    /// engine ([`DeviceRequest::prefer_native_cpu`]).
+    SoftwareAdapter(String),
 }
 
 /// Opens the engine the request names. Without a request it takes the best adapter, or the
@@ -434,6 +441,11 @@ pub fn open(request: &DeviceRequest) -> Result<(Engine, Fallback)> {
         return Ok((Engine::Cpu, Fallback::NoAdapter));
     }
     let index = select(&candidates(&adapters), request.device.as_ref())?;
+    let info = adapters[index].get_info();
+    let named = request.device.is_some() || request.backend.is_some();
+    if request.prefer_native_cpu && !named && info.device_type == wgpu::DeviceType::Cpu {
+        return Ok((Engine::Cpu, Fallback::SoftwareAdapter(info.name)));
+    }
     let gpu = open_adapter(&adapters[index], start, &request.tune)?;
     Ok((Engine::Gpu(Box::new(gpu)), Fallback::None))
 }
