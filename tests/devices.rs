@@ -127,6 +127,10 @@ fn a_software_adapter_is_passed_over_unless_named() {
         .expect("a default adapter");
     let name = best["name"].as_str().unwrap();
     let software = best["device_type"] == "cpu";
+    // `gpukit devices` says the same.
+    let expect = if software { "cpu" } else { "gpu" };
+    assert_eq!(doc["work_engine"], expect);
+    assert!(doc["cpu_engine"]["threads"].as_u64().unwrap() >= 1);
     let dir = crate::util::tempdir();
     let input = concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -20,8 +20,19 @@ pub struct DevicesArgs {
 struct DevicesDoc {
     gpukit_version: &'static str,
     adapters: Vec<AdapterReport>,
-    /// Where ops run when no --device is given: "gpu" (the adapter marked default) or "cpu".
+    /// Where `bench` and `tune` run when no --device is given: "gpu" (the adapter marked
+    /// default) or "cpu".
     default_engine: &'static str,
+    /// Where the commands that do work (blur, histogram, scan, matmul, compare) run: "cpu"
+    /// also when the default adapter is a software rasteriser (docs/cli.md).
+    work_engine: &'static str,
+    cpu_engine: CpuEngineDoc,
+}
+
+/// gpukit's native CPU engine, an entry beside the adapters.
+#[derive(Serialize)]
+struct CpuEngineDoc {
+    threads: usize,
 }
 
 pub fn run(ctx: &Ctx, args: DevicesArgs) -> Result<Status> {
@@ -34,14 +45,39 @@ pub fn run(ctx: &Ctx, args: DevicesArgs) -> Result<Status> {
     if let Some(selector) = &ctx.global.device {
         adapters = selected(adapters, selector)?;
     }
+    let named = ctx.global.device.is_some() || ctx.global.backend.is_some();
+    let software = adapters.iter().any(|a| a.default && a.device_type == "cpu");
+    let default_engine = if adapters.is_empty() { "cpu" } else { "gpu" };
     let doc = DevicesDoc {
         gpukit_version: env!("CARGO_PKG_VERSION"),
-        default_engine: if adapters.is_empty() { "cpu" } else { "gpu" },
+        default_engine,
+        work_engine: if software && !named {
+            "cpu"
+        } else {
+            default_engine
+        },
+        cpu_engine: CpuEngineDoc {
+            threads: rayon::current_num_threads(),
+        },
         adapters,
     };
     match sink {
         Some(sink) => sink.write(&doc)?,
-        None => print_stdout(&text(&doc.adapters, ctx.global.backend))?,
+        None => {
+            let mut out = text(&doc.adapters, ctx.global.backend);
+            if !doc.adapters.is_empty() {
+                out += &format!(
+                    "[cpu] gpukit's native CPU engine, {} threads{}\n",
+                    doc.cpu_engine.threads,
+                    if doc.work_engine == "cpu" {
+                        "  (runs blur, histogram, scan, matmul, compare: the default adapter is a software rasteriser)"
+                    } else {
+                        "  (--backend cpu)"
+                    }
+                );
+            }
+            print_stdout(&out)?
+        }
     }
     Ok(Status::Success)
 }
@@ -90,7 +126,10 @@ fn mib(bytes: u64) -> String {
 fn text(adapters: &[AdapterReport], backend: Option<BackendChoice>) -> String {
     if adapters.is_empty() {
         return if backend == Some(BackendChoice::Cpu) {
-            "cpu: gpukit's native CPU engine\n".into()
+            format!(
+                "cpu: gpukit's native CPU engine, {} threads\n",
+                rayon::current_num_threads()
+            )
         } else {
             "no GPU adapter found; gpukit runs on its CPU backend\n".into()
         };
