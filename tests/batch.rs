@@ -564,3 +564,41 @@ fn memory_stays_bounded_however_many_files_a_batch_has() {
     );
     assert_eq!(std::fs::read_dir(d.join("out-many")).unwrap().count(), 20);
 }
+
+// Several devices share one batch (`--device 0,0`: two devices on the one adapter CI has);
+// the outputs are those of one device, and the report says which device did each file.
+#[test]
+fn a_batch_over_two_devices_equals_the_reference_and_says_who_did_what() {
+    let dir = tempdir();
+    let d = dir.path();
+    let rels = mixed_tree(d);
+    for device in ["0,0", "all"] {
+        let out = format!("out-{}", device.replace(',', "-"));
+        let args = [
+            "--device",
+            device,
+            "blur",
+            "in",
+            "--recursive",
+            "-r",
+            "2",
+            "--out-dir",
+            &out,
+            "-j",
+            "2",
+            "--report",
+            "-",
+        ];
+        let r = run_in(Some(d), &args);
+        r.code(0);
+        for rel in &rels {
+            assert_blurred(&d.join("in").join(rel), &d.join(&out).join(rel), 2);
+        }
+        let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let devices = report["devices"].as_array().unwrap().len();
+        assert_eq!(devices, if device == "0,0" { 2 } else { 1 }, "{device}");
+        for f in report["files"].as_array().unwrap() {
+            assert!(f["device"].as_u64().unwrap() < devices as u64, "{f}");
+        }
+    }
+}

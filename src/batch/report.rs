@@ -27,6 +27,8 @@ pub struct FileRecord {
     pub error: Option<String>,
     /// Where its time went; null for a skipped file.
     pub times: Option<StageTimes>,
+    /// The index in `devices` of the device that worked on it; null when none did.
+    pub device: Option<usize>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -45,13 +47,20 @@ pub struct Summary {
 pub struct Report {
     pub gpukit_version: &'static str,
     pub command: &'static str,
+    /// The devices (engines) the batch ran on.
+    pub devices: Vec<String>,
     pub files: Vec<FileRecord>,
     pub summary: Summary,
 }
 
 impl Report {
     /// A report of `files` (in input order) for a batch that took `elapsed`.
-    pub fn new(command: &'static str, files: Vec<FileRecord>, elapsed: Duration) -> Report {
+    pub fn new(
+        command: &'static str,
+        devices: Vec<String>,
+        files: Vec<FileRecord>,
+        elapsed: Duration,
+    ) -> Report {
         let count = |s: FileStatus| files.iter().filter(|f| f.status == s).count();
         let (done, skipped, failed) = (
             count(FileStatus::Ok),
@@ -74,6 +83,7 @@ impl Report {
         Report {
             gpukit_version: env!("CARGO_PKG_VERSION"),
             command,
+            devices,
             files,
             summary,
         }
@@ -100,6 +110,7 @@ mod tests {
             status,
             error: (status == FileStatus::Failed).then(|| "in.png: truncated".into()),
             times: None,
+            device: None,
         }
     }
 
@@ -107,7 +118,12 @@ mod tests {
     fn totals_and_rate_count_only_the_files_done() {
         use FileStatus::*;
         let files = vec![record(Ok), record(Ok), record(Skipped), record(Failed)];
-        let r = Report::new("blur", files, Duration::from_millis(500));
+        let r = Report::new(
+            "blur",
+            vec!["cpu".into()],
+            files,
+            Duration::from_millis(500),
+        );
         assert_eq!(
             r.summary,
             Summary {

@@ -12,7 +12,7 @@ use super::inputs::InputArgs;
 use super::{term, Ctx, Status};
 use crate::batch::report::{FileRecord, FileStatus, Report};
 use crate::batch::{outputs, Outcome, StageTimes, Stages};
-use crate::gpu::{Engine, Timings};
+use crate::gpu::{DeviceSelector, Engine, Timings};
 use crate::io::image::{self as img_io, Image};
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::output::{self, PendingFile};
@@ -173,21 +173,22 @@ struct EngineState<'e> {
     timings: Timings,
 }
 
-/// The device, opened once by whichever engine thread starts first; the others wait for it.
-/// An error is kept as its exit status and message, for every thread to return.
-type SharedEngine = std::sync::OnceLock<Result<Engine, (Status, String)>>;
+/// The devices (one, or those `--device all` or a list names), opened once by whichever
+/// engine thread starts first; the others wait for them. An error is kept as its exit status
+/// and message, for every thread to return.
+type SharedEngines = std::sync::OnceLock<Result<Vec<Engine>, (Status, String)>>;
 
-fn shared_engine<'e>(
+fn shared_engines<'e>(
     ctx: &Ctx,
-    cell: &'e SharedEngine,
+    cell: &'e SharedEngines,
     timings: &mut Timings,
-) -> Result<&'e Engine> {
+) -> Result<&'e [Engine]> {
     let opened = cell.get_or_init(|| {
-        ctx.work_engine(timings)
+        ctx.work_engines(timings)
             .map_err(|e| (Status::of_error(&e), format!("{e:#}")))
     });
     match opened {
-        Ok(engine) => Ok(engine),
+        Ok(engines) => Ok(engines),
         Err((Status::Usage, msg)) => Err(crate::UsageError(msg.clone()).into()),
         Err((_, msg)) => Err(anyhow::anyhow!("{msg}")),
     }
@@ -215,7 +216,17 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     // Engine threads sharing the device: packing the upload and unpacking the download run
     // on the host, so with several threads one packs while another's image is on the device.
     pipeline.engines = (pipeline.jobs / 4).clamp(1, 4);
-    let device = SharedEngine::new();
+    let devices = SharedEngines::new();
+    let mut device_timings = Timings::default();
+    if matches!(
+        ctx.global.device,
+        Some(DeviceSelector::All | DeviceSelector::List(_))
+    ) {
+        // Several devices: opened first, so that each gets engine threads of its own (a
+        // slower one takes fewer images, since every thread takes the next when free).
+        let n = shared_engines(ctx, &devices, &mut device_timings)?.len();
+        pipeline.engines = pipeline.engines.max(n);
+    }
     let read = ctx.read_options();
     let hide = ctx.global.quiet
         || jobs.len() == 1
@@ -226,9 +237,10 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
             let path = &jobs[i].input;
             img_io::load_with(path, &read).map(|d| ctx.accept(path, d))
         },
-        start: |_| -> Result<EngineState<'_>> {
+        start: |n| -> Result<EngineState<'_>> {
             let mut timings = Timings::default();
-            let engine = shared_engine(ctx, &device, &mut timings)?;
+            let engines = shared_engines(ctx, &devices, &mut timings)?;
+            let engine = &engines[n % engines.len()];
             Ok(EngineState { engine, timings })
         },
         engine: |s: &mut EngineState<'_>, &i: &usize, image: Image| {
@@ -262,12 +274,18 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         ledger.end(todo[outcome.index], outcome, &bar);
     });
     bar.finish_and_clear();
-    let (records, mut timings) = ledger.close()?;
+    let opened: &[Engine] = match devices.get() {
+        Some(Ok(engines)) => engines,
+        _ => &[],
+    };
+    let (records, mut timings) = ledger.close(opened.len())?;
+    timings.merge(&device_timings);
     for t in engine_timings? {
         timings.merge(&t);
     }
     ctx.report_timings(&timings);
-    let report = Report::new("blur", records, started.elapsed());
+    let names = opened.iter().map(Engine::describe).collect();
+    let report = Report::new("blur", names, records, started.elapsed());
     if jobs.len() > 1 {
         ctx.note(&report.summary_line());
     }
@@ -332,7 +350,10 @@ impl<'j> Ledger<'j> {
             Err(e) => (FileStatus::Failed, Some(format!("{e:#}"))),
         };
         let job = &self.jobs[i];
-        self.records[i] = Some(record(job, status, error, Some(outcome.times)));
+        let mut r = record(job, status, error, Some(outcome.times));
+        // The engine thread for now; `close` turns it into the device's index.
+        r.device = outcome.engine;
+        self.records[i] = Some(r);
         bar.set_message(job.input.display().to_string());
         bar.inc(1);
         while let Some(Some(r)) = self.records.get(self.printed) {
@@ -343,15 +364,20 @@ impl<'j> Ledger<'j> {
         }
     }
 
-    /// Every file's record, in input order, and the stages' times.
-    fn close(self) -> Result<(Vec<FileRecord>, Timings)> {
+    /// Every file's record, in input order, and the stages' times. Engine thread `n` worked
+    /// on device `n % devices`.
+    fn close(self, devices: usize) -> Result<(Vec<FileRecord>, Timings)> {
         if let Some(e) = self.broken_pipe {
             return Err(e);
         }
         let records = self
             .records
             .into_iter()
-            .map(|r| r.expect("every file ends"))
+            .map(|r| {
+                let mut r = r.expect("every file ends");
+                r.device = r.device.map(|n| n % devices.max(1));
+                r
+            })
             .collect();
         Ok((records, self.stage_times))
     }
@@ -369,5 +395,6 @@ fn record(
         status,
         error,
         times,
+        device: None,
     }
 }

@@ -83,23 +83,28 @@ pub fn run(ctx: &Ctx, args: DevicesArgs) -> Result<Status> {
 }
 
 /// The adapters `selector` names: the one of that index, or those whose name contains the
-/// part (a run takes the best ranked of them); none is an error, as for every other command.
+/// part (a run takes the best ranked of them), or for `all` and lists the union of what
+/// they name; none is an error, as for every other command.
 fn selected(adapters: Vec<AdapterReport>, selector: &DeviceSelector) -> Result<Vec<AdapterReport>> {
     let names: Vec<String> = adapters.iter().map(|a| a.name.clone()).collect();
+    let names_it = |a: &AdapterReport, one: &DeviceSelector| match one {
+        DeviceSelector::Index(i) => a.index == *i,
+        DeviceSelector::Name(part) => a.name.to_lowercase().contains(&part.to_lowercase()),
+        DeviceSelector::All | DeviceSelector::List(_) => false,
+    };
     let hits: Vec<AdapterReport> = match selector {
-        DeviceSelector::Index(i) => adapters.into_iter().filter(|a| a.index == *i).collect(),
-        DeviceSelector::Name(part) => {
-            let needle = part.to_lowercase();
-            adapters
-                .into_iter()
-                .filter(|a| a.name.to_lowercase().contains(&needle))
-                .collect()
-        }
+        DeviceSelector::All => adapters,
+        DeviceSelector::List(list) => adapters
+            .into_iter()
+            .filter(|a| list.iter().any(|one| names_it(a, one)))
+            .collect(),
+        one => adapters.into_iter().filter(|a| names_it(a, one)).collect(),
     };
     if hits.is_empty() {
         let what = match selector {
             DeviceSelector::Index(i) => format!("no adapter with index {i}"),
             DeviceSelector::Name(part) => format!("no adapter name contains {part:?}"),
+            DeviceSelector::All | DeviceSelector::List(_) => "no adapter".to_string(),
         };
         anyhow::bail!(
             "--device: {what} (adapters: {})",

@@ -115,14 +115,33 @@ impl Ctx {
     }
 
     fn open_engine(&self, timings: &mut Timings, prefer_native_cpu: bool) -> Result<Engine> {
-        let request = DeviceRequest {
+        let request = self.request(prefer_native_cpu);
+        let (engine, fallback) = timings.phase("device", || gpu::open(&request))?;
+        self.say_engines(std::slice::from_ref(&engine), &fallback);
+        Ok(engine)
+    }
+
+    /// Every device `--device all` or a list names (one otherwise, as [`Ctx::work_engine`]),
+    /// for a batch to share its files among.
+    pub fn work_engines(&self, timings: &mut Timings) -> Result<Vec<Engine>> {
+        let request = self.request(true);
+        let (engines, fallback) = timings.phase("device", || gpu::open_all(&request))?;
+        self.say_engines(&engines, &fallback);
+        Ok(engines)
+    }
+
+    fn request(&self, prefer_native_cpu: bool) -> DeviceRequest {
+        DeviceRequest {
             backend: self.global.backend,
             device: self.global.device.clone(),
             tune: self.tune_settings(),
             prefer_native_cpu,
-        };
-        let (engine, fallback) = timings.phase("device", || gpu::open(&request))?;
-        match &fallback {
+        }
+    }
+
+    /// The fallback's line, and with `-v` which engines run.
+    fn say_engines(&self, engines: &[Engine], fallback: &Fallback) {
+        match fallback {
             Fallback::NoAdapter => self.warn("no GPU adapter found; running on the CPU backend"),
             Fallback::SoftwareAdapter(name) if self.global.verbose > 0 => self.note(&format!(
                 "{name} is a software rasteriser: running on gpukit's native CPU engine, which \
@@ -131,12 +150,13 @@ impl Ctx {
             _ => {}
         }
         if self.global.verbose > 0 {
-            match &engine {
-                Engine::Gpu(g) => self.note(&format!("adapter: {}", g.describe())),
-                Engine::Cpu => self.note("adapter: cpu (gpukit's native CPU engine)"),
+            for engine in engines {
+                match engine {
+                    Engine::Gpu(g) => self.note(&format!("adapter: {}", g.describe())),
+                    Engine::Cpu => self.note("adapter: cpu (gpukit's native CPU engine)"),
+                }
             }
         }
-        Ok(engine)
     }
 
     /// Where the ops find tuned shapes (`--tune-cache`, `--no-tune-cache`), with warnings on

@@ -44,11 +44,15 @@ impl fmt::Display for BackendChoice {
 }
 
 /// How the user picked an adapter with `--device`: by index in `gpukit devices`, or by a
-/// case-insensitive part of its name.
+/// case-insensitive part of its name; or several (`all`, or a list `0,1`) for a batch to
+/// share out (a command that runs on one device takes the first of them).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeviceSelector {
     Index(usize),
     Name(String),
+    /// Every hardware adapter (software rasterisers only where there is nothing else).
+    All,
+    List(Vec<DeviceSelector>),
 }
 
 impl std::str::FromStr for DeviceSelector {
@@ -57,6 +61,16 @@ impl std::str::FromStr for DeviceSelector {
         let s = s.trim();
         if s.is_empty() {
             return Err("expected an adapter index or a part of its name".into());
+        }
+        if s.eq_ignore_ascii_case("all") {
+            return Ok(DeviceSelector::All);
+        }
+        if s.contains(',') {
+            let parts = s
+                .split(',')
+                .map(str::parse)
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(DeviceSelector::List(parts));
         }
         Ok(match s.parse::<usize>() {
             Ok(i) => DeviceSelector::Index(i),
@@ -217,6 +231,8 @@ pub fn select(candidates: &[Candidate], selector: Option<&DeviceSelector>) -> Re
                 )
             }
         }
+        Some(DeviceSelector::All) => select(candidates, None),
+        Some(DeviceSelector::List(list)) => select(candidates, list.first()),
         Some(DeviceSelector::Name(part)) => {
             let needle = part.to_lowercase();
             let hits: Vec<usize> = (0..candidates.len())
@@ -238,6 +254,61 @@ pub fn select(candidates: &[Candidate], selector: Option<&DeviceSelector>) -> Re
             }
         }
     }
+}
+
+/// The adapters a selector names, in its order: one for a single selector, each of a list
+/// (an adapter may be named twice: two devices on it), or with `all` every hardware adapter
+/// (software rasterisers only when there is nothing else).
+pub fn select_all(
+    candidates: &[Candidate],
+    selector: Option<&DeviceSelector>,
+) -> Result<Vec<usize>> {
+    match selector {
+        Some(DeviceSelector::All) => {
+            let hardware: Vec<usize> = (0..candidates.len())
+                .filter(|&i| candidates[i].device_type != wgpu::DeviceType::Cpu)
+                .collect();
+            if hardware.is_empty() {
+                Ok(vec![select(candidates, None)?])
+            } else {
+                Ok(hardware)
+            }
+        }
+        Some(DeviceSelector::List(list)) => list
+            .iter()
+            .map(|one| select(candidates, Some(one)))
+            .collect(),
+        one => Ok(vec![select(candidates, one)?]),
+    }
+}
+
+/// Opens every device the request names (`--device all` or a list; one otherwise), for a
+/// batch that shares its images among them. The software-rasteriser rule of [`open`] applies
+/// when no device is named.
+pub fn open_all(request: &DeviceRequest) -> Result<(Vec<Engine>, Fallback)> {
+    if !matches!(
+        request.device,
+        Some(DeviceSelector::All | DeviceSelector::List(_))
+    ) {
+        let (engine, fallback) = open(request)?;
+        return Ok((vec![engine], fallback));
+    }
+    if request.backend == Some(BackendChoice::Cpu) {
+        bail!(crate::UsageError(
+            "--device cannot be combined with --backend cpu".into()
+        ));
+    }
+    let start = Instant::now();
+    let adapters = enumerate(request.backend)?;
+    let indices = select_all(&candidates(&adapters), request.device.as_ref())?;
+    let engines = indices
+        .into_iter()
+        .map(|i| {
+            let gpu = open_adapter(&adapters[i], start, &request.tune)?;
+            Ok(Engine::Gpu(Box::new(gpu)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((engines, Fallback::None))
 }
 
 fn instance(backends: wgpu::Backends) -> wgpu::Instance {
@@ -403,8 +474,19 @@ impl Gpu {
 #[derive(Debug)]
 pub enum Engine {
     Gpu(Box<Gpu>),
-    /// The ops' CPU references; used with `--backend cpu` or when no adapter exists.
+    /// gpukit's native CPU engine; used with `--backend cpu`, when no adapter exists, and in
+    /// place of a software rasteriser ([`DeviceRequest::prefer_native_cpu`]).
     Cpu,
+}
+
+impl Engine {
+    /// One line: the adapter's description, or `cpu`.
+    pub fn describe(&self) -> String {
+        match self {
+            Engine::Gpu(g) => g.describe(),
+            Engine::Cpu => "cpu (gpukit's native CPU engine)".into(),
+        }
+    }
 }
 
 /// How `open` ended up with its engine, for the one line the CLI prints.
@@ -512,6 +594,33 @@ mod tests {
             device_type,
             backend,
         }
+    }
+
+    #[test]
+    fn all_and_lists_select_several_adapters() {
+        let gpu = c("NVIDIA H200", DeviceType::DiscreteGpu, Backend::Vulkan);
+        let lvp = c("llvmpipe", DeviceType::Cpu, Backend::Vulkan);
+        let both = [lvp.clone(), gpu.clone(), gpu];
+        let sel = |s: &str| s.parse::<DeviceSelector>().unwrap();
+        // `all`: every hardware adapter, not the software rasteriser...
+        assert_eq!(select_all(&both, Some(&sel("all"))).unwrap(), [1, 2]);
+        // ...unless it is all there is.
+        assert_eq!(
+            select_all(std::slice::from_ref(&lvp), Some(&sel("ALL"))).unwrap(),
+            [0]
+        );
+        // A list, in its order, an adapter named twice opened twice.
+        assert_eq!(
+            select_all(&both, Some(&sel("2,0,h200"))).unwrap(),
+            [2, 0, 1]
+        );
+        assert_eq!(select_all(&both, Some(&sel("0,0"))).unwrap(), [0, 0]);
+        assert!(select_all(&both, Some(&sel("0,7"))).is_err());
+        // One device, or none named: one adapter, the best ranked for none.
+        assert_eq!(select_all(&both, None).unwrap(), [1]);
+        // A command that runs on one device takes the first of a list.
+        assert_eq!(select(&both, Some(&sel("2,0"))).unwrap(), 2);
+        assert!(",".parse::<DeviceSelector>().is_err());
     }
 
     #[test]

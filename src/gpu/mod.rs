@@ -8,8 +8,9 @@ pub mod shader;
 mod timing;
 
 pub use device::{
-    list_adapters, open, open_gpu, rank, select, AdapterReport, BackendChoice, Candidate,
-    DeviceRequest, DeviceSelector, Engine, Fallback, FeatureReport, Gpu, LimitsReport,
+    list_adapters, open, open_all, open_gpu, rank, select, select_all, AdapterReport,
+    BackendChoice, Candidate, DeviceRequest, DeviceSelector, Engine, Fallback, FeatureReport, Gpu,
+    LimitsReport,
 };
 pub use kernel::{grid, Batch, Kernel, Usage, WriteView, TIMED_PASSES};
 pub use shader::{compose, Composed, Shader, Variant};
