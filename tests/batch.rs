@@ -602,3 +602,60 @@ fn a_batch_over_two_devices_equals_the_reference_and_says_who_did_what() {
         }
     }
 }
+
+#[test]
+fn merged_reports_of_shards_list_every_file_as_the_unsharded_report_does() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    for i in 0..8 {
+        let name = format!("f{i}.png");
+        std::fs::copy(fixture("pngsuite/basn0g08.png"), d.join("in").join(name)).unwrap();
+    }
+    std::fs::write(d.join("in/bad.png"), b"\x89PNG\r\n\x1a\nnot really").unwrap();
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(d.join(name)).unwrap()).unwrap()
+    };
+    let blur = |extra: &[&str], report: &str| {
+        let mut args = vec![
+            "blur",
+            "in",
+            "--out-dir",
+            "out",
+            "-r",
+            "1",
+            "--report",
+            report,
+        ];
+        args.extend_from_slice(extra);
+        run_in(Some(d), &args)
+    };
+    blur(&[], "all.json").code(1);
+    std::fs::remove_dir_all(d.join("out")).unwrap();
+    for i in 1..=3 {
+        let shard = format!("{i}/3");
+        blur(&["--shard", &shard], &format!("s{i}.json"));
+    }
+    let r = run_in(
+        Some(d),
+        &["merge", "s1.json", "s2.json", "s3.json", "--json", "m.json"],
+    );
+    r.code(0);
+    let (all, merged) = (read("all.json"), read("m.json"));
+    let what = |doc: &serde_json::Value| -> Vec<(String, String, String)> {
+        doc["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let s = |k: &str| f[k].as_str().unwrap_or_default().to_string();
+                (s("input"), s("output"), s("status"))
+            })
+            .collect()
+    };
+    assert_eq!(what(&merged), what(&all));
+    assert_eq!(merged["devices"], all["devices"]);
+    for key in ["files", "done", "skipped", "failed"] {
+        assert_eq!(merged["summary"][key], all["summary"][key], "{key}");
+    }
+}

@@ -1,26 +1,114 @@
 //! Merging the JSON documents of shards (docs/scale-out.md) into the one an unsharded run
-//! would have written: `gpukit histogram --merge shard-*.json`.
+//! would have written: `gpukit merge shard-*.json` (histogram documents or batch reports),
+//! and `gpukit histogram --merge`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use clap::Args;
 use serde_json::{Map, Value};
 
+use super::{Ctx, Status};
+use crate::io::json::{JsonDest, JsonSink};
 use crate::ops::histogram::channel_stats;
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' documents: `histogram --json` documents, or `blur --report` reports.
+    #[arg(value_name = "SHARD.json", required = true)]
+    inputs: Vec<PathBuf>,
+    /// Write the merged document to FILE.json, or to stdout with `-` (the default).
+    #[arg(long, value_name = "FILE.json|-")]
+    json: Option<JsonDest>,
+}
+
+pub fn run(_ctx: &Ctx, args: MergeArgs) -> Result<Status> {
+    let sink = JsonSink::open(args.json.as_ref().unwrap_or(&JsonDest::Stdout))?;
+    let first = read(&args.inputs[0])?;
+    let merged = if first.get("bins").is_some() {
+        histograms(&args.inputs)?
+    } else {
+        reports(&args.inputs)?
+    };
+    sink.write(&merged)?;
+    Ok(Status::Success)
+}
 
 fn read(path: &Path) -> Result<Value> {
     let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
     serde_json::from_slice(&bytes)
-        .with_context(|| format!("{}: not a gpukit histogram JSON document", path.display()))
+        .with_context(|| format!("{}: not a gpukit JSON document", path.display()))
 }
 
 fn array<'v>(doc: &'v Value, key: &str, path: &Path) -> Result<&'v Vec<Value>> {
     doc[key].as_array().with_context(|| {
         format!(
-            "{}: not a gpukit histogram JSON document (no {key:?} list)",
+            "{}: not a gpukit histogram document or batch report (no {key:?} list)",
             path.display()
         )
     })
+}
+
+/// Batch reports (`blur --report`) of the shards of one run as one: every file in input-path
+/// order, the devices of all shards (each file's `device` pointing into that list), and the
+/// totals recounted. The shards ran side by side, so `seconds` is the longest shard's and
+/// `images_per_second` the files done over it.
+pub fn reports(paths: &[PathBuf]) -> Result<Value> {
+    let mut devices: Vec<Value> = Vec::new();
+    let mut files = Vec::new();
+    let mut seconds = 0f64;
+    let mut command = Value::Null;
+    for path in paths {
+        let doc = read(path)?;
+        if !command.is_null() && doc["command"] != command {
+            bail!(
+                "{}: a report of {}, the others of {command}",
+                path.display(),
+                doc["command"]
+            );
+        }
+        command = doc["command"].clone();
+        let mut index = Vec::new();
+        for d in array(&doc, "devices", path)? {
+            let at = devices.iter().position(|x| x == d).unwrap_or_else(|| {
+                devices.push(d.clone());
+                devices.len() - 1
+            });
+            index.push(at);
+        }
+        for f in array(&doc, "files", path)? {
+            let mut f = f.clone();
+            if let Some(i) = f["device"].as_u64() {
+                let at = index.get(i as usize).with_context(|| {
+                    format!(
+                        "{}: a file's device is not in its devices list",
+                        path.display()
+                    )
+                })?;
+                f["device"] = (*at).into();
+            }
+            files.push(f);
+        }
+        seconds = seconds.max(doc["summary"]["seconds"].as_f64().unwrap_or(0.0));
+    }
+    files.sort_by_key(|f| PathBuf::from(f["input"].as_str().unwrap_or_default()));
+    let count = |s: &str| files.iter().filter(|f| f["status"] == s).count();
+    let done = count("ok");
+    let summary = serde_json::json!({
+        "files": files.len(),
+        "done": done,
+        "skipped": count("skipped"),
+        "failed": count("failed"),
+        "seconds": seconds,
+        "images_per_second": if seconds > 0.0 { done as f64 / seconds } else { 0.0 },
+    });
+    let mut out = Map::new();
+    out.insert("gpukit_version".into(), env!("CARGO_PKG_VERSION").into());
+    out.insert("command".into(), command);
+    out.insert("devices".into(), Value::Array(devices));
+    out.insert("files".into(), Value::Array(files));
+    out.insert("summary".into(), summary);
+    Ok(Value::Object(out))
 }
 
 /// The histogram documents of `paths` as one: their inputs and failures in path order (the

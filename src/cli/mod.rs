@@ -89,6 +89,9 @@ pub enum Command {
     Histogram(histogram::HistogramArgs),
     /// Multiply two matrices, C = op(A) op(B), with sums in f32.
     Matmul(matmul::MatmulArgs),
+    /// Merge the JSON documents of shards (histogram --json, blur --report) into the one an
+    /// unsharded run writes (docs/scale-out.md).
+    Merge(merge::MergeArgs),
     /// Prefix sum, min or max of an array (exclusive or inclusive; u32, i32, f32).
     Scan(scan::ScanArgs),
     /// Measure the kernels' workgroup sizes and tile shapes on this adapter and cache the
@@ -269,6 +272,7 @@ where
         Command::Devices(args) => devices::run(&ctx, args),
         Command::Bench(args) => bench::run(&ctx, args),
         Command::Histogram(args) => histogram::run(&ctx, args),
+        Command::Merge(args) => merge::run(&ctx, args),
         Command::Matmul(args) => matmul::run(&ctx, args),
         Command::Scan(args) => scan::run(&ctx, args),
         Command::Tune(args) => tune::run(&ctx, args),
