@@ -47,6 +47,11 @@ fn mixed_tree(dir: &Path) -> Vec<PathBuf> {
     rels
 }
 
+/// The JSON document at `path`.
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
 #[track_caller]
 fn assert_blurred(input: &Path, output: &Path, radius: u32) {
     let want = blur_cpu(
@@ -125,8 +130,7 @@ fn a_corrupt_file_in_the_middle_fails_alone_and_the_report_says_so() {
     assert_blurred(&d.join("in/c.png"), &d.join("out/c.png"), 1);
     assert!(!d.join("out/b.png").exists());
 
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(d.join("report.json")).unwrap()).unwrap();
+    let report = json(&d.join("report.json"));
     assert_eq!(report["command"], "blur");
     let files = report["files"].as_array().unwrap();
     let status: Vec<&str> = files
@@ -316,8 +320,7 @@ fn histogram_of_a_folder_writes_what_it_counted_and_lists_the_failure() {
         ],
     );
     r.code(1).one_error_line("in/b.png");
-    let doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(d.join("h.json")).unwrap()).unwrap();
+    let doc = json(&d.join("h.json"));
     let inputs = doc["inputs"].as_array().unwrap();
     assert_eq!(inputs.len(), 2);
     for (input, path) in inputs.iter().zip(["in/a.png", "in/deep/c.png"]) {
@@ -457,9 +460,7 @@ fn merged_histograms_of_shards_equal_the_unsharded_run() {
         let from = fixture(&format!("pngsuite/{f}.png"));
         std::fs::copy(from, d.join("in").join(format!("{f}.png"))).unwrap();
     }
-    let read = |name: &str| -> serde_json::Value {
-        serde_json::from_slice(&std::fs::read(d.join(name)).unwrap()).unwrap()
-    };
+    let read = |name: &str| json(&d.join(name));
     run_in(Some(d), &["histogram", "in", "--sum", "--json", "all.json"]).code(0);
     let mut shards = Vec::new();
     for i in 1..=3 {
@@ -613,9 +614,7 @@ fn merged_reports_of_shards_list_every_file_as_the_unsharded_report_does() {
         std::fs::copy(fixture("pngsuite/basn0g08.png"), d.join("in").join(name)).unwrap();
     }
     std::fs::write(d.join("in/bad.png"), b"\x89PNG\r\n\x1a\nnot really").unwrap();
-    let read = |name: &str| -> serde_json::Value {
-        serde_json::from_slice(&std::fs::read(d.join(name)).unwrap()).unwrap()
-    };
+    let read = |name: &str| json(&d.join(name));
     let blur = |extra: &[&str], report: &str| {
         let mut args = vec![
             "blur",

@@ -84,28 +84,33 @@ fn backend_and_device_come_from_the_environment() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no adapter with index 99"));
 }
 
+/// `gpukit -v bench copy` as short as it goes, with `global` options first; it has succeeded.
+fn quick_bench(global: &[&str]) -> crate::util::Run {
+    let bench = [
+        "-v",
+        "bench",
+        "copy",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--warmup-ms",
+        "0",
+        "--copy-mib",
+        "1",
+    ];
+    let r = run(&[global, &bench[..]].concat());
+    r.code(0);
+    r
+}
+
 #[test]
 fn device_by_index_and_name_part_opens_that_adapter() {
     let doc = devices_json(&[]);
     let name = doc["adapters"][0]["name"].as_str().unwrap().to_string();
     let part: String = name.chars().take(4).collect::<String>().to_uppercase();
     for sel in ["0", part.as_str()] {
-        let r = run(&[
-            "--device",
-            sel,
-            "-v",
-            "bench",
-            "copy",
-            "--reps",
-            "1",
-            "--warmup",
-            "0",
-            "--warmup-ms",
-            "0",
-            "--copy-mib",
-            "1",
-        ]);
-        r.code(0);
+        let r = quick_bench(&["--device", sel]);
         assert!(
             r.stderr.contains(&format!("adapter: {name}")),
             "{}",
@@ -171,20 +176,7 @@ fn a_software_adapter_is_passed_over_unless_named() {
         );
     }
     // Measuring kernels never passes an adapter over.
-    let bench = run(&[
-        "-v",
-        "bench",
-        "copy",
-        "--reps",
-        "1",
-        "--warmup",
-        "0",
-        "--warmup-ms",
-        "0",
-        "--copy-mib",
-        "1",
-    ]);
-    bench.code(0);
+    let bench = quick_bench(&[]);
     assert!(
         bench.stderr.contains(&format!("adapter: {name}")),
         "{}",
