@@ -501,6 +501,7 @@ fn read_header(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Header> 
     let header = match kind {
         Kind::Png => png_header(&png_reader(bytes, opts, false)?)?,
         Kind::Jpeg => jpeg_decoder(bytes, true)?.1,
+        Kind::Other(ImageFormat::Tiff) => super::tiff::header(bytes)?,
         Kind::Other(f) => {
             let decoder = other_decoder(bytes, f)?;
             other_header(&decoder, f)?
@@ -515,12 +516,13 @@ fn decode_from(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Decoded>
     match kind {
         Kind::Png => decode_png(bytes, opts),
         Kind::Jpeg => decode_jpeg(bytes, opts),
+        Kind::Other(ImageFormat::Tiff) => super::tiff::decode(bytes, opts),
         Kind::Other(f) => decode_other(bytes, f, opts),
     }
 }
 
 /// A decoder error as one line; an early end of the data is called what it is.
-fn describe_io(e: &std::io::Error, format: &str) -> String {
+pub(super) fn describe_io(e: &std::io::Error, format: &str) -> String {
     if e.kind() == std::io::ErrorKind::UnexpectedEof {
         format!("truncated {format}: the data ends early")
     } else {

@@ -4,3 +4,4 @@ pub mod array;
 pub mod image;
 pub mod json;
 pub mod output;
+mod tiff;
