@@ -3,4 +3,5 @@
 pub mod array;
 pub mod image;
 pub mod json;
+pub mod metadata;
 pub mod output;
