@@ -605,3 +605,31 @@ fn encoding_options_that_apply_to_no_output_are_usage_errors() {
         assert!(!out(ext).exists(), "{ext}");
     }
 }
+
+// JPEG's segments hold 64 KiB: a larger EXIF (possible in PNG) fails the file with a clear
+// line instead of a corrupt length field, and --strip gets past it.
+#[test]
+fn exif_too_large_for_jpeg_is_a_clear_error() {
+    let dir = tempdir();
+    let input = dir.path().join("in.png");
+    let mut big = exif(1);
+    big.resize(70_000, 0);
+    let mut info = png::Info::with_size(4, 4);
+    info.color_type = png::ColorType::Grayscale;
+    info.bit_depth = png::BitDepth::Eight;
+    info.exif_metadata = Some(big.into());
+    let file = std::fs::File::create(&input).unwrap();
+    let mut w = png::Encoder::with_info(file, info)
+        .unwrap()
+        .write_header()
+        .unwrap();
+    w.write_image_data(&[7; 16]).unwrap();
+    w.finish().unwrap();
+    let out = dir.path().join("out.jpg");
+    run(&["blur", s(&input), "-o", s(&out)])
+        .code(1)
+        .one_error_line("its EXIF (70000 bytes) is more than a JPEG segment holds");
+    assert!(!out.exists());
+    run(&["blur", s(&input), "--strip", "-o", s(&out)]).code(0);
+    assert_eq!(read_jpeg(&out).exif, None);
+}

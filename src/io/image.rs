@@ -1062,6 +1062,7 @@ fn write_jpeg(img: &Image, meta: &Metadata, quality: u8, out: &mut Vec<u8>) -> R
         encoder.set_icc_profile(p.clone())?;
     }
     if let Some(e) = &meta.exif {
+        metadata::jpeg_segment_fits("EXIF", b"Exif\0\0".len(), e.len()).map_err(|e| anyhow!(e))?;
         encoder.set_exif_metadata(e.clone())?;
     }
     if let Some((unit, x, y)) = meta.density.and_then(metadata::Density::to_jfif) {
@@ -1076,7 +1077,7 @@ fn write_jpeg(img: &Image, meta: &Metadata, quality: u8, out: &mut Vec<u8>) -> R
     }
     encoder.write_image(bytes_u8(img)?, img.width, img.height, color)?;
     if let Some(xmp) = &meta.xmp {
-        metadata::jpeg_insert_xmp(out, xmp);
+        metadata::jpeg_insert_xmp(out, xmp).map_err(|e| anyhow!(e))?;
     }
     Ok(())
 }

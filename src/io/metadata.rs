@@ -464,14 +464,23 @@ pub fn estimate_quality(zigzag: &[u16; 64]) -> u8 {
         .expect("a non-empty range") as u8
 }
 
+/// The most a JPEG segment holds after its length field and `prefix`, or an error naming
+/// `what` when `len` bytes do not fit.
+pub(crate) fn jpeg_segment_fits(what: &str, prefix: usize, len: usize) -> Result<(), String> {
+    if 2 + prefix + len > usize::from(u16::MAX) {
+        return Err(format!(
+            "its {what} ({len} bytes) is more than a JPEG segment holds (64 KiB); --strip drops it"
+        ));
+    }
+    Ok(())
+}
+
 /// Inserts an XMP packet as an APP1 segment after a JPEG's leading APPn segments (where the
-/// encoder put JFIF, EXIF and the ICC profile). `false` when it does not fit one segment.
-pub(crate) fn jpeg_insert_xmp(jpeg: &mut Vec<u8>, xmp: &[u8]) -> bool {
+/// encoder put JFIF, EXIF and the ICC profile).
+pub(crate) fn jpeg_insert_xmp(jpeg: &mut Vec<u8>, xmp: &[u8]) -> Result<(), String> {
     const NS: &[u8] = b"http://ns.adobe.com/xap/1.0/\0";
-    let len = 2 + NS.len() + xmp.len();
-    let Ok(len16) = u16::try_from(len) else {
-        return false;
-    };
+    jpeg_segment_fits("XMP", NS.len(), xmp.len())?;
+    let len16 = (2 + NS.len() + xmp.len()) as u16;
     // After SOI and every APPn that follows it.
     let mut at = 2;
     while jpeg.get(at) == Some(&0xFF) && matches!(jpeg.get(at + 1), Some(0xE0..=0xEF)) {
@@ -482,7 +491,7 @@ pub(crate) fn jpeg_insert_xmp(jpeg: &mut Vec<u8>, xmp: &[u8]) -> bool {
     segment.extend_from_slice(NS);
     segment.extend_from_slice(xmp);
     jpeg.splice(at..at, segment);
-    true
+    Ok(())
 }
 
 #[cfg(test)]
