@@ -233,6 +233,55 @@ fn metrics_match_sums_and_ssim_computed_here() {
     }
 }
 
+/// A row wider than a workgroup's pixels, 16-bit RGBA: one differing pixel at each corner
+/// (units of 4 pixels straddle the rows), and every sample as far off as it can be (sums of
+/// squares past 2^32 in every workgroup), on both reductions and in strips whose units
+/// hold pixels of two strips; against sums computed here and the CPU reference.
+#[test]
+fn wide_16_bit_rows_with_corners_and_large_sums() {
+    let g = gpu();
+    let mut gc = CompareGpu::new(&g);
+    let (w, h) = (4097u32, 3u32);
+    let a = random_image(w, h, 4, 16, 4097);
+    let n = (w * h) as usize;
+    let corners = [0, w as usize - 1, n - w as usize, n - 1];
+    let cases = [
+        (
+            "corners",
+            modified(&a, |p, ch, v| {
+                if corners.contains(&p) {
+                    v ^ (0x1234 << ch)
+                } else {
+                    v
+                }
+            }),
+        ),
+        ("opposite", modified(&a, |_, _, v| 65535 - v)),
+    ];
+    let opts = Options {
+        diff: true,
+        ..Options::default()
+    };
+    for (name, b) in cases {
+        let cpu = op::reference(&a, &b, &opts);
+        check_metrics(&a, &b, &cpu, name);
+        if name == "corners" {
+            assert_eq!(cpu.counts.differing, 4, "{name}");
+        }
+        // One strip; strips of 2 rows and 1 (8194 pixels: a unit straddles them).
+        for (binding, subgroups) in [(u64::MAX, gc.subgroups), (u64::MAX, false), (200_000, true)] {
+            gc.binding_bytes = binding.min(g.limits.max_storage_buffer_binding_size);
+            gc.subgroups = subgroups && CompareGpu::new(&g).subgroups;
+            let got = gc.compare(&a, &b, &opts, &mut Timings::default()).unwrap();
+            assert_same(
+                &got,
+                &cpu,
+                &format!("{name} binding {binding} subgroups {subgroups}"),
+            );
+        }
+    }
+}
+
 /// pixelmatch's `colorDelta` in f64, with alpha blended over white; 16-bit rounded to 8.
 fn pixelmatch_delta(p: [f64; 4], q: [f64; 4]) -> f64 {
     let blend = |c: f64, a: f64| 255.0 + (c - 255.0) * a / 255.0;
@@ -391,8 +440,14 @@ fn gpu_equals_cpu_with_every_option_and_in_strips() {
                 v
             }
         });
-        for binding in [u64::MAX, 2000, 100] {
+        // Both workgroup reductions: on subgroups (where the adapter has them) and atomics.
+        let reductions = [gc.subgroups, false];
+        for (binding, subgroups) in [u64::MAX, 2000, 100]
+            .into_iter()
+            .flat_map(|b| reductions.map(|sg| (b, sg)))
+        {
             gc.binding_bytes = binding.min(g.limits.max_storage_buffer_binding_size);
+            gc.subgroups = subgroups;
             for opts in [
                 Options {
                     diff: true,
@@ -422,7 +477,9 @@ fn gpu_equals_cpu_with_every_option_and_in_strips() {
                     ..Options::default()
                 },
             ] {
-                let what = format!("{w}x{h}x{channels} {bits}-bit binding {binding} {opts:?}");
+                let what = format!(
+                    "{w}x{h}x{channels} {bits}-bit binding {binding} subgroups {subgroups} {opts:?}"
+                );
                 let cpu = op::reference(&a, &b, &opts);
                 let gpu = match gc.compare(&a, &b, &opts, &mut Timings::default()) {
                     Ok(c) => c,
@@ -644,3 +701,4 @@ fn folders_pair_files_and_list_missing_and_extra() {
     r.code(2);
     assert!(r.stdout.contains("sub/changed.png: match"), "{}", r.stdout);
 }
+
