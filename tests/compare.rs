@@ -702,3 +702,87 @@ fn folders_pair_files_and_list_missing_and_extra() {
     assert!(r.stdout.contains("sub/changed.png: match"), "{}", r.stdout);
 }
 
+/// Folder mode through the batch pipeline: a differing pair, pixels equal in different
+/// files, a size mismatch, 16-bit gray, a missing and an extra file; one worker or four,
+/// on the CPU engine or the GPU, the same report and the same diff images.
+#[test]
+fn folder_reports_do_not_depend_on_the_jobs_or_the_engine() {
+    let dir = tempdir();
+    let (golden, out) = (dir.path().join("golden"), dir.path().join("out"));
+    for p in [golden.join("a/b"), out.join("a/b")] {
+        std::fs::create_dir_all(p).unwrap();
+    }
+    let save = |path: PathBuf, img: &Image| image::save(&path, img.clone()).unwrap();
+    let rgb = random_image(23, 9, 3, 8, 5);
+    let changed = modified(
+        &rgb,
+        |p, ch, v| if p % 7 == 2 && ch == 1 { v ^ 0x80 } else { v },
+    );
+    let gray16 = random_image(6, 5, 1, 16, 6);
+    for i in 0..6 {
+        save(golden.join(format!("same{i}.png")), &rgb);
+        save(out.join(format!("same{i}.png")), &rgb);
+        save(golden.join(format!("a/changed{i}.png")), &rgb);
+        save(out.join(format!("a/changed{i}.png")), &changed);
+    }
+    save(golden.join("a/b/gray16.png"), &gray16);
+    save(
+        out.join("a/b/gray16.png"),
+        &modified(&gray16, |p, _, v| v + p as i64),
+    );
+    save(golden.join("size.png"), &rgb);
+    save(out.join("size.png"), &random_image(9, 23, 3, 8, 5));
+    save(golden.join("gone.png"), &rgb);
+    save(out.join("a/new.png"), &rgb);
+    let s = |p: &Path| p.display().to_string();
+    let diffs = dir.path().join("diffs");
+    let mut first: Option<(serde_json::Value, Vec<Image>)> = None;
+    for (backend, jobs) in [("cpu", "1"), ("cpu", "4"), ("vulkan", "1"), ("vulkan", "4")] {
+        if diffs.exists() {
+            std::fs::remove_dir_all(&diffs).unwrap();
+        }
+        let r = run(&[
+            "--backend",
+            backend,
+            "compare",
+            &s(&golden),
+            &s(&out),
+            "--json",
+            "-",
+            "--diff",
+            &s(&diffs),
+            "-j",
+            jobs,
+        ]);
+        r.code(1);
+        let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let files = doc["files"].as_array().unwrap();
+        let status: Vec<(&str, &str)> = files
+            .iter()
+            .map(|f| (f["actual"].as_str().unwrap(), f["status"].as_str().unwrap()))
+            .collect();
+        let name = |f: &str| s(&out.join(f));
+        let mut want = vec![(name("a/b/gray16.png"), "mismatch")];
+        want.extend((0..6).map(|i| (name(&format!("a/changed{i}.png")), "mismatch")));
+        want.extend((0..6).map(|i| (name(&format!("same{i}.png")), "match")));
+        want.push((name("size.png"), "size-mismatch"));
+        let want: Vec<(&str, &str)> = want.iter().map(|(n, st)| (n.as_str(), *st)).collect();
+        assert_eq!(status, want, "{backend} -j {jobs}");
+        assert_eq!(doc["missing"], serde_json::json!(["gone.png"]));
+        assert_eq!(doc["extra"], serde_json::json!(["a/new.png"]));
+        // Every 7th pixel of 207, in one channel.
+        assert_eq!(files[1]["metrics"]["differing"], 30);
+        let diff_images: Vec<Image> = (0..6)
+            .map(|i| image::load(&diffs.join(format!("a/changed{i}.png"))).unwrap())
+            .chain([image::load(&diffs.join("a/b/gray16.png")).unwrap()])
+            .collect();
+        assert!(!diffs.join("same0.png").exists());
+        match &first {
+            None => first = Some((doc, diff_images)),
+            Some((d, imgs)) => {
+                assert_eq!(&doc, d, "{backend} -j {jobs}: the report");
+                assert!(imgs == &diff_images, "{backend} -j {jobs}: the diff images");
+            }
+        }
+    }
+}
