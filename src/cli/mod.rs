@@ -122,20 +122,21 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// Opens the engine the options ask for, saying on stderr when it falls back to the CPU.
+    /// The engine for measuring kernels (`bench`, `tune`): the adapter the options ask for
+    /// (the CPU when there is none), without the pipeline cache.
     pub fn engine(&self, timings: &mut Timings) -> Result<Engine> {
         self.open_engine(timings, false)
     }
 
     /// The engine that does a command's work fastest: as [`Ctx::engine`], but on a machine
     /// whose best adapter is a software rasteriser (lavapipe, WARP), gpukit's native CPU
-    /// engine, unless `--device` or `--backend` names the adapter.
+    /// engine, unless `--device` or `--backend` names the adapter; with the pipeline cache.
     pub fn work_engine(&self, timings: &mut Timings) -> Result<Engine> {
         self.open_engine(timings, true)
     }
 
-    fn open_engine(&self, timings: &mut Timings, prefer_native_cpu: bool) -> Result<Engine> {
-        let request = self.request(prefer_native_cpu);
+    fn open_engine(&self, timings: &mut Timings, for_work: bool) -> Result<Engine> {
+        let request = self.request(for_work);
         let (engine, choice) = gpu::open(&request)?;
         self.say_engines(std::slice::from_ref(&engine), choice, timings);
         Ok(engine)
@@ -150,13 +151,21 @@ impl Ctx {
         Ok(engines)
     }
 
-    fn request(&self, prefer_native_cpu: bool) -> DeviceRequest {
+    /// The request for a command that does work (`for_work`: the native CPU engine rather
+    /// than a software rasteriser, the pipeline cache) or measures kernels (`bench`, `tune`:
+    /// the adapter, and no pipeline cache, which tune's candidates would fill with pipelines
+    /// that no op builds).
+    fn request(&self, for_work: bool) -> DeviceRequest {
         DeviceRequest {
             backend: self.global.backend,
             device: self.global.device.clone(),
             tune: self.tune_settings(),
-            pipelines: self.pipeline_settings(),
-            prefer_native_cpu,
+            pipelines: if for_work {
+                self.pipeline_settings()
+            } else {
+                gpu::pipeline_cache::Settings::default()
+            },
+            prefer_native_cpu: for_work,
         }
     }
 
