@@ -834,7 +834,7 @@ fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result
     decoder
         .set_limits(limits)
         .map_err(|e| image_error(e, format))?;
-    let metadata = other_metadata(decoder.as_mut(), bytes, format)?;
+    let metadata = other_metadata(decoder.as_mut(), format)?;
     let img = DynamicImage::from_decoder(decoder).map_err(|e| image_error(e, format))?;
     Ok(Decoded {
         image: Image::from_dynamic(img)?,
@@ -844,16 +844,9 @@ fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result
     })
 }
 
-/// What the image crate's decoders report (ICC, EXIF, XMP: WebP, GIF's ICC); a TIFF's, with
-/// its resolution and orientation, from the tiff crate.
-fn other_metadata(
-    decoder: &mut dyn image::ImageDecoder,
-    bytes: &[u8],
-    format: ImageFormat,
-) -> Result<Metadata> {
-    if format == ImageFormat::Tiff {
-        return metadata::from_tiff(bytes).map_err(|e| anyhow!("corrupt TIFF: {e}"));
-    }
+/// What the image crate's decoders report (ICC, EXIF, XMP: WebP, GIF's ICC). A TIFF's is
+/// read by src/io/tiff.rs.
+fn other_metadata(decoder: &mut dyn image::ImageDecoder, format: ImageFormat) -> Result<Metadata> {
     let err = |e| image_error(e, format);
     Ok(Metadata {
         icc_profile: decoder.icc_profile().map_err(err)?,

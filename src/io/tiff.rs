@@ -60,7 +60,13 @@ pub(super) fn decode(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
         DecodingResult::U16(v) => plan.convert(&v, stored, planar),
         _ => bail!("unsupported TIFF: its samples are neither 8- nor 16-bit"),
     };
-    Ok(Decoded { image, damage })
+    let metadata = super::metadata::from_tiff(bytes).map_err(tiff_error)?;
+    Ok(Decoded {
+        image,
+        damage,
+        metadata,
+        jpeg_quality: None,
+    })
 }
 
 fn open<'a>(bytes: &'a [u8], opts: &ReadOptions) -> Result<Decoder<Cursor<&'a [u8]>>> {
