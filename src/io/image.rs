@@ -2,13 +2,14 @@
 //! gray+alpha, RGB, RGBA; palettes and sub-byte depths expanded), and encoded back with the
 //! same layout in the format the output's extension names, through an atomic `PendingFile`.
 
-use std::io::{BufWriter, Cursor, Read, Write};
+use std::io::{BufRead, BufWriter, Cursor, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use image::{DynamicImage, ImageFormat};
-use zune_core::bytestream::ZCursor;
+use zune_core::bytestream::{ZByteReaderTrait, ZCursor};
 
+use super::frames::FrameStream;
 use super::output::PendingFile;
 
 /// Interleaved samples, row-major, `channels` per pixel.
@@ -290,28 +291,76 @@ impl Header {
 
 const READABLE: &str = "PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO";
 
+/// Whether `path` is `-`: stdin.
+pub fn is_stdin(path: &Path) -> bool {
+    path == Path::new("-")
+}
+
+/// How messages name an input: `stdin` for `-`, else the path.
+pub fn input_name(path: &Path) -> String {
+    if is_stdin(path) {
+        "stdin".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// An image input whose header has been read and checked: `open` it, look at its `header`,
-/// then `decode` it. Regular files are read again to decode; anything else (a pipe, a FIFO,
-/// a device, `<(...)`) can be read only once, so its bytes are kept.
+/// then `decode` it (one image) or take its `frames` (every frame of an animation, every
+/// image on stdin). A regular file's header is read alone (its decoders seek to what they
+/// need), and the file is read whole once, to decode; anything else (a pipe, a FIFO, `<(...)`)
+/// is read once and its bytes kept; stdin (`-`) keeps its first image and the stream.
 pub struct Source {
     path: PathBuf,
     header: Header,
-    kept: Option<Vec<u8>>,
+    kept: Kept,
+}
+
+enum Kept {
+    /// A regular file, read when decoded.
+    Nothing,
+    /// An input that can be read only once, read whole.
+    Bytes(Vec<u8>),
+    /// stdin: its first image, and the rest of the stream.
+    Stream(Vec<u8>, FrameStream<std::io::Stdin>),
 }
 
 impl Source {
-    /// Reads `path`'s header and checks it against the limits. Errors name the file.
+    /// Reads `path`'s header (`-`: stdin's first image) and checks it against the limits.
+    /// Errors name the file.
     pub fn open(path: &Path, opts: &ReadOptions) -> Result<Source> {
-        let name = path.display();
+        let name = input_name(path);
+        if is_stdin(path) {
+            let mut stream = FrameStream::new(std::io::stdin(), read_cap(opts));
+            let first = stream
+                .next_frame()
+                .with_context(|| name.clone())?
+                .unwrap_or_default();
+            let header = read_header(Cursor::new(&first), path, opts).context(name)?;
+            return Ok(Source {
+                path: path.to_path_buf(),
+                header,
+                kept: Kept::Stream(first, stream),
+            });
+        }
         let regular = std::fs::metadata(path)
             .with_context(|| format!("{name}: cannot read"))?
             .is_file();
-        let bytes = read_input(path, opts)?;
-        let header = read_header(&bytes, path, opts).with_context(|| format!("{name}"))?;
+        let (header, kept) = if regular {
+            let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot read"))?;
+            let reader = std::io::BufReader::new(file);
+            (read_header(reader, path, opts), Kept::Nothing)
+        } else {
+            let bytes = read_input(path, opts)?;
+            (
+                read_header(Cursor::new(&bytes), path, opts),
+                Kept::Bytes(bytes),
+            )
+        };
         Ok(Source {
             path: path.to_path_buf(),
-            header,
-            kept: (!regular).then_some(bytes),
+            header: header.context(name)?,
+            kept,
         })
     }
 
@@ -323,21 +372,32 @@ impl Source {
         &self.path
     }
 
-    /// Decodes the pixels. Errors name the file.
+    /// The input's bytes: read now (a regular file), or those kept. Stdin must hold one image.
+    fn bytes(self, opts: &ReadOptions) -> Result<Vec<u8>> {
+        Ok(match self.kept {
+            Kept::Nothing => read_input(&self.path, opts)?,
+            Kept::Bytes(b) => b,
+            Kept::Stream(first, mut stream) => {
+                if !stream.at_end().context("stdin")? {
+                    bail!("stdin: {MORE_THAN_ONE}");
+                }
+                first
+            }
+        })
+    }
+
+    /// Decodes the one image the input holds. Errors name the file.
     pub fn decode(self, opts: &ReadOptions) -> Result<Decoded> {
-        let bytes = match self.kept {
-            Some(b) => b,
-            None => read_input(&self.path, opts)?,
-        };
-        let decoded = decode_from(&bytes, &self.path, opts)
-            .with_context(|| format!("{}", self.path.display()))?;
-        let (h, i) = (self.header, &decoded.image);
+        let (path, header) = (self.path.clone(), self.header);
+        let name = input_name(&path);
+        let bytes = self.bytes(opts)?;
+        let decoded = decode_from(&bytes, &path, opts).context(name.clone())?;
+        let (h, i) = (header, &decoded.image);
         if (h.width, h.height, h.channels, h.bit_depth)
             != (i.width, i.height, i.channels, i.bit_depth())
         {
             bail!(
-                "{}: changed while it was read (its header said {}x{} {} {}-bit)",
-                self.path.display(),
+                "{name}: changed while it was read (its header said {}x{} {} {}-bit)",
                 h.width,
                 h.height,
                 layout_name(h.channels),
@@ -346,35 +406,90 @@ impl Source {
         }
         Ok(decoded)
     }
+
+    /// Every image the input holds: one; each frame of an animated GIF, PNG or WebP (as
+    /// RGBA 8-bit, composed as they are shown); or each image on stdin, read and decoded one
+    /// at a time as the iterator is used. Errors name the file (and the frame on stdin).
+    pub fn frames(self, opts: &ReadOptions) -> Result<Frames> {
+        if let Kept::Stream(first, stream) = self.kept {
+            return Ok(Frames(FramesKind::Stream {
+                first: Some(first),
+                stream,
+                opts: *opts,
+                index: 0,
+            }));
+        }
+        let name = input_name(&self.path);
+        let path = self.path.clone();
+        let bytes = self.bytes(opts)?;
+        let frames = decode_frames(&bytes, &path, opts).context(name)?;
+        Ok(Frames(FramesKind::Decoded(frames.into_iter())))
+    }
 }
 
-/// Reads an image's header without decoding its pixels, so a batch can be checked before
-/// any work starts, with the default options. Errors name the file.
+const MORE_THAN_ONE: &str =
+    "more than one image follows on stdin, where one was expected (`gpukit histogram -` reads a stream of images)";
+
+/// The images of one input, from [`Source::frames`]. After an error it ends.
+pub struct Frames(FramesKind);
+
+enum FramesKind {
+    Decoded(std::vec::IntoIter<Decoded>),
+    Stream {
+        first: Option<Vec<u8>>,
+        stream: FrameStream<std::io::Stdin>,
+        opts: ReadOptions,
+        /// Images read so far.
+        index: usize,
+    },
+    Ended,
+}
+
+impl Iterator for Frames {
+    type Item = Result<Decoded>;
+
+    fn next(&mut self) -> Option<Result<Decoded>> {
+        let FramesKind::Stream {
+            first,
+            stream,
+            opts,
+            index,
+        } = &mut self.0
+        else {
+            return match &mut self.0 {
+                FramesKind::Decoded(frames) => frames.next().map(Ok),
+                _ => None,
+            };
+        };
+        *index += 1;
+        let name = format!("stdin, image {index}");
+        let bytes = match first.take() {
+            Some(b) => Ok(Some(b)),
+            None => stream.next_frame().with_context(|| name.clone()),
+        };
+        let result = match bytes {
+            Ok(None) => None,
+            Ok(Some(b)) => Some(decode_from(&b, Path::new("-"), opts).context(name)),
+            Err(e) => Some(Err(e)),
+        };
+        if !matches!(result, Some(Ok(_))) {
+            self.0 = FramesKind::Ended;
+        }
+        result
+    }
+}
+
+/// Reads an image's header without decoding its pixels, with the default options. Errors
+/// name the file.
 pub fn probe(path: &Path) -> Result<Header> {
     probe_with(path, &ReadOptions::default())
 }
 
 /// Reads an image's header and checks it against the limits. An input that can be read only
-/// once (a pipe, a FIFO, `<(...)`) is read whole and its bytes kept for the `load_with` of
-/// the same path that follows, so a probe does not consume it. Errors name the file.
+/// once (a pipe, a FIFO, stdin) is used up: open a [`Source`] to decode it afterwards.
+/// Errors name the file.
 pub fn probe_with(path: &Path, opts: &ReadOptions) -> Result<Header> {
-    let mut source = Source::open(path, opts)?;
-    let header = source.header();
-    if let Some(bytes) = source.kept.take() {
-        kept_inputs()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(path.to_path_buf(), bytes);
-    }
-    Ok(header)
-}
-
-/// The bytes of probed inputs that cannot be read twice, until they are loaded.
-fn kept_inputs() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, Vec<u8>>> {
-    static KEPT: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<PathBuf, Vec<u8>>>,
-    > = std::sync::OnceLock::new();
-    KEPT.get_or_init(Default::default)
+    Source::open(path, opts).map(|s| s.header())
 }
 
 /// Reads and decodes an image with the default options: damaged files and images over
@@ -383,18 +498,11 @@ pub fn load(path: &Path) -> Result<Image> {
     load_with(path, &ReadOptions::default()).map(|d| d.image)
 }
 
-/// Reads and decodes an image; the format comes from the file's content (the extension
-/// only for TGA, which has no signature). Errors name the file.
+/// Reads and decodes one image (`-`: from stdin); the format comes from the content (the
+/// extension only for TGA, which has no signature). Errors name the file.
 pub fn load_with(path: &Path, opts: &ReadOptions) -> Result<Decoded> {
-    let kept = kept_inputs()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(path);
-    let bytes = match kept {
-        Some(b) => b,
-        None => read_input(path, opts)?,
-    };
-    decode_from(&bytes, path, opts).with_context(|| format!("{}", path.display()))
+    let bytes = read_input(path, opts)?;
+    decode_from(&bytes, path, opts).with_context(|| input_name(path))
 }
 
 /// Decodes an image from memory with the default options; the format comes from the content.
@@ -407,14 +515,27 @@ pub fn decode_with(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
     decode_from(bytes, Path::new(""), opts)
 }
 
+/// The most bytes one input may take: no image format compresses below a bit per pixel...
+/// except PNG, far: the decoded limit plus room for metadata.
+fn read_cap(opts: &ReadOptions) -> u64 {
+    opts.limits.max_bytes.saturating_add(64 << 20)
+}
+
 /// Reads a whole input: a file, or anything that reads like one (pipes and FIFOs included;
-/// their size is not known in advance, so what is read is capped).
+/// their size is not known in advance, so what is read is capped); `-` is stdin, which must
+/// hold one image.
 fn read_input(path: &Path, opts: &ReadOptions) -> Result<Vec<u8>> {
+    let cap = read_cap(opts);
+    if is_stdin(path) {
+        let mut stream = FrameStream::new(std::io::stdin(), cap);
+        let first = stream.next_frame().context("stdin")?.unwrap_or_default();
+        if !stream.at_end().context("stdin")? {
+            bail!("stdin: {MORE_THAN_ONE}");
+        }
+        return Ok(first);
+    }
     let name = path.display();
     let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot read"))?;
-    // No image format compresses below a bit per pixel... except PNG, far: cap the file at the
-    // decoded limit plus room for metadata.
-    let cap = opts.limits.max_bytes.saturating_add(64 << 20);
     let mut bytes = Vec::new();
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
@@ -496,27 +617,229 @@ fn resolve<'a>(bytes: &'a [u8], path: &Path) -> Result<(Kind, &'a [u8])> {
     })
 }
 
-fn read_header(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Header> {
-    let (kind, bytes) = resolve(bytes, path)?;
-    let header = match kind {
-        Kind::Png => png_header(&png_reader(bytes, opts, false)?)?,
-        Kind::Jpeg => jpeg_decoder(bytes, true)?.1,
-        Kind::Other(f) => {
-            let decoder = other_decoder(bytes, f)?;
-            other_header(&decoder, f)?
+/// Reads the header from `r`, which is read only as far as its decoder needs (a regular
+/// file's pixels are not read; a TIFF's directory is sought).
+fn read_header<R: BufRead + Seek>(mut r: R, path: &Path, opts: &ReadOptions) -> Result<Header> {
+    let mut head = Vec::with_capacity(16);
+    (&mut r)
+        .take(16)
+        .read_to_end(&mut head)
+        .context("cannot read")?;
+    r.seek(SeekFrom::Start(0)).context("cannot read")?;
+    let header = match kind_of(&head, path)? {
+        // An ICO's directory points anywhere in it: read it whole (they are small).
+        Kind::Other(ImageFormat::Ico) => {
+            let mut bytes = Vec::new();
+            r.take(read_cap(opts))
+                .read_to_end(&mut bytes)
+                .context("cannot read")?;
+            let (kind, inner) = resolve(&bytes, path)?;
+            header_of(Cursor::new(inner), kind, opts)?
         }
+        kind => header_of(r, kind, opts)?,
     };
     opts.limits.check(&header)?;
     Ok(header)
 }
 
+/// The header of an image of `kind`: the layout `decode` gives one image, or
+/// [`Source::frames`] gives each frame of an animation (RGBA 8-bit).
+fn header_of<R: BufRead + Seek>(mut r: R, kind: Kind, opts: &ReadOptions) -> Result<Header> {
+    let rgba8 = |h: Header| Header {
+        channels: 4,
+        bit_depth: 8,
+        ..h
+    };
+    Ok(match kind {
+        Kind::Png => {
+            let reader = png_reader(r, opts, false)?;
+            let header = png_header(&reader)?;
+            match png_frames(&reader) {
+                1 => header,
+                _ => rgba8(header),
+            }
+        }
+        Kind::Jpeg => jpeg_decoder(r, true)?.1,
+        Kind::Other(f) => {
+            let animated = match f {
+                ImageFormat::WebP => webp_frames(&mut r)? > 1,
+                ImageFormat::Tiff => {
+                    tiff_check(&mut r)?;
+                    false
+                }
+                _ => false,
+            };
+            r.seek(SeekFrom::Start(0)).context("cannot read")?;
+            let decoder = other_decoder(r, f)?;
+            let header = other_header(decoder.as_ref(), f)?;
+            match animated {
+                true => rgba8(header),
+                false => header,
+            }
+        }
+    })
+}
+
 fn decode_from(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Decoded> {
     let (kind, bytes) = resolve(bytes, path)?;
+    let frames = frame_count(kind, bytes)?;
+    if frames > 1 {
+        bail!(multi_frame(kind, frames));
+    }
     match kind {
         Kind::Png => decode_png(bytes, opts),
         Kind::Jpeg => decode_jpeg(bytes, opts),
         Kind::Other(f) => decode_other(bytes, f, opts),
     }
+}
+
+/// Every frame of an image: the one image, or an animation's frames as RGBA 8-bit, composed
+/// as they are shown. The frames together must fit the decoded-bytes limit.
+fn decode_frames(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Vec<Decoded>> {
+    let (kind, inner) = resolve(bytes, path)?;
+    let count = frame_count(kind, inner)?;
+    if count <= 1 {
+        return Ok(vec![decode_from(bytes, path, opts)?]);
+    }
+    use image::AnimationDecoder;
+    let (format, frames) = match kind {
+        Kind::Png => {
+            let decoder = image::codecs::png::PngDecoder::new(Cursor::new(inner))
+                .and_then(|d| d.apng())
+                .map_err(|e| image_error(e, ImageFormat::Png))?;
+            (ImageFormat::Png, decoder.into_frames())
+        }
+        Kind::Other(f @ ImageFormat::Gif) => {
+            let decoder = image::codecs::gif::GifDecoder::new(Cursor::new(inner))
+                .map_err(|e| image_error(e, f))?;
+            (f, decoder.into_frames())
+        }
+        Kind::Other(f @ ImageFormat::WebP) => {
+            let decoder = image::codecs::webp::WebPDecoder::new(Cursor::new(inner))
+                .map_err(|e| image_error(e, f))?;
+            (f, decoder.into_frames())
+        }
+        _ => bail!(multi_frame(kind, count)),
+    };
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    for frame in frames {
+        let buffer = frame.map_err(|e| image_error(e, format))?.into_buffer();
+        let (w, h) = buffer.dimensions();
+        let header = Header {
+            width: w,
+            height: h,
+            channels: 4,
+            bit_depth: 8,
+        };
+        opts.limits.check(&header)?;
+        total += header.decoded_bytes();
+        if total > opts.limits.max_bytes {
+            bail!(
+                "its {count} frames would take more than {} decoded, the limit \
+                 (--max-image-bytes or GPUKIT_MAX_IMAGE_BYTES raise it)",
+                human_bytes(opts.limits.max_bytes)
+            );
+        }
+        out.push(Decoded {
+            image: Image::new_u8(w, h, 4, buffer.into_raw()),
+            damage: None,
+        });
+    }
+    Ok(out)
+}
+
+/// How many frames (pages of a TIFF) an image holds.
+fn frame_count(kind: Kind, bytes: &[u8]) -> Result<u32> {
+    Ok(match kind {
+        // A PNG that does not parse is one image, for the PNG path to say what is wrong.
+        Kind::Png => {
+            let mut decoder = png::Decoder::new_with_limits(
+                Cursor::new(bytes),
+                png::Limits { bytes: usize::MAX },
+            );
+            decoder.ignore_checksums(true);
+            decoder.read_info().map_or(1, |r| png_frames(&r))
+        }
+        Kind::Jpeg => 1,
+        Kind::Other(ImageFormat::Gif) => gif_frames(bytes)?,
+        Kind::Other(ImageFormat::WebP) => webp_frames(&mut Cursor::new(bytes))?,
+        Kind::Other(ImageFormat::Tiff) => tiff_check(&mut Cursor::new(bytes))?,
+        Kind::Other(_) => 1,
+    })
+}
+
+/// The one line refusing an image of several frames where one image is expected.
+fn multi_frame(kind: Kind, frames: u32) -> String {
+    match kind {
+        Kind::Other(ImageFormat::Tiff) => format!(
+            "multi-page TIFF with {frames} pages: not supported (gpukit reads one image a \
+             file; split the pages first, e.g. with tiffsplit)"
+        ),
+        _ => {
+            let name = match kind {
+                Kind::Other(ImageFormat::WebP) => "WebP".to_string(),
+                Kind::Other(f) => format_name(f),
+                _ => "PNG".to_string(),
+            };
+            format!(
+                "animated {name} with {frames} frames: not supported here, where one image \
+                 is expected (`gpukit histogram` counts every frame; to blur or compare it, \
+                 split it into images first)"
+            )
+        }
+    }
+}
+
+fn png_frames<R: BufRead + Seek>(reader: &png::Reader<R>) -> u32 {
+    match reader.info().animation_control() {
+        Some(actl) => actl.num_frames.max(1),
+        None => 1,
+    }
+}
+
+/// A GIF's frames, counted without decoding their pixels.
+fn gif_frames(bytes: &[u8]) -> Result<u32> {
+    let gif_error = |e: gif::DecodingError| anyhow!("corrupt GIF: {e}");
+    let mut options = gif::DecodeOptions::new();
+    options.skip_frame_decoding(true);
+    let mut decoder = options.read_info(Cursor::new(bytes)).map_err(gif_error)?;
+    let mut frames = 0;
+    while decoder.read_next_frame().map_err(gif_error)?.is_some() {
+        frames += 1;
+    }
+    Ok(frames)
+}
+
+fn webp_frames<R: BufRead + Seek>(r: &mut R) -> Result<u32> {
+    let decoder = image_webp::WebPDecoder::new(r).map_err(|e| anyhow!("corrupt WEBP: {e}"))?;
+    Ok(if decoder.is_animated() {
+        decoder.num_frames()
+    } else {
+        1
+    })
+}
+
+/// Refuses what image's TIFF decoder would convert silently (CMYK to RGB) or cut (all pages
+/// but the first); the page count (1).
+fn tiff_check<R: Read + Seek>(r: &mut R) -> Result<u32> {
+    let tiff_error = |e: tiff::TiffError| anyhow!("corrupt TIFF: {e}");
+    let mut decoder = tiff::decoder::Decoder::new(r).map_err(tiff_error)?;
+    if let Ok(tiff::ColorType::CMYK(_) | tiff::ColorType::CMYKA(_)) = decoder.colortype() {
+        bail!(
+            "CMYK TIFF: not supported (gpukit never converts between colour spaces; convert it \
+             to RGB first)"
+        );
+    }
+    let mut pages = 1u32;
+    while decoder.more_images() {
+        decoder.next_image().map_err(tiff_error)?;
+        pages += 1;
+    }
+    if pages > 1 {
+        bail!(multi_frame(Kind::Other(ImageFormat::Tiff), pages));
+    }
+    Ok(pages)
 }
 
 /// A decoder error as one line; an early end of the data is called what it is.
@@ -530,14 +853,13 @@ fn describe_io(e: &std::io::Error, format: &str) -> String {
 
 // ---- PNG: the png crate directly, with both checksums (chunk CRC, zlib Adler-32) verified ----
 
-fn png_reader<'a>(
-    bytes: &'a [u8],
+fn png_reader<R: BufRead + Seek>(
+    r: R,
     opts: &ReadOptions,
     ignore_checksums: bool,
-) -> Result<png::Reader<Cursor<&'a [u8]>>> {
+) -> Result<png::Reader<R>> {
     let limit = usize::try_from(opts.limits.max_bytes).unwrap_or(usize::MAX);
-    let mut decoder =
-        png::Decoder::new_with_limits(Cursor::new(bytes), png::Limits { bytes: limit });
+    let mut decoder = png::Decoder::new_with_limits(r, png::Limits { bytes: limit });
     // The png crate skips the Adler-32 check by default; libpng makes it.
     decoder.ignore_checksums(ignore_checksums);
     decoder.set_transformations(png::Transformations::EXPAND);
@@ -570,7 +892,7 @@ fn png_error(e: png::DecodingError) -> anyhow::Error {
     }
 }
 
-fn png_header(reader: &png::Reader<Cursor<&[u8]>>) -> Result<Header> {
+fn png_header<R: BufRead + Seek>(reader: &png::Reader<R>) -> Result<Header> {
     let info = reader.info();
     let (color, depth) = reader.output_color_type();
     Ok(Header {
@@ -610,7 +932,7 @@ fn decode_png(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
 
 /// The pixels, or with `lenient`, as many rows as decode (the rest zero) and what stopped it.
 fn png_pixels(bytes: &[u8], opts: &ReadOptions, lenient: bool) -> Result<(Image, Option<String>)> {
-    let mut reader = png_reader(bytes, opts, lenient)?;
+    let mut reader = png_reader(Cursor::new(bytes), opts, lenient)?;
     let header = png_header(&reader)?;
     opts.limits.check(&header)?;
     let size = reader
@@ -650,17 +972,17 @@ fn png_pixels(bytes: &[u8], opts: &ReadOptions, lenient: bool) -> Result<(Image,
 
 // ---- JPEG: zune-jpeg directly, strict (image's wrapper turns its strict mode off) ----
 
-fn jpeg_decoder(
-    bytes: &[u8],
+fn jpeg_decoder<R: ZByteReaderTrait>(
+    reader: R,
     strict: bool,
-) -> Result<(zune_jpeg::JpegDecoder<ZCursor<&[u8]>>, Header)> {
+) -> Result<(zune_jpeg::JpegDecoder<R>, Header)> {
     use zune_core::colorspace::ColorSpace;
     // Reading the headers allocates no pixels: gpukit checks its limits on what they say.
     let options = zune_core::options::DecoderOptions::default()
         .set_strict_mode(strict)
         .set_max_width(u16::MAX as usize)
         .set_max_height(u16::MAX as usize);
-    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(bytes), options);
+    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(reader, options);
     decoder.decode_headers().map_err(jpeg_error)?;
     let (width, height) = decoder
         .dimensions()
@@ -668,7 +990,15 @@ fn jpeg_decoder(
     let input = decoder
         .input_colorspace()
         .ok_or_else(|| anyhow!("corrupt JPEG: no frame header"))?;
-    // Gray stays gray; everything else (YCbCr, RGB, CMYK, YCCK) is decoded to RGB.
+    // CMYK would have to be converted to be shown: gpukit keeps pixels in their colour space.
+    if matches!(input, ColorSpace::CMYK | ColorSpace::YCCK) {
+        bail!(
+            "CMYK JPEG ({} components, {input:?}): not supported (gpukit never converts \
+             between colour spaces; convert it to RGB first)",
+            input.num_components()
+        );
+    }
+    // Gray stays gray; YCbCr and RGB are decoded to RGB.
     let out = if input == ColorSpace::Luma {
         ColorSpace::Luma
     } else {
@@ -717,7 +1047,7 @@ fn jpeg_error(e: zune_jpeg::errors::DecodeErrors) -> anyhow::Error {
 
 fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
     let pixels = |strict: bool| -> Result<Image> {
-        let (mut decoder, h) = jpeg_decoder(bytes, strict)?;
+        let (mut decoder, h) = jpeg_decoder(ZCursor::new(bytes), strict)?;
         opts.limits.check(&h)?;
         let data = decoder.decode().map_err(jpeg_error)?;
         if data.len() != h.width as usize * h.height as usize * h.channels as usize {
@@ -744,8 +1074,11 @@ fn is_limit(e: &anyhow::Error) -> bool {
 
 // ---- Everything else: the image crate's decoders, with its limits set ----
 
-fn other_decoder(bytes: &[u8], format: ImageFormat) -> Result<Box<dyn image::ImageDecoder + '_>> {
-    let mut reader = image::ImageReader::new(Cursor::new(bytes));
+fn other_decoder<'a, R: BufRead + Seek + 'a>(
+    r: R,
+    format: ImageFormat,
+) -> Result<Box<dyn image::ImageDecoder + 'a>> {
+    let mut reader = image::ImageReader::new(r);
     reader.set_format(format);
     reader.no_limits();
     let decoder = reader.into_decoder().map_err(|e| image_error(e, format))?;
@@ -795,7 +1128,7 @@ fn other_header(decoder: &dyn image::ImageDecoder, format: ImageFormat) -> Resul
 }
 
 fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result<Decoded> {
-    let mut decoder = other_decoder(bytes, format)?;
+    let mut decoder = other_decoder(Cursor::new(bytes), format)?;
     let header = other_header(decoder.as_ref(), format)?;
     opts.limits.check(&header)?;
     let mut limits = image::Limits::default();
@@ -942,6 +1275,43 @@ mod tests {
             e.to_string().starts_with("not an image gpukit can read"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_animation_is_refused_as_one_image_and_read_whole_as_frames() {
+        // An APNG of two 3x2 RGB frames, the first its default image.
+        let mut apng = Vec::new();
+        {
+            let mut encoder = png::Encoder::new(&mut apng, 3, 2);
+            encoder.set_color(png::ColorType::Rgb);
+            encoder.set_animated(2, 0).unwrap();
+            let mut writer = encoder.write_header().unwrap();
+            writer.write_image_data(&[10; 18]).unwrap();
+            writer.write_image_data(&[200; 18]).unwrap();
+            writer.finish().unwrap();
+        }
+        let err = decode(&apng).unwrap_err().to_string();
+        assert!(
+            err.starts_with("animated PNG with 2 frames: not supported"),
+            "{err}"
+        );
+        let opts = ReadOptions::default();
+        let header = read_header(Cursor::new(&apng), Path::new(""), &opts).unwrap();
+        assert_eq!((header.channels, header.bit_depth), (4, 8));
+        let frames = decode_frames(&apng, Path::new(""), &opts).unwrap();
+        let opaque = |v: u8| Image::new_u8(3, 2, 4, [v, v, v, 255].repeat(6));
+        let images: Vec<Image> = frames.into_iter().map(|d| d.image).collect();
+        assert_eq!(images, [opaque(10), opaque(200)]);
+        // The frames together count against the limit.
+        let tight = ReadOptions {
+            limits: DecodeLimits {
+                max_bytes: 40,
+                ..DecodeLimits::DEFAULT
+            },
+            ..opts
+        };
+        let err = decode_frames(&apng, Path::new(""), &tight).unwrap_err();
+        assert!(err.to_string().contains("its 2 frames"), "{err}");
     }
 
     #[test]
