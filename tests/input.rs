@@ -513,6 +513,19 @@ fn one_image_is_expected_on_stdin_except_by_histogram() {
         "{err}"
     );
     assert!(!dir.path().join("out.png").exists());
+    // Bytes after the image that are no image are its trailing data, as in a file.
+    let jpeg = [&encoded(&card(), ImageFormat::Jpeg)[..], b"camera trailer"].concat();
+    let (code, _, err) = piped(
+        dir.path(),
+        &["--backend", "cpu", "blur", "-", "-r", "0", "-o", "out.png"],
+        jpeg.clone(),
+    );
+    assert_eq!(code, 0, "{err}");
+    write(dir.path(), "trailer.jpg", &jpeg);
+    assert_eq!(
+        image::load(&dir.path().join("out.png")).unwrap(),
+        image::load(&dir.path().join("trailer.jpg")).unwrap()
+    );
     // stdin can be read once.
     let (code, _, err) = piped(dir.path(), &["histogram", "-", "-"], two);
     assert_eq!(code, 2, "{err}");

@@ -26,7 +26,7 @@ impl<R: Read> FrameStream<R> {
     }
 
     /// Whether the stream has ended (nothing more than blank space is left).
-    pub fn at_end(&mut self) -> Result<bool> {
+    fn at_end(&mut self) -> Result<bool> {
         loop {
             let buf = fill(&mut self.reader)?;
             if buf.is_empty() {
@@ -39,6 +39,16 @@ impl<R: Read> FrameStream<R> {
             }
             self.reader.consume(blank);
         }
+    }
+
+    /// Everything left on the stream (a frame may take no more).
+    pub fn remainder(&mut self) -> Result<Vec<u8>> {
+        let mut frame = Frame {
+            bytes: Vec::new(),
+            cap: self.cap,
+        };
+        frame.rest(&mut self.reader)?;
+        Ok(frame.bytes)
     }
 
     /// The next frame's bytes, or `None` when the stream has ended. A frame cut short by the

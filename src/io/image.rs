@@ -377,12 +377,7 @@ impl Source {
         Ok(match self.kept {
             Kept::Nothing => read_input(&self.path, opts)?,
             Kept::Bytes(b) => b,
-            Kept::Stream(first, mut stream) => {
-                if !stream.at_end().context("stdin")? {
-                    bail!("stdin: {MORE_THAN_ONE}");
-                }
-                first
-            }
+            Kept::Stream(first, mut stream) => only_image(first, &mut stream)?,
         })
     }
 
@@ -427,8 +422,21 @@ impl Source {
     }
 }
 
-const MORE_THAN_ONE: &str =
-    "more than one image follows on stdin, where one was expected (`gpukit histogram -` reads a stream of images)";
+/// stdin's one image: its first, with what follows unless that is another image (a file's
+/// trailing bytes after its image, as some cameras write after a JPEG's end, are the
+/// decoder's to ignore, as they are in a file).
+fn only_image(mut first: Vec<u8>, stream: &mut FrameStream<std::io::Stdin>) -> Result<Vec<u8>> {
+    let rest = stream.remainder().context("stdin")?;
+    let next = rest.trim_ascii_start();
+    if !next.is_empty() && kind_of(next, Path::new("-")).is_ok() {
+        bail!(
+            "stdin: more than one image follows on stdin, where one was expected \
+             (`gpukit histogram -` reads a stream of images)"
+        );
+    }
+    first.extend_from_slice(&rest);
+    Ok(first)
+}
 
 /// The images of one input, from [`Source::frames`]. After an error it ends.
 pub struct Frames(FramesKind);
@@ -529,10 +537,7 @@ fn read_input(path: &Path, opts: &ReadOptions) -> Result<Vec<u8>> {
     if is_stdin(path) {
         let mut stream = FrameStream::new(std::io::stdin(), cap);
         let first = stream.next_frame().context("stdin")?.unwrap_or_default();
-        if !stream.at_end().context("stdin")? {
-            bail!("stdin: {MORE_THAN_ONE}");
-        }
-        return Ok(first);
+        return only_image(first, &mut stream);
     }
     let name = path.display();
     let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot read"))?;
