@@ -366,6 +366,8 @@ fn count(
     // The device opens on the engine thread while the first inputs decode.
     let engine_cell = OnceLock::new();
     let read = ctx.read_options();
+    // Images on stdin decode on as many threads as files do.
+    let jobs = args.input.pipeline().jobs;
     let stages = Stages {
         decode: |input: &Input| {
             let source = input
@@ -373,7 +375,7 @@ fn count(
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .take();
-            source.expect("each input decodes once").frames(&read)
+            source.expect("each input decodes once").frames(&read, jobs)
         },
         start: |_| -> Result<EngineState<'_>> {
             let mut timings = Timings::default();

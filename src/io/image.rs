@@ -403,16 +403,15 @@ impl Source {
     }
 
     /// Every image the input holds: one; each frame of an animated GIF, PNG or WebP (as
-    /// RGBA 8-bit, composed as they are shown); or each image on stdin, read and decoded one
-    /// at a time as the iterator is used. Errors name the file (and the frame on stdin).
-    pub fn frames(self, opts: &ReadOptions) -> Result<Frames> {
+    /// RGBA 8-bit, composed as they are shown); or each image on stdin, decoded on `threads`
+    /// threads a few images ahead of the iterator (at most 2 x `threads` read and not yet
+    /// handed out, so memory stays bounded however long the stream), handed out in stream
+    /// order. Errors name the file (and the image on stdin).
+    pub fn frames(self, opts: &ReadOptions, threads: usize) -> Result<Frames> {
         if let Kept::Stream(first, stream) = self.kept {
-            return Ok(Frames(FramesKind::Stream {
-                first: Some(first),
-                stream,
-                opts: *opts,
-                index: 0,
-            }));
+            return Ok(Frames(FramesKind::Stream(StreamFrames::start(
+                first, stream, *opts, threads,
+            ))));
         }
         let name = input_name(&self.path);
         let path = self.path.clone();
@@ -443,13 +442,7 @@ pub struct Frames(FramesKind);
 
 enum FramesKind {
     Decoded(std::vec::IntoIter<Decoded>),
-    Stream {
-        first: Option<Vec<u8>>,
-        stream: FrameStream<std::io::Stdin>,
-        opts: ReadOptions,
-        /// Images read so far.
-        index: usize,
-    },
+    Stream(StreamFrames),
     Ended,
 }
 
@@ -457,33 +450,99 @@ impl Iterator for Frames {
     type Item = Result<Decoded>;
 
     fn next(&mut self) -> Option<Result<Decoded>> {
-        let FramesKind::Stream {
-            first,
-            stream,
-            opts,
-            index,
-        } = &mut self.0
-        else {
-            return match &mut self.0 {
-                FramesKind::Decoded(frames) => frames.next().map(Ok),
-                _ => None,
-            };
+        let next = match &mut self.0 {
+            FramesKind::Decoded(frames) => return frames.next().map(Ok),
+            FramesKind::Stream(stream) => stream.next(),
+            FramesKind::Ended => return None,
         };
-        *index += 1;
-        let name = format!("stdin, image {index}");
-        let bytes = match first.take() {
-            Some(b) => Ok(Some(b)),
-            None => stream.next_frame().with_context(|| name.clone()),
-        };
-        let result = match bytes {
-            Ok(None) => None,
-            Ok(Some(b)) => Some(decode_from(&b, Path::new("-"), opts).context(name)),
-            Err(e) => Some(Err(e)),
-        };
-        if !matches!(result, Some(Ok(_))) {
+        if !matches!(next, Some(Ok(_))) {
+            // Dropping the stream's receiving ends stops its threads.
             self.0 = FramesKind::Ended;
         }
-        result
+        next
+    }
+}
+
+/// The images on stdin: one thread splits the stream into images, `threads` others decode
+/// them, and they are handed out in stream order.
+struct StreamFrames {
+    decoded: std::sync::mpsc::Receiver<(usize, Result<Decoded>)>,
+    /// Decoded out of order, waiting for those before them.
+    ahead: std::collections::BTreeMap<usize, Result<Decoded>>,
+    /// The index of the next image to hand out.
+    next: usize,
+    /// One entry per image read and not yet handed out: the splitter waits while it is full.
+    in_flight: std::sync::mpsc::Receiver<()>,
+}
+
+impl StreamFrames {
+    fn start<R: Read + Send + 'static>(
+        first: Vec<u8>,
+        mut stream: FrameStream<R>,
+        opts: ReadOptions,
+        threads: usize,
+    ) -> StreamFrames {
+        use std::sync::{mpsc, Arc, Mutex};
+        let threads = threads.max(1);
+        let (slot_tx, in_flight) = mpsc::sync_channel::<()>(2 * threads);
+        let (split_tx, split_rx) = mpsc::sync_channel::<(usize, Result<Vec<u8>>)>(threads);
+        let (decoded_tx, decoded) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut first = Some(first);
+            for index in 0.. {
+                if slot_tx.send(()).is_err() {
+                    break;
+                }
+                let bytes = match first.take() {
+                    Some(b) => Ok(Some(b)),
+                    None => stream.next_frame(),
+                };
+                let (job, last) = match bytes {
+                    Ok(None) => break,
+                    Ok(Some(b)) => ((index, Ok(b)), false),
+                    Err(e) => ((index, Err(e)), true),
+                };
+                if split_tx.send(job).is_err() || last {
+                    break;
+                }
+            }
+        });
+        let split_rx = Arc::new(Mutex::new(split_rx));
+        for _ in 0..threads {
+            let (split_rx, decoded_tx) = (split_rx.clone(), decoded_tx.clone());
+            std::thread::spawn(move || loop {
+                let job = split_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                let Ok((index, bytes)) = job else {
+                    break;
+                };
+                let result = bytes
+                    .and_then(|b| decode_from(&b, Path::new("-"), &opts))
+                    .with_context(|| format!("stdin, image {}", index + 1));
+                if decoded_tx.send((index, result)).is_err() {
+                    break;
+                }
+            });
+        }
+        StreamFrames {
+            decoded,
+            ahead: Default::default(),
+            next: 0,
+            in_flight,
+        }
+    }
+
+    fn next(&mut self) -> Option<Result<Decoded>> {
+        loop {
+            if let Some(result) = self.ahead.remove(&self.next) {
+                self.next += 1;
+                // Its slot is free: the splitter may read one more.
+                let _ = self.in_flight.recv();
+                return Some(result);
+            }
+            // Every thread has ended: the stream has, and all it held was handed out.
+            let (index, result) = self.decoded.recv().ok()?;
+            self.ahead.insert(index, result);
+        }
     }
 }
 
@@ -1317,6 +1376,47 @@ mod tests {
         };
         let err = decode_frames(&apng, Path::new(""), &tight).unwrap_err();
         assert!(err.to_string().contains("its 2 frames"), "{err}");
+    }
+
+    #[test]
+    fn images_on_a_stream_decode_ahead_and_come_out_in_order() {
+        let images: Vec<Image> = (0..40u8)
+            .map(|i| {
+                Image::new_u8(
+                    3 + u32::from(i % 5),
+                    2,
+                    1,
+                    vec![i; 6 + 2 * usize::from(i % 5)],
+                )
+            })
+            .collect();
+        let mut bytes = Vec::new();
+        for img in &images {
+            encode(img.clone(), ImageFormat::Png, &mut bytes).unwrap();
+        }
+        let opts = ReadOptions::default();
+        let stream = |bytes: Vec<u8>| {
+            let mut s = FrameStream::new(Cursor::new(bytes), 1 << 20);
+            let first = s.next_frame().unwrap().unwrap();
+            Frames(FramesKind::Stream(StreamFrames::start(first, s, opts, 3)))
+        };
+        let got: Vec<Image> = stream(bytes.clone()).map(|d| d.unwrap().image).collect();
+        assert_eq!(got, images);
+        // Image 8 is damaged: the seven before it come out, then its error, then nothing.
+        let mut damaged = Vec::new();
+        for (i, img) in images.iter().enumerate() {
+            let mut png = Vec::new();
+            encode(img.clone(), ImageFormat::Png, &mut png).unwrap();
+            if i == 7 {
+                png[40] ^= 0xFF;
+            }
+            damaged.extend(png);
+        }
+        let results: Vec<Result<Decoded>> = stream(damaged).collect();
+        assert_eq!(results.len(), 8);
+        assert!(results[..7].iter().all(Result::is_ok));
+        let err = format!("{:#}", results[7].as_ref().unwrap_err());
+        assert!(err.starts_with("stdin, image 8: corrupt PNG"), "{err}");
     }
 
     #[test]
