@@ -701,6 +701,16 @@ fn an_animated_gif_is_counted_whole_by_histogram_and_refused_where_one_image_is_
     for c in 0..4 {
         assert_eq!(counts(input, c), want.channel(c), "channel {c}");
     }
+    // The same from stdin, where it is the last (or only) image.
+    let (code, out, err) = piped(
+        dir.path(),
+        &["--backend", "cpu", "histogram", "--json", "-", "-"],
+        gif.clone(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let piped_doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(piped_doc["inputs"][0]["frames"], 3);
+    assert_eq!(piped_doc["inputs"][0]["channels"], input["channels"]);
     let blur = run_in(
         Some(dir.path()),
         &["--backend", "cpu", "blur", "anim.gif", "-o", "out.png"],

@@ -464,11 +464,13 @@ impl Iterator for Frames {
 }
 
 /// The images on stdin: one thread splits the stream into images, `threads` others decode
-/// them, and they are handed out in stream order.
+/// them (an animation into its frames), and they are handed out in stream order.
 struct StreamFrames {
-    decoded: std::sync::mpsc::Receiver<(usize, Result<Decoded>)>,
+    decoded: std::sync::mpsc::Receiver<(usize, Result<Vec<Decoded>>)>,
     /// Decoded out of order, waiting for those before them.
-    ahead: std::collections::BTreeMap<usize, Result<Decoded>>,
+    ahead: std::collections::BTreeMap<usize, Result<Vec<Decoded>>>,
+    /// The frames of the image handed out last, still to hand out.
+    frames: std::vec::IntoIter<Decoded>,
     /// The index of the next image to hand out.
     next: usize,
     /// One entry per image read and not yet handed out: the splitter waits while it is full.
@@ -516,7 +518,7 @@ impl StreamFrames {
                     break;
                 };
                 let result = bytes
-                    .and_then(|b| decode_from(&b, Path::new("-"), &opts))
+                    .and_then(|b| decode_frames(&b, Path::new("-"), &opts))
                     .with_context(|| format!("stdin, image {}", index + 1));
                 if decoded_tx.send((index, result)).is_err() {
                     break;
@@ -526,6 +528,7 @@ impl StreamFrames {
         StreamFrames {
             decoded,
             ahead: Default::default(),
+            frames: Vec::new().into_iter(),
             next: 0,
             in_flight,
         }
@@ -533,11 +536,18 @@ impl StreamFrames {
 
     fn next(&mut self) -> Option<Result<Decoded>> {
         loop {
+            if let Some(frame) = self.frames.next() {
+                return Some(Ok(frame));
+            }
             if let Some(result) = self.ahead.remove(&self.next) {
                 self.next += 1;
                 // Its slot is free: the splitter may read one more.
                 let _ = self.in_flight.recv();
-                return Some(result);
+                match result {
+                    Ok(frames) => self.frames = frames.into_iter(),
+                    Err(e) => return Some(Err(e)),
+                }
+                continue;
             }
             // Every thread has ended: the stream has, and all it held was handed out.
             let (index, result) = self.decoded.recv().ok()?;
