@@ -783,3 +783,61 @@ fn cmyk_images_are_refused_not_converted() {
     write(dir.path(), "cmyk.tif", tiff.get_ref());
     both_refuse(dir.path(), "cmyk.tif", "CMYK TIFF: not supported");
 }
+
+#[test]
+fn a_multi_page_tiff_is_counted_page_by_page_by_histogram_and_refused_by_blur() {
+    let dir = tempdir();
+    let first = Image::new_u8(3, 2, 3, (0..18).map(|i| i * 13).collect());
+    let second = Image::new_u8(2, 2, 3, (0..12).map(|i| 250 - i * 7).collect());
+    let pixels = |img: &Image| match &img.samples {
+        gpukit::io::image::Samples::U8(v) => v.clone(),
+        _ => unreachable!(),
+    };
+    let mut want = Histogram::zeros(Channels::of(3, false), 256);
+    want.add(&histogram_reference(&first, want.channels, 256));
+    want.add(&histogram_reference(&second, want.channels, 256));
+    for big in [false, true] {
+        let mut tiff = std::io::Cursor::new(Vec::new());
+        macro_rules! pages {
+            ($encoder:expr) => {{
+                let mut e = $encoder.unwrap();
+                for img in [&first, &second] {
+                    e.write_image::<tiff::encoder::colortype::RGB8>(
+                        img.width,
+                        img.height,
+                        &pixels(img),
+                    )
+                    .unwrap();
+                }
+            }};
+        }
+        if big {
+            pages!(tiff::encoder::TiffEncoder::new_big(&mut tiff));
+        } else {
+            pages!(tiff::encoder::TiffEncoder::new(&mut tiff));
+        }
+        let name = if big { "pages.btf.tif" } else { "pages.tif" };
+        write(dir.path(), name, tiff.get_ref());
+        let r = run_in(
+            Some(dir.path()),
+            &["--backend", "cpu", "histogram", "--json", "-", name],
+        );
+        r.code(0);
+        let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let input = &doc["inputs"][0];
+        assert_eq!(
+            (input["frames"].as_u64(), input["width"].as_u64()),
+            (Some(2), Some(3))
+        );
+        for c in 0..4 {
+            assert_eq!(counts(input, c), want.channel(c), "{name} channel {c}");
+        }
+        let blur = run_in(
+            Some(dir.path()),
+            &["--backend", "cpu", "blur", name, "-o", "out.png"],
+        );
+        blur.code(1).one_error_line(&format!(
+            "{name}: multi-page TIFF with 2 pages: not supported"
+        ));
+    }
+}

@@ -76,6 +76,11 @@ impl Image {
         self.width as usize * self.height as usize
     }
 
+    /// The samples' size in bytes.
+    pub fn samples_bytes(&self) -> u64 {
+        self.pixels() as u64 * u64::from(self.channels) * u64::from(self.bit_depth() / 8)
+    }
+
     /// A short description: "640x480 RGBA 8-bit".
     pub fn describe(&self) -> String {
         let layout = match self.channels {
@@ -738,7 +743,7 @@ fn header_of<R: BufRead + Seek>(mut r: R, kind: Kind, opts: &ReadOptions) -> Res
             let animated = match f {
                 ImageFormat::WebP => webp_frames(&mut r)? > 1,
                 ImageFormat::Tiff => {
-                    tiff_check(&mut r)?;
+                    tiff_pages(&mut r)?;
                     false
                 }
                 _ => false,
@@ -793,6 +798,21 @@ fn decode_frames(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Vec<De
                 .map_err(|e| image_error(e, f))?;
             (f, decoder.into_frames())
         }
+        Kind::Other(f @ ImageFormat::Tiff) => {
+            let pages = tiff_pages(&mut Cursor::new(inner))?;
+            let mut out = Vec::new();
+            let mut total = 0u64;
+            for (n, &ifd) in pages.iter().enumerate() {
+                let page = tiff_page(inner, ifd)
+                    .ok_or_else(|| anyhow!("corrupt TIFF: page {} is out of the file", n + 1))?;
+                let decoded =
+                    decode_other(&page, f, opts).with_context(|| format!("page {}", n + 1))?;
+                total += decoded.image.samples_bytes();
+                check_frames_total(total, count, opts)?;
+                out.push(decoded);
+            }
+            return Ok(out);
+        }
         _ => bail!(multi_frame(kind, count)),
     };
     let mut out = Vec::new();
@@ -808,19 +828,25 @@ fn decode_frames(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Vec<De
         };
         opts.limits.check(&header)?;
         total += header.decoded_bytes();
-        if total > opts.limits.max_bytes {
-            bail!(
-                "its {count} frames would take more than {} decoded, the limit \
-                 (--max-image-bytes or GPUKIT_MAX_IMAGE_BYTES raise it)",
-                human_bytes(opts.limits.max_bytes)
-            );
-        }
+        check_frames_total(total, count, opts)?;
         out.push(Decoded {
             image: Image::new_u8(w, h, 4, buffer.into_raw()),
             damage: None,
         });
     }
     Ok(out)
+}
+
+/// The frames of an image decoded so far must fit the limit together.
+fn check_frames_total(total: u64, count: u32, opts: &ReadOptions) -> Result<()> {
+    if total > opts.limits.max_bytes {
+        bail!(
+            "its {count} frames would take more than {} decoded, the limit \
+             (--max-image-bytes or GPUKIT_MAX_IMAGE_BYTES raise it)",
+            human_bytes(opts.limits.max_bytes)
+        );
+    }
+    Ok(())
 }
 
 /// How many frames (pages of a TIFF) an image holds.
@@ -838,31 +864,24 @@ fn frame_count(kind: Kind, bytes: &[u8]) -> Result<u32> {
         Kind::Jpeg => 1,
         Kind::Other(ImageFormat::Gif) => gif_frames(bytes)?,
         Kind::Other(ImageFormat::WebP) => webp_frames(&mut Cursor::new(bytes))?,
-        Kind::Other(ImageFormat::Tiff) => tiff_check(&mut Cursor::new(bytes))?,
+        Kind::Other(ImageFormat::Tiff) => tiff_pages(&mut Cursor::new(bytes))?.len() as u32,
         Kind::Other(_) => 1,
     })
 }
 
 /// The one line refusing an image of several frames where one image is expected.
 fn multi_frame(kind: Kind, frames: u32) -> String {
-    match kind {
-        Kind::Other(ImageFormat::Tiff) => format!(
-            "multi-page TIFF with {frames} pages: not supported (gpukit reads one image a \
-             file; split the pages first, e.g. with tiffsplit)"
-        ),
-        _ => {
-            let name = match kind {
-                Kind::Other(ImageFormat::WebP) => "WebP".to_string(),
-                Kind::Other(f) => format_name(f),
-                _ => "PNG".to_string(),
-            };
-            format!(
-                "animated {name} with {frames} frames: not supported here, where one image \
-                 is expected (`gpukit histogram` counts every frame; to blur or compare it, \
-                 split it into images first)"
-            )
-        }
-    }
+    let (what, unit) = match kind {
+        Kind::Other(ImageFormat::Tiff) => ("multi-page TIFF".to_string(), "page"),
+        Kind::Other(ImageFormat::WebP) => ("animated WebP".to_string(), "frame"),
+        Kind::Other(f) => (format!("animated {}", format_name(f)), "frame"),
+        _ => ("animated PNG".to_string(), "frame"),
+    };
+    format!(
+        "{what} with {frames} {unit}s: not supported here, where one image is expected \
+         (`gpukit histogram` counts every {unit}; to blur or compare it, split it into images \
+         first)"
+    )
 }
 
 fn png_frames<R: BufRead + Seek>(reader: &png::Reader<R>) -> u32 {
@@ -894,26 +913,61 @@ fn webp_frames<R: BufRead + Seek>(r: &mut R) -> Result<u32> {
     })
 }
 
-/// Refuses what image's TIFF decoder would convert silently (CMYK to RGB) or cut (all pages
-/// but the first); the page count (1).
-fn tiff_check<R: Read + Seek>(r: &mut R) -> Result<u32> {
+/// The offsets of a TIFF's pages' directories, in order; a CMYK page, which image's TIFF
+/// decoder would convert to RGB silently, is refused.
+fn tiff_pages<R: Read + Seek>(r: &mut R) -> Result<Vec<u64>> {
     let tiff_error = |e: tiff::TiffError| anyhow!("corrupt TIFF: {e}");
     let mut decoder = tiff::decoder::Decoder::new(r).map_err(tiff_error)?;
-    if let Ok(tiff::ColorType::CMYK(_) | tiff::ColorType::CMYKA(_)) = decoder.colortype() {
-        bail!(
-            "CMYK TIFF: not supported (gpukit never converts between colour spaces; convert it \
-             to RGB first)"
-        );
-    }
-    let mut pages = 1u32;
-    while decoder.more_images() {
+    let mut pages = Vec::new();
+    loop {
+        if let Ok(tiff::ColorType::CMYK(_) | tiff::ColorType::CMYKA(_)) = decoder.colortype() {
+            bail!(
+                "CMYK TIFF: not supported (gpukit never converts between colour spaces; \
+                 convert it to RGB first)"
+            );
+        }
+        pages.extend(decoder.ifd_pointer().map(|p| p.0));
+        if !decoder.more_images() {
+            return Ok(pages);
+        }
         decoder.next_image().map_err(tiff_error)?;
-        pages += 1;
     }
-    if pages > 1 {
-        bail!(multi_frame(Kind::Other(ImageFormat::Tiff), pages));
-    }
-    Ok(pages)
+}
+
+/// A copy of a TIFF whose first and only page is the one whose directory is at `ifd`, for
+/// image's decoder, which reads the first page only.
+fn tiff_page(bytes: &[u8], ifd: u64) -> Option<Vec<u8>> {
+    let le = bytes.starts_with(b"II");
+    let mut out = bytes.to_vec();
+    let get = |out: &[u8], at: u64, n: usize| -> Option<u64> {
+        let at = usize::try_from(at).ok()?;
+        let b = out.get(at..at.checked_add(n)?)?;
+        Some(b.iter().enumerate().fold(0u64, |v, (i, &x)| {
+            let shift = if le { 8 * i } else { 8 * (n - 1 - i) };
+            v | u64::from(x) << shift
+        }))
+    };
+    let put = |out: &mut [u8], at: u64, n: usize, v: u64| -> Option<()> {
+        let at = usize::try_from(at).ok()?;
+        for (i, b) in out.get_mut(at..at.checked_add(n)?)?.iter_mut().enumerate() {
+            let shift = if le { 8 * i } else { 8 * (n - 1 - i) };
+            *b = (v >> shift) as u8;
+        }
+        Some(())
+    };
+    // Classic TIFF: 4-byte offsets (the first at byte 4), 2-byte entry counts, 12-byte
+    // entries; BigTIFF (version 43): 8-byte offsets (the first at byte 8), 8, 20.
+    let (offset, count, entry) = match get(&out, 2, 2)? {
+        43 => (8, 8, 20),
+        _ => (4, 2, 12),
+    };
+    put(&mut out, offset as u64, offset, ifd)?;
+    let entries = get(&out, ifd, count)?;
+    let next = ifd
+        .checked_add(count as u64)?
+        .checked_add(entries.checked_mul(entry)?)?;
+    put(&mut out, next, offset, 0)?;
+    Some(out)
 }
 
 /// A decoder error as one line; an early end of the data is called what it is.
