@@ -57,26 +57,33 @@ impl<R: Read> FrameStream<R> {
         if self.at_end()? {
             return Ok(None);
         }
-        let head = fill(&mut self.reader)?;
+        // The first bytes, however the pipe delivers them (the reader's buffer may end a byte
+        // into the image), to tell its format; then read again, ahead of the rest.
+        let mut head = Vec::with_capacity(8);
+        (&mut self.reader)
+            .take(8)
+            .read_to_end(&mut head)
+            .context("cannot read")?;
+        let mut r = (&head[..]).chain(&mut self.reader);
         let mut frame = Frame {
             bytes: Vec::new(),
             cap: self.cap,
         };
         if head.starts_with(b"\x89PNG") {
-            frame.png(&mut self.reader)?;
+            frame.png(&mut r)?;
         } else if head.starts_with(&[0xFF, 0xD8]) {
-            frame.jpeg(&mut self.reader)?;
+            frame.jpeg(&mut r)?;
         } else if head.len() >= 2 && head[0] == b'P' && (b'4'..=b'7').contains(&head[1]) {
-            frame.pnm(&mut self.reader)?;
+            frame.pnm(&mut r)?;
         } else {
-            frame.rest(&mut self.reader)?;
+            frame.rest(&mut r)?;
         }
         Ok(Some(frame.bytes))
     }
 }
 
 /// What the reader holds, read when it holds nothing; empty at the end of the stream.
-fn fill<R: Read>(r: &mut BufReader<R>) -> Result<&[u8]> {
+fn fill<B: BufRead>(r: &mut B) -> Result<&[u8]> {
     loop {
         match r.fill_buf() {
             Ok(_) => break,
@@ -106,7 +113,7 @@ impl Frame {
     }
 
     /// Appends up to `n` bytes; false when the stream ended first.
-    fn take<R: Read>(&mut self, r: &mut BufReader<R>, n: u64) -> Result<bool> {
+    fn take<B: BufRead>(&mut self, r: &mut B, n: u64) -> Result<bool> {
         self.check_cap(n)?;
         let got = r
             .by_ref()
@@ -117,7 +124,7 @@ impl Frame {
     }
 
     /// The next byte, appended; `None` at the end of the stream.
-    fn byte<R: Read>(&mut self, r: &mut BufReader<R>) -> Result<Option<u8>> {
+    fn byte<B: BufRead>(&mut self, r: &mut B) -> Result<Option<u8>> {
         let Some(&b) = fill(r)?.first() else {
             return Ok(None);
         };
@@ -128,7 +135,7 @@ impl Frame {
     }
 
     /// The signature, then chunks (length, type, data, CRC) up to and including IEND.
-    fn png<R: Read>(&mut self, r: &mut BufReader<R>) -> Result<()> {
+    fn png<B: BufRead>(&mut self, r: &mut B) -> Result<()> {
         if !self.take(r, 8)? {
             return Ok(());
         }
@@ -148,7 +155,7 @@ impl Frame {
     /// SOI, then marker segments (their length skips what they hold, an EXIF thumbnail's own
     /// EOI included); after a scan header (SOS), entropy-coded data up to the next marker
     /// (0xFF00 is a stuffed 0xFF; restarts carry no length); the frame ends at EOI.
-    fn jpeg<R: Read>(&mut self, r: &mut BufReader<R>) -> Result<()> {
+    fn jpeg<B: BufRead>(&mut self, r: &mut B) -> Result<()> {
         if !self.take(r, 2)? {
             return Ok(());
         }
@@ -194,7 +201,7 @@ impl Frame {
     }
 
     /// Binary PNM (P4, P5, P6) or PAM (P7): the header, then the raster its numbers give.
-    fn pnm<R: Read>(&mut self, r: &mut BufReader<R>) -> Result<()> {
+    fn pnm<B: BufRead>(&mut self, r: &mut B) -> Result<()> {
         self.take(r, 2)?;
         let kind = self.bytes[1];
         let size = if kind == b'7' {
@@ -226,7 +233,7 @@ impl Frame {
     }
 
     /// A decimal number after blank space and comments, with the one byte that ends it.
-    fn pnm_number<R: Read>(&mut self, r: &mut BufReader<R>) -> Result<Option<u64>> {
+    fn pnm_number<B: BufRead>(&mut self, r: &mut B) -> Result<Option<u64>> {
         let mut value: Option<u64> = None;
         let mut comment = false;
         loop {
@@ -254,7 +261,7 @@ impl Frame {
     }
 
     /// A PAM header's lines up to ENDHDR; the raster's size.
-    fn pam_header<R: Read>(&mut self, r: &mut BufReader<R>) -> Result<Option<u64>> {
+    fn pam_header<B: BufRead>(&mut self, r: &mut B) -> Result<Option<u64>> {
         let (mut w, mut h, mut depth, mut maxval) = (0u64, 0u64, 0u64, 0u64);
         loop {
             let start = self.bytes.len();
@@ -284,7 +291,7 @@ impl Frame {
     }
 
     /// Everything up to the end of the stream.
-    fn rest<R: Read>(&mut self, r: &mut BufReader<R>) -> Result<()> {
+    fn rest<B: BufRead>(&mut self, r: &mut B) -> Result<()> {
         let room = self.cap - self.bytes.len() as u64;
         self.take(r, room)?;
         if !fill(r)?.is_empty() {
@@ -340,6 +347,20 @@ mod tests {
         let parts = [png, jpeg, ppm, pgm, pam, tiff];
         let stream: Vec<u8> = parts.concat();
         assert_eq!(split(&stream), parts);
+        // Delivered a byte at a time, as a slow pipe may: each image's first bytes arrive
+        // alone at the end of the reader's buffer.
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.len().min(buf.len()).min(1);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut s = FrameStream::new(Trickle(&stream), 1 << 20);
+        let trickled: Vec<Vec<u8>> = std::iter::from_fn(|| s.next_frame().unwrap()).collect();
+        assert_eq!(trickled, parts);
         // Blank space after the last frame is no frame.
         assert_eq!(split(&[&parts[0][..], b"\n"].concat()), parts[..1]);
         assert!(split(b"").is_empty());
