@@ -1,12 +1,16 @@
-//! Image input: damaged files, decompression bombs, pipes and the one reader every subcommand
-//! uses. Every fixture is made here, in a temp folder, from an image the test encodes.
+//! Image input: damaged files, decompression bombs, pipes, stdin and stdout, streams of
+//! images, animations, CMYK, and the one reader every subcommand uses. Every fixture is made
+//! here, in a temp folder, from an image the test encodes.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use ::image::ImageFormat;
 use gpukit::io::image::{self, DecodeLimits, Image, ReadOptions};
+use gpukit::ops::blur::{reference as blur_reference, Kind as BlurKind, Options as BlurOptions};
+use gpukit::ops::histogram::{reference as histogram_reference, Channels, Histogram};
 
 use crate::util::{gpukit, run_in, tempdir};
 
@@ -398,5 +402,442 @@ fn ico_entries_holding_any_png_are_read() {
     for img in [gray, rgb16] {
         let ico = ico_with_png(&encoded(&img, ImageFormat::Png), 16);
         assert_eq!(image::decode(&ico).unwrap(), img, "{}", img.describe());
+    }
+}
+
+// ---- Streams: `-` on stdin and stdout, concatenated images, animations, CMYK ----
+
+/// Runs gpukit in `dir` with `input` written to its stdin through a pipe: the exit code,
+/// stdout's bytes and stderr.
+fn piped(dir: &Path, args: &[&str], input: Vec<u8>) -> (i32, Vec<u8>, String) {
+    let mut child = gpukit()
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Written from another thread, so that a child writing its stdout meanwhile never waits
+    // on us; a child that stops reading early makes this a broken pipe, which is fine.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap_or(-1), out.stdout, stderr)
+}
+
+/// The counts of channel `c` of a histogram document's input or sum.
+fn counts(doc: &serde_json::Value, c: usize) -> Vec<u64> {
+    serde_json::from_value(doc["channels"][c]["counts"].clone()).unwrap()
+}
+
+#[test]
+fn stdin_to_stdout_through_real_pipes() {
+    let dir = tempdir();
+    let img = card();
+    let png = encoded(&img, ImageFormat::Png);
+    let want = blur_reference(&img, &BlurOptions::new(BlurKind::Box, 3, 1)).unwrap();
+    let blur = ["--backend", "cpu", "blur", "-", "-r", "3", "-o", "-"];
+    // PNG on stdout by default: the CPU reference's pixels.
+    let (code, out, err) = piped(dir.path(), &blur, png.clone());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with(b"\x89PNG"), "not a PNG on stdout");
+    assert_eq!(image::decode(&out).unwrap(), want);
+    // --out-format names stdout's format.
+    let tiff = [&blur[..], &["--out-format", "tif"]].concat();
+    let (code, out, err) = piped(dir.path(), &tiff, png.clone());
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(b"II*\0") || out.starts_with(b"MM\0*"),
+        "not a TIFF"
+    );
+    assert_eq!(image::decode(&out).unwrap(), want);
+    // A file's extension names its format: --out-format beside it is a usage error.
+    let (code, _, err) = piped(
+        dir.path(),
+        &[&blur[..7], &["x.png", "--out-format", "jpg"]].concat(),
+        png.clone(),
+    );
+    assert_eq!(code, 2, "{err}");
+
+    // cat card.png | gpukit blur - -r 3 -o - | gpukit histogram - --json -: two processes
+    // joined by a pipe of their own.
+    let mut first = gpukit()
+        .args(blur)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let second = gpukit()
+        .args(["--backend", "cpu", "histogram", "-", "--json", "-"])
+        .stdin(Stdio::from(first.stdout.take().unwrap()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    first.stdin.take().unwrap().write_all(&png).unwrap();
+    assert!(first.wait().unwrap().success());
+    let out = second.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let input = &doc["inputs"][0];
+    assert_eq!(input["path"], "-");
+    assert_eq!(input["frames"], 1);
+    let hist = histogram_reference(&want, Channels::of(3, false), 256);
+    for c in 0..4 {
+        assert_eq!(counts(input, c), hist.channel(c), "channel {c}");
+    }
+}
+
+#[test]
+fn one_image_is_expected_on_stdin_except_by_histogram() {
+    let dir = tempdir();
+    let png = encoded(&card(), ImageFormat::Png);
+    let two = [&png[..], &png[..]].concat();
+    let (code, out, err) = piped(
+        dir.path(),
+        &["--backend", "cpu", "blur", "-", "-o", "out.png"],
+        two.clone(),
+    );
+    assert_eq!((code, out.len()), (1, 0), "{err}");
+    assert!(
+        err.starts_with("gpukit: stdin: more than one image"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out.png").exists());
+    // Bytes after the image that are no image are its trailing data, as in a file.
+    let jpeg = [&encoded(&card(), ImageFormat::Jpeg)[..], b"camera trailer"].concat();
+    let (code, _, err) = piped(
+        dir.path(),
+        &["--backend", "cpu", "blur", "-", "-r", "0", "-o", "out.png"],
+        jpeg.clone(),
+    );
+    assert_eq!(code, 0, "{err}");
+    write(dir.path(), "trailer.jpg", &jpeg);
+    assert_eq!(
+        image::load(&dir.path().join("out.png")).unwrap(),
+        image::load(&dir.path().join("trailer.jpg")).unwrap()
+    );
+    // stdin can be read once.
+    let (code, _, err) = piped(dir.path(), &["histogram", "-", "-"], two);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("stdin (`-`) can be read once"), "{err}");
+    // compare reads one side from stdin.
+    write(dir.path(), "card.png", &png);
+    let (code, out, err) = piped(
+        dir.path(),
+        &["--backend", "cpu", "compare", "card.png", "-"],
+        png.clone(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(String::from_utf8_lossy(&out).contains("match"));
+}
+
+#[test]
+fn concatenated_images_on_stdin_sum_like_the_files() {
+    let dir = tempdir();
+    // PNG with alpha, JPEG, binary PPM: as `cat` or `ffmpeg -f image2pipe` write them.
+    let mut rgba = Image::new_u8(20, 12, 4, (0..960).map(|i| (i * 7 % 256) as u8).collect());
+    if let gpukit::io::image::Samples::U8(v) = &mut rgba.samples {
+        v.chunks_mut(4).for_each(|p| p[3] = 255);
+    }
+    let files = [
+        ("a.png", encoded(&rgba, ImageFormat::Png)),
+        ("b.jpg", encoded(&card(), ImageFormat::Jpeg)),
+        ("c.ppm", encoded(&card(), ImageFormat::Pnm)),
+    ];
+    let mut want = Histogram::zeros(Channels::of(4, false), 64);
+    for (name, bytes) in &files {
+        let path = write(dir.path(), name, bytes);
+        want.add(&histogram_reference(
+            &image::load(&path).unwrap(),
+            want.channels,
+            64,
+        ));
+    }
+    let stream: Vec<u8> = files.iter().flat_map(|(_, b)| b.clone()).collect();
+    let args = [
+        "--backend",
+        "cpu",
+        "histogram",
+        "--bins",
+        "64",
+        "--sum",
+        "--json",
+        "-",
+    ];
+    let (code, out, err) = piped(dir.path(), &[&args[..], &["-"]].concat(), stream.clone());
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(doc["inputs"][0]["frames"], 3);
+    assert_eq!(doc["inputs"][0]["pixels"], want.pixels);
+    assert_eq!(doc["sum"]["pixels"], want.pixels);
+    for c in 0..4 {
+        assert_eq!(counts(&doc["sum"], c), want.channel(c), "channel {c}");
+        assert_eq!(counts(&doc["inputs"][0], c), want.channel(c), "channel {c}");
+    }
+    // The same sum from the files themselves.
+    let r = run_in(
+        Some(dir.path()),
+        &[&args[..], &["a.png", "b.jpg", "c.ppm"]].concat(),
+    );
+    r.code(0);
+    let files_doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(files_doc["sum"]["channels"], doc["sum"]["channels"]);
+    // The summary says how many images it counted; a cut last image fails the input.
+    let (code, out, _) = piped(
+        dir.path(),
+        &args[..3].iter().chain(&["-"]).copied().collect::<Vec<_>>(),
+        stream.clone(),
+    );
+    assert_eq!(code, 0);
+    let first = String::from_utf8_lossy(&out)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        first.starts_with("-: 20x12 RGBA 8-bit, 3 frames of "),
+        "{first}"
+    );
+    let cut = &stream[..stream.len() - 10];
+    let (code, _, err) = piped(dir.path(), &[&args[..3], &["-"]].concat(), cut.to_vec());
+    assert_eq!(code, 1);
+    assert!(err.contains("stdin, image 3: "), "{err}");
+}
+
+#[test]
+fn histogram_reads_each_input_once_fifos_and_stdin_included() {
+    let dir = tempdir();
+    let a = card();
+    let b = Image::new_u8(9, 7, 3, (0..189).map(|i| (i * 29 % 256) as u8).collect());
+    let writer = fifo(&dir.path().join("a.fifo"), encoded(&a, ImageFormat::Png));
+    let (code, out, err) = piped(
+        dir.path(),
+        &[
+            "--backend",
+            "cpu",
+            "histogram",
+            "--sum",
+            "--json",
+            "-",
+            "a.fifo",
+            "-",
+        ],
+        encoded(&b, ImageFormat::Png),
+    );
+    writer.join().unwrap();
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let mut want = histogram_reference(&a, Channels::of(3, false), 256);
+    want.add(&histogram_reference(&b, want.channels, 256));
+    assert_eq!(doc["inputs"][0]["path"], "a.fifo");
+    assert_eq!(doc["inputs"][1]["path"], "-");
+    for c in 0..4 {
+        assert_eq!(counts(&doc["sum"], c), want.channel(c), "channel {c}");
+    }
+}
+
+/// A GIF of three full, opaque 20x10 frames of few colours (so its palette is exact), and
+/// the frames.
+fn three_frame_gif() -> (Vec<u8>, Vec<Image>) {
+    let frames: Vec<Image> = (0..3u32)
+        .map(|f| {
+            let data = (0..200u32)
+                .flat_map(|p| {
+                    let v = ((p / 20 + p % 7 + f * 3) % 4 * 60 + f * 10) as u8;
+                    [v, 255 - v, v / 2, 255]
+                })
+                .collect();
+            Image::new_u8(20, 10, 4, data)
+        })
+        .collect();
+    let mut gif = Vec::new();
+    {
+        let mut encoder = ::image::codecs::gif::GifEncoder::new(&mut gif);
+        encoder
+            .set_repeat(::image::codecs::gif::Repeat::Infinite)
+            .unwrap();
+        for img in &frames {
+            let gpukit::io::image::Samples::U8(data) = &img.samples else {
+                unreachable!()
+            };
+            let buffer = ::image::RgbaImage::from_raw(20, 10, data.clone()).unwrap();
+            let delay = ::image::Delay::from_numer_denom_ms(100, 1);
+            encoder
+                .encode_frame(::image::Frame::from_parts(buffer, 0, 0, delay))
+                .unwrap();
+        }
+    }
+    (gif, frames)
+}
+
+#[test]
+fn an_animated_gif_is_counted_whole_by_histogram_and_refused_where_one_image_is_expected() {
+    let dir = tempdir();
+    let (gif, frames) = three_frame_gif();
+    write(dir.path(), "anim.gif", &gif);
+    let r = run_in(
+        Some(dir.path()),
+        &["--backend", "cpu", "histogram", "--json", "-", "anim.gif"],
+    );
+    r.code(0);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let input = &doc["inputs"][0];
+    assert_eq!(input["frames"], 3);
+    assert_eq!(input["pixels"], 600);
+    let mut want = Histogram::zeros(Channels::of(4, false), 256);
+    for f in &frames {
+        want.add(&histogram_reference(f, want.channels, 256));
+    }
+    for c in 0..4 {
+        assert_eq!(counts(input, c), want.channel(c), "channel {c}");
+    }
+    // The same from stdin, where it is the last (or only) image.
+    let (code, out, err) = piped(
+        dir.path(),
+        &["--backend", "cpu", "histogram", "--json", "-", "-"],
+        gif.clone(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let piped_doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(piped_doc["inputs"][0]["frames"], 3);
+    assert_eq!(piped_doc["inputs"][0]["channels"], input["channels"]);
+    let blur = run_in(
+        Some(dir.path()),
+        &["--backend", "cpu", "blur", "anim.gif", "-o", "out.png"],
+    );
+    blur.code(1)
+        .one_error_line("anim.gif: animated GIF with 3 frames: not supported");
+    assert!(!dir.path().join("out.png").exists());
+    write(
+        dir.path(),
+        "still.png",
+        &encoded(&frames[0], ImageFormat::Png),
+    );
+    let compare = run_in(
+        Some(dir.path()),
+        &["--backend", "cpu", "compare", "still.png", "anim.gif"],
+    );
+    compare.code(2).one_error_line("animated GIF with 3 frames");
+}
+
+/// A valid 8x8 baseline JPEG of four components with an Adobe marker saying CMYK (transform
+/// 0): one block each, every coefficient zero, one-code Huffman tables.
+fn cmyk_jpeg() -> Vec<u8> {
+    let mut j = vec![0xFF, 0xD8];
+    j.extend([0xFF, 0xEE, 0, 14]);
+    j.extend(b"Adobe\x00\x64\x00\x00\x00\x00\x00");
+    j.extend([0xFF, 0xDB, 0, 67, 0]);
+    j.extend([1u8; 64]);
+    j.extend([0xFF, 0xC0, 0, 20, 8, 0, 8, 0, 8, 4]);
+    for id in 1..=4 {
+        j.extend([id, 0x11, 0]);
+    }
+    for class in [0x00, 0x10] {
+        j.extend([0xFF, 0xC4, 0, 20, class, 1]);
+        j.extend([0u8; 15]);
+        j.push(0);
+    }
+    j.extend([0xFF, 0xDA, 0, 14, 4]);
+    for id in 1..=4 {
+        j.extend([id, 0x00]);
+    }
+    j.extend([0, 63, 0]);
+    // Four blocks of (DC category 0, end of block): eight zero bits.
+    j.push(0x00);
+    j.extend([0xFF, 0xD9]);
+    j
+}
+
+#[test]
+fn cmyk_images_are_refused_not_converted() {
+    let dir = tempdir();
+    let jpeg = cmyk_jpeg();
+    // A real CMYK JPEG: zune-jpeg reads it (and would convert it to RGB).
+    let mut decoder = zune_jpeg::JpegDecoder::new(zune_core::bytestream::ZCursor::new(&jpeg));
+    assert_eq!(decoder.decode().unwrap().len(), 8 * 8 * 3);
+    assert_eq!(
+        decoder.input_colorspace(),
+        Some(zune_core::colorspace::ColorSpace::CMYK)
+    );
+    write(dir.path(), "cmyk.jpg", &jpeg);
+    both_refuse(
+        dir.path(),
+        "cmyk.jpg",
+        "CMYK JPEG (4 components, CMYK): not supported",
+    );
+    let mut tiff = std::io::Cursor::new(Vec::new());
+    tiff::encoder::TiffEncoder::new(&mut tiff)
+        .unwrap()
+        .write_image::<tiff::encoder::colortype::CMYK8>(2, 2, &[0, 64, 128, 255].repeat(4))
+        .unwrap();
+    write(dir.path(), "cmyk.tif", tiff.get_ref());
+    both_refuse(dir.path(), "cmyk.tif", "CMYK TIFF: not supported");
+}
+
+#[test]
+fn a_multi_page_tiff_is_counted_page_by_page_by_histogram_and_refused_by_blur() {
+    let dir = tempdir();
+    let first = Image::new_u8(3, 2, 3, (0..18).map(|i| i * 13).collect());
+    let second = Image::new_u8(2, 2, 3, (0..12).map(|i| 250 - i * 7).collect());
+    let pixels = |img: &Image| match &img.samples {
+        gpukit::io::image::Samples::U8(v) => v.clone(),
+        _ => unreachable!(),
+    };
+    let mut want = Histogram::zeros(Channels::of(3, false), 256);
+    want.add(&histogram_reference(&first, want.channels, 256));
+    want.add(&histogram_reference(&second, want.channels, 256));
+    for big in [false, true] {
+        let mut tiff = std::io::Cursor::new(Vec::new());
+        macro_rules! pages {
+            ($encoder:expr) => {{
+                let mut e = $encoder.unwrap();
+                for img in [&first, &second] {
+                    e.write_image::<tiff::encoder::colortype::RGB8>(
+                        img.width,
+                        img.height,
+                        &pixels(img),
+                    )
+                    .unwrap();
+                }
+            }};
+        }
+        if big {
+            pages!(tiff::encoder::TiffEncoder::new_big(&mut tiff));
+        } else {
+            pages!(tiff::encoder::TiffEncoder::new(&mut tiff));
+        }
+        let name = if big { "pages.btf.tif" } else { "pages.tif" };
+        write(dir.path(), name, tiff.get_ref());
+        let r = run_in(
+            Some(dir.path()),
+            &["--backend", "cpu", "histogram", "--json", "-", name],
+        );
+        r.code(0);
+        let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let input = &doc["inputs"][0];
+        assert_eq!(
+            (input["frames"].as_u64(), input["width"].as_u64()),
+            (Some(2), Some(3))
+        );
+        for c in 0..4 {
+            assert_eq!(counts(input, c), want.channel(c), "{name} channel {c}");
+        }
+        let blur = run_in(
+            Some(dir.path()),
+            &["--backend", "cpu", "blur", name, "-o", "out.png"],
+        );
+        blur.code(1).one_error_line(&format!(
+            "{name}: multi-page TIFF with 2 pages: not supported"
+        ));
     }
 }

@@ -1,6 +1,6 @@
 //! Batch inputs: files, folders (their images, or their whole tree with `--recursive`),
-//! quoted globs that gpukit expands itself (`'photos/**/*.jpg'`), and lists of files
-//! (`--files-from FILE|-`, NUL- or newline-separated). Each input keeps its path relative to
+//! quoted globs that gpukit expands itself (`'photos/**/*.jpg'`), lists of files
+//! (`--files-from FILE|-`, NUL- or newline-separated), and `-`, stdin. Each input keeps its path relative to
 //! the root it came from, which names its output under `--out-dir`.
 
 use std::ffi::OsString;
@@ -41,12 +41,31 @@ pub fn has_image_extension(path: &Path) -> bool {
         .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
+/// The name `-` (stdin) takes below `--out-dir`: `stdin.png`, or `stdin.EXT` with
+/// `--out-format EXT`.
+pub const STDIN_REL: &str = "stdin.png";
+
 /// Expands the command line's inputs and the `--files-from` list into the batch's items,
-/// in the order given (a folder's or a glob's files sorted by path). Errors name the input.
+/// in the order given (a folder's or a glob's files sorted by path). `-` is stdin, which can
+/// be read once: given twice, or beside `--files-from -`, it is a usage error. Errors name
+/// the input.
 pub fn expand(args: &[PathBuf], options: &InputOptions) -> Result<Vec<Item>> {
+    let stdin = Path::new("-");
+    let uses = args.iter().filter(|a| a.as_path() == stdin).count()
+        + usize::from(options.files_from.as_deref() == Some(stdin));
+    if uses > 1 {
+        bail!(crate::UsageError(
+            "stdin (`-`) can be read once: give `-` once, as an input or as --files-from".into()
+        ));
+    }
     let mut items = Vec::new();
     for arg in args {
-        if arg.is_dir() {
+        if arg.as_path() == stdin {
+            items.push(Item {
+                path: arg.clone(),
+                rel: STDIN_REL.into(),
+            });
+        } else if arg.is_dir() {
             items.extend(folder(arg, options.recursive)?);
         } else if !arg.exists() && is_glob(arg) {
             items.extend(glob_items(arg)?);
@@ -252,6 +271,24 @@ mod tests {
         let pattern = dir.path().join("x/**/*.png");
         let items = expand(&[pattern], &InputOptions::default()).unwrap();
         assert_eq!(rels(&items), ["1.png", "y/2.png"]);
+    }
+
+    #[test]
+    fn stdin_is_one_input_read_once() {
+        let items = expand(&["a.png".into(), "-".into()], &InputOptions::default()).unwrap();
+        assert_eq!(items[1].path, PathBuf::from("-"));
+        assert_eq!(items[1].rel, PathBuf::from("stdin.png"));
+        let twice = expand(&["-".into(), "-".into()], &InputOptions::default()).unwrap_err();
+        assert!(
+            twice.downcast_ref::<crate::UsageError>().is_some(),
+            "{twice}"
+        );
+        let options = InputOptions {
+            files_from: Some("-".into()),
+            ..Default::default()
+        };
+        let both = expand(&["-".into()], &options).unwrap_err();
+        assert!(both.to_string().contains("read once"), "{both}");
     }
 
     #[test]

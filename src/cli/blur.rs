@@ -31,7 +31,7 @@ pub struct BlurArgs {
     #[command(flatten)]
     input: InputArgs,
     /// Output file (one input only; may be the input itself). Its extension picks the format;
-    /// `-` writes PNG to stdout (not to a terminal).
+    /// `-` writes to stdout (not to a terminal), as PNG or as --out-format says.
     #[arg(
         short,
         long,
@@ -45,8 +45,8 @@ pub struct BlurArgs {
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
     /// With --out-dir: write this format (an extension: png, jpg, webp, tif, ...) instead of
-    /// the input's.
-    #[arg(long, value_name = "EXT", requires = "out_dir", value_parser = out_format)]
+    /// the input's; with `-o -`: the format written to stdout (default png).
+    #[arg(long, value_name = "EXT", value_parser = out_format)]
     out_format: Option<String>,
     /// With --out-dir: leave an output that exists already alone (resume a batch; an output
     /// is only ever complete or absent).
@@ -155,6 +155,12 @@ impl BlurArgs {
                         items.len()
                     )));
                 }
+                if self.out_format.is_some() && !output::names_stream(out) {
+                    return Err(usage(format!(
+                        "{}: --out-format applies to --out-dir and to -o - (a file's extension names its format)",
+                        out.display()
+                    )));
+                }
                 img_io::output_format(out)?;
                 if output::names_stream(out) {
                     PendingFile::create(out)?.refuse_terminal("a binary image")?;
@@ -171,7 +177,12 @@ impl BlurArgs {
             .into_iter()
             .zip(outputs)
             .map(|(item, output)| {
-                let format = img_io::output_format(&output)?;
+                let format = match &self.out_format {
+                    Some(ext) if output::names_stream(&output) => {
+                        img_io::output_format(Path::new(&format!("x.{ext}")))?
+                    }
+                    _ => img_io::output_format(&output)?,
+                };
                 Ok(Job {
                     input: item.path,
                     output,

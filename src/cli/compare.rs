@@ -261,6 +261,11 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
         ignore: &args.ignore,
         fail_on: &args.fail_on,
     };
+    if image::is_stdin(&args.expected) && image::is_stdin(&args.actual) {
+        anyhow::bail!(crate::UsageError(
+            "EXPECTED and ACTUAL are both `-`: stdin holds one image".into()
+        ));
+    }
     let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
     if e_dir != a_dir {
         anyhow::bail!(
@@ -348,7 +353,12 @@ fn open_engine(ctx: &Ctx, timings: &mut Timings) -> Result<Engine> {
 }
 
 /// Whether two files hold the same bytes (then their pixels are the same without decoding).
+/// Only regular files are compared so: a pipe or stdin can be read only once, to decode.
 fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
+    let regular = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file());
+    if !(regular(a) && regular(b)) {
+        return Ok(false);
+    }
     let len = |p: &Path| {
         std::fs::metadata(p)
             .map(|m| m.len())

@@ -2,7 +2,7 @@
 //! document and a plot drawn on the GPU.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use ::image::ImageFormat;
 use anyhow::{Context, Result};
@@ -106,6 +106,8 @@ struct InputDoc {
     height: u32,
     bit_depth: u32,
     layout: &'static str,
+    /// Images counted: an animation's frames, or the images on stdin; 1 for an image file.
+    frames: u32,
     pixels: u64,
     bins: u32,
     channels: Vec<ChannelDoc>,
@@ -156,7 +158,13 @@ fn layout_name(channels: u8) -> &'static str {
 struct Report {
     path: String,
     header: image::Header,
+    counted: Counted,
+}
+
+/// An input's counts: the sum over its frames.
+struct Counted {
     hist: Histogram,
+    frames: u32,
 }
 
 /// What the engine thread hands back: the sum, its plot, and what it measured.
@@ -200,19 +208,20 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     // The channels every input is counted with when there is a sum (or its plot).
     let shared = headers
         .iter()
-        .map(|(_, h)| Channels::of(h.channels, args.alpha))
+        .map(|i| Channels::of(i.header.channels, args.alpha))
         .reduce(Channels::union)
         .filter(|_| args.sum || args.plot.is_some());
     let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
     let (results, finished) = count(ctx, &args, &headers, shared, plot.is_some(), hide)?;
     timings.merge(&finished.timings);
     let mut reports = Vec::new();
-    for ((path, header), result) in headers.iter().zip(results) {
+    for (input, result) in headers.iter().zip(results) {
+        let path = &input.path;
         match result {
-            Ok(hist) => reports.push(Report {
+            Ok(counted) => reports.push(Report {
                 path: path.display().to_string(),
-                header: *header,
-                hist,
+                header: input.header,
+                counted,
             }),
             // A usage error (bins against the decoded depth) ends the run.
             Err(e) if Status::of_error(&e) == Status::Usage => return Err(e),
@@ -258,8 +267,13 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     Ok(status)
 }
 
-/// An input whose header was read.
-type Input = (PathBuf, image::Header);
+/// An input whose header was read, and its source, which the decode stage takes: each input
+/// is read once.
+struct Input {
+    path: PathBuf,
+    header: image::Header,
+    source: Mutex<Option<image::Source>>,
+}
 /// The plot's output, created up front, and its format.
 type Plot = (PendingFile, ImageFormat);
 
@@ -310,8 +324,8 @@ fn open_outputs(
 }
 
 /// Every input's header, checked against --bins (a usage error), and the inputs whose header
-/// cannot be read, reported as they are found. (A pipe is read whole by its probe, which
-/// keeps the bytes for its decode.)
+/// cannot be read, reported as they are found. A file's header is read alone; a pipe is read
+/// whole, stdin up to its first image, and what was read is kept for the count.
 fn probe(
     args: &HistogramArgs,
     inputs: &[PathBuf],
@@ -320,10 +334,15 @@ fn probe(
     let mut headers = Vec::new();
     let mut failures = Vec::new();
     for path in inputs {
-        match image::probe_with(path, read) {
-            Ok(h) => {
-                check_bins(args.bins, h.bit_depth).with_context(|| path.display().to_string())?;
-                headers.push((path.clone(), h));
+        match image::Source::open(path, read) {
+            Ok(source) => {
+                let header = source.header();
+                check_bins(args.bins, header.bit_depth).with_context(|| image::input_name(path))?;
+                headers.push(Input {
+                    path: path.clone(),
+                    header,
+                    source: Mutex::new(Some(source)),
+                });
             }
             Err(e) => {
                 fail(&e);
@@ -339,17 +358,24 @@ fn probe(
 fn count(
     ctx: &Ctx,
     args: &HistogramArgs,
-    headers: &[(PathBuf, image::Header)],
+    headers: &[Input],
     shared: Option<Channels>,
     plot_wanted: bool,
     hide: bool,
-) -> Result<(Vec<Result<Histogram>>, Finished)> {
+) -> Result<(Vec<Result<Counted>>, Finished)> {
     // The device opens on the engine thread while the first inputs decode.
     let engine_cell = OnceLock::new();
     let read = ctx.read_options();
+    // Images on stdin decode on as many threads as files do.
+    let jobs = args.input.pipeline().jobs;
     let stages = Stages {
-        decode: |(path, _): &(PathBuf, image::Header)| {
-            image::load_with(path, &read).map(|d| ctx.accept(path, d))
+        decode: |input: &Input| {
+            let source = input
+                .source
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            source.expect("each input decodes once").frames(&read, jobs)
         },
         start: |_| -> Result<EngineState<'_>> {
             let mut timings = Timings::default();
@@ -365,34 +391,53 @@ fn count(
             }
             Ok(EngineState { hist, timings })
         },
-        engine: |s: &mut EngineState<'_>, (path, header): &(PathBuf, image::Header), img: Image| {
+        engine: |s: &mut EngineState<'_>, input: &Input, frames: image::Frames| {
+            let (name, header) = (image::input_name(&input.path), input.header);
             ctx.detail(&format!(
-                "{}: {}x{} {} {}-bit",
-                path.display(),
+                "{name}: {}x{} {} {}-bit",
                 header.width,
                 header.height,
                 layout_name(header.channels),
                 header.bit_depth
             ));
-            let own = Channels::of(img.channels, args.alpha);
-            let channels = shared.unwrap_or(own);
-            if channels.union(own) != channels {
-                anyhow::bail!(
-                    "{}: its header and its pixels disagree on the layout",
-                    path.display()
-                );
+            let channels = shared.unwrap_or(Channels::of(header.channels, args.alpha));
+            let mut sum: Option<Histogram> = None;
+            let mut count = 0;
+            for frame in frames {
+                let img = ctx.accept(Path::new(&name), frame?);
+                count += 1;
+                if channels.union(Channels::of(img.channels, args.alpha)) != channels {
+                    anyhow::bail!(
+                        "{name}: image {count} is {} {}-bit, but the first is {} {}-bit: an \
+                         input's images are counted with the first one's channels",
+                        layout_name(img.channels),
+                        img.bit_depth(),
+                        layout_name(header.channels),
+                        header.bit_depth
+                    );
+                }
+                let hist = s
+                    .hist
+                    .histogram(&img, channels, &mut s.timings)
+                    .with_context(|| name.clone())?;
+                match &mut sum {
+                    Some(total) => total.add(&hist),
+                    None => sum = Some(hist),
+                }
             }
-            s.hist
-                .histogram(&img, channels, &mut s.timings)
-                .with_context(|| path.display().to_string())
+            let hist = sum.ok_or_else(|| anyhow::anyhow!("{name}: empty file"))?;
+            Ok(Counted {
+                hist,
+                frames: count,
+            })
         },
-        encode: |_: &(PathBuf, image::Header), h: Histogram| Ok(h),
+        encode: |_: &Input, c: Counted| Ok(c),
         // The sum and its plot are made on the engine thread; they are used only if every
         // input was counted.
         finish: |s: EngineState<'_>| finish(s, shared.is_some(), plot_wanted, args.plot_size),
     };
     let bar = term::progress(headers.len() as u64, hide);
-    let mut results: Vec<Option<Result<Histogram>>> = (0..headers.len()).map(|_| None).collect();
+    let mut results: Vec<Option<Result<Counted>>> = (0..headers.len()).map(|_| None).collect();
     let mut stage_times = Timings::default();
     let state = args.input.pipeline().run(headers, stages, |outcome| {
         for (phase, d) in outcome.times.phases() {
@@ -460,9 +505,10 @@ fn input_doc(r: &Report) -> InputDoc {
         height: r.header.height,
         bit_depth: r.header.bit_depth,
         layout: layout_name(r.header.channels),
-        pixels: r.hist.pixels,
-        bins: r.hist.bins,
-        channels: channel_docs(&r.hist),
+        frames: r.counted.frames,
+        pixels: r.counted.hist.pixels,
+        bins: r.counted.hist.bins,
+        channels: channel_docs(&r.counted.hist),
     }
 }
 
@@ -489,17 +535,21 @@ fn channel_lines(hist: &Histogram) -> String {
 fn summary(reports: &[Report], sum: Option<&Histogram>) -> String {
     let mut out = String::new();
     for r in reports {
-        let h = &r.header;
+        let (h, c) = (&r.header, &r.counted);
+        let frames = match c.frames {
+            1 => String::new(),
+            n => format!(", {n} frames of {} pixels in all", c.hist.pixels),
+        };
         out += &format!(
-            "{}: {}x{} {} {}-bit, {} bins\n",
+            "{}: {}x{} {} {}-bit{frames}, {} bins\n",
             r.path,
             h.width,
             h.height,
             layout_name(h.channels),
             h.bit_depth,
-            r.hist.bins
+            c.hist.bins
         );
-        out += &channel_lines(&r.hist);
+        out += &channel_lines(&c.hist);
     }
     if let Some(t) = sum {
         out += &format!(

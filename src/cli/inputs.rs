@@ -1,5 +1,5 @@
-//! The input options every batch subcommand shares: files, folders, globs, lists, the pool's
-//! width and the shard (docs/cli.md#batches, docs/scale-out.md).
+//! The input options every batch subcommand shares: files, folders, globs, lists, stdin, the
+//! pool's width and the shard (docs/cli.md#batches, docs/scale-out.md).
 
 use std::path::PathBuf;
 
@@ -13,7 +13,8 @@ use crate::batch::{self, InputOptions, Item, Pipeline};
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// Input images (PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO; 8 or 16 bits),
-    /// folders of images, or quoted globs that gpukit expands itself ('photos/**/*.jpg').
+    /// folders of images, quoted globs that gpukit expands itself ('photos/**/*.jpg'), or `-`
+    /// for an image on stdin (histogram: images one after another, as ffmpeg -f image2pipe).
     #[arg(value_name = "IN", required_unless_present = "files_from")]
     pub inputs: Vec<PathBuf>,
     /// Folders give the images in their whole tree (kept as a tree under --out-dir).

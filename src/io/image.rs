@@ -3,13 +3,14 @@
 //! same layout in the format the output's extension names, through an atomic `PendingFile`.
 //! The metadata (`io::metadata`) is read with the pixels and written where the format holds it.
 
-use std::io::{BufWriter, Cursor, Read, Write};
+use std::io::{BufRead, BufWriter, Cursor, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use image::{DynamicImage, ImageFormat};
-use zune_core::bytestream::ZCursor;
+use zune_core::bytestream::{ZByteReaderTrait, ZCursor};
 
+use super::frames::FrameStream;
 use super::metadata::{self, Metadata};
 use super::output::PendingFile;
 
@@ -75,6 +76,11 @@ impl Image {
 
     pub fn pixels(&self) -> usize {
         self.width as usize * self.height as usize
+    }
+
+    /// The samples' size in bytes.
+    pub fn samples_bytes(&self) -> u64 {
+        self.pixels() as u64 * u64::from(self.channels) * u64::from(self.bit_depth() / 8)
     }
 
     /// A short description: "640x480 RGBA 8-bit".
@@ -296,28 +302,76 @@ impl Header {
 
 const READABLE: &str = "PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO";
 
+/// Whether `path` is `-`: stdin.
+pub fn is_stdin(path: &Path) -> bool {
+    path == Path::new("-")
+}
+
+/// How messages name an input: `stdin` for `-`, else the path.
+pub fn input_name(path: &Path) -> String {
+    if is_stdin(path) {
+        "stdin".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// An image input whose header has been read and checked: `open` it, look at its `header`,
-/// then `decode` it. Regular files are read again to decode; anything else (a pipe, a FIFO,
-/// a device, `<(...)`) can be read only once, so its bytes are kept.
+/// then `decode` it (one image) or take its `frames` (every frame of an animation, every
+/// image on stdin). A regular file's header is read alone (its decoders seek to what they
+/// need), and the file is read whole once, to decode; anything else (a pipe, a FIFO, `<(...)`)
+/// is read once and its bytes kept; stdin (`-`) keeps its first image and the stream.
 pub struct Source {
     path: PathBuf,
     header: Header,
-    kept: Option<Vec<u8>>,
+    kept: Kept,
+}
+
+enum Kept {
+    /// A regular file, read when decoded.
+    Nothing,
+    /// An input that can be read only once, read whole.
+    Bytes(Vec<u8>),
+    /// stdin: its first image, and the rest of the stream.
+    Stream(Vec<u8>, FrameStream<std::io::Stdin>),
 }
 
 impl Source {
-    /// Reads `path`'s header and checks it against the limits. Errors name the file.
+    /// Reads `path`'s header (`-`: stdin's first image) and checks it against the limits.
+    /// Errors name the file.
     pub fn open(path: &Path, opts: &ReadOptions) -> Result<Source> {
-        let name = path.display();
+        let name = input_name(path);
+        if is_stdin(path) {
+            let mut stream = FrameStream::new(std::io::stdin(), read_cap(opts));
+            let first = stream
+                .next_frame()
+                .with_context(|| name.clone())?
+                .unwrap_or_default();
+            let header = read_header(Cursor::new(&first), path, opts).context(name)?;
+            return Ok(Source {
+                path: path.to_path_buf(),
+                header,
+                kept: Kept::Stream(first, stream),
+            });
+        }
         let regular = std::fs::metadata(path)
             .with_context(|| format!("{name}: cannot read"))?
             .is_file();
-        let bytes = read_input(path, opts)?;
-        let header = read_header(&bytes, path, opts).with_context(|| format!("{name}"))?;
+        let (header, kept) = if regular {
+            let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot read"))?;
+            let reader = std::io::BufReader::new(file);
+            (read_header(reader, path, opts), Kept::Nothing)
+        } else {
+            let bytes = read_input(path, opts)?;
+            (
+                read_header(Cursor::new(&bytes), path, opts),
+                Kept::Bytes(bytes),
+            )
+        };
         Ok(Source {
             path: path.to_path_buf(),
-            header,
-            kept: (!regular).then_some(bytes),
+            header: header.context(name)?,
+            kept,
         })
     }
 
@@ -329,21 +383,27 @@ impl Source {
         &self.path
     }
 
-    /// Decodes the pixels. Errors name the file.
+    /// The input's bytes: read now (a regular file), or those kept. Stdin must hold one image.
+    fn bytes(self, opts: &ReadOptions) -> Result<Vec<u8>> {
+        Ok(match self.kept {
+            Kept::Nothing => read_input(&self.path, opts)?,
+            Kept::Bytes(b) => b,
+            Kept::Stream(first, mut stream) => only_image(first, &mut stream)?,
+        })
+    }
+
+    /// Decodes the one image the input holds. Errors name the file.
     pub fn decode(self, opts: &ReadOptions) -> Result<Decoded> {
-        let bytes = match self.kept {
-            Some(b) => b,
-            None => read_input(&self.path, opts)?,
-        };
-        let decoded = decode_from(&bytes, &self.path, opts)
-            .with_context(|| format!("{}", self.path.display()))?;
-        let (h, i) = (self.header, &decoded.image);
+        let (path, header) = (self.path.clone(), self.header);
+        let name = input_name(&path);
+        let bytes = self.bytes(opts)?;
+        let decoded = decode_from(&bytes, &path, opts).context(name.clone())?;
+        let (h, i) = (header, &decoded.image);
         if (h.width, h.height, h.channels, h.bit_depth)
             != (i.width, i.height, i.channels, i.bit_depth())
         {
             bail!(
-                "{}: changed while it was read (its header said {}x{} {} {}-bit)",
-                self.path.display(),
+                "{name}: changed while it was read (its header said {}x{} {} {}-bit)",
                 h.width,
                 h.height,
                 layout_name(h.channels),
@@ -352,35 +412,172 @@ impl Source {
         }
         Ok(decoded)
     }
+
+    /// Every image the input holds: one; each frame of an animated GIF, PNG or WebP (as
+    /// RGBA 8-bit, composed as they are shown); or each image on stdin, decoded on `threads`
+    /// threads a few images ahead of the iterator (at most 2 x `threads` read and not yet
+    /// handed out, so memory stays bounded however long the stream), handed out in stream
+    /// order. Errors name the file (and the image on stdin).
+    pub fn frames(self, opts: &ReadOptions, threads: usize) -> Result<Frames> {
+        if let Kept::Stream(first, stream) = self.kept {
+            return Ok(Frames(FramesKind::Stream(StreamFrames::start(
+                first, stream, *opts, threads,
+            ))));
+        }
+        let name = input_name(&self.path);
+        let path = self.path.clone();
+        let bytes = self.bytes(opts)?;
+        let frames = decode_frames(&bytes, &path, opts).context(name)?;
+        Ok(Frames(FramesKind::Decoded(frames.into_iter())))
+    }
 }
 
-/// Reads an image's header without decoding its pixels, so a batch can be checked before
-/// any work starts, with the default options. Errors name the file.
+/// stdin's one image: its first, with what follows unless that is another image (a file's
+/// trailing bytes after its image, as some cameras write after a JPEG's end, are the
+/// decoder's to ignore, as they are in a file).
+fn only_image(mut first: Vec<u8>, stream: &mut FrameStream<std::io::Stdin>) -> Result<Vec<u8>> {
+    let rest = stream.remainder().context("stdin")?;
+    let next = rest.trim_ascii_start();
+    if !next.is_empty() && kind_of(next, Path::new("-")).is_ok() {
+        bail!(
+            "stdin: more than one image follows on stdin, where one was expected \
+             (`gpukit histogram -` reads a stream of images)"
+        );
+    }
+    first.extend_from_slice(&rest);
+    Ok(first)
+}
+
+/// The images of one input, from [`Source::frames`]. After an error it ends.
+pub struct Frames(FramesKind);
+
+enum FramesKind {
+    Decoded(std::vec::IntoIter<Decoded>),
+    Stream(StreamFrames),
+    Ended,
+}
+
+impl Iterator for Frames {
+    type Item = Result<Decoded>;
+
+    fn next(&mut self) -> Option<Result<Decoded>> {
+        let next = match &mut self.0 {
+            FramesKind::Decoded(frames) => return frames.next().map(Ok),
+            FramesKind::Stream(stream) => stream.next(),
+            FramesKind::Ended => return None,
+        };
+        if !matches!(next, Some(Ok(_))) {
+            // Dropping the stream's receiving ends stops its threads.
+            self.0 = FramesKind::Ended;
+        }
+        next
+    }
+}
+
+/// The images on stdin: one thread splits the stream into images, `threads` others decode
+/// them (an animation into its frames), and they are handed out in stream order.
+struct StreamFrames {
+    decoded: std::sync::mpsc::Receiver<(usize, Result<Vec<Decoded>>)>,
+    /// Decoded out of order, waiting for those before them.
+    ahead: std::collections::BTreeMap<usize, Result<Vec<Decoded>>>,
+    /// The frames of the image handed out last, still to hand out.
+    frames: std::vec::IntoIter<Decoded>,
+    /// The index of the next image to hand out.
+    next: usize,
+    /// One entry per image read and not yet handed out: the splitter waits while it is full.
+    in_flight: std::sync::mpsc::Receiver<()>,
+}
+
+impl StreamFrames {
+    fn start<R: Read + Send + 'static>(
+        first: Vec<u8>,
+        mut stream: FrameStream<R>,
+        opts: ReadOptions,
+        threads: usize,
+    ) -> StreamFrames {
+        use std::sync::{mpsc, Arc, Mutex};
+        let threads = threads.max(1);
+        let (slot_tx, in_flight) = mpsc::sync_channel::<()>(2 * threads);
+        let (split_tx, split_rx) = mpsc::sync_channel::<(usize, Result<Vec<u8>>)>(threads);
+        let (decoded_tx, decoded) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut first = Some(first);
+            for index in 0.. {
+                if slot_tx.send(()).is_err() {
+                    break;
+                }
+                let bytes = match first.take() {
+                    Some(b) => Ok(Some(b)),
+                    None => stream.next_frame(),
+                };
+                let (job, last) = match bytes {
+                    Ok(None) => break,
+                    Ok(Some(b)) => ((index, Ok(b)), false),
+                    Err(e) => ((index, Err(e)), true),
+                };
+                if split_tx.send(job).is_err() || last {
+                    break;
+                }
+            }
+        });
+        let split_rx = Arc::new(Mutex::new(split_rx));
+        for _ in 0..threads {
+            let (split_rx, decoded_tx) = (split_rx.clone(), decoded_tx.clone());
+            std::thread::spawn(move || loop {
+                let job = split_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                let Ok((index, bytes)) = job else {
+                    break;
+                };
+                let result = bytes
+                    .and_then(|b| decode_frames(&b, Path::new("-"), &opts))
+                    .with_context(|| format!("stdin, image {}", index + 1));
+                if decoded_tx.send((index, result)).is_err() {
+                    break;
+                }
+            });
+        }
+        StreamFrames {
+            decoded,
+            ahead: Default::default(),
+            frames: Vec::new().into_iter(),
+            next: 0,
+            in_flight,
+        }
+    }
+
+    fn next(&mut self) -> Option<Result<Decoded>> {
+        loop {
+            if let Some(frame) = self.frames.next() {
+                return Some(Ok(frame));
+            }
+            if let Some(result) = self.ahead.remove(&self.next) {
+                self.next += 1;
+                // Its slot is free: the splitter may read one more.
+                let _ = self.in_flight.recv();
+                match result {
+                    Ok(frames) => self.frames = frames.into_iter(),
+                    Err(e) => return Some(Err(e)),
+                }
+                continue;
+            }
+            // Every thread has ended: the stream has, and all it held was handed out.
+            let (index, result) = self.decoded.recv().ok()?;
+            self.ahead.insert(index, result);
+        }
+    }
+}
+
+/// Reads an image's header without decoding its pixels, with the default options. Errors
+/// name the file.
 pub fn probe(path: &Path) -> Result<Header> {
     probe_with(path, &ReadOptions::default())
 }
 
 /// Reads an image's header and checks it against the limits. An input that can be read only
-/// once (a pipe, a FIFO, `<(...)`) is read whole and its bytes kept for the `load_with` of
-/// the same path that follows, so a probe does not consume it. Errors name the file.
+/// once (a pipe, a FIFO, stdin) is used up: open a [`Source`] to decode it afterwards.
+/// Errors name the file.
 pub fn probe_with(path: &Path, opts: &ReadOptions) -> Result<Header> {
-    let mut source = Source::open(path, opts)?;
-    let header = source.header();
-    if let Some(bytes) = source.kept.take() {
-        kept_inputs()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(path.to_path_buf(), bytes);
-    }
-    Ok(header)
-}
-
-/// The bytes of probed inputs that cannot be read twice, until they are loaded.
-fn kept_inputs() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, Vec<u8>>> {
-    static KEPT: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<PathBuf, Vec<u8>>>,
-    > = std::sync::OnceLock::new();
-    KEPT.get_or_init(Default::default)
+    Source::open(path, opts).map(|s| s.header())
 }
 
 /// Reads and decodes an image with the default options: damaged files and images over
@@ -389,18 +586,11 @@ pub fn load(path: &Path) -> Result<Image> {
     load_with(path, &ReadOptions::default()).map(|d| d.image)
 }
 
-/// Reads and decodes an image; the format comes from the file's content (the extension
-/// only for TGA, which has no signature). Errors name the file.
+/// Reads and decodes one image (`-`: from stdin); the format comes from the content (the
+/// extension only for TGA, which has no signature). Errors name the file.
 pub fn load_with(path: &Path, opts: &ReadOptions) -> Result<Decoded> {
-    let kept = kept_inputs()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(path);
-    let bytes = match kept {
-        Some(b) => b,
-        None => read_input(path, opts)?,
-    };
-    decode_from(&bytes, path, opts).with_context(|| format!("{}", path.display()))
+    let bytes = read_input(path, opts)?;
+    decode_from(&bytes, path, opts).with_context(|| input_name(path))
 }
 
 /// Decodes an image from memory with the default options; the format comes from the content.
@@ -413,14 +603,24 @@ pub fn decode_with(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
     decode_from(bytes, Path::new(""), opts)
 }
 
+/// The most bytes one input may take: no image format compresses below a bit per pixel...
+/// except PNG, far: the decoded limit plus room for metadata.
+fn read_cap(opts: &ReadOptions) -> u64 {
+    opts.limits.max_bytes.saturating_add(64 << 20)
+}
+
 /// Reads a whole input: a file, or anything that reads like one (pipes and FIFOs included;
-/// their size is not known in advance, so what is read is capped).
+/// their size is not known in advance, so what is read is capped); `-` is stdin, which must
+/// hold one image.
 fn read_input(path: &Path, opts: &ReadOptions) -> Result<Vec<u8>> {
+    let cap = read_cap(opts);
+    if is_stdin(path) {
+        let mut stream = FrameStream::new(std::io::stdin(), cap);
+        let first = stream.next_frame().context("stdin")?.unwrap_or_default();
+        return only_image(first, &mut stream);
+    }
     let name = path.display();
     let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot read"))?;
-    // No image format compresses below a bit per pixel... except PNG, far: cap the file at the
-    // decoded limit plus room for metadata.
-    let cap = opts.limits.max_bytes.saturating_add(64 << 20);
     let mut bytes = Vec::new();
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
@@ -502,29 +702,278 @@ fn resolve<'a>(bytes: &'a [u8], path: &Path) -> Result<(Kind, &'a [u8])> {
     })
 }
 
-fn read_header(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Header> {
-    let (kind, bytes) = resolve(bytes, path)?;
-    let header = match kind {
-        Kind::Png => png_header(&png_reader(bytes, opts, false)?)?,
-        Kind::Jpeg => jpeg_decoder(bytes, true)?.1,
-        Kind::Other(ImageFormat::Tiff) => super::tiff::header(bytes)?,
-        Kind::Other(f) => {
-            let decoder = other_decoder(bytes, f)?;
-            other_header(&decoder, f)?
+/// Reads the header from `r`, which is read only as far as its decoder needs (a regular
+/// file's pixels are not read; a TIFF's directory is sought).
+fn read_header<R: BufRead + Seek>(mut r: R, path: &Path, opts: &ReadOptions) -> Result<Header> {
+    let mut head = Vec::with_capacity(16);
+    (&mut r)
+        .take(16)
+        .read_to_end(&mut head)
+        .context("cannot read")?;
+    r.seek(SeekFrom::Start(0)).context("cannot read")?;
+    let header = match kind_of(&head, path)? {
+        // An ICO's directory points anywhere in it: read it whole (they are small).
+        Kind::Other(ImageFormat::Ico) => {
+            let mut bytes = Vec::new();
+            r.take(read_cap(opts))
+                .read_to_end(&mut bytes)
+                .context("cannot read")?;
+            let (kind, inner) = resolve(&bytes, path)?;
+            header_of(Cursor::new(inner), kind, opts)?
         }
+        kind => header_of(r, kind, opts)?,
     };
     opts.limits.check(&header)?;
     Ok(header)
 }
 
+/// The header of an image of `kind`: the layout `decode` gives one image, or
+/// [`Source::frames`] gives each frame of an animation (RGBA 8-bit).
+fn header_of<R: BufRead + Seek>(mut r: R, kind: Kind, opts: &ReadOptions) -> Result<Header> {
+    let rgba8 = |h: Header| Header {
+        channels: 4,
+        bit_depth: 8,
+        ..h
+    };
+    Ok(match kind {
+        Kind::Png => {
+            let reader = png_reader(r, opts, false)?;
+            let header = png_header(&reader)?;
+            match png_frames(&reader) {
+                1 => header,
+                _ => rgba8(header),
+            }
+        }
+        Kind::Jpeg => jpeg_decoder(r, true)?.1,
+        // The tiff crate's decoder of src/io/tiff.rs reads the layouts the image crate
+        // refuses; it takes the file whole (its directories may be anywhere in it).
+        Kind::Other(ImageFormat::Tiff) => {
+            tiff_pages(&mut r)?;
+            r.seek(SeekFrom::Start(0)).context("cannot read")?;
+            let mut bytes = Vec::new();
+            r.take(read_cap(opts))
+                .read_to_end(&mut bytes)
+                .context("cannot read")?;
+            super::tiff::header(&bytes)?
+        }
+        Kind::Other(f) => {
+            let animated = f == ImageFormat::WebP && webp_frames(&mut r)? > 1;
+            r.seek(SeekFrom::Start(0)).context("cannot read")?;
+            let decoder = other_decoder(r, f)?;
+            let header = other_header(decoder.as_ref(), f)?;
+            match animated {
+                true => rgba8(header),
+                false => header,
+            }
+        }
+    })
+}
+
 fn decode_from(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Decoded> {
     let (kind, bytes) = resolve(bytes, path)?;
+    let frames = frame_count(kind, bytes)?;
+    if frames > 1 {
+        bail!(multi_frame(kind, frames));
+    }
     match kind {
         Kind::Png => decode_png(bytes, opts),
         Kind::Jpeg => decode_jpeg(bytes, opts),
         Kind::Other(ImageFormat::Tiff) => super::tiff::decode(bytes, opts),
         Kind::Other(f) => decode_other(bytes, f, opts),
     }
+}
+
+/// Every frame of an image: the one image, or an animation's frames as RGBA 8-bit, composed
+/// as they are shown. The frames together must fit the decoded-bytes limit.
+fn decode_frames(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Vec<Decoded>> {
+    let (kind, inner) = resolve(bytes, path)?;
+    let count = frame_count(kind, inner)?;
+    if count <= 1 {
+        return Ok(vec![decode_from(bytes, path, opts)?]);
+    }
+    use image::AnimationDecoder;
+    let (format, frames) = match kind {
+        Kind::Png => {
+            let decoder = image::codecs::png::PngDecoder::new(Cursor::new(inner))
+                .and_then(|d| d.apng())
+                .map_err(|e| image_error(e, ImageFormat::Png))?;
+            (ImageFormat::Png, decoder.into_frames())
+        }
+        Kind::Other(f @ ImageFormat::Gif) => {
+            let decoder = image::codecs::gif::GifDecoder::new(Cursor::new(inner))
+                .map_err(|e| image_error(e, f))?;
+            (f, decoder.into_frames())
+        }
+        Kind::Other(f @ ImageFormat::WebP) => {
+            let decoder = image::codecs::webp::WebPDecoder::new(Cursor::new(inner))
+                .map_err(|e| image_error(e, f))?;
+            (f, decoder.into_frames())
+        }
+        Kind::Other(ImageFormat::Tiff) => {
+            let pages = tiff_pages(&mut Cursor::new(inner))?;
+            let mut out = Vec::new();
+            let mut total = 0u64;
+            for (n, &ifd) in pages.iter().enumerate() {
+                let page = tiff_page(inner, ifd)
+                    .ok_or_else(|| anyhow!("corrupt TIFF: page {} is out of the file", n + 1))?;
+                let decoded =
+                    super::tiff::decode(&page, opts).with_context(|| format!("page {}", n + 1))?;
+                total += decoded.image.samples_bytes();
+                check_frames_total(total, count, opts)?;
+                out.push(decoded);
+            }
+            return Ok(out);
+        }
+        _ => bail!(multi_frame(kind, count)),
+    };
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    for frame in frames {
+        let buffer = frame.map_err(|e| image_error(e, format))?.into_buffer();
+        let (w, h) = buffer.dimensions();
+        let header = Header {
+            width: w,
+            height: h,
+            channels: 4,
+            bit_depth: 8,
+        };
+        opts.limits.check(&header)?;
+        total += header.decoded_bytes();
+        check_frames_total(total, count, opts)?;
+        out.push(Decoded {
+            image: Image::new_u8(w, h, 4, buffer.into_raw()),
+            damage: None,
+            metadata: Metadata::default(),
+            jpeg_quality: None,
+        });
+    }
+    Ok(out)
+}
+
+/// The frames of an image decoded so far must fit the limit together.
+fn check_frames_total(total: u64, count: u32, opts: &ReadOptions) -> Result<()> {
+    if total > opts.limits.max_bytes {
+        bail!(
+            "its {count} frames would take more than {} decoded, the limit \
+             (--max-image-bytes or GPUKIT_MAX_IMAGE_BYTES raise it)",
+            human_bytes(opts.limits.max_bytes)
+        );
+    }
+    Ok(())
+}
+
+/// How many frames (pages of a TIFF) an image holds.
+fn frame_count(kind: Kind, bytes: &[u8]) -> Result<u32> {
+    Ok(match kind {
+        // A PNG that does not parse is one image, for the PNG path to say what is wrong.
+        Kind::Png => {
+            let mut decoder = png::Decoder::new_with_limits(
+                Cursor::new(bytes),
+                png::Limits { bytes: usize::MAX },
+            );
+            decoder.ignore_checksums(true);
+            decoder.read_info().map_or(1, |r| png_frames(&r))
+        }
+        Kind::Jpeg => 1,
+        Kind::Other(ImageFormat::Gif) => gif_frames(bytes)?,
+        Kind::Other(ImageFormat::WebP) => webp_frames(&mut Cursor::new(bytes))?,
+        Kind::Other(ImageFormat::Tiff) => tiff_pages(&mut Cursor::new(bytes))?.len() as u32,
+        Kind::Other(_) => 1,
+    })
+}
+
+/// The one line refusing an image of several frames where one image is expected.
+fn multi_frame(kind: Kind, frames: u32) -> String {
+    let (what, unit) = match kind {
+        Kind::Other(ImageFormat::Tiff) => ("multi-page TIFF".to_string(), "page"),
+        Kind::Other(ImageFormat::WebP) => ("animated WebP".to_string(), "frame"),
+        Kind::Other(f) => (format!("animated {}", format_name(f)), "frame"),
+        _ => ("animated PNG".to_string(), "frame"),
+    };
+    format!(
+        "{what} with {frames} {unit}s: not supported here, where one image is expected \
+         (`gpukit histogram` counts every {unit}; to blur or compare it, split it into images \
+         first)"
+    )
+}
+
+fn png_frames<R: BufRead + Seek>(reader: &png::Reader<R>) -> u32 {
+    match reader.info().animation_control() {
+        Some(actl) => actl.num_frames.max(1),
+        None => 1,
+    }
+}
+
+/// A GIF's frames, counted without decoding their pixels.
+fn gif_frames(bytes: &[u8]) -> Result<u32> {
+    let gif_error = |e: gif::DecodingError| anyhow!("corrupt GIF: {e}");
+    let mut options = gif::DecodeOptions::new();
+    options.skip_frame_decoding(true);
+    let mut decoder = options.read_info(Cursor::new(bytes)).map_err(gif_error)?;
+    let mut frames = 0;
+    while decoder.read_next_frame().map_err(gif_error)?.is_some() {
+        frames += 1;
+    }
+    Ok(frames)
+}
+
+fn webp_frames<R: BufRead + Seek>(r: &mut R) -> Result<u32> {
+    let decoder = image_webp::WebPDecoder::new(r).map_err(|e| anyhow!("corrupt WEBP: {e}"))?;
+    Ok(if decoder.is_animated() {
+        decoder.num_frames()
+    } else {
+        1
+    })
+}
+
+/// The offsets of a TIFF's pages' directories, in order.
+fn tiff_pages<R: Read + Seek>(r: &mut R) -> Result<Vec<u64>> {
+    let tiff_error = |e: tiff::TiffError| anyhow!("corrupt TIFF: {e}");
+    let mut decoder = tiff::decoder::Decoder::new(r).map_err(tiff_error)?;
+    let mut pages = Vec::new();
+    loop {
+        pages.extend(decoder.ifd_pointer().map(|p| p.0));
+        if !decoder.more_images() {
+            return Ok(pages);
+        }
+        decoder.next_image().map_err(tiff_error)?;
+    }
+}
+
+/// A copy of a TIFF whose first and only page is the one whose directory is at `ifd`, for
+/// src/io/tiff.rs, which reads the first page only.
+fn tiff_page(bytes: &[u8], ifd: u64) -> Option<Vec<u8>> {
+    let le = bytes.starts_with(b"II");
+    let mut out = bytes.to_vec();
+    let get = |out: &[u8], at: u64, n: usize| -> Option<u64> {
+        let at = usize::try_from(at).ok()?;
+        let b = out.get(at..at.checked_add(n)?)?;
+        Some(b.iter().enumerate().fold(0u64, |v, (i, &x)| {
+            let shift = if le { 8 * i } else { 8 * (n - 1 - i) };
+            v | u64::from(x) << shift
+        }))
+    };
+    let put = |out: &mut [u8], at: u64, n: usize, v: u64| -> Option<()> {
+        let at = usize::try_from(at).ok()?;
+        for (i, b) in out.get_mut(at..at.checked_add(n)?)?.iter_mut().enumerate() {
+            let shift = if le { 8 * i } else { 8 * (n - 1 - i) };
+            *b = (v >> shift) as u8;
+        }
+        Some(())
+    };
+    // Classic TIFF: 4-byte offsets (the first at byte 4), 2-byte entry counts, 12-byte
+    // entries; BigTIFF (version 43): 8-byte offsets (the first at byte 8), 8, 20.
+    let (offset, count, entry) = match get(&out, 2, 2)? {
+        43 => (8, 8, 20),
+        _ => (4, 2, 12),
+    };
+    put(&mut out, offset as u64, offset, ifd)?;
+    let entries = get(&out, ifd, count)?;
+    let next = ifd
+        .checked_add(count as u64)?
+        .checked_add(entries.checked_mul(entry)?)?;
+    put(&mut out, next, offset, 0)?;
+    Some(out)
 }
 
 /// A decoder error as one line; an early end of the data is called what it is.
@@ -538,14 +987,13 @@ pub(super) fn describe_io(e: &std::io::Error, format: &str) -> String {
 
 // ---- PNG: the png crate directly, with both checksums (chunk CRC, zlib Adler-32) verified ----
 
-fn png_reader<'a>(
-    bytes: &'a [u8],
+fn png_reader<R: BufRead + Seek>(
+    r: R,
     opts: &ReadOptions,
     ignore_checksums: bool,
-) -> Result<png::Reader<Cursor<&'a [u8]>>> {
+) -> Result<png::Reader<R>> {
     let limit = usize::try_from(opts.limits.max_bytes).unwrap_or(usize::MAX);
-    let mut decoder =
-        png::Decoder::new_with_limits(Cursor::new(bytes), png::Limits { bytes: limit });
+    let mut decoder = png::Decoder::new_with_limits(r, png::Limits { bytes: limit });
     // The png crate skips the Adler-32 check by default; libpng makes it.
     decoder.ignore_checksums(ignore_checksums);
     decoder.set_transformations(png::Transformations::EXPAND);
@@ -578,7 +1026,7 @@ fn png_error(e: png::DecodingError) -> anyhow::Error {
     }
 }
 
-fn png_header(reader: &png::Reader<Cursor<&[u8]>>) -> Result<Header> {
+fn png_header<R: BufRead + Seek>(reader: &png::Reader<R>) -> Result<Header> {
     let info = reader.info();
     let (color, depth) = reader.output_color_type();
     Ok(Header {
@@ -627,7 +1075,7 @@ fn png_pixels(
     opts: &ReadOptions,
     lenient: bool,
 ) -> Result<(Image, Metadata, Option<String>)> {
-    let mut reader = png_reader(bytes, opts, lenient)?;
+    let mut reader = png_reader(Cursor::new(bytes), opts, lenient)?;
     let header = png_header(&reader)?;
     opts.limits.check(&header)?;
     let size = reader
@@ -669,17 +1117,17 @@ fn png_pixels(
 
 // ---- JPEG: zune-jpeg directly, strict (image's wrapper turns its strict mode off) ----
 
-fn jpeg_decoder(
-    bytes: &[u8],
+fn jpeg_decoder<R: ZByteReaderTrait>(
+    reader: R,
     strict: bool,
-) -> Result<(zune_jpeg::JpegDecoder<ZCursor<&[u8]>>, Header)> {
+) -> Result<(zune_jpeg::JpegDecoder<R>, Header)> {
     use zune_core::colorspace::ColorSpace;
     // Reading the headers allocates no pixels: gpukit checks its limits on what they say.
     let options = zune_core::options::DecoderOptions::default()
         .set_strict_mode(strict)
         .set_max_width(u16::MAX as usize)
         .set_max_height(u16::MAX as usize);
-    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(bytes), options);
+    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(reader, options);
     decoder.decode_headers().map_err(jpeg_error)?;
     let (width, height) = decoder
         .dimensions()
@@ -687,7 +1135,15 @@ fn jpeg_decoder(
     let input = decoder
         .input_colorspace()
         .ok_or_else(|| anyhow!("corrupt JPEG: no frame header"))?;
-    // Gray stays gray; everything else (YCbCr, RGB, CMYK, YCCK) is decoded to RGB.
+    // CMYK would have to be converted to be shown: gpukit keeps pixels in their colour space.
+    if matches!(input, ColorSpace::CMYK | ColorSpace::YCCK) {
+        bail!(
+            "CMYK JPEG ({} components, {input:?}): not supported (gpukit never converts \
+             between colour spaces; convert it to RGB first)",
+            input.num_components()
+        );
+    }
+    // Gray stays gray; YCbCr and RGB are decoded to RGB.
     let out = if input == ColorSpace::Luma {
         ColorSpace::Luma
     } else {
@@ -736,7 +1192,7 @@ fn jpeg_error(e: zune_jpeg::errors::DecodeErrors) -> anyhow::Error {
 
 fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
     let pixels = |strict: bool| -> Result<(Image, Metadata)> {
-        let (mut decoder, h) = jpeg_decoder(bytes, strict)?;
+        let (mut decoder, h) = jpeg_decoder(ZCursor::new(bytes), strict)?;
         opts.limits.check(&h)?;
         let data = decoder.decode().map_err(jpeg_error)?;
         if data.len() != h.width as usize * h.height as usize * h.channels as usize {
@@ -771,8 +1227,11 @@ fn is_limit(e: &anyhow::Error) -> bool {
 
 // ---- Everything else: the image crate's decoders, with its limits set ----
 
-fn other_decoder(bytes: &[u8], format: ImageFormat) -> Result<Box<dyn image::ImageDecoder + '_>> {
-    let mut reader = image::ImageReader::new(Cursor::new(bytes));
+fn other_decoder<'a, R: BufRead + Seek + 'a>(
+    r: R,
+    format: ImageFormat,
+) -> Result<Box<dyn image::ImageDecoder + 'a>> {
+    let mut reader = image::ImageReader::new(r);
     reader.set_format(format);
     reader.no_limits();
     let decoder = reader.into_decoder().map_err(|e| image_error(e, format))?;
@@ -822,7 +1281,7 @@ fn other_header(decoder: &dyn image::ImageDecoder, format: ImageFormat) -> Resul
 }
 
 fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result<Decoded> {
-    let mut decoder = other_decoder(bytes, format)?;
+    let mut decoder = other_decoder(Cursor::new(bytes), format)?;
     let header = other_header(decoder.as_ref(), format)?;
     opts.limits.check(&header)?;
     let mut limits = image::Limits::default();
@@ -1217,6 +1676,84 @@ mod tests {
             e.to_string().starts_with("not an image gpukit can read"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_animation_is_refused_as_one_image_and_read_whole_as_frames() {
+        // An APNG of two 3x2 RGB frames, the first its default image.
+        let mut apng = Vec::new();
+        {
+            let mut encoder = png::Encoder::new(&mut apng, 3, 2);
+            encoder.set_color(png::ColorType::Rgb);
+            encoder.set_animated(2, 0).unwrap();
+            let mut writer = encoder.write_header().unwrap();
+            writer.write_image_data(&[10; 18]).unwrap();
+            writer.write_image_data(&[200; 18]).unwrap();
+            writer.finish().unwrap();
+        }
+        let err = decode(&apng).unwrap_err().to_string();
+        assert!(
+            err.starts_with("animated PNG with 2 frames: not supported"),
+            "{err}"
+        );
+        let opts = ReadOptions::default();
+        let header = read_header(Cursor::new(&apng), Path::new(""), &opts).unwrap();
+        assert_eq!((header.channels, header.bit_depth), (4, 8));
+        let frames = decode_frames(&apng, Path::new(""), &opts).unwrap();
+        let opaque = |v: u8| Image::new_u8(3, 2, 4, [v, v, v, 255].repeat(6));
+        let images: Vec<Image> = frames.into_iter().map(|d| d.image).collect();
+        assert_eq!(images, [opaque(10), opaque(200)]);
+        // The frames together count against the limit.
+        let tight = ReadOptions {
+            limits: DecodeLimits {
+                max_bytes: 40,
+                ..DecodeLimits::DEFAULT
+            },
+            ..opts
+        };
+        let err = decode_frames(&apng, Path::new(""), &tight).unwrap_err();
+        assert!(err.to_string().contains("its 2 frames"), "{err}");
+    }
+
+    #[test]
+    fn images_on_a_stream_decode_ahead_and_come_out_in_order() {
+        let images: Vec<Image> = (0..40u8)
+            .map(|i| {
+                Image::new_u8(
+                    3 + u32::from(i % 5),
+                    2,
+                    1,
+                    vec![i; 6 + 2 * usize::from(i % 5)],
+                )
+            })
+            .collect();
+        let mut bytes = Vec::new();
+        for img in &images {
+            encode(img.clone(), ImageFormat::Png, &mut bytes).unwrap();
+        }
+        let opts = ReadOptions::default();
+        let stream = |bytes: Vec<u8>| {
+            let mut s = FrameStream::new(Cursor::new(bytes), 1 << 20);
+            let first = s.next_frame().unwrap().unwrap();
+            Frames(FramesKind::Stream(StreamFrames::start(first, s, opts, 3)))
+        };
+        let got: Vec<Image> = stream(bytes.clone()).map(|d| d.unwrap().image).collect();
+        assert_eq!(got, images);
+        // Image 8 is damaged: the seven before it come out, then its error, then nothing.
+        let mut damaged = Vec::new();
+        for (i, img) in images.iter().enumerate() {
+            let mut png = Vec::new();
+            encode(img.clone(), ImageFormat::Png, &mut png).unwrap();
+            if i == 7 {
+                png[40] ^= 0xFF;
+            }
+            damaged.extend(png);
+        }
+        let results: Vec<Result<Decoded>> = stream(damaged).collect();
+        assert_eq!(results.len(), 8);
+        assert!(results[..7].iter().all(Result::is_ok));
+        let err = format!("{:#}", results[7].as_ref().unwrap_err());
+        assert!(err.starts_with("stdin, image 8: corrupt PNG"), "{err}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! TIFF and BigTIFF: the `tiff` crate reads the strips and tiles (decompression, predictors,
 //! planes, bit packing), and gpukit turns the stored samples into its layouts, as libtiff's
-//! and Pillow's readers do: palettes expanded through the ColorMap, CMYK and YCbCr (JPEG in
-//! TIFF) converted to RGB, gray+alpha kept, premultiplied (associated) alpha divided out.
+//! and Pillow's readers do: palettes expanded through the ColorMap, YCbCr (JPEG in TIFF)
+//! converted to RGB as libjpeg does, gray+alpha kept, premultiplied (associated) alpha divided out.
 //! Variants it cannot read are refused with one line naming them (docs/formats.md).
 
 use std::io::Cursor;
@@ -100,8 +100,6 @@ fn tiff_error(e: TiffError) -> anyhow::Error {
 enum Color {
     Gray,
     Rgb,
-    /// Converted to RGB: R = (max - C)(max - K) / max, rounded (as Pillow does).
-    Cmyk,
     /// JPEG in TIFF, converted to RGB as libjpeg does.
     YCbCr,
     /// 8-bit RGB entries (the ColorMap's 16-bit values, high byte, as libtiff and Pillow).
@@ -114,7 +112,6 @@ impl Color {
         match self {
             Color::Gray | Color::Palette(_) => 1,
             Color::Rgb | Color::YCbCr => 3,
-            Color::Cmyk => 4,
         }
     }
 }
@@ -175,7 +172,11 @@ fn plan(decoder: &mut Decoder<Cursor<&[u8]>>) -> Result<Plan> {
         0 | 1 => Color::Gray,
         2 => Color::Rgb,
         3 => Color::Palette(Vec::new()),
-        5 => Color::Cmyk,
+        // Converting would change the pixels' colour space, which gpukit never does.
+        5 => bail!(
+            "CMYK TIFF: not supported (gpukit never converts between colour spaces; \
+             convert it to RGB first)"
+        ),
         6 if compression == 7 => Color::YCbCr,
         6 => return Err(unsupported("YCbCr without JPEG compression")),
         4 => return Err(unsupported("a transparency mask")),
@@ -315,10 +316,6 @@ impl Plan {
                 Color::Gray if self.bits < 8 => put(&[at(i, 0) * 255 / ((1 << self.bits) - 1)], i),
                 Color::Gray => put(&[at(i, 0)], i),
                 Color::Rgb => put(&[at(i, 0), at(i, 1), at(i, 2)], i),
-                Color::Cmyk => {
-                    let k = at(i, 3);
-                    put(&[0, 1, 2].map(|s| cmyk_channel(at(i, s), k, max)), i);
-                }
                 Color::YCbCr => put(&ycbcr_to_rgb(at(i, 0), at(i, 1), at(i, 2)), i),
                 Color::Palette(map) => put(&map[at(i, 0) as usize].map(u32::from), i),
             }
@@ -369,12 +366,6 @@ fn unpremultiply(v: u32, a: u32, max: u32) -> u32 {
         ((u64::from(v) * u64::from(max) + u64::from(a / 2)) / u64::from(a)).min(u64::from(max))
             as u32
     }
-}
-
-/// One RGB channel of CMYK: (max - ink)(max - K) / max, rounded to nearest.
-fn cmyk_channel(ink: u32, k: u32, max: u32) -> u32 {
-    let p = u64::from(max - ink.min(max)) * u64::from(max - k.min(max));
-    ((p + u64::from(max / 2)) / u64::from(max)) as u32
 }
 
 /// JFIF YCbCr to RGB in libjpeg's fixed-point arithmetic (jdcolor.c, 16 fraction bits).
@@ -525,15 +516,13 @@ mod tests {
     }
 
     #[test]
-    fn cmyk_becomes_rgb_rounded() {
+    fn cmyk_is_refused_not_converted() {
         let bytes = tiff_bytes(|e| {
             e.write_image::<colortype::CMYK8>(2, 1, &[0, 255, 100, 37, 1, 2, 3, 254])
                 .unwrap();
         });
-        let img = decode(&bytes).unwrap();
-        assert_eq!(img.channels, 3);
-        // (255 - ink)(255 - K) / 255, rounded: 218 * 255 / 255, 0, 155 * 218 / 255 = 132.5...
-        assert_eq!(u8s(img.samples), [218, 0, 133, 1, 1, 1]);
+        let err = decode(&bytes).unwrap_err().to_string();
+        assert!(err.starts_with("CMYK TIFF: not supported"), "{err}");
     }
 
     #[test]
@@ -593,15 +582,6 @@ mod tests {
 
     #[test]
     fn conversions_round_like_the_references() {
-        // Pillow's cmyk2rgb: (255 - K) - round(C (255 - K) / 255).
-        for (c, k) in [(0, 0), (255, 0), (100, 37), (1, 254), (128, 128)] {
-            let nk = 255 - k;
-            assert_eq!(
-                cmyk_channel(c, k, 255),
-                nk - (c * nk + 127) / 255,
-                "C {c} K {k}"
-            );
-        }
         // libjpeg's jdcolor.c: gray stays gray; (76, 85, 255) is nearly pure red.
         assert_eq!(ycbcr_to_rgb(77, 128, 128), [77, 77, 77]);
         assert_eq!(ycbcr_to_rgb(76, 85, 255), [254, 0, 0]);
