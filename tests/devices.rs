@@ -404,3 +404,32 @@ fn a_damaged_pipeline_cache_is_ignored_with_one_warning() {
         assert!(warnings(&stderr).is_empty(), "{what}: {stderr}");
     }
 }
+
+// Building a pipeline is much of a small job's run: one blur iteration of an image with
+// alpha runs two of the four kernels (premultiplying rows, dividing columns), and builds two.
+#[test]
+fn a_blur_builds_only_the_pipelines_it_runs() {
+    let dir = crate::util::tempdir();
+    let out = dir.path().join("o.png");
+    let input = fixture("pngsuite/basn6a08.png");
+    for (iterations, built) in [("1", 2), ("2", 4)] {
+        let r = run(&[
+            "--device",
+            "llvmpipe",
+            "--timings",
+            "blur",
+            &input,
+            "--iterations",
+            iterations,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        r.code(0);
+        assert!(
+            r.stderr
+                .contains(&format!(" ms ({built} built; within the phases above)")),
+            "{iterations} iterations: {}",
+            r.stderr
+        );
+    }
+}
