@@ -131,7 +131,8 @@ const WEIGHT_SLOTS: usize = 4 * 251;
 /// bindings, ready to record (many times, for `bench`). Its memory does not grow with the
 /// iteration count: each strip's bindings are made once and reused by every iteration.
 pub struct BlurPlan {
-    /// Row pass with and without premultiply; column pass with and without unpremultiply.
+    /// Row pass with and without premultiply; column pass with and without unpremultiply;
+    /// only those some iteration uses are built (one iteration needs two).
     kernels: [Option<Kernel>; 4],
     strip_passes: Vec<StripPasses>,
     iterations: u32,
