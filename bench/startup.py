@@ -3,6 +3,7 @@
 `vips gaussblur` and ImageMagick's `convert -blur`, alternated in one run (docs/BENCHMARKS.md).
 
     python3 bench/startup.py [--gpukit target/release/gpukit] [--reps 40] [--only NAME,...]
+    python3 bench/startup.py --write-png tiny.png     # only write the 64x64 input
 
 Python's standard library only (the GPU machine has no Rust and perhaps no peers: a missing
 peer is left out). Cases, each `gpukit` one with a cache folder of its own:
@@ -108,7 +109,11 @@ def main():
     p.add_argument("--gpukit", default="target/release/gpukit")
     p.add_argument("--reps", type=int, default=40)
     p.add_argument("--only", help="comma-separated case names")
+    p.add_argument("--write-png", metavar="PATH", help="write the 64x64 input to PATH and exit")
     args = p.parse_args()
+    if args.write_png:
+        png(args.write_png)
+        return
     gpukit = os.path.abspath(args.gpukit)
     with tempfile.TemporaryDirectory(prefix="gpukit-startup-") as work:
         png(os.path.join(work, "tiny.png"))

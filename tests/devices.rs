@@ -404,3 +404,29 @@ fn a_damaged_pipeline_cache_is_ignored_with_one_warning() {
         assert!(warnings(&stderr).is_empty(), "{what}: {stderr}");
     }
 }
+
+// Building a pipeline is much of a small job's run: one blur iteration runs two kernels (a
+// row pass, premultiplying where there is alpha, and a column pass, dividing it out), and
+// builds those two, not the four that several iterations use.
+#[test]
+fn a_blur_builds_only_the_pipelines_it_runs() {
+    let dir = crate::util::tempdir();
+    let out = dir.path().join("o.png");
+    for input in ["pngsuite/basn6a08.png", "pngsuite/basn2c08.png"] {
+        let r = run(&[
+            "--device",
+            "llvmpipe",
+            "--timings",
+            "blur",
+            &fixture(input),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        r.code(0);
+        assert!(
+            r.stderr.contains(" ms (2 built; within the phases above)"),
+            "{input}: {}",
+            r.stderr
+        );
+    }
+}

@@ -131,8 +131,9 @@ const WEIGHT_SLOTS: usize = 4 * 251;
 /// bindings, ready to record (many times, for `bench`). Its memory does not grow with the
 /// iteration count: each strip's bindings are made once and reused by every iteration.
 pub struct BlurPlan {
-    /// Row pass with and without premultiply; column pass with and without unpremultiply.
-    kernels: [Kernel; 4],
+    /// Row pass with and without premultiply; column pass with and without unpremultiply;
+    /// only those some iteration uses are built (one iteration needs two).
+    kernels: [Option<Kernel>; 4],
     strip_passes: Vec<StripPasses>,
     iterations: u32,
     /// The full-image buffer the last pass writes.
@@ -321,7 +322,8 @@ impl BlurPlan {
         let strips = strips(w, h, r, state_wpp, mid_px_bytes, budget, limit)?;
         let layout = params.gpu.layout.unwrap_or_else(|| Layout::for_gpu(gpu));
         let shape = shape(gpu, layout, params, &t, mid_fmt)?;
-        let kernels = kernels(gpu, &shape, &ar, (in_fmt, mid_fmt, state_fmt), max)?;
+        let used = used_binds(params.iterations);
+        let kernels = kernels(gpu, &shape, &ar, (in_fmt, mid_fmt, state_fmt), max, &used)?;
         let a = gpu.upload_with("blur image a", Usage::Storage, image_bytes, |view| {
             write_words(img, view)
         })?;
@@ -388,7 +390,10 @@ impl BlurPlan {
             let bind = strip.binds[k][parity]
                 .as_ref()
                 .expect("every bind group an iteration uses is made");
-            batch.dispatch(label, &self.kernels[k], bind, workgroups);
+            let kernel = self.kernels[k]
+                .as_ref()
+                .expect("every kernel an iteration uses is built");
+            batch.dispatch(label, kernel, bind, workgroups);
         }
     }
 
@@ -401,7 +406,8 @@ impl BlurPlan {
 }
 
 /// The four pipelines of a blur: the row pass with and without premultiplying, the column
-/// pass with and without dividing alpha out. A pass's formats and arithmetic are constants,
+/// pass with and without dividing alpha out; each only where `used` says an iteration runs
+/// it (building a pipeline is much of a small job's time). A pass's formats and arithmetic are constants,
 /// so every division in it is by a constant. Every loop in the blur kernels is bounded by a
 /// constant or a uniform, so drivers may unroll them. `state_fmt` is the format between
 /// iterations.
@@ -411,7 +417,8 @@ fn kernels(
     ar: &Arith,
     (in_fmt, mid_fmt, state_fmt): (u32, u32, u32),
     max: u32,
-) -> Result<[Kernel; 4]> {
+    used: &[[bool; 2]; 4],
+) -> Result<[Option<Kernel>; 4]> {
     let alpha = ar.alpha;
     let kernel = |fmt_in: u32, fmt_out: u32, (mul, add, div): (u32, u32, u32), k: usize| {
         let (premultiply, unpremultiply) = (k == 0 && alpha.is_some(), k == 2 && alpha.is_some());
@@ -442,12 +449,19 @@ fn kernels(
         None => (ar.first, ar.second),
     };
     // The first iteration's row pass premultiplies, the last one's column pass divides out.
-    Ok([
-        kernel(in_fmt, mid_fmt, ar.first, 0)?,
-        kernel(state_fmt, mid_fmt, later_rows, 1)?,
-        kernel(mid_fmt, in_fmt, ar.second, 2)?,
-        kernel(mid_fmt, state_fmt, early_columns, 3)?,
-    ])
+    let passes = [
+        (in_fmt, mid_fmt, ar.first),
+        (state_fmt, mid_fmt, later_rows),
+        (mid_fmt, in_fmt, ar.second),
+        (mid_fmt, state_fmt, early_columns),
+    ];
+    let mut out: [Option<Kernel>; 4] = Default::default();
+    for (k, (fmt_in, fmt_out, arith)) in passes.into_iter().enumerate() {
+        if used[k].contains(&true) {
+            out[k] = Some(kernel(fmt_in, fmt_out, arith, k)?);
+        }
+    }
+    Ok(out)
 }
 
 /// The format the gaussian stages a pass's input in: the input's, but 8-bit pixels
@@ -557,7 +571,7 @@ impl Buffers<'_> {
         gpu: &Gpu,
         g: &Geometry,
         shape: &Shape,
-        kernels: &[Kernel; 4],
+        kernels: &[Option<Kernel>; 4],
         strips: &[(u32, u32)],
         weights: &[u32],
     ) -> Vec<StripPasses> {
@@ -618,7 +632,10 @@ impl Buffers<'_> {
                     if !weights.is_empty() {
                         entries.push((&weight_buf, 0, wsize));
                     }
-                    Some(gpu.bind_ranges(&kernels[k], &entries))
+                    let kernel = kernels[k]
+                        .as_ref()
+                        .expect("every kernel an iteration uses is built");
+                    Some(gpu.bind_ranges(kernel, &entries))
                 };
                 let [p1, p2] = g.pass_params(shape, (y0, y1), (0, 0), stride);
                 StripPasses {
