@@ -502,6 +502,7 @@ fn read_header(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Header> 
         Kind::Png => png_header(&png_reader(bytes, opts, false)?)?,
         Kind::Jpeg => jpeg_decoder(bytes, true)?.1,
         Kind::Other(ImageFormat::Tiff) => super::tiff::header(bytes)?,
+        Kind::Other(ImageFormat::Gif) => gif_reader(bytes, opts)?.1,
         Kind::Other(f) => {
             let decoder = other_decoder(bytes, f)?;
             other_header(&decoder, f)?
@@ -517,6 +518,7 @@ fn decode_from(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Decoded>
         Kind::Png => decode_png(bytes, opts),
         Kind::Jpeg => decode_jpeg(bytes, opts),
         Kind::Other(ImageFormat::Tiff) => super::tiff::decode(bytes, opts),
+        Kind::Other(ImageFormat::Gif) => decode_gif(bytes, opts),
         Kind::Other(f) => decode_other(bytes, f, opts),
     }
 }
@@ -816,6 +818,65 @@ fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result
     })
 }
 
+fn gif_error(e: gif::DecodingError) -> anyhow::Error {
+    match e {
+        gif::DecodingError::Io(io) => anyhow!(describe_io(&io, "GIF")),
+        e => anyhow!("corrupt GIF: {e}"),
+    }
+}
+
+/// A GIF read with the gif crate directly, so that unknown extension blocks are skipped, as
+/// GIF89a asks of decoders (image's decoder refuses them), and its header: the logical screen.
+fn gif_reader<'a>(
+    bytes: &'a [u8],
+    opts: &ReadOptions,
+) -> Result<(gif::Decoder<Cursor<&'a [u8]>>, Header)> {
+    let mut options = gif::DecodeOptions::new();
+    options.set_color_output(gif::ColorOutput::RGBA);
+    options.allow_unknown_blocks(true);
+    let cap = opts.limits.max_bytes.saturating_add(64 << 20);
+    options.set_memory_limit(gif::MemoryLimit::Bytes(
+        std::num::NonZeroU64::new(cap).expect("the cap is at least 64 MiB"),
+    ));
+    let reader = options.read_info(Cursor::new(bytes)).map_err(gif_error)?;
+    let header = Header {
+        width: u32::from(reader.width()),
+        height: u32::from(reader.height()),
+        channels: 4,
+        bit_depth: 8,
+    };
+    Ok((reader, header))
+}
+
+/// GIF: the first frame on its logical screen as RGBA (as image's decoder gives it: the area
+/// the frame does not cover transparent, what reaches outside the screen clipped).
+fn decode_gif(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
+    let (mut reader, header) = gif_reader(bytes, opts)?;
+    opts.limits.check(&header)?;
+    let (w, h) = (header.width as usize, header.height as usize);
+    let frame = reader
+        .next_frame_info()
+        .map_err(gif_error)?
+        .ok_or_else(|| anyhow!("corrupt GIF: it holds no image"))?;
+    let (left, top) = (usize::from(frame.left), usize::from(frame.top));
+    let fw = usize::from(frame.width);
+    let mut pixels = vec![0u8; reader.buffer_size()];
+    reader.read_into_buffer(&mut pixels).map_err(gif_error)?;
+    let mut screen = vec![0u8; w * h * 4];
+    let across = fw.min(w.saturating_sub(left));
+    if across > 0 {
+        let rows = pixels.chunks_exact(4 * fw).take(h.saturating_sub(top));
+        for (y, row) in rows.enumerate() {
+            let at = 4 * ((top + y) * w + left);
+            screen[at..at + 4 * across].copy_from_slice(&row[..4 * across]);
+        }
+    }
+    Ok(Decoded {
+        image: Image::new_u8(header.width, header.height, 4, screen),
+        damage: None,
+    })
+}
+
 /// The format an output path's extension names; PNG for no or an unknown extension is not
 /// guessed: an unknown extension is a usage error, so a typo never writes a surprise format.
 pub fn output_format(path: &Path) -> Result<ImageFormat> {
@@ -944,6 +1005,35 @@ mod tests {
             e.to_string().starts_with("not an image gpukit can read"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn gif_frames_sit_on_the_logical_screen_and_unknown_extensions_are_skipped() {
+        // A 4x2 screen and a 2x2 frame at (3, 1): one of its pixels is on the screen.
+        let mut bytes = Vec::new();
+        {
+            let palette = [10, 20, 30, 40, 50, 60];
+            let mut enc = gif::Encoder::new(&mut bytes, 4, 2, &palette).unwrap();
+            let frame = gif::Frame {
+                left: 3,
+                top: 1,
+                width: 2,
+                height: 2,
+                buffer: std::borrow::Cow::Borrowed(&[1, 0, 0, 0]),
+                ..gif::Frame::default()
+            };
+            enc.write_frame(&frame).unwrap();
+        }
+        let img = decode(&bytes).unwrap();
+        let mut want = vec![0u8; 4 * 2 * 4];
+        want[4 * 7..].copy_from_slice(&[40, 50, 60, 255]);
+        assert_eq!((img.width, img.height, img.channels), (4, 2, 4));
+        assert_eq!(img.samples, Samples::U8(want));
+        // An extension of an unknown label (0x99) after the 2-colour global palette.
+        let at = 13 + 6;
+        let mut with = bytes.clone();
+        with.splice(at..at, [0x21, 0x99, 3, b'a', b'b', b'c', 0]);
+        assert_eq!(decode(&with).unwrap(), img);
     }
 
     #[test]
