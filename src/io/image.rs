@@ -836,7 +836,7 @@ fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result
     decoder
         .set_limits(limits)
         .map_err(|e| image_error(e, format))?;
-    let metadata = other_metadata(decoder.as_mut(), bytes, format)?;
+    let metadata = other_metadata(decoder.as_mut(), format)?;
     let img = DynamicImage::from_decoder(decoder).map_err(|e| image_error(e, format))?;
     Ok(Decoded {
         image: Image::from_dynamic(img)?,
@@ -846,16 +846,9 @@ fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result
     })
 }
 
-/// What the image crate's decoders report (ICC, EXIF, XMP: WebP, GIF's ICC); a TIFF's, with
-/// its resolution and orientation, from the tiff crate.
-fn other_metadata(
-    decoder: &mut dyn image::ImageDecoder,
-    bytes: &[u8],
-    format: ImageFormat,
-) -> Result<Metadata> {
-    if format == ImageFormat::Tiff {
-        return metadata::from_tiff(bytes).map_err(|e| anyhow!("corrupt TIFF: {e}"));
-    }
+/// What the image crate's decoders report (ICC, EXIF, XMP: WebP's). TIFF (io/tiff.rs) and GIF
+/// (`decode_gif`) have their own readers.
+fn other_metadata(decoder: &mut dyn image::ImageDecoder, format: ImageFormat) -> Result<Metadata> {
     let err = |e| image_error(e, format);
     Ok(Metadata {
         icc_profile: decoder.icc_profile().map_err(err)?,
@@ -921,9 +914,17 @@ fn decode_gif(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
             screen[at..at + 4 * across].copy_from_slice(&row[..4 * across]);
         }
     }
+    // The ICC and XMP application extensions come before the first frame.
+    let metadata = Metadata {
+        icc_profile: reader.icc_profile().map(Vec::from),
+        xmp: reader.xmp_metadata().map(Vec::from),
+        ..Metadata::default()
+    };
     Ok(Decoded {
         image: Image::new_u8(header.width, header.height, 4, screen),
         damage: None,
+        metadata,
+        jpeg_quality: None,
     })
 }
 

@@ -12,6 +12,7 @@ use ::tiff::TiffError;
 use anyhow::{anyhow, bail, Result};
 
 use super::image::{describe_io, Decoded, Header, Image, ReadOptions};
+use super::metadata;
 
 /// The header of a TIFF's first image, in the layout `decode` gives it.
 pub(super) fn header(bytes: &[u8]) -> Result<Header> {
@@ -60,7 +61,13 @@ pub(super) fn decode(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
         DecodingResult::U16(v) => plan.convert(&v, stored, planar),
         _ => bail!("unsupported TIFF: its samples are neither 8- nor 16-bit"),
     };
-    Ok(Decoded { image, damage })
+    let metadata = metadata::from_tiff(bytes).map_err(|e| anyhow!("corrupt TIFF: {e}"))?;
+    Ok(Decoded {
+        image,
+        damage,
+        metadata,
+        jpeg_quality: None,
+    })
 }
 
 fn open<'a>(bytes: &'a [u8], opts: &ReadOptions) -> Result<Decoder<Cursor<&'a [u8]>>> {
