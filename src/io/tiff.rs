@@ -12,7 +12,6 @@ use ::tiff::TiffError;
 use anyhow::{anyhow, bail, Result};
 
 use super::image::{describe_io, Decoded, Header, Image, ReadOptions};
-use super::metadata;
 
 /// The header of a TIFF's first image, in the layout `decode` gives it.
 pub(super) fn header(bytes: &[u8]) -> Result<Header> {
@@ -61,7 +60,7 @@ pub(super) fn decode(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
         DecodingResult::U16(v) => plan.convert(&v, stored, planar),
         _ => bail!("unsupported TIFF: its samples are neither 8- nor 16-bit"),
     };
-    let metadata = metadata::from_tiff(bytes).map_err(|e| anyhow!("corrupt TIFF: {e}"))?;
+    let metadata = super::metadata::from_tiff(bytes).map_err(tiff_error)?;
     Ok(Decoded {
         image,
         damage,
