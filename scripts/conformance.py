@@ -136,13 +136,18 @@ def rgba(a, depth, to_depth):
 
 
 def blur_r0(a, maxval):
-    """What `blur -r 0` does to (H, W, 4) pixels (docs/blur.md, "Alpha"): colour premultiplied
-    by alpha, rounded, divided back, 0 where alpha is 0. The identity on opaque pixels."""
+    """What `blur -r 0` does to (H, W, 4) pixels (docs/blur.md, "Alpha"): colour weighted by
+    alpha and divided back, 0 where alpha is 0. 8-bit colour is premultiplied exactly (c * a),
+    so it comes back unchanged; 16-bit colour is premultiplied rounded to 16 bits, then divided
+    back rounding half up. The identity on opaque pixels."""
     a = a.astype(np.int64)
     color, alpha = a[:, :, :3], a[:, :, 3:]
-    pre = (color * alpha + maxval // 2) // maxval
-    safe = np.maximum(alpha, 1)
-    back = np.minimum(maxval, (pre * maxval + alpha // 2) // safe)
+    if maxval == 255:
+        back = color
+    else:
+        pre = (color * alpha + maxval // 2) // maxval
+        safe = np.maximum(alpha, 1)
+        back = np.minimum(maxval, (pre * maxval + alpha // 2) // safe)
     back = np.where(alpha == 0, 0, back)
     return np.concatenate([back, alpha], axis=2)
 

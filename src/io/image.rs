@@ -756,6 +756,8 @@ fn header_of<R: BufRead + Seek>(mut r: R, kind: Kind, opts: &ReadOptions) -> Res
                 .context("cannot read")?;
             super::tiff::header(&bytes)?
         }
+        // The logical screen: a frame's size, an animation's too.
+        Kind::Other(ImageFormat::Gif) => gif_reader(r, opts)?.1,
         Kind::Other(f) => {
             let animated = f == ImageFormat::WebP && webp_frames(&mut r)? > 1;
             r.seek(SeekFrom::Start(0)).context("cannot read")?;
@@ -779,6 +781,7 @@ fn decode_from(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Decoded>
         Kind::Png => decode_png(bytes, opts),
         Kind::Jpeg => decode_jpeg(bytes, opts),
         Kind::Other(ImageFormat::Tiff) => super::tiff::decode(bytes, opts),
+        Kind::Other(ImageFormat::Gif) => decode_gif(bytes, opts),
         Kind::Other(f) => decode_other(bytes, f, opts),
     }
 }
@@ -1303,8 +1306,8 @@ fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result
     })
 }
 
-/// What the image crate's decoders report (ICC, EXIF, XMP: WebP, GIF's ICC). A TIFF's is
-/// read by src/io/tiff.rs.
+/// What the image crate's decoders report (ICC, EXIF, XMP: WebP's). TIFF (io/tiff.rs) and GIF
+/// (`decode_gif`) have their own readers.
 fn other_metadata(decoder: &mut dyn image::ImageDecoder, format: ImageFormat) -> Result<Metadata> {
     let err = |e| image_error(e, format);
     Ok(Metadata {
@@ -1315,6 +1318,70 @@ fn other_metadata(decoder: &mut dyn image::ImageDecoder, format: ImageFormat) ->
             .map(|e| metadata::exif_body(&e).to_vec()),
         xmp: decoder.xmp_metadata().map_err(err)?,
         ..Metadata::default()
+    })
+}
+
+fn gif_error(e: gif::DecodingError) -> anyhow::Error {
+    match e {
+        gif::DecodingError::Io(io) => anyhow!(describe_io(&io, "GIF")),
+        e => anyhow!("corrupt GIF: {e}"),
+    }
+}
+
+/// A GIF read with the gif crate directly, so that unknown extension blocks are skipped, as
+/// GIF89a asks of decoders (image's decoder refuses them), and its header: the logical screen.
+fn gif_reader<R: Read>(r: R, opts: &ReadOptions) -> Result<(gif::Decoder<R>, Header)> {
+    let mut options = gif::DecodeOptions::new();
+    options.set_color_output(gif::ColorOutput::RGBA);
+    options.allow_unknown_blocks(true);
+    let cap = opts.limits.max_bytes.saturating_add(64 << 20);
+    options.set_memory_limit(gif::MemoryLimit::Bytes(
+        std::num::NonZeroU64::new(cap).expect("the cap is at least 64 MiB"),
+    ));
+    let reader = options.read_info(r).map_err(gif_error)?;
+    let header = Header {
+        width: u32::from(reader.width()),
+        height: u32::from(reader.height()),
+        channels: 4,
+        bit_depth: 8,
+    };
+    Ok((reader, header))
+}
+
+/// GIF: the first frame on its logical screen as RGBA (as image's decoder gives it: the area
+/// the frame does not cover transparent, what reaches outside the screen clipped).
+fn decode_gif(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
+    let (mut reader, header) = gif_reader(Cursor::new(bytes), opts)?;
+    opts.limits.check(&header)?;
+    let (w, h) = (header.width as usize, header.height as usize);
+    let frame = reader
+        .next_frame_info()
+        .map_err(gif_error)?
+        .ok_or_else(|| anyhow!("corrupt GIF: it holds no image"))?;
+    let (left, top) = (usize::from(frame.left), usize::from(frame.top));
+    let fw = usize::from(frame.width);
+    let mut pixels = vec![0u8; reader.buffer_size()];
+    reader.read_into_buffer(&mut pixels).map_err(gif_error)?;
+    let mut screen = vec![0u8; w * h * 4];
+    let across = fw.min(w.saturating_sub(left));
+    if across > 0 {
+        let rows = pixels.chunks_exact(4 * fw).take(h.saturating_sub(top));
+        for (y, row) in rows.enumerate() {
+            let at = 4 * ((top + y) * w + left);
+            screen[at..at + 4 * across].copy_from_slice(&row[..4 * across]);
+        }
+    }
+    // The ICC and XMP application extensions come before the first frame.
+    let metadata = Metadata {
+        icc_profile: reader.icc_profile().map(Vec::from),
+        xmp: reader.xmp_metadata().map(Vec::from),
+        ..Metadata::default()
+    };
+    Ok(Decoded {
+        image: Image::new_u8(header.width, header.height, 4, screen),
+        damage: None,
+        metadata,
+        jpeg_quality: None,
     })
 }
 
@@ -1754,6 +1821,35 @@ mod tests {
         assert!(results[..7].iter().all(Result::is_ok));
         let err = format!("{:#}", results[7].as_ref().unwrap_err());
         assert!(err.starts_with("stdin, image 8: corrupt PNG"), "{err}");
+    }
+
+    #[test]
+    fn gif_frames_sit_on_the_logical_screen_and_unknown_extensions_are_skipped() {
+        // A 4x2 screen and a 2x2 frame at (3, 1): one of its pixels is on the screen.
+        let mut bytes = Vec::new();
+        {
+            let palette = [10, 20, 30, 40, 50, 60];
+            let mut enc = gif::Encoder::new(&mut bytes, 4, 2, &palette).unwrap();
+            let frame = gif::Frame {
+                left: 3,
+                top: 1,
+                width: 2,
+                height: 2,
+                buffer: std::borrow::Cow::Borrowed(&[1, 0, 0, 0]),
+                ..gif::Frame::default()
+            };
+            enc.write_frame(&frame).unwrap();
+        }
+        let img = decode(&bytes).unwrap();
+        let mut want = vec![0u8; 4 * 2 * 4];
+        want[4 * 7..].copy_from_slice(&[40, 50, 60, 255]);
+        assert_eq!((img.width, img.height, img.channels), (4, 2, 4));
+        assert_eq!(img.samples, Samples::U8(want));
+        // An extension of an unknown label (0x99) after the 2-colour global palette.
+        let at = 13 + 6;
+        let mut with = bytes.clone();
+        with.splice(at..at, [0x21, 0x99, 3, b'a', b'b', b'c', 0]);
+        assert_eq!(decode(&with).unwrap(), img);
     }
 
     #[test]
