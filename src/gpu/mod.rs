@@ -6,12 +6,14 @@ mod kernel;
 mod render;
 pub mod shader;
 mod timing;
+mod transfer;
 
 pub use device::{
     list_adapters, open, open_all, open_gpu, rank, select, select_all, AdapterReport,
     BackendChoice, Candidate, DeviceRequest, DeviceSelector, Engine, Fallback, FeatureReport, Gpu,
     LimitsReport,
 };
-pub use kernel::{grid, Batch, Kernel, Usage, WriteView, TIMED_PASSES};
+pub use kernel::{grid, Batch, Kernel, Usage, TIMED_PASSES};
 pub use shader::{compose, Composed, Shader, Variant};
 pub use timing::{span_ns, PassTime, PassTimer, Timings};
+pub use transfer::{Download, Upload};
