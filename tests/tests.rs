@@ -9,6 +9,7 @@ mod cli;
 mod compare;
 mod copy;
 mod devices;
+mod fidelity;
 mod histogram;
 mod input;
 mod matmul;

@@ -13,8 +13,9 @@ use super::{term, Ctx, Status};
 use crate::batch::report::{FileRecord, FileStatus, Report};
 use crate::batch::{outputs, Outcome, StageTimes, Stages};
 use crate::gpu::{DeviceSelector, Engine, Timings};
-use crate::io::image::{self as img_io, Image};
+use crate::io::image::{self as img_io, Image, WriteOptions};
 use crate::io::json::{JsonDest, JsonSink};
+use crate::io::metadata::Metadata;
 use crate::io::output::{self, PendingFile};
 use crate::ops::blur::{self, Blurrer, Kind, Options};
 
@@ -69,6 +70,33 @@ pub struct BlurArgs {
     /// Apply the blur N times.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     iterations: u32,
+    /// Drop the metadata (ICC profile, EXIF, XMP, resolution, PNG text), which is otherwise
+    /// kept wherever the output format holds it (docs/fidelity.md).
+    #[arg(long)]
+    strip: bool,
+    /// Turn the pixels upright by their EXIF orientation and set it to 1, as ImageMagick's
+    /// -auto-orient and vips autorot do.
+    #[arg(long)]
+    auto_orient: bool,
+    /// JPEG quality, 1 to 100. Default: a JPEG input's own (estimated from its quantisation
+    /// table), else 90. WebP output is lossless and takes none.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=100))]
+    quality: Option<u8>,
+    /// PNG compression: 0 (none) to 9 (smallest), or fast (1), default (1), best (9).
+    #[arg(long, value_name = "LEVEL", value_parser = compression_level)]
+    compression: Option<u8>,
+}
+
+fn compression_level(s: &str) -> Result<u8, String> {
+    match s {
+        "fast" => Ok(WriteOptions::FASTEST_COMPRESSION),
+        "default" => Ok(WriteOptions::DEFAULT_COMPRESSION),
+        "best" => Ok(WriteOptions::BEST_COMPRESSION),
+        _ => match s.parse::<u8>() {
+            Ok(n) if n <= 9 => Ok(n),
+            _ => Err("expected 0 to 9, fast, default or best".into()),
+        },
+    }
 }
 
 fn out_format(s: &str) -> Result<String, String> {
@@ -151,12 +179,69 @@ impl BlurArgs {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        self.check_encoding(&jobs)?;
         if let Some(dir) = &self.out_dir {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
         }
         Ok(jobs)
     }
+}
+
+impl BlurArgs {
+    /// `--quality` and `--compression` must apply to some output.
+    fn check_encoding(&self, jobs: &[Job]) -> Result<()> {
+        let usage = |m: &str| Err(crate::UsageError(m.into()).into());
+        let any = |f: ImageFormat| jobs.iter().any(|j| j.format == f);
+        if self.quality.is_some() && !jobs.is_empty() && !any(ImageFormat::Jpeg) {
+            return if any(ImageFormat::WebP) {
+                usage("--quality: WebP output is lossless (gpukit has no lossy WebP encoder); --quality applies to JPEG")
+            } else {
+                usage("--quality applies to JPEG output only")
+            };
+        }
+        if self.compression.is_some() && !jobs.is_empty() && !any(ImageFormat::Png) {
+            return usage("--compression applies to PNG output only");
+        }
+        Ok(())
+    }
+
+    /// What is written with a decoded input: its metadata (none with --strip) and the
+    /// settings, after turning it upright with --auto-orient.
+    fn prepare(
+        &self,
+        format: ImageFormat,
+        mut decoded: img_io::Decoded,
+        accept: impl FnOnce(img_io::Decoded) -> Image,
+    ) -> (Image, Carried) {
+        let mut metadata = std::mem::take(&mut decoded.metadata);
+        let jpeg_quality = decoded.jpeg_quality;
+        let mut image = accept(decoded);
+        if self.auto_orient {
+            image = metadata.auto_orient(image);
+        }
+        if self.strip {
+            metadata = Metadata::default();
+        }
+        // A JPEG input's own quality when it is written as JPEG again.
+        let kept = jpeg_quality.filter(|_| format == ImageFormat::Jpeg);
+        let write = WriteOptions {
+            quality: self
+                .quality
+                .or(kept)
+                .unwrap_or(WriteOptions::DEFAULT_QUALITY),
+            compression: self
+                .compression
+                .unwrap_or(WriteOptions::DEFAULT_COMPRESSION),
+        };
+        (image, Carried { metadata, write })
+    }
+}
+
+/// What travels with an image from decoder to encoder.
+struct Carried {
+    metadata: Metadata,
+    write: WriteOptions,
 }
 
 /// One file of the batch.
@@ -235,8 +320,9 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     let bar = term::progress(todo.len() as u64, hide);
     let stages = Stages {
         decode: |&i: &usize| {
-            let path = &jobs[i].input;
-            img_io::load_with(path, &read).map(|d| ctx.accept(path, d))
+            let job = &jobs[i];
+            let decoded = img_io::load_with(&job.input, &read)?;
+            Ok(args.prepare(job.format, decoded, |d| ctx.accept(&job.input, d)))
         },
         start: |n| -> Result<EngineState<'_>> {
             let mut timings = Timings::default();
@@ -244,7 +330,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
             let blur = Blurrer::new(&engines[n % engines.len()], params);
             Ok(EngineState { blur, timings })
         },
-        engine: |s: &mut EngineState<'_>, &i: &usize, image: Image| {
+        engine: |s: &mut EngineState<'_>, &i: &usize, (image, carried): (Image, Carried)| {
             let job = &jobs[i];
             ctx.detail(&format!(
                 "{}: {}x{}, {} channels, {}-bit",
@@ -258,8 +344,9 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
             s.blur
                 .run(&image, &mut s.timings)
                 .with_context(|| format!("{}", job.input.display()))
+                .map(|blurred| (blurred, carried))
         },
-        encode: |&i: &usize, blurred: Image| {
+        encode: |&i: &usize, (blurred, carried): (Image, Carried)| {
             let job = &jobs[i];
             outputs::create_parent(&job.output)?;
             let created = named.lock().expect("no encoder panics").take();
@@ -268,7 +355,13 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
                 None => PendingFile::create(&job.output)?,
             };
             ctx.detail(&pending.describe());
-            img_io::save_to(pending, job.format, blurred)
+            img_io::save_to_with(
+                pending,
+                job.format,
+                blurred,
+                &carried.metadata,
+                &carried.write,
+            )
         },
         finish: |s: EngineState<'_>| Ok(s.timings),
     };

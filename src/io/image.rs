@@ -1,6 +1,7 @@
 //! Images: decoded by the `image` crate into 8- or 16-bit interleaved samples (gray,
 //! gray+alpha, RGB, RGBA; palettes and sub-byte depths expanded), and encoded back with the
 //! same layout in the format the output's extension names, through an atomic `PendingFile`.
+//! The metadata (`io::metadata`) is read with the pixels and written where the format holds it.
 
 use std::io::{BufWriter, Cursor, Read, Write};
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use image::{DynamicImage, ImageFormat};
 use zune_core::bytestream::ZCursor;
 
+use super::metadata::{self, Metadata};
 use super::output::PendingFile;
 
 /// Interleaved samples, row-major, `channels` per pixel.
@@ -259,12 +261,16 @@ pub struct ReadOptions {
     pub allow_damaged: bool,
 }
 
-/// A decoded image, and what was wrong with it when damage was allowed.
+/// A decoded image, its metadata, and what was wrong with it when damage was allowed.
 #[derive(Debug)]
 pub struct Decoded {
     pub image: Image,
     /// Set when the file was damaged and `allow_damaged` let it through: the problem.
     pub damage: Option<String>,
+    pub metadata: Metadata,
+    /// A JPEG's quality, estimated from its luminance quantisation table
+    /// ([`metadata::estimate_quality`]): the default when it is written as JPEG again.
+    pub jpeg_quality: Option<u8>,
 }
 
 /// What an image file holds, read from its header alone: the layout `load` decodes it to.
@@ -501,6 +507,7 @@ fn read_header(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Header> 
     let header = match kind {
         Kind::Png => png_header(&png_reader(bytes, opts, false)?)?,
         Kind::Jpeg => jpeg_decoder(bytes, true)?.1,
+        Kind::Other(ImageFormat::Tiff) => super::tiff::header(bytes)?,
         Kind::Other(f) => {
             let decoder = other_decoder(bytes, f)?;
             other_header(&decoder, f)?
@@ -515,12 +522,13 @@ fn decode_from(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Decoded>
     match kind {
         Kind::Png => decode_png(bytes, opts),
         Kind::Jpeg => decode_jpeg(bytes, opts),
+        Kind::Other(ImageFormat::Tiff) => super::tiff::decode(bytes, opts),
         Kind::Other(f) => decode_other(bytes, f, opts),
     }
 }
 
 /// A decoder error as one line; an early end of the data is called what it is.
-fn describe_io(e: &std::io::Error, format: &str) -> String {
+pub(super) fn describe_io(e: &std::io::Error, format: &str) -> String {
     if e.kind() == std::io::ErrorKind::UnexpectedEof {
         format!("truncated {format}: the data ends early")
     } else {
@@ -588,28 +596,37 @@ fn png_header(reader: &png::Reader<Cursor<&[u8]>>) -> Result<Header> {
 fn decode_png(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
     let strict = png_pixels(bytes, opts, false);
     match strict {
-        Ok((image, None)) => Ok(Decoded {
+        Ok((image, metadata, None)) => Ok(Decoded {
             image,
             damage: None,
+            metadata,
+            jpeg_quality: None,
         }),
         Err(e) if !opts.allow_damaged => Err(e),
         _ => {
             // Damaged: decode again without checksums, keeping what decodes.
             let damage = match strict {
                 Err(e) => e.to_string(),
-                Ok((_, d)) => d.unwrap_or_default(),
+                Ok((_, _, d)) => d.unwrap_or_default(),
             };
-            let (image, _) = png_pixels(bytes, opts, true)?;
+            let (image, metadata, _) = png_pixels(bytes, opts, true)?;
             Ok(Decoded {
                 image,
                 damage: Some(damage),
+                metadata,
+                jpeg_quality: None,
             })
         }
     }
 }
 
-/// The pixels, or with `lenient`, as many rows as decode (the rest zero) and what stopped it.
-fn png_pixels(bytes: &[u8], opts: &ReadOptions, lenient: bool) -> Result<(Image, Option<String>)> {
+/// The pixels and the metadata, or with `lenient`, as many rows as decode (the rest zero) and
+/// what stopped it.
+fn png_pixels(
+    bytes: &[u8],
+    opts: &ReadOptions,
+    lenient: bool,
+) -> Result<(Image, Metadata, Option<String>)> {
     let mut reader = png_reader(bytes, opts, lenient)?;
     let header = png_header(&reader)?;
     opts.limits.check(&header)?;
@@ -628,6 +645,8 @@ fn png_pixels(bytes: &[u8], opts: &ReadOptions, lenient: bool) -> Result<(Image,
         // The rest of the file: trailing chunks with their checksums, and IEND.
         reader.finish().map_err(png_error)?;
     }
+    // After the last chunk: text may follow the image data.
+    let metadata = metadata::from_png(reader.info());
     let Header {
         width: w,
         height: h,
@@ -645,7 +664,7 @@ fn png_pixels(bytes: &[u8], opts: &ReadOptions, lenient: bool) -> Result<(Image,
         buf.truncate(n);
         Image::new_u8(w, h, c, buf)
     };
-    Ok((image, damage))
+    Ok((image, metadata, damage))
 }
 
 // ---- JPEG: zune-jpeg directly, strict (image's wrapper turns its strict mode off) ----
@@ -716,26 +735,34 @@ fn jpeg_error(e: zune_jpeg::errors::DecodeErrors) -> anyhow::Error {
 }
 
 fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
-    let pixels = |strict: bool| -> Result<Image> {
+    let pixels = |strict: bool| -> Result<(Image, Metadata)> {
         let (mut decoder, h) = jpeg_decoder(bytes, strict)?;
         opts.limits.check(&h)?;
         let data = decoder.decode().map_err(jpeg_error)?;
         if data.len() != h.width as usize * h.height as usize * h.channels as usize {
             bail!("corrupt JPEG: decoded size differs from the header");
         }
-        Ok(Image::new_u8(h.width, h.height, h.channels, data))
+        let metadata = Metadata {
+            icc_profile: decoder.icc_profile(),
+            exif: decoder.exif().cloned(),
+            xmp: decoder.xmp().cloned(),
+            ..Metadata::default()
+        };
+        Ok((Image::new_u8(h.width, h.height, h.channels, data), metadata))
     };
-    match pixels(true) {
-        Ok(image) => Ok(Decoded {
-            image,
-            damage: None,
-        }),
-        Err(e) if opts.allow_damaged && !is_limit(&e) => Ok(Decoded {
-            image: pixels(false)?,
-            damage: Some(e.to_string()),
-        }),
-        Err(e) => Err(e),
-    }
+    let headers = metadata::jpeg_headers(bytes);
+    let ((image, mut metadata), damage) = match pixels(true) {
+        Ok(decoded) => (decoded, None),
+        Err(e) if opts.allow_damaged && !is_limit(&e) => (pixels(false)?, Some(e.to_string())),
+        Err(e) => return Err(e),
+    };
+    metadata.density = headers.density;
+    Ok(Decoded {
+        image,
+        damage,
+        metadata,
+        jpeg_quality: headers.quality,
+    })
 }
 
 fn is_limit(e: &anyhow::Error) -> bool {
@@ -807,10 +834,28 @@ fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result
     decoder
         .set_limits(limits)
         .map_err(|e| image_error(e, format))?;
+    let metadata = other_metadata(decoder.as_mut(), format)?;
     let img = DynamicImage::from_decoder(decoder).map_err(|e| image_error(e, format))?;
     Ok(Decoded {
         image: Image::from_dynamic(img)?,
         damage: None,
+        metadata,
+        jpeg_quality: None,
+    })
+}
+
+/// What the image crate's decoders report (ICC, EXIF, XMP: WebP, GIF's ICC). A TIFF's is
+/// read by src/io/tiff.rs.
+fn other_metadata(decoder: &mut dyn image::ImageDecoder, format: ImageFormat) -> Result<Metadata> {
+    let err = |e| image_error(e, format);
+    Ok(Metadata {
+        icc_profile: decoder.icc_profile().map_err(err)?,
+        exif: decoder
+            .exif_metadata()
+            .map_err(err)?
+            .map(|e| metadata::exif_body(&e).to_vec()),
+        xmp: decoder.xmp_metadata().map_err(err)?,
+        ..Metadata::default()
     })
 }
 
@@ -835,6 +880,7 @@ pub fn output_format(path: &Path) -> Result<ImageFormat> {
 pub fn check_layout(path: &Path, format: ImageFormat, channels: u8, bit_depth: u32) -> Result<()> {
     let (alpha, sixteen) = (channels == 2 || channels == 4, bit_depth == 16);
     let problem = match format {
+        ImageFormat::Tiff if channels == 2 => Some("gpukit writes gray+alpha as PNG only"),
         ImageFormat::Png | ImageFormat::Tiff => None,
         ImageFormat::Jpeg if alpha || sixteen => {
             Some("JPEG stores neither alpha nor 16-bit samples")
@@ -858,35 +904,245 @@ pub fn check_layout(path: &Path, format: ImageFormat, channels: u8, bit_depth: u
     };
     match problem {
         Some(p) => bail!(
-            "{}: cannot keep the input's layout ({p}); use .png or .tif",
-            path.display()
+            "{}: cannot keep the input's layout ({p}); use .png{}",
+            path.display(),
+            if format == ImageFormat::Tiff {
+                ""
+            } else {
+                " or .tif"
+            }
         ),
         None => Ok(()),
     }
 }
 
-/// Encodes `img` as `format` into `w`. PNG uses adaptive filtering with fast deflate: files
-/// close to zlib's default size at a fraction of its time.
-pub fn encode(img: Image, format: ImageFormat, w: &mut dyn Write) -> Result<()> {
-    let dynamic = img.into_dynamic();
-    let mut w = BufWriter::new(w);
-    match format {
-        ImageFormat::Png => {
-            let encoder = image::codecs::png::PngEncoder::new_with_quality(
-                &mut w,
-                image::codecs::png::CompressionType::Fast,
-                image::codecs::png::FilterType::Adaptive,
-            );
-            dynamic.write_with_encoder(encoder)?;
-        }
-        _ => {
-            // write_to needs Seek for some formats (TIFF): encode in memory.
-            let mut buf = Cursor::new(Vec::new());
-            dynamic.write_to(&mut buf, format)?;
-            w.write_all(buf.get_ref())?;
+/// How outputs are encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// JPEG quality, 1 to 100 (the IJG scale libjpeg, ImageMagick and vips use).
+    pub quality: u8,
+    /// PNG compression, 0 (none) to 9 (smallest): 1 is fdeflate's fast mode, 2 to 9 zlib's
+    /// levels; every level filters each row adaptively.
+    pub compression: u8,
+}
+
+impl WriteOptions {
+    /// JPEG quality when the input was not a JPEG (a JPEG's own is kept, estimated).
+    pub const DEFAULT_QUALITY: u8 = 90;
+    /// PNG compression: chosen by measurement (docs/BENCHMARKS.md, "PNG compression").
+    pub const DEFAULT_COMPRESSION: u8 = 1;
+    pub const FASTEST_COMPRESSION: u8 = 1;
+    pub const BEST_COMPRESSION: u8 = 9;
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            quality: WriteOptions::DEFAULT_QUALITY,
+            compression: WriteOptions::DEFAULT_COMPRESSION,
         }
     }
+}
+
+/// Encodes `img` as `format` into `w`, with no metadata and the default settings.
+pub fn encode(img: Image, format: ImageFormat, w: &mut dyn Write) -> Result<()> {
+    encode_with(
+        img,
+        format,
+        &Metadata::default(),
+        &WriteOptions::default(),
+        w,
+    )
+}
+
+/// Encodes `img` as `format` into `w`, with the metadata the format can hold: ICC, EXIF and
+/// XMP in PNG, JPEG, WebP (TIFF: ICC, XMP and the EXIF orientation as its own tag), the
+/// density in PNG, JPEG and TIFF, text chunks in PNG (docs/fidelity.md).
+pub fn encode_with(
+    img: Image,
+    format: ImageFormat,
+    meta: &Metadata,
+    opts: &WriteOptions,
+    w: &mut dyn Write,
+) -> Result<()> {
+    let mut w = BufWriter::new(w);
+    if format == ImageFormat::Png {
+        write_png(&img, meta, opts.compression, &mut w)?;
+    } else {
+        // Some encoders need Seek (TIFF), JPEG's XMP is inserted afterwards: in memory.
+        let mut buf = Vec::new();
+        match format {
+            ImageFormat::Jpeg => write_jpeg(&img, meta, opts.quality, &mut buf)?,
+            ImageFormat::WebP => write_webp(&img, meta, &mut buf)?,
+            ImageFormat::Tiff => write_tiff(&img, meta, &mut Cursor::new(&mut buf))?,
+            _ => img
+                .into_dynamic()
+                .write_to(&mut Cursor::new(&mut buf), format)?,
+        }
+        w.write_all(&buf)?;
+    }
     w.flush()?;
+    Ok(())
+}
+
+fn write_png(img: &Image, meta: &Metadata, level: u8, w: &mut dyn Write) -> Result<()> {
+    use png::{BitDepth, ColorType, Compression, DeflateCompression, Filter};
+    let mut info = png::Info::with_size(img.width, img.height);
+    info.color_type = match img.channels {
+        1 => ColorType::Grayscale,
+        2 => ColorType::GrayscaleAlpha,
+        3 => ColorType::Rgb,
+        _ => ColorType::Rgba,
+    };
+    info.bit_depth = match img.samples {
+        Samples::U8(_) => BitDepth::Eight,
+        Samples::U16(_) => BitDepth::Sixteen,
+    };
+    info.icc_profile = meta.icc_profile.as_deref().map(Into::into);
+    info.exif_metadata = meta.exif.as_deref().map(Into::into);
+    info.pixel_dims = meta.density.map(metadata::Density::to_png);
+    info.uncompressed_latin1_text = meta.text.latin1.clone();
+    info.compressed_latin1_text = meta.text.compressed.clone();
+    info.utf8_text = meta.text.utf8.clone();
+    if let Some(xmp) = meta
+        .xmp
+        .as_deref()
+        .and_then(|x| std::str::from_utf8(x).ok())
+    {
+        info.utf8_text.push(png::text_metadata::ITXtChunk::new(
+            metadata::PNG_XMP_KEYWORD,
+            xmp,
+        ));
+    }
+    let mut encoder = png::Encoder::with_info(w, info)?;
+    match level {
+        0 => encoder.set_compression(Compression::NoCompression),
+        1 => encoder.set_compression(Compression::Fast),
+        n => {
+            encoder.set_deflate_compression(DeflateCompression::Level(n.min(9)));
+            encoder.set_filter(Filter::Adaptive);
+        }
+    }
+    let mut writer = encoder.write_header()?;
+    match &img.samples {
+        Samples::U8(d) => writer.write_image_data(d)?,
+        Samples::U16(d) => {
+            let be: Vec<u8> = d.iter().flat_map(|v| v.to_be_bytes()).collect();
+            writer.write_image_data(&be)?
+        }
+    }
+    writer.finish()?;
+    Ok(())
+}
+
+/// The 8-bit samples of an image the layout check let through to an 8-bit format.
+fn bytes_u8(img: &Image) -> Result<&[u8]> {
+    match &img.samples {
+        Samples::U8(d) => Ok(d),
+        Samples::U16(_) => bail!("this format stores only 8-bit samples"),
+    }
+}
+
+fn write_jpeg(img: &Image, meta: &Metadata, quality: u8, out: &mut Vec<u8>) -> Result<()> {
+    use image::codecs::jpeg::{JpegEncoder, PixelDensity, PixelDensityUnit};
+    use image::{ExtendedColorType, ImageEncoder};
+    use metadata::DensityUnit;
+    let color = match img.channels {
+        1 => ExtendedColorType::L8,
+        3 => ExtendedColorType::Rgb8,
+        _ => bail!("JPEG stores neither alpha nor 16-bit samples"),
+    };
+    let mut encoder = JpegEncoder::new_with_quality(&mut *out, quality.clamp(1, 100));
+    if let Some(p) = &meta.icc_profile {
+        encoder.set_icc_profile(p.clone())?;
+    }
+    if let Some(e) = &meta.exif {
+        metadata::jpeg_segment_fits("EXIF", b"Exif\0\0".len(), e.len()).map_err(|e| anyhow!(e))?;
+        encoder.set_exif_metadata(e.clone())?;
+    }
+    if let Some((unit, x, y)) = meta.density.and_then(metadata::Density::to_jfif) {
+        encoder.set_pixel_density(PixelDensity {
+            density: (x, y),
+            unit: match unit {
+                DensityUnit::Inch => PixelDensityUnit::Inches,
+                DensityUnit::Centimeter => PixelDensityUnit::Centimeters,
+                _ => PixelDensityUnit::PixelAspectRatio,
+            },
+        });
+    }
+    encoder.write_image(bytes_u8(img)?, img.width, img.height, color)?;
+    if let Some(xmp) = &meta.xmp {
+        metadata::jpeg_insert_xmp(out, xmp).map_err(|e| anyhow!(e))?;
+    }
+    Ok(())
+}
+
+/// Lossless WebP (the only kind the image crate's encoder writes).
+fn write_webp(img: &Image, meta: &Metadata, out: &mut Vec<u8>) -> Result<()> {
+    use image_webp::ColorType;
+    let color = match img.channels {
+        1 => ColorType::L8,
+        2 => ColorType::La8,
+        3 => ColorType::Rgb8,
+        _ => ColorType::Rgba8,
+    };
+    let mut encoder = image_webp::WebPEncoder::new(&mut *out);
+    if let Some(p) = &meta.icc_profile {
+        encoder.set_icc_profile(p.clone());
+    }
+    if let Some(e) = &meta.exif {
+        encoder.set_exif_metadata(e.clone());
+    }
+    if let Some(x) = &meta.xmp {
+        encoder.set_xmp_metadata(x.clone());
+    }
+    encoder.encode(bytes_u8(img)?, img.width, img.height, color)?;
+    Ok(())
+}
+
+/// Uncompressed TIFF, as the image crate writes it, with the ICC profile, XMP, the resolution
+/// and the EXIF orientation in TIFF's own tags.
+fn write_tiff(img: &Image, meta: &Metadata, w: &mut Cursor<&mut Vec<u8>>) -> Result<()> {
+    use tiff::encoder::{colortype as ct, TiffEncoder, TiffValue};
+    fn write<C: ct::ColorType>(
+        mut encoder: TiffEncoder<&mut Cursor<&mut Vec<u8>>>,
+        img: &Image,
+        meta: &Metadata,
+        data: &[C::Inner],
+    ) -> tiff::TiffResult<()>
+    where
+        [C::Inner]: TiffValue,
+    {
+        use tiff::encoder::Rational;
+        use tiff::tags::Tag;
+        let mut image = encoder.new_image::<C>(img.width, img.height)?;
+        let dir = image.encoder();
+        if let Some((unit, x, y)) = meta.density.map(metadata::Density::to_tiff) {
+            dir.write_tag(Tag::ResolutionUnit, unit)?;
+            dir.write_tag(Tag::XResolution, Rational { n: x, d: 1 })?;
+            dir.write_tag(Tag::YResolution, Rational { n: y, d: 1 })?;
+        }
+        if let Some(p) = &meta.icc_profile {
+            dir.write_tag(Tag::IccProfile, p.as_slice())?;
+        }
+        if let Some(x) = &meta.xmp {
+            dir.write_tag(Tag::Unknown(metadata::TIFF_TAG_XMP), x.as_slice())?;
+        }
+        if let Some(o) = meta.orientation() {
+            dir.write_tag(Tag::Orientation, u16::from(o))?;
+        }
+        image.write_data(data)
+    }
+    let encoder = TiffEncoder::new(w)?;
+    match (img.channels, &img.samples) {
+        (1, Samples::U8(d)) => write::<ct::Gray8>(encoder, img, meta, d)?,
+        (3, Samples::U8(d)) => write::<ct::RGB8>(encoder, img, meta, d)?,
+        (4, Samples::U8(d)) => write::<ct::RGBA8>(encoder, img, meta, d)?,
+        (1, Samples::U16(d)) => write::<ct::Gray16>(encoder, img, meta, d)?,
+        (3, Samples::U16(d)) => write::<ct::RGB16>(encoder, img, meta, d)?,
+        (4, Samples::U16(d)) => write::<ct::RGBA16>(encoder, img, meta, d)?,
+        _ => bail!("gpukit writes no gray+alpha TIFF; use .png"),
+    }
     Ok(())
 }
 
@@ -898,12 +1154,31 @@ pub fn save(path: &Path, img: Image) -> Result<()> {
     save_to(pending, format, img)
 }
 
-/// Encodes into an already created output (so the path was checked before the work).
+/// Encodes into an already created output (so the path was checked before the work), with no
+/// metadata and the default settings.
 pub fn save_to(pending: PendingFile, format: ImageFormat, img: Image) -> Result<()> {
+    save_to_with(
+        pending,
+        format,
+        img,
+        &Metadata::default(),
+        &WriteOptions::default(),
+    )
+}
+
+/// Encodes into an already created output with metadata and settings ([`encode_with`]).
+pub fn save_to_with(
+    pending: PendingFile,
+    format: ImageFormat,
+    img: Image,
+    meta: &Metadata,
+    opts: &WriteOptions,
+) -> Result<()> {
     // A failed write is named by the output itself; only the encoder's own errors get this.
     let name = pending.path().display().to_string();
-    pending
-        .commit_with(|w| encode(img, format, w).with_context(|| format!("{name}: encoding failed")))
+    pending.commit_with(|w| {
+        encode_with(img, format, meta, opts, w).with_context(|| format!("{name}: encoding failed"))
+    })
 }
 
 #[cfg(test)]

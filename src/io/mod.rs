@@ -3,4 +3,6 @@
 pub mod array;
 pub mod image;
 pub mod json;
+pub mod metadata;
 pub mod output;
+mod tiff;

@@ -169,7 +169,11 @@ impl<'e> Blurrer<'e> {
 
     fn run_gpu(&mut self, gpu: &Gpu, img: &Image, timings: &mut Timings) -> Result<Image> {
         if img.pixels() == 0 {
-            arith::arith(&self.options, img.max_value())?;
+            arith::arith(
+                &self.options,
+                img.max_value(),
+                pack::alpha_lane(img.channels),
+            )?;
             return Ok(img.clone());
         }
         // Taken out while in use: after an error it is dropped, whatever state its staging
