@@ -72,9 +72,14 @@ fn a_recursive_batch_equals_the_reference_for_any_number_of_jobs() {
     let dir = tempdir();
     let d = dir.path();
     let rels = mixed_tree(d);
-    for jobs in ["1", "2", "8"] {
-        let out = format!("out{jobs}");
-        let args = [
+    // The default engine (the native CPU engine where there is no GPU) and the GPU path on
+    // lavapipe, where 8 jobs give two engine threads, each keeping its plan between images.
+    for (backend, jobs) in [("default", "1"), ("default", "2"), ("default", "8")]
+        .into_iter()
+        .chain([("vulkan", "1"), ("vulkan", "8")])
+    {
+        let out = format!("out-{backend}{jobs}");
+        let mut args = vec![
             "blur",
             "in",
             "--recursive",
@@ -85,6 +90,9 @@ fn a_recursive_batch_equals_the_reference_for_any_number_of_jobs() {
             "-j",
             jobs,
         ];
+        if backend != "default" {
+            args.extend(["--backend", backend]);
+        }
         let r = run_in(Some(d), &args);
         r.code(0);
         for rel in &rels {
@@ -144,7 +152,13 @@ fn a_corrupt_file_in_the_middle_fails_alone_and_the_report_says_so() {
         .unwrap()
         .starts_with("in/b.png: "));
     assert!(files[0]["error"].is_null());
-    for stage in ["decode_ms", "wait_ms", "engine_ms", "encode_ms"] {
+    for stage in [
+        "decode_ms",
+        "wait_ms",
+        "engine_ms",
+        "encode_wait_ms",
+        "encode_ms",
+    ] {
         assert!(files[0]["times"][stage].as_f64().unwrap() >= 0.0, "{stage}");
     }
     let summary = &report["summary"];

@@ -5,8 +5,8 @@ use std::path::Path;
 use gpukit::gpu::{Engine, Timings};
 use gpukit::io::image::{self, Image, Samples};
 use gpukit::ops::blur::{
-    gaussian_radius, gaussian_weights, reference, run as blur_run, BlurPlan, GpuOptions, Kind,
-    Layout, Options as BlurParams,
+    gaussian_radius, gaussian_weights, reference, run as blur_run, BlurPlan, Blurrer, GpuOptions,
+    Kind, Layout, Options as BlurParams,
 };
 
 use crate::util::{dump_mismatch, engine, gpu, run, run_in, tempdir, xorshift};
@@ -327,16 +327,56 @@ fn alpha_weighted_colour_is_within_one_level_of_the_exact_mean() {
 }
 
 #[test]
-fn images_of_several_upload_chunks_match_cpu() {
-    // Pixels of fewer than 4 channels are packed for upload 16384 at a time: 300x120 is two
-    // whole chunks and a partial one, in every channel count and depth.
+fn images_converted_in_several_chunks_match_cpu() {
+    // Images of fewer than 4 channels travel in the host's layout and the GPU converts them to
+    // packed pixels and back, in chunks whose bindings fit the largest binding: at 12 KiB,
+    // 61x53 pixels take several chunks in every channel count and depth, and an odd count of
+    // them leaves the last word of the host's layout partly filled.
+    let g = match engine() {
+        Engine::Gpu(g) => g,
+        Engine::Cpu => unreachable!(),
+    };
     for channels in 1..=3u8 {
         for sixteen in [false, true] {
-            check(
-                &noise(300, 120, channels, sixteen, 40 + channels as u32),
-                BlurParams::new(Kind::Box, 2, 1),
-            );
+            let img = noise(61, 53, channels, sixteen, 40 + channels as u32);
+            let params = BlurParams::new(Kind::Box, 2, 1).with_gpu(GpuOptions {
+                max_binding: Some(12 << 10),
+                ..GpuOptions::DEFAULT
+            });
+            let plan = BlurPlan::new(g, &img, &params).unwrap();
+            // One unpack and one pack pass a chunk, beside the row and column pass a strip.
+            let chunks = (plan.passes() - 2 * plan.strips as u64) / 2;
+            assert!(chunks > 1, "{}: {chunks} chunks", img.describe());
+            let got = blur_run(engine(), &img, &params, &mut Timings::default()).unwrap();
+            assert_same(&got, &reference(&img, &params).unwrap(), "chunks");
         }
+    }
+}
+
+#[test]
+fn a_blurrer_reused_image_after_image_matches_the_reference() {
+    // A batch's engine thread keeps one plan while the images' size and layout stay the same:
+    // its staging is written, copied from and mapped again for each; another layout, or
+    // another size, gets a new plan.
+    let params = BlurParams::new(Kind::Box, 3, 1);
+    let mut blur = Blurrer::new(engine(), params);
+    for (i, (w, h, c, sixteen)) in [
+        (33, 17, 3, false),
+        (33, 17, 3, false),
+        (33, 17, 3, false),
+        (20, 9, 1, true),
+        (20, 9, 1, true),
+        (33, 17, 4, false),
+        (33, 17, 4, false),
+        (34, 17, 3, false),
+        (33, 17, 3, false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let img = noise(w, h, c, sixteen, 70 + i as u32);
+        let got = blur.run(&img, &mut Timings::default()).unwrap();
+        assert_same(&got, &reference(&img, &params).unwrap(), "reused plan");
     }
 }
 

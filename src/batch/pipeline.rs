@@ -1,8 +1,8 @@
-//! The batch pipeline: inputs decode on a pool of threads, one engine works on one image at a
-//! time while others decode and encode, and outputs encode on the pool. Bounded queues sit
-//! between the stages, so at most `jobs` images decode, `depth` wait for the engine, one is in
-//! the engine, `depth` wait for an encoder and `jobs` encode: memory is bounded whatever the
-//! batch's size. What a file becomes never depends on the timing; only the order in which
+//! The batch pipeline: inputs decode on a pool of threads, each engine thread works on one
+//! image at a time while others decode and encode, and outputs encode on the pool. Bounded
+//! queues sit between the stages, so at most `jobs` images decode, `depth` wait for an engine,
+//! one is in each engine, `depth` wait for an encoder and `jobs` encode: memory is bounded
+//! whatever the batch's size. What a file becomes never depends on the timing; only the order in which
 //! files finish does.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -46,19 +46,31 @@ pub struct StageTimes {
     /// Decoded, waiting for an engine.
     pub wait_ms: f64,
     pub engine_ms: f64,
+    /// Done by the engine, waiting for an encoder.
+    pub encode_wait_ms: f64,
     pub encode_ms: f64,
 }
 
 impl StageTimes {
     /// The stages as `--timings` phases.
-    pub fn phases(&self) -> [(&'static str, Duration); 4] {
+    pub fn phases(&self) -> [(&'static str, Duration); 5] {
         let d = |ms: f64| Duration::from_secs_f64(ms / 1e3);
         [
             ("decode", d(self.decode_ms)),
             ("queue wait", d(self.wait_ms)),
             ("engine", d(self.engine_ms)),
+            ("encode wait", d(self.encode_wait_ms)),
             ("encode", d(self.encode_ms)),
         ]
+    }
+
+    /// Adds `other`'s times to these (totals over files).
+    pub fn add(&mut self, other: &StageTimes) {
+        self.decode_ms += other.decode_ms;
+        self.wait_ms += other.wait_ms;
+        self.engine_ms += other.engine_ms;
+        self.encode_wait_ms += other.encode_wait_ms;
+        self.encode_ms += other.encode_ms;
     }
 }
 
@@ -93,8 +105,9 @@ pub struct Stages<Dec, Start, Eng, Enc, Fin> {
 /// A decoded file on its way to an engine: its index, the decode's result, its times so far
 /// and when it was queued.
 type Decoded<D> = (usize, Result<D>, StageTimes, Instant);
-/// An engine's result on its way to an encoder.
-type Processed<R> = (usize, usize, R, StageTimes);
+/// An engine's result on its way to an encoder: its index, the engine's number, the result,
+/// its times so far and when it was queued.
+type Processed<R> = (usize, usize, R, StageTimes, Instant);
 
 impl Pipeline {
     /// Runs every item through the stages, calling `done` on this thread as each file ends.
@@ -236,7 +249,7 @@ fn work<T, D, R, O, S>(
         let out = decoded.and_then(|d| engine(&mut state, &items[index], d));
         times.engine_ms = ms(t0.elapsed());
         let sent = match out {
-            Ok(r) => result_tx.send((index, n, r, times)).is_ok(),
+            Ok(r) => result_tx.send((index, n, r, times, Instant::now())).is_ok(),
             Err(e) => {
                 let outcome = Outcome {
                     index,
@@ -264,9 +277,10 @@ fn encoder<T, R, O>(
     loop {
         // The lock is held only while waiting for the next image.
         let next = result_rx.lock().expect("no encoder panics").recv();
-        let Ok((index, engine, r, mut times)) = next else {
+        let Ok((index, engine, r, mut times, queued)) = next else {
             break;
         };
+        times.encode_wait_ms = ms(queued.elapsed());
         let t0 = Instant::now();
         let result = encode(&items[index], r);
         times.encode_ms = ms(t0.elapsed());

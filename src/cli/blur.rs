@@ -17,7 +17,7 @@ use crate::io::image::{self as img_io, Image, WriteOptions};
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::metadata::Metadata;
 use crate::io::output::{self, PendingFile};
-use crate::ops::blur::{self, Kind, Options};
+use crate::ops::blur::{self, Blurrer, Kind, Options};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum KindArg {
@@ -262,10 +262,10 @@ struct Job {
     format: ImageFormat,
 }
 
-/// What the engine stage keeps across the batch: the device (which reads its tune cache
-/// itself) and its timings.
+/// What an engine thread keeps across the batch: its blur on the device (which reads its tune
+/// cache itself), with the plan and staging of the last image size, and its timings.
 struct EngineState<'e> {
-    engine: &'e Engine,
+    blur: Blurrer<'e>,
     timings: Timings,
 }
 
@@ -309,8 +309,9 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     let started = Instant::now();
     let (mut ledger, todo) = Ledger::new(&jobs, args.skip_existing);
     let mut pipeline = args.input.pipeline();
-    // Engine threads sharing the device: packing the upload and unpacking the download run
-    // on the host, so with several threads one packs while another's image is on the device.
+    // Engine threads sharing the device: each copies its image into staging and the result
+    // out on the host, so with several threads one copies while another's image is on the
+    // device.
     pipeline.engines = (pipeline.jobs / 4).clamp(1, 4);
     let devices = SharedEngines::new();
     let mut device_timings = Timings::default();
@@ -337,8 +338,8 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         start: |n| -> Result<EngineState<'_>> {
             let mut timings = Timings::default();
             let engines = shared_engines(ctx, &devices, &mut timings)?;
-            let engine = &engines[n % engines.len()];
-            Ok(EngineState { engine, timings })
+            let blur = Blurrer::new(&engines[n % engines.len()], params);
+            Ok(EngineState { blur, timings })
         },
         engine: |s: &mut EngineState<'_>, &i: &usize, (image, carried): (Image, Carried)| {
             let job = &jobs[i];
@@ -351,7 +352,8 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
                 image.bit_depth()
             ));
             img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
-            blur::run(s.engine, &image, &params, &mut s.timings)
+            s.blur
+                .run(&image, &mut s.timings)
                 .with_context(|| format!("{}", job.input.display()))
                 .map(|blurred| (blurred, carried))
         },
@@ -382,12 +384,8 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         Some(Ok(engines)) => engines,
         _ => &[],
     };
-    let (records, mut timings) = ledger.close(opened.len())?;
-    timings.merge(&device_timings);
-    for t in engine_timings? {
-        timings.merge(&t);
-    }
-    ctx.report_timings(&timings);
+    let (records, stages) = ledger.close(opened.len())?;
+    ctx.report_timings(&batch_timings(stages, device_timings, engine_timings?));
     let names = opened.iter().map(Engine::describe).collect();
     let report = Report::new("blur", names, records, started.elapsed());
     if jobs.len() > 1 {
@@ -404,13 +402,34 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     })
 }
 
+/// The batch's `--timings`, in the order an image goes: opening the devices, decoding and
+/// waiting for an engine (summed over the files), the engine threads' phases (planning, upload,
+/// compute, download on a GPU), then waiting for an encoder and encoding.
+fn batch_timings(stages: StageTimes, device: Timings, engines: Vec<Timings>) -> Timings {
+    let mut timings = Timings::default();
+    timings.add("device", std::time::Duration::ZERO);
+    timings.merge(&device);
+    let [decode, wait, _engine, encode_wait, encode] = stages.phases();
+    for (phase, d) in [decode, wait] {
+        timings.add(phase, d);
+    }
+    for t in &engines {
+        timings.merge(t);
+    }
+    for (phase, d) in [encode_wait, encode] {
+        timings.add(phase, d);
+    }
+    timings
+}
+
 /// What became of each file, its errors printed in input order whatever order the files end
 /// in, and the stages' times.
 struct Ledger<'j> {
     jobs: &'j [Job],
     records: Vec<Option<FileRecord>>,
     printed: usize,
-    stage_times: Timings,
+    /// The stages' times, summed over the files.
+    stage_times: StageTimes,
     /// A closed stdout (`-o - | head`) ends the run, quietly.
     broken_pipe: Option<anyhow::Error>,
 }
@@ -432,7 +451,7 @@ impl<'j> Ledger<'j> {
             jobs,
             records,
             printed: 0,
-            stage_times: Timings::default(),
+            stage_times: StageTimes::default(),
             broken_pipe: None,
         };
         (ledger, todo)
@@ -440,11 +459,7 @@ impl<'j> Ledger<'j> {
 
     /// File `i` ended.
     fn end(&mut self, i: usize, outcome: Outcome<()>, bar: &ProgressBar) {
-        for (phase, d) in outcome.times.phases() {
-            if phase != "engine" {
-                self.stage_times.add(phase, d);
-            }
-        }
+        self.stage_times.add(&outcome.times);
         let (status, error) = match outcome.result {
             Ok(()) => (FileStatus::Ok, None),
             Err(e) if super::exit::is_broken_pipe(&e) => {
@@ -470,7 +485,7 @@ impl<'j> Ledger<'j> {
 
     /// Every file's record, in input order, and the stages' times. Engine thread `n` worked
     /// on device `n % devices`.
-    fn close(self, devices: usize) -> Result<(Vec<FileRecord>, Timings)> {
+    fn close(self, devices: usize) -> Result<(Vec<FileRecord>, StageTimes)> {
         if let Some(e) = self.broken_pipe {
             return Err(e);
         }

@@ -11,9 +11,6 @@ use super::shader::{compose, Shader, Variant};
 use super::timing::{PassTimer, Timings};
 use super::Gpu;
 
-/// Mapped memory of a buffer being created, which [`Gpu::upload_with`] hands to its filler.
-pub type WriteView = wgpu::BufferViewMut;
-
 /// Passes recorded into one timed submission by [`Gpu::run_timed`]: two timestamp queries
 /// each, within wgpu's 4096 queries per set; more passes go into further submissions, so
 /// that memory stays bounded whatever the count.
@@ -170,37 +167,6 @@ impl Gpu {
                 contents: bytes,
                 usage: usage.flags(),
             })
-    }
-
-    /// A buffer of `size` bytes (a multiple of 4, not 0) that `fill` writes, all of it, into
-    /// the memory wgpu maps for it at creation: data converted on the way needs no host copy
-    /// of its own.
-    pub fn upload_with(
-        &self,
-        label: &str,
-        usage: Usage,
-        size: u64,
-        fill: impl FnOnce(&mut WriteView),
-    ) -> Result<wgpu::Buffer> {
-        assert!(
-            size > 0 && size.is_multiple_of(4),
-            "upload_with needs a size of 4n > 0 bytes"
-        );
-        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size,
-            usage: usage.flags(),
-            mapped_at_creation: true,
-        });
-        {
-            let mut view = buffer
-                .slice(..)
-                .get_mapped_range_mut()
-                .map_err(|e| anyhow!("mapping the new buffer {label} failed: {e}"))?;
-            fill(&mut view);
-        }
-        buffer.unmap();
-        Ok(buffer)
     }
 
     /// A zeroed buffer of `size` bytes, rounded up to 4 and at least 16, so that even an empty
@@ -477,13 +443,26 @@ impl Batch<'_> {
         self.encoder.clear_buffer(buffer, 0, None);
     }
 
-    /// Submits the batch and waits for it to finish.
+    /// Records copying the first `size` bytes (a multiple of 4) of `src` to the start of `dst`.
+    pub fn copy(&mut self, src: &wgpu::Buffer, dst: &wgpu::Buffer, size: u64) {
+        self.encoder.copy_buffer_to_buffer(src, 0, dst, 0, size);
+    }
+
+    /// Submits the batch and waits for it to finish (not for work submitted after it, by
+    /// other threads sharing the device).
     pub fn submit(mut self) -> Result<()> {
         if let Some(timer) = self.timer.as_deref_mut() {
             timer.resolve(&mut self.encoder);
         }
-        self.gpu.queue.submit([self.encoder.finish()]);
-        self.gpu.wait()
+        let index = self.gpu.queue.submit([self.encoder.finish()]);
+        self.gpu
+            .device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+            .map_err(|e| anyhow!("waiting for the GPU failed: {e}"))?;
+        self.gpu.check()
     }
 }
 

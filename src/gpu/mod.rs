@@ -7,12 +7,14 @@ pub mod pipeline_cache;
 mod render;
 pub mod shader;
 mod timing;
+mod transfer;
 
 pub use device::{
     list_adapters, open, open_all, open_gpu, rank, select, select_all, AdapterReport,
     BackendChoice, Candidate, Choice, DeviceRequest, DeviceSelector, Engine, FeatureReport, Gpu,
     LimitsReport, Reason,
 };
-pub use kernel::{grid, pipelines_built, Batch, Kernel, Usage, WriteView, TIMED_PASSES};
+pub use kernel::{grid, pipelines_built, Batch, Kernel, Usage, TIMED_PASSES};
 pub use shader::{compose, Composed, Shader, Variant};
 pub use timing::{span_ns, PassTime, PassTimer, Timings};
+pub use transfer::{Download, Upload};

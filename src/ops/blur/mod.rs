@@ -136,27 +136,76 @@ pub fn run(
     options: &Options,
     timings: &mut Timings,
 ) -> Result<Image> {
-    match engine {
-        Engine::Cpu => timings.phase("compute", || cpu(img, options)),
-        Engine::Gpu(gpu) => run_gpu(gpu, img, options, timings),
+    Blurrer::new(engine, *options).run(img, timings)
+}
+
+/// Blurs image after image on one engine with the same options, as [`run`] does, keeping the
+/// GPU plan (pipelines, buffers, bindings, staging) from one image to the next of the same
+/// size and layout: per image the host copies the samples in and the result out, and the
+/// GPU does the rest. A batch's engine thread holds one.
+pub struct Blurrer<'e> {
+    engine: &'e Engine,
+    options: Options,
+    plan: Option<BlurPlan>,
+}
+
+impl<'e> Blurrer<'e> {
+    pub fn new(engine: &'e Engine, options: Options) -> Blurrer<'e> {
+        Blurrer {
+            engine,
+            options,
+            plan: None,
+        }
+    }
+
+    /// Blurs `img`, adding phases to `timings` as [`run`] does (and "plan" when the image
+    /// needs a new plan).
+    pub fn run(&mut self, img: &Image, timings: &mut Timings) -> Result<Image> {
+        match self.engine {
+            Engine::Cpu => timings.phase("compute", || cpu(img, &self.options)),
+            Engine::Gpu(gpu) => self.run_gpu(gpu, img, timings),
+        }
+    }
+
+    fn run_gpu(&mut self, gpu: &Gpu, img: &Image, timings: &mut Timings) -> Result<Image> {
+        if img.pixels() == 0 {
+            arith::arith(
+                &self.options,
+                img.max_value(),
+                pack::alpha_lane(img.channels),
+            )?;
+            return Ok(img.clone());
+        }
+        // Taken out while in use: after an error it is dropped, whatever state its staging
+        // was left in.
+        let mut plan = match self.plan.take() {
+            Some(plan) if plan.fits(img) => plan,
+            other => {
+                drop(other);
+                timings.phase("plan", || BlurPlan::for_layout(gpu, img, &self.options))?
+            }
+        };
+        timings.phase("upload", || plan.write(gpu, img))?;
+        let passes = plan.passes();
+        gpu.run_timed(timings, passes, |b, range| {
+            if range.start == 0 {
+                plan.record_upload(b);
+            }
+            let last = range.end == passes;
+            plan.record_passes(b, range);
+            if last {
+                plan.record_download(b);
+            }
+        })?;
+        let out = timings.phase("download", || plan.read(gpu, img))?;
+        self.plan = Some(plan);
+        Ok(out)
     }
 }
 
 /// The CPU engine's blur: the native engine, bit for bit the reference's result.
 fn cpu(img: &Image, options: &Options) -> Result<Image> {
     engine::blur(img, options)
-}
-
-fn run_gpu(gpu: &Gpu, img: &Image, options: &Options, timings: &mut Timings) -> Result<Image> {
-    if img.pixels() == 0 {
-        arith::arith(options, img.max_value(), pack::alpha_lane(img.channels))?;
-        return Ok(img.clone());
-    }
-    let plan = timings.phase("upload", || BlurPlan::new(gpu, img, options))?;
-    gpu.run_timed(timings, plan.passes(), |b, range| {
-        plan.record_passes(b, range)
-    })?;
-    timings.phase("download", || plan.read(gpu, img))
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
-//! Pixels as four lanes, packed into words for the GPU and unpacked from them.
-//! 8-bit images travel as one word per pixel (lane k in byte k), 16-bit
-//! ones as two words; missing lanes are zero. The alpha lane is 1 (gray+alpha) or 3 (RGBA).
+//! Pixels as four lanes packed into words, the layout the blur passes work in: 8-bit images
+//! take one word per pixel (lane k in byte k), 16-bit ones two words; missing lanes are zero.
+//! The alpha lane is 1 (gray+alpha) or 3 (RGBA). Images travel to and from the GPU in the
+//! host's own layout (wgsl/blur_pack.wgsl converts them there); the reference packs its
+//! result the passes' way.
 
 use rayon::prelude::*;
 
-use crate::gpu::WriteView;
 use crate::io::image::{Image, Samples};
 
 pub(super) fn alpha_lane(channels: u8) -> Option<usize> {
@@ -15,49 +16,23 @@ pub(super) fn alpha_lane(channels: u8) -> Option<usize> {
     }
 }
 
-/// Writes `img` packed (one word a pixel for 8-bit images, two for 16-bit) into `out`, which
-/// holds exactly that many bytes; pixels of fewer than 4 channels are packed a chunk at a
-/// time, so no packed copy of the whole image is made.
-pub(super) fn write_words(img: &Image, out: &mut WriteView) {
-    const CHUNK: usize = 1 << 14; // pixels
-    let c = img.channels as usize;
-    let mut words: Vec<u32> = Vec::with_capacity(2 * CHUNK);
-    // Chunk i of `words_per_px`-word pixels.
-    let mut put = |i: usize, words_per_px: usize, words: &[u32]| {
-        let at = i * CHUNK * words_per_px * 4;
-        out.slice(at..at + 4 * words.len())
-            .copy_from_slice(bytemuck::cast_slice(words));
-    };
-    match &img.samples {
-        Samples::U8(s) if c == 4 => out.copy_from_slice(s),
-        Samples::U16(s) if c == 4 => out.copy_from_slice(bytemuck::cast_slice(s)),
-        Samples::U8(s) => {
-            for (i, chunk) in s.chunks(c * CHUNK).enumerate() {
-                words.clear();
-                words.extend(chunk.chunks(c).map(|px| {
-                    px.iter()
-                        .enumerate()
-                        .fold(0u32, |w, (k, &v)| w | (v as u32) << (8 * k))
-                }));
-                put(i, 1, &words);
+/// An image like `like` from its samples in the host's layout as the GPU wrote them: 8-bit
+/// as they are, 16-bit little-endian (one copy).
+pub(super) fn image_from_bytes(bytes: &[u8], like: &Image) -> Image {
+    let (w, h, c) = (like.width, like.height, like.channels);
+    match like.samples {
+        Samples::U8(_) => Image::new_u8(w, h, c, bytes.to_vec()),
+        Samples::U16(_) => {
+            let mut samples: Vec<u16> = bytemuck::pod_collect_to_vec(bytes);
+            if cfg!(target_endian = "big") {
+                samples.iter_mut().for_each(|v| *v = u16::from_le(*v));
             }
-        }
-        Samples::U16(s) => {
-            for (i, chunk) in s.chunks(c * CHUNK).enumerate() {
-                words.clear();
-                words.extend(chunk.chunks(c).flat_map(|px| {
-                    let mut lanes = [0u32; 4];
-                    for (k, &v) in px.iter().enumerate() {
-                        lanes[k] = v as u32;
-                    }
-                    [lanes[0] | lanes[1] << 16, lanes[2] | lanes[3] << 16]
-                }));
-                put(i, 2, &words);
-            }
+            Image::new_u16(w, h, c, samples)
         }
     }
 }
 
+/// The image like `like` whose pixels are `words`, four lanes each (the reference's output).
 pub(super) fn from_words(words: &[u32], like: &Image) -> Image {
     let c = like.channels as usize;
     let (w, h) = (like.width, like.height);

@@ -4,12 +4,12 @@
 use anyhow::{bail, Result};
 
 use super::arith::{arith, Arith};
-use super::pack::{alpha_lane, from_words, write_words};
+use super::pack::{alpha_lane, image_from_bytes};
 use super::tune::Tunables;
 use super::{Kind, Options};
-use crate::gpu::{Batch, Gpu, Kernel, Shader, Usage, Variant};
+use crate::gpu::{Batch, Download, Gpu, Kernel, Shader, Upload, Usage, Variant};
 use crate::io::image::Image;
-use crate::ops::ShaderCase;
+use crate::ops::{sample_bytes, ShaderCase};
 use crate::shader;
 
 // Keep in sync with wgsl/blur_gauss.wgsl: outputs per gaussian thread (its register reuse is
@@ -18,6 +18,26 @@ pub(super) const GAUSS_PPT: u32 = 2;
 const FMT_PACK8: u32 = 0;
 const FMT_PACK16: u32 = 1;
 const FMT_WIDE: u32 = 2;
+
+/// Keep in sync with `Params` in wgsl/blur_pack.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct PackParams {
+    pixels: u32,
+    _pad: [u32; 3],
+}
+
+/// Threads per workgroup of wgsl/blur_pack.wgsl (keep in sync with PACK_WG).
+const PACK_WG: u64 = 64;
+
+/// Items a thread of wgsl/blur_pack.wgsl converts (PACK_RUN): one on GPUs, a run on CPU
+/// adapters (lavapipe pays per workgroup).
+fn pack_run(layout: Layout) -> u64 {
+    match layout {
+        Layout::Workgroup => 1,
+        Layout::LinePerInvocation => 64,
+    }
+}
 
 /// Keep in sync with `Params` in wgsl/shared/blur_pass.wgsl.
 #[repr(C)]
@@ -127,18 +147,29 @@ fn gauss_stride(width: u32, fmt: u32) -> u32 {
 /// The uniform array of gaussian weights: 251 vec4s, 1001 taps (wgsl/shared/blur_pass.wgsl).
 const WEIGHT_SLOTS: usize = 4 * 251;
 
-/// A blur planned for one image size on one device: pipelines, buffers, strips and their
-/// bindings, ready to record (many times, for `bench`). Its memory does not grow with the
-/// iteration count: each strip's bindings are made once and reused by every iteration.
+/// A blur planned for one image size and layout on one device: pipelines, buffers, strips and
+/// their bindings, and the staging the images travel through. Ready to record (many times,
+/// for `bench`) once an image is written, and reused for every image of that size and layout:
+/// per image the host copies its bytes in and the result's out, and the GPU does the rest.
+/// Its memory does not grow with the iteration count: each strip's bindings are made once
+/// and reused by every iteration.
 pub struct BlurPlan {
     /// Row pass with and without premultiply; column pass with and without unpremultiply;
     /// only those some iteration uses are built (one iteration needs two).
     kernels: [Option<Kernel>; 4],
     strip_passes: Vec<StripPasses>,
     iterations: u32,
-    /// The full-image buffer the last pass writes.
-    result: wgpu::Buffer,
-    words: usize,
+    /// What the plan fits: width, height, channels, largest sample value.
+    layout: (u32, u32, u8, u32),
+    /// The passes between the host's layout and the packed one (none for four channels):
+    /// `unpack` before the first pass, `pack` after the last.
+    conversion: Option<Conversion>,
+    /// Where uploads are copied to (the image in the host's layout, or the first image buffer
+    /// when that is the same) and downloads copied from.
+    upload_dst: wgpu::Buffer,
+    download_src: wgpu::Buffer,
+    upload: Upload,
+    download: Download,
     pub strips: usize,
 }
 
@@ -169,6 +200,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
     let mut cases: Vec<ShaderCase> = [1, 2, 4, 8]
         .map(|ppt| ShaderCase::variant::<PassParams>(shader!("blur_box"), box_variant(ppt)))
         .into();
+    cases.push(ShaderCase::params::<PackParams>(shader!("blur_pack")));
     for s in [
         shader!("blur_box_line"),
         shader!("blur_gauss_line"),
@@ -279,7 +311,19 @@ fn strips(
 }
 
 impl BlurPlan {
+    /// Plans a blur of `img`'s size and layout and uploads `img`: ready to record.
     pub fn new(gpu: &Gpu, img: &Image, params: &Options) -> Result<BlurPlan> {
+        let mut plan = BlurPlan::for_layout(gpu, img, params)?;
+        plan.write(gpu, img)?;
+        let mut batch = gpu.batch(None);
+        plan.record_upload(&mut batch);
+        batch.submit()?;
+        Ok(plan)
+    }
+
+    /// Plans a blur of images of `img`'s size and layout; each is then written
+    /// ([`BlurPlan::write`]) and uploaded in a batch ([`BlurPlan::record_upload`]).
+    pub(super) fn for_layout(gpu: &Gpu, img: &Image, params: &Options) -> Result<BlurPlan> {
         let max = img.max_value();
         let alpha = alpha_lane(img.channels);
         let ar = arith(params, max, alpha)?;
@@ -324,9 +368,7 @@ impl BlurPlan {
         let shape = shape(gpu, layout, params, &t, mid_fmt)?;
         let used = used_binds(params.iterations);
         let kernels = kernels(gpu, &shape, &ar, (in_fmt, mid_fmt, state_fmt), max, &used)?;
-        let a = gpu.upload_with("blur image a", Usage::Storage, image_bytes, |view| {
-            write_words(img, view)
-        })?;
+        let a = gpu.buffer("blur image a", Usage::Storage, image_bytes);
         let b = gpu.buffer("blur image b", Usage::Storage, image_bytes);
         // Images with alpha blurred more than once: the iterations' wide fixed point.
         let wide = wide_states
@@ -349,22 +391,85 @@ impl BlurPlan {
         };
         let strip_passes =
             buffers.strip_passes(gpu, &geometry, &shape, &kernels, &strips, &ar.weights);
+        let result = if params.iterations.is_multiple_of(2) {
+            a.clone()
+        } else {
+            b
+        };
+        let bytes = img.pixels() * img.channels as usize * (wpp as usize);
+        let host = HostLayout {
+            pixels: img.pixels() as u64,
+            channels: img.channels,
+            wpp,
+            align,
+            budget,
+            run: pack_run(layout),
+        };
+        let (upload_dst, download_src, conversion) = if img.channels == 4 {
+            (a, result, None)
+        } else {
+            let raw = gpu.buffer("blur image, host layout", Usage::Storage, bytes as u64);
+            let conversion = host.conversion(gpu, &raw, [&a, &result])?;
+            (raw.clone(), raw, Some(conversion))
+        };
         Ok(BlurPlan {
             kernels,
             strip_passes,
             iterations: params.iterations,
-            result: if params.iterations.is_multiple_of(2) {
-                a
-            } else {
-                b
-            },
-            words: (image_bytes / 4) as usize,
+            layout: (w, h, img.channels, max),
+            conversion,
+            upload_dst,
+            download_src,
+            upload: gpu.upload_buffer("blur upload", bytes),
+            download: gpu.download_buffer("blur read-back", bytes),
             strips: strips.len(),
         })
     }
 
-    /// Passes in all: per iteration and strip, the row pass then the column pass.
+    /// Whether images like `img` blur with this plan.
+    pub(super) fn fits(&self, img: &Image) -> bool {
+        self.layout == (img.width, img.height, img.channels, img.max_value())
+    }
+
+    /// Copies `img`'s samples into the upload buffer, for the next [`BlurPlan::record_upload`].
+    pub(super) fn write(&mut self, gpu: &Gpu, img: &Image) -> Result<()> {
+        debug_assert!(self.fits(img));
+        self.upload.write(gpu, &sample_bytes(&img.samples))
+    }
+
+    /// Records copying the written image to the device: before the passes.
+    pub(super) fn record_upload(&self, batch: &mut Batch) {
+        batch.copy(
+            self.upload.buffer(),
+            &self.upload_dst,
+            self.upload.buffer().size(),
+        );
+    }
+
+    /// Records copying the result to the read-back buffer: after the passes.
+    pub(super) fn record_download(&self, batch: &mut Batch) {
+        batch.copy(
+            &self.download_src,
+            self.download.buffer(),
+            self.download.buffer().size(),
+        );
+    }
+
+    /// Passes in all: those to the packed layout, per iteration and strip the row pass then
+    /// the column pass, and those back to the host's layout.
     pub fn passes(&self) -> u64 {
+        let (unpack, pack) = self.conversion_passes();
+        (unpack.len() + pack.len()) as u64 + self.blur_passes()
+    }
+
+    fn conversion_passes(&self) -> (&[PackPass], &[PackPass]) {
+        match &self.conversion {
+            Some(c) => (&c.unpack, &c.pack),
+            None => (&[], &[]),
+        }
+    }
+
+    fn blur_passes(&self) -> u64 {
         2 * self.iterations as u64 * self.strip_passes.len() as u64
     }
 
@@ -375,8 +480,20 @@ impl BlurPlan {
 
     /// Records passes `range` of [`BlurPlan::passes`], in order.
     pub fn record_passes(&self, batch: &mut Batch, range: std::ops::Range<u64>) {
+        let (unpack, pack) = self.conversion_passes();
+        let blur = unpack.len() as u64..unpack.len() as u64 + self.blur_passes();
         let per_iteration = 2 * self.strip_passes.len() as u64;
         for i in range {
+            if let Some(c) = self.conversion.as_ref().filter(|_| !blur.contains(&i)) {
+                let (label, k, p) = if i < blur.start {
+                    ("blur unpack", 0, &unpack[i as usize])
+                } else {
+                    ("blur pack", 1, &pack[(i - blur.end) as usize])
+                };
+                batch.dispatch(label, &c.kernels[k], &p.bind, p.workgroups);
+                continue;
+            }
+            let i = i - blur.start;
             let it = (i / per_iteration) as u32;
             let j = (i % per_iteration) as usize;
             let strip = &self.strip_passes[j / 2];
@@ -397,10 +514,105 @@ impl BlurPlan {
         }
     }
 
-    /// The result as an image like `like`, converted straight from the read-back memory.
-    pub(super) fn read(&self, gpu: &Gpu, like: &Image) -> Result<Image> {
-        gpu.read_with(&self.result, 0, 4 * self.words as u64, |bytes| {
-            from_words(bytemuck::cast_slice(bytes), like)
+    /// The result, after a batch with [`BlurPlan::record_download`] ran, as an image like
+    /// `like`: one copy out of the read-back memory. The upload buffer is mapped again
+    /// meanwhile, for the next image.
+    pub(super) fn read(&mut self, gpu: &Gpu, like: &Image) -> Result<Image> {
+        self.upload.remap();
+        self.download
+            .read(gpu, |bytes| image_from_bytes(bytes, like))
+    }
+}
+
+/// The passes between the host's layout and the packed one (wgsl/blur_pack.wgsl), for
+/// images of fewer than four channels, by chunks of the image.
+struct Conversion {
+    /// `unpack` and `pack`.
+    kernels: [Kernel; 2],
+    unpack: Vec<PackPass>,
+    pack: Vec<PackPass>,
+}
+
+/// One chunk's bindings and workgroups.
+struct PackPass {
+    bind: wgpu::BindGroup,
+    workgroups: u32,
+}
+
+/// An image in the host's layout, and the bindings its conversion passes may use.
+struct HostLayout {
+    pixels: u64,
+    channels: u8,
+    /// Words per packed pixel, which is also bytes per sample.
+    wpp: u64,
+    align: u64,
+    budget: u64,
+    /// Items a thread (`pack_run`).
+    run: u64,
+}
+
+impl HostLayout {
+    /// The `unpack` passes from `raw` to `packed[0]` and the `pack` passes from `packed[1]`
+    /// to `raw`, in chunks of pixels whose bindings fit the budget. A chunk is a multiple of
+    /// the binding alignment (and of 4) pixels long, so that every chunk starts on it in both
+    /// layouts, and on a word in the host's.
+    fn conversion(
+        &self,
+        gpu: &Gpu,
+        raw: &wgpu::Buffer,
+        packed: [&wgpu::Buffer; 2],
+    ) -> Result<Conversion> {
+        let constants = [
+            ("CHANNELS", self.channels as f64),
+            ("BITS", (8 * self.wpp) as f64),
+            ("PACK_RUN", self.run as f64),
+        ];
+        let kernel = |entry| gpu.kernel(&shader!("blur_pack"), entry, &constants);
+        let kernels = [kernel("unpack")?, kernel("pack")?];
+        let step = self.align.max(4);
+        let packed_px = 4 * self.wpp;
+        let raw_px = self.channels as u64 * self.wpp;
+        let chunk = self.budget / packed_px / step * step;
+        if chunk == 0 {
+            bail!(
+                "a {}-byte binding holds no chunk of {step} pixels to convert",
+                self.budget
+            );
+        }
+        let psize = std::mem::size_of::<PackParams>() as u64;
+        let mut unpack = Vec::new();
+        let mut pack = Vec::new();
+        for p0 in (0..self.pixels).step_by(chunk as usize) {
+            let n = chunk.min(self.pixels - p0);
+            let params = PackParams {
+                pixels: n as u32,
+                _pad: [0; 3],
+            };
+            let u = gpu.upload("blur pack params", Usage::Uniform, &[params]);
+            let raw_at = p0 * raw_px;
+            let host = (raw, raw_at, (n * raw_px).next_multiple_of(4));
+            let at = p0 * packed_px;
+            unpack.push(PackPass {
+                bind: gpu.bind_ranges(
+                    &kernels[0],
+                    &[(&u, 0, psize), host, (packed[0], at, n * packed_px)],
+                ),
+                // Packed pixels.
+                workgroups: n.div_ceil(PACK_WG * self.run) as u32,
+            });
+            pack.push(PackPass {
+                bind: gpu.bind_ranges(
+                    &kernels[1],
+                    &[(&u, 0, psize), (packed[1], at, n * packed_px), host],
+                ),
+                // Words of the host's layout.
+                workgroups: (host.2 / 4).div_ceil(PACK_WG * self.run) as u32,
+            });
+        }
+        Ok(Conversion {
+            kernels,
+            unpack,
+            pack,
         })
     }
 }

@@ -1,0 +1,164 @@
+//! Host-visible buffers made once and reused from one piece of work to the next of the same
+//! size: an [`Upload`] that the host writes while it is mapped and a batch copies from, and a
+//! [`Download`] that a batch copies into and the host reads. Per use the host copies the
+//! bytes once each way (read-back memory may be uncached on some drivers: one sequential copy
+//! reads it fastest) and no buffer is created.
+
+use std::sync::mpsc;
+
+use anyhow::{anyhow, Context, Result};
+
+use super::Gpu;
+
+type MapResult = Result<(), wgpu::BufferAsyncError>;
+
+/// Where a staging buffer's mapping stands.
+enum Mapping {
+    Mapped,
+    /// Asked for; the callback sends the outcome once the GPU is done with the buffer.
+    Pending(mpsc::Receiver<MapResult>),
+    Unmapped,
+}
+
+/// A buffer `len` bytes long (padded to whole words) for the host to write and batches to
+/// copy from ([`Upload::buffer`]).
+pub struct Upload {
+    buffer: wgpu::Buffer,
+    len: usize,
+    mapping: Mapping,
+}
+
+/// A buffer `len` bytes long (padded to whole words) for batches to copy into
+/// ([`Download::buffer`]) and the host to read.
+pub struct Download {
+    buffer: wgpu::Buffer,
+    len: usize,
+}
+
+/// The size of a staging buffer holding `len` bytes: whole words, at least one.
+fn padded(len: usize) -> u64 {
+    (len as u64)
+        .max(1)
+        .next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
+}
+
+/// Asks for `buffer` to be mapped; the receiver gets the outcome.
+fn map(buffer: &wgpu::Buffer, mode: wgpu::MapMode) -> mpsc::Receiver<MapResult> {
+    let (tx, rx) = mpsc::channel();
+    buffer.map_async(mode, .., move |r| {
+        let _ = tx.send(r);
+    });
+    rx
+}
+
+impl Gpu {
+    /// An [`Upload`] of `len` bytes, mapped and ready to write.
+    pub fn upload_buffer(&self, label: &str, len: usize) -> Upload {
+        // MAP_WRITE to be written in place, COPY_SRC for batches to copy from.
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: padded(len),
+            usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: true,
+        });
+        Upload {
+            buffer,
+            len,
+            mapping: Mapping::Mapped,
+        }
+    }
+
+    /// A [`Download`] of `len` bytes.
+    pub fn download_buffer(&self, label: &str, len: usize) -> Download {
+        // MAP_READ to be read in place, COPY_DST for batches to copy into.
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: padded(len),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Download { buffer, len }
+    }
+
+    /// The outcome of a mapping asked for with `map`: polls once without blocking (the work
+    /// using the buffer is usually done), else waits for the queue.
+    fn mapped(&self, rx: &mpsc::Receiver<MapResult>, what: &str) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::Poll)
+            .map_err(|e| anyhow!("polling the GPU failed: {e}"))?;
+        let outcome = match rx.try_recv() {
+            Ok(r) => r,
+            Err(_) => {
+                self.wait()?;
+                rx.recv()
+                    .with_context(|| format!("mapping {what} never ended"))?
+            }
+        };
+        outcome.map_err(|e| anyhow!("mapping {what} failed: {e}"))?;
+        self.check()
+    }
+}
+
+impl Upload {
+    /// The buffer batches copy from; whole words, `len` bytes of them written.
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+
+    /// Copies `bytes` (exactly `len` of them) into the buffer, zeroes the padding, and unmaps
+    /// it for a batch to copy from. Waits first if the buffer is still being mapped again.
+    pub fn write(&mut self, gpu: &Gpu, bytes: &[u8]) -> Result<()> {
+        assert_eq!(bytes.len(), self.len, "an upload is written whole");
+        match std::mem::replace(&mut self.mapping, Mapping::Unmapped) {
+            Mapping::Mapped => {}
+            Mapping::Pending(rx) => gpu.mapped(&rx, "the upload buffer")?,
+            Mapping::Unmapped => {
+                let rx = map(&self.buffer, wgpu::MapMode::Write);
+                gpu.mapped(&rx, "the upload buffer")?;
+            }
+        }
+        {
+            let mut view = self
+                .buffer
+                .get_mapped_range_mut(..)
+                .map_err(|e| anyhow!("mapping the upload buffer failed: {e}"))?;
+            let n = bytes.len();
+            view.slice(..n).copy_from_slice(bytes);
+            let pad = view.len() - n;
+            view.slice(n..).copy_from_slice(&[0; 4][..pad]);
+        }
+        self.buffer.unmap();
+        Ok(())
+    }
+
+    /// Asks for the buffer to be mapped again once the submitted work that copies from it is
+    /// done, so that the next [`Upload::write`] finds it mapped.
+    pub fn remap(&mut self) {
+        if matches!(self.mapping, Mapping::Unmapped) {
+            self.mapping = Mapping::Pending(map(&self.buffer, wgpu::MapMode::Write));
+        }
+    }
+}
+
+impl Download {
+    /// The buffer batches copy into; whole words.
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+
+    /// Once the submitted work that copies into the buffer is done, hands its `len` bytes to
+    /// `f` in the mapped memory, then unmaps it.
+    pub fn read<T>(&self, gpu: &Gpu, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        let rx = map(&self.buffer, wgpu::MapMode::Read);
+        gpu.mapped(&rx, "the read-back buffer")?;
+        let out = {
+            let view = self
+                .buffer
+                .get_mapped_range(..)
+                .map_err(|e| anyhow!("mapping the read-back buffer failed: {e}"))?;
+            f(&view[..self.len])
+        };
+        self.buffer.unmap();
+        Ok(out)
+    }
+}
