@@ -116,7 +116,17 @@ impl Premultiply {
     /// A colour lane premultiplied: (c * a + div / 2) / div.
     #[inline(always)]
     pub fn colour(&self, c: u32, a: u32) -> u32 {
-        (c * a + self.div / 2) / self.div
+        match self.div {
+            1 => Self::colour_by::<1>(c, a),
+            _ => Self::colour_by::<65535>(c, a),
+        }
+    }
+
+    /// [`Premultiply::colour`] with div as a constant (1 or 65535, as `new` sets it), so that
+    /// a loop over pixels divides by a multiply.
+    #[inline(always)]
+    pub fn colour_by<const DIV: u32>(c: u32, a: u32) -> u32 {
+        (c * a + DIV / 2) / DIV
     }
 
     /// A colour out of the last column pass's window sums s (colour) and sa (alpha, > 0):

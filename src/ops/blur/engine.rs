@@ -146,24 +146,10 @@ fn run_alpha<T: Sample>(
     p: &Premultiply,
     iterations: u32,
 ) -> Vec<T> {
-    let c = geo.c;
-    let mut premultiplied = vec![0u16; src.len()];
-    premultiplied
-        .par_chunks_mut(c * 4096)
-        .zip(src.par_chunks(c * 4096))
-        .for_each(|(dst, chunk)| {
-            for (d, px) in dst.chunks_exact_mut(c).zip(chunk.chunks_exact(c)) {
-                let a = px[p.lane].get();
-                for (k, (o, s)) in d.iter_mut().zip(px).enumerate() {
-                    let q = if k == p.lane {
-                        a * p.scale
-                    } else {
-                        p.colour(s.get(), a)
-                    };
-                    *o = q as u16;
-                }
-            }
-        });
+    let premultiplied = match p.div {
+        1 => premultiply::<T, 1>(src, geo.c, p),
+        _ => premultiply::<T, 65535>(src, geo.c, p),
+    };
     let w = &ar.weights;
     let last = ColumnArith::Unpremultiply(ar.second, *p);
     let first = |column| Passes {
@@ -192,6 +178,28 @@ fn run_alpha<T: Sample>(
         state = blur_once::<u32, u32, u32>(&state, geo, w, &later(keep));
     }
     blur_once::<u32, u32, T>(&state, geo, w, &later(last))
+}
+
+/// The premultiplied lanes of an image with alpha (`DIV` is `p.div`).
+fn premultiply<T: Sample, const DIV: u32>(src: &[T], c: usize, p: &Premultiply) -> Vec<u16> {
+    debug_assert_eq!(DIV, p.div);
+    let mut out = vec![0u16; src.len()];
+    out.par_chunks_mut(c * 4096)
+        .zip(src.par_chunks(c * 4096))
+        .for_each(|(dst, chunk)| {
+            for (d, px) in dst.chunks_exact_mut(c).zip(chunk.chunks_exact(c)) {
+                let a = px[p.lane].get();
+                for (k, (o, s)) in d.iter_mut().zip(px).enumerate() {
+                    let q = if k == p.lane {
+                        a * p.scale
+                    } else {
+                        Premultiply::colour_by::<DIV>(s.get(), a)
+                    };
+                    *o = q as u16;
+                }
+            }
+        });
+    out
 }
 
 /// What one application of both passes does: the row pass's rounding, what the column pass

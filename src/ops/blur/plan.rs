@@ -655,17 +655,14 @@ fn kernels(
         ]);
         gpu.kernel_variant(&shape.shader, &shape.variant, shape.entry, &c, true)
     };
-    // Images with alpha keep the fraction bits between iterations.
-    let (later_rows, early_columns) = match alpha {
-        Some(_) => (ar.keep, ar.keep),
-        None => (ar.first, ar.second),
-    };
-    // The first iteration's row pass premultiplies, the last one's column pass divides out.
+    // The first iteration's row pass premultiplies, the last one's column pass divides out;
+    // kernels 1 and 3 are the row pass of a later iteration and the column pass of an
+    // earlier one (the second and the first of two).
     let passes = [
-        (in_fmt, mid_fmt, ar.first),
-        (state_fmt, mid_fmt, later_rows),
-        (mid_fmt, in_fmt, ar.second),
-        (mid_fmt, state_fmt, early_columns),
+        (in_fmt, mid_fmt, ar.pass(0, 1, false)),
+        (state_fmt, mid_fmt, ar.pass(1, 2, false)),
+        (mid_fmt, in_fmt, ar.pass(0, 1, true)),
+        (mid_fmt, state_fmt, ar.pass(0, 2, true)),
     ];
     let mut out: [Option<Kernel>; 4] = Default::default();
     for (k, (fmt_in, fmt_out, arith)) in passes.into_iter().enumerate() {
