@@ -37,8 +37,9 @@ SKIP_DIRS = {"LICENSES"}
 SKIP_EXT = {".md", ".toml", ".txt", ".json"}
 # Generous: a debug build blurs a 35-megapixel fax page on one core in about a minute.
 TIMEOUT_S = 240
-# JPEG decoders may differ by rounding in the IDCT and the colour conversion: libjpeg-turbo's
-# islow IDCT and zune-jpeg's agree within this much per sample (measured on the suites).
+# JPEG decoders may differ by rounding in the IDCT, the chroma upsampling and the colour
+# conversion: libjpeg-turbo's islow IDCT and zune-jpeg's agree within this much per sample
+# (measured on the suites; JPEG in TIFF included).
 JPEG_MAX_DIFF = 4
 JPEG_MEAN_DIFF = 0.5
 
@@ -169,6 +170,20 @@ def compare(g, gdepth, p, pdepth, is_jpeg):
     return f"pixels differ from Pillow's: max {diff.max()}, mean {diff.mean():.3f}"
 
 
+def is_jpeg_coded(path):
+    """JPEG data: a JPEG file, or a TIFF whose strips or tiles are JPEG (compression 7)."""
+    head = open(path, "rb").read(4)
+    if head[:3] == b"\xff\xd8\xff":
+        return True
+    if head in (b"II*\0", b"MM\0*", b"II+\0", b"MM\0+"):
+        try:
+            with Image.open(path) as im:
+                return im.tag_v2.get(259) == 7
+        except Exception:
+            return False
+    return False
+
+
 def one_error_line(code, stderr, rel):
     lines = stderr.splitlines()
     if code != 1:
@@ -218,7 +233,7 @@ def check(gpukit, root, path, tmp):
         os.unlink(out)
         diff, exact = None, False
         if isinstance(pil, np.ndarray):
-            is_jpeg = open(path, "rb").read(3) == b"\xff\xd8\xff"
+            is_jpeg = is_jpeg_coded(path)
             diff = compare(g, gdepth, pil, pdepth, is_jpeg)
             if diff:
                 res["differ"] = diff

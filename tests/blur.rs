@@ -5,8 +5,8 @@ use std::path::Path;
 use gpukit::gpu::{Engine, Timings};
 use gpukit::io::image::{self, Image, Samples};
 use gpukit::ops::blur::{
-    gaussian_radius, reference, run as blur_run, BlurPlan, GpuOptions, Kind, Layout,
-    Options as BlurParams,
+    gaussian_radius, gaussian_weights, reference, run as blur_run, BlurPlan, GpuOptions, Kind,
+    Layout, Options as BlurParams,
 };
 
 use crate::util::{dump_mismatch, engine, gpu, run, run_in, tempdir, xorshift};
@@ -150,6 +150,177 @@ fn every_layout_and_depth_matches_cpu() {
                 BlurParams::new(GAUSS1, gaussian_radius(1.0), 3),
             ] {
                 check(&img, params);
+            }
+        }
+    }
+}
+
+/// RGBA with alpha ramps 1..=255 along the rows (up on even rows, down on odd ones; times
+/// 257 for 16-bit), every 5th pixel fully transparent, and noise for colour.
+fn alpha_ramps(sixteen: bool) -> Image {
+    let (w, h) = (255u32, 6u32);
+    let mut next = xorshift(77);
+    let mut px = Vec::new();
+    for y in 0..h {
+        for x in 0..w {
+            let ramp = if y % 2 == 0 { x + 1 } else { w - x };
+            let a = if (x + 3 * y) % 5 == 0 { 0 } else { ramp };
+            let scale = if sixteen { 257 } else { 1 };
+            let max = 255 * scale;
+            px.extend([
+                next() % (max + 1),
+                next() % (max + 1),
+                next() % (max + 1),
+                a * scale,
+            ]);
+        }
+    }
+    if sixteen {
+        Image::new_u16(w, h, 4, px.iter().map(|&v| v as u16).collect())
+    } else {
+        Image::new_u8(w, h, 4, px.iter().map(|&v| v as u8).collect())
+    }
+}
+
+/// One 1-D pass in f64 along rows (`along_x`) or columns, edges clamped, weights `wt`.
+fn pass_f64(v: &[f64], (w, h): (usize, usize), wt: &[f64], along_x: bool) -> Vec<f64> {
+    let r = (wt.len() / 2) as i64;
+    let total: f64 = wt.iter().sum();
+    let mut out = vec![0f64; v.len()];
+    for y in 0..h as i64 {
+        for x in 0..w as i64 {
+            let mut s = 0f64;
+            for (k, &wk) in wt.iter().enumerate() {
+                let d = k as i64 - r;
+                let (xx, yy) = if along_x {
+                    ((x + d).clamp(0, w as i64 - 1), y)
+                } else {
+                    (x, (y + d).clamp(0, h as i64 - 1))
+                };
+                s += wk * v[(yy * w as i64 + xx) as usize];
+            }
+            out[(y * w as i64 + x) as usize] = s / total;
+        }
+    }
+    out
+}
+
+/// The exact alpha-weighted blur of an RGBA image, in f64: per pixel the colour
+/// sum(c * a * w) / sum(a * w) (w the blur's weights over the clamped window, `iterations`
+/// times) and the blurred alpha, both in sample levels.
+fn exact_alpha_blur(img: &Image, wt: &[f64], iterations: u32) -> Vec<[f64; 4]> {
+    let (w, h) = (img.width as usize, img.height as usize);
+    let s: Vec<f64> = match &img.samples {
+        Samples::U8(v) => v.iter().map(|&x| x as f64).collect(),
+        Samples::U16(v) => v.iter().map(|&x| x as f64).collect(),
+    };
+    let mut planes: Vec<Vec<f64>> = (0..4)
+        .map(|k| {
+            s.chunks(4)
+                .map(|p| if k == 3 { p[3] } else { p[k] * p[3] })
+                .collect()
+        })
+        .collect();
+    for plane in &mut planes {
+        for _ in 0..iterations {
+            *plane = pass_f64(&pass_f64(plane, (w, h), wt, true), (w, h), wt, false);
+        }
+    }
+    (0..w * h)
+        .map(|i| {
+            let a = planes[3][i];
+            let c = |k: usize| if a > 0.0 { planes[k][i] / a } else { 0.0 };
+            [c(0), c(1), c(2), a]
+        })
+        .collect()
+}
+
+// Colour is weighted by alpha at full precision: within 1 level of the exact weighted mean
+// wherever the blurred alpha is at least 1 (8-bit), and within the bound docs/blur.md gives
+// for 16-bit images; on the GPU in both layouts and in the native CPU engine.
+#[test]
+fn alpha_weighted_colour_is_within_one_level_of_the_exact_mean() {
+    let gpu_engine = engine();
+    let cpu = Engine::Cpu;
+    for sixteen in [false, true] {
+        let img = alpha_ramps(sixteen);
+        let max = if sixteen { 65535f64 } else { 255.0 };
+        for params in [
+            BlurParams::new(Kind::Box, 1, 1),
+            BlurParams::new(Kind::Box, 4, 1),
+            BlurParams::new(Kind::Box, 2, 3),
+            BlurParams::new(Kind::Gaussian { sigma: 1.5 }, 5, 1),
+            BlurParams::new(Kind::Gaussian { sigma: 3.0 }, 9, 1),
+            BlurParams::new(GAUSS1, 3, 2),
+        ] {
+            let (wt, f): (Vec<f64>, i32) = match params.kind {
+                Kind::Box => (vec![1.0; 2 * params.radius as usize + 1], 8),
+                Kind::Gaussian { sigma } => (
+                    gaussian_weights(sigma, params.radius, 14)
+                        .iter()
+                        .map(|&x| x as f64)
+                        .collect(),
+                    2,
+                ),
+            };
+            let exact = exact_alpha_blur(&img, &wt, params.iterations);
+            // docs/blur.md, "Alpha": R = 2 N - 1 roundings of 2^-F; 16-bit colour is also
+            // premultiplied into 16 bits (half a level).
+            let rounding = (2 * params.iterations - 1) as f64 * 2f64.powi(-f);
+            let premultiply = if sixteen { 0.5 } else { 0.0 };
+            let mut results = vec![(
+                "cpu engine",
+                blur_run(&cpu, &img, &params, &mut Timings::default()).unwrap(),
+            )];
+            for layout in LAYOUTS {
+                let options = GpuOptions {
+                    layout: Some(layout),
+                    ..GpuOptions::DEFAULT
+                };
+                let got = blur_run(
+                    gpu_engine,
+                    &img,
+                    &params.with_gpu(options),
+                    &mut Timings::default(),
+                )
+                .unwrap();
+                results.push((
+                    if layout == Layout::Workgroup {
+                        "gpu workgroup"
+                    } else {
+                        "gpu line"
+                    },
+                    got,
+                ));
+            }
+            for (what, got) in &results {
+                let out: Vec<f64> = match &got.samples {
+                    Samples::U8(v) => v.iter().map(|&x| x as f64).collect(),
+                    Samples::U16(v) => v.iter().map(|&x| x as f64).collect(),
+                };
+                let mut worst = 0f64;
+                for (i, (px, want)) in out.chunks(4).zip(&exact).enumerate() {
+                    if px[3] < 1.0 {
+                        continue;
+                    }
+                    // The blur's own alpha before rounding is within half a level of px[3].
+                    let a = want[3].max(px[3] - 0.5);
+                    let bound = if sixteen {
+                        0.5 + max * (premultiply + rounding) / a
+                    } else {
+                        1.0
+                    };
+                    for k in 0..3 {
+                        let err = (px[k] - want[k]).abs();
+                        worst = worst.max(err);
+                        assert!(
+                            err <= bound + 1e-9,
+                            "{what} {} {:?} r={} x{}: pixel {i} lane {k}: {} vs exact {} (alpha {}, bound {bound})",
+                            img.describe(), params.kind, params.radius, params.iterations, px[k], want[k], want[3]
+                        );
+                    }
+                }
+                assert!(worst > 0.0, "{what}: nothing compared");
             }
         }
     }

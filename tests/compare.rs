@@ -233,6 +233,55 @@ fn metrics_match_sums_and_ssim_computed_here() {
     }
 }
 
+/// A row wider than a workgroup's pixels, 16-bit RGBA: one differing pixel at each corner
+/// (units of 4 pixels straddle the rows), and every sample as far off as it can be (sums of
+/// squares past 2^32 in every workgroup), on both reductions and in strips whose units
+/// hold pixels of two strips; against sums computed here and the CPU reference.
+#[test]
+fn wide_16_bit_rows_with_corners_and_large_sums() {
+    let g = gpu();
+    let mut gc = CompareGpu::new(&g);
+    let (w, h) = (4097u32, 3u32);
+    let a = random_image(w, h, 4, 16, 4097);
+    let n = (w * h) as usize;
+    let corners = [0, w as usize - 1, n - w as usize, n - 1];
+    let cases = [
+        (
+            "corners",
+            modified(&a, |p, ch, v| {
+                if corners.contains(&p) {
+                    v ^ (0x1234 << ch)
+                } else {
+                    v
+                }
+            }),
+        ),
+        ("opposite", modified(&a, |_, _, v| 65535 - v)),
+    ];
+    let opts = Options {
+        diff: true,
+        ..Options::default()
+    };
+    for (name, b) in cases {
+        let cpu = op::reference(&a, &b, &opts);
+        check_metrics(&a, &b, &cpu, name);
+        if name == "corners" {
+            assert_eq!(cpu.counts.differing, 4, "{name}");
+        }
+        // One strip; strips of 2 rows and 1 (8194 pixels: a unit straddles them).
+        for (binding, subgroups) in [(u64::MAX, gc.subgroups), (u64::MAX, false), (200_000, true)] {
+            gc.binding_bytes = binding.min(g.limits.max_storage_buffer_binding_size);
+            gc.subgroups = subgroups && CompareGpu::new(&g).subgroups;
+            let got = gc.compare(&a, &b, &opts, &mut Timings::default()).unwrap();
+            assert_same(
+                &got,
+                &cpu,
+                &format!("{name} binding {binding} subgroups {subgroups}"),
+            );
+        }
+    }
+}
+
 /// pixelmatch's `colorDelta` in f64, with alpha blended over white; 16-bit rounded to 8.
 fn pixelmatch_delta(p: [f64; 4], q: [f64; 4]) -> f64 {
     let blend = |c: f64, a: f64| 255.0 + (c - 255.0) * a / 255.0;
@@ -391,8 +440,14 @@ fn gpu_equals_cpu_with_every_option_and_in_strips() {
                 v
             }
         });
-        for binding in [u64::MAX, 2000, 100] {
+        // Both workgroup reductions: on subgroups (where the adapter has them) and atomics.
+        let reductions = [gc.subgroups, false];
+        for (binding, subgroups) in [u64::MAX, 2000, 100]
+            .into_iter()
+            .flat_map(|b| reductions.map(|sg| (b, sg)))
+        {
             gc.binding_bytes = binding.min(g.limits.max_storage_buffer_binding_size);
+            gc.subgroups = subgroups;
             for opts in [
                 Options {
                     diff: true,
@@ -422,7 +477,9 @@ fn gpu_equals_cpu_with_every_option_and_in_strips() {
                     ..Options::default()
                 },
             ] {
-                let what = format!("{w}x{h}x{channels} {bits}-bit binding {binding} {opts:?}");
+                let what = format!(
+                    "{w}x{h}x{channels} {bits}-bit binding {binding} subgroups {subgroups} {opts:?}"
+                );
                 let cpu = op::reference(&a, &b, &opts);
                 let gpu = match gc.compare(&a, &b, &opts, &mut Timings::default()) {
                     Ok(c) => c,
@@ -643,4 +700,89 @@ fn folders_pair_files_and_list_missing_and_extra() {
     let r = run(&["compare", &s(&golden), &s(&out)]);
     r.code(2);
     assert!(r.stdout.contains("sub/changed.png: match"), "{}", r.stdout);
+}
+
+/// Folder mode through the batch pipeline: a differing pair, pixels equal in different
+/// files, a size mismatch, 16-bit gray, a missing and an extra file; one worker or four,
+/// on the CPU engine or the GPU, the same report and the same diff images.
+#[test]
+fn folder_reports_do_not_depend_on_the_jobs_or_the_engine() {
+    let dir = tempdir();
+    let (golden, out) = (dir.path().join("golden"), dir.path().join("out"));
+    for p in [golden.join("a/b"), out.join("a/b")] {
+        std::fs::create_dir_all(p).unwrap();
+    }
+    let save = |path: PathBuf, img: &Image| image::save(&path, img.clone()).unwrap();
+    let rgb = random_image(23, 9, 3, 8, 5);
+    let changed = modified(
+        &rgb,
+        |p, ch, v| if p % 7 == 2 && ch == 1 { v ^ 0x80 } else { v },
+    );
+    let gray16 = random_image(6, 5, 1, 16, 6);
+    for i in 0..6 {
+        save(golden.join(format!("same{i}.png")), &rgb);
+        save(out.join(format!("same{i}.png")), &rgb);
+        save(golden.join(format!("a/changed{i}.png")), &rgb);
+        save(out.join(format!("a/changed{i}.png")), &changed);
+    }
+    save(golden.join("a/b/gray16.png"), &gray16);
+    save(
+        out.join("a/b/gray16.png"),
+        &modified(&gray16, |p, _, v| v + p as i64),
+    );
+    save(golden.join("size.png"), &rgb);
+    save(out.join("size.png"), &random_image(9, 23, 3, 8, 5));
+    save(golden.join("gone.png"), &rgb);
+    save(out.join("a/new.png"), &rgb);
+    let s = |p: &Path| p.display().to_string();
+    let diffs = dir.path().join("diffs");
+    let mut first: Option<(serde_json::Value, Vec<Image>)> = None;
+    for (backend, jobs) in [("cpu", "1"), ("cpu", "4"), ("vulkan", "1"), ("vulkan", "4")] {
+        if diffs.exists() {
+            std::fs::remove_dir_all(&diffs).unwrap();
+        }
+        let r = run(&[
+            "--backend",
+            backend,
+            "compare",
+            &s(&golden),
+            &s(&out),
+            "--json",
+            "-",
+            "--diff",
+            &s(&diffs),
+            "-j",
+            jobs,
+        ]);
+        r.code(1);
+        let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let files = doc["files"].as_array().unwrap();
+        let status: Vec<(&str, &str)> = files
+            .iter()
+            .map(|f| (f["actual"].as_str().unwrap(), f["status"].as_str().unwrap()))
+            .collect();
+        let name = |f: &str| s(&out.join(f));
+        let mut want = vec![(name("a/b/gray16.png"), "mismatch")];
+        want.extend((0..6).map(|i| (name(&format!("a/changed{i}.png")), "mismatch")));
+        want.extend((0..6).map(|i| (name(&format!("same{i}.png")), "match")));
+        want.push((name("size.png"), "size-mismatch"));
+        let want: Vec<(&str, &str)> = want.iter().map(|(n, st)| (n.as_str(), *st)).collect();
+        assert_eq!(status, want, "{backend} -j {jobs}");
+        assert_eq!(doc["missing"], serde_json::json!(["gone.png"]));
+        assert_eq!(doc["extra"], serde_json::json!(["a/new.png"]));
+        // Every 7th pixel of 207, in one channel.
+        assert_eq!(files[1]["metrics"]["differing"], 30);
+        let diff_images: Vec<Image> = (0..6)
+            .map(|i| image::load(&diffs.join(format!("a/changed{i}.png"))).unwrap())
+            .chain([image::load(&diffs.join("a/b/gray16.png")).unwrap()])
+            .collect();
+        assert!(!diffs.join("same0.png").exists());
+        match &first {
+            None => first = Some((doc, diff_images)),
+            Some((d, imgs)) => {
+                assert_eq!(&doc, d, "{backend} -j {jobs}: the report");
+                assert!(imgs == &diff_images, "{backend} -j {jobs}: the diff images");
+            }
+        }
+    }
 }

@@ -1,5 +1,10 @@
 //! `gpukit devices` and adapter selection on the machine's real adapters.
 
+use std::path::Path;
+
+use gpukit::io::image;
+use gpukit::ops::blur::{reference, Kind, Options};
+
 use crate::util::{gpukit, run};
 
 fn devices_json(extra_env: &[(&str, &str)]) -> serde_json::Value {
@@ -112,7 +117,8 @@ fn device_by_index_and_name_part_opens_that_adapter() {
     for sel in ["0", part.as_str()] {
         let r = quick_bench(&["--device", sel]);
         assert!(
-            r.stderr.contains(&format!("adapter: {name}")),
+            r.stderr.contains(&format!("engine: {name} ("))
+                && r.stderr.contains(&format!(": named by --device {sel}\n")),
             "{}",
             r.stderr
         );
@@ -146,31 +152,36 @@ fn a_software_adapter_is_passed_over_unless_named() {
     let by_default = run(&["-v", "blur", input, "-o", out]);
     by_default.code(0);
     if software {
+        // Passed over after asking the drivers, or (no GPU device node) without loading them.
+        let why = [
+            format!("the best adapter, {name}, is a software rasteriser"),
+            "no GPU device node (/dev/dri, ".to_string(),
+        ];
         assert!(
-            by_default
-                .stderr
-                .contains(&format!("{name} is a software rasteriser"))
-                && by_default
-                    .stderr
-                    .contains("adapter: cpu (gpukit's native CPU engine)"),
+            by_default.stderr.contains("engine: native CPU (")
+                && why.iter().any(|w| by_default.stderr.contains(w.as_str())),
             "{}",
             by_default.stderr
         );
     } else {
         assert!(
-            by_default.stderr.contains(&format!("adapter: {name}")),
+            by_default.stderr.contains(&format!("engine: {name} (")),
             "{}",
             by_default.stderr
         );
     }
-    for named in [
-        ["--device", "0"],
-        ["--backend", best["backend"].as_str().unwrap()],
+    let backend = best["backend"].as_str().unwrap();
+    for (named, why) in [
+        (["--device", "0"], "named by --device 0".to_string()),
+        (
+            ["--backend", backend],
+            format!("the best {backend} adapter (--backend {backend})"),
+        ),
     ] {
         let r = run(&[named[0], named[1], "-v", "blur", input, "-o", out]);
         r.code(0);
         assert!(
-            r.stderr.contains(&format!("adapter: {name}")),
+            r.stderr.contains(&format!("engine: {name} (")) && r.stderr.contains(&why),
             "{named:?}: {}",
             r.stderr
         );
@@ -178,8 +189,218 @@ fn a_software_adapter_is_passed_over_unless_named() {
     // Measuring kernels never passes an adapter over.
     let bench = quick_bench(&[]);
     assert!(
-        bench.stderr.contains(&format!("adapter: {name}")),
+        bench.stderr.contains(&format!("engine: {name} (")),
         "{}",
         bench.stderr
     );
+}
+
+// ---- the engine line and the pipeline cache ---------------------------------------------
+
+/// `--timings` (without `-v`) names the engine and why, for each way of choosing it.
+#[test]
+fn timings_name_the_engine_and_why() {
+    let dir = crate::util::tempdir();
+    let out = dir.path().join("o.png");
+    let out = out.to_str().unwrap();
+    let input = fixture("pngsuite/basn2c08.png");
+    let engine_line = |args: &[&str]| {
+        let r = run(&[args, &["--timings", "blur", &input, "-o", out]].concat());
+        r.code(0);
+        let lines: Vec<&str> = r
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("gpukit: timing: engine: "))
+            .collect();
+        assert_eq!(lines.len(), 1, "{}", r.stderr);
+        lines[0].to_string()
+    };
+    let threads = devices_json(&[])["cpu_engine"]["threads"].as_u64().unwrap();
+    assert_eq!(
+        engine_line(&["--backend", "cpu"]),
+        format!("gpukit: timing: engine: native CPU ({threads} threads): --backend cpu")
+    );
+    let line = engine_line(&["--device", "llvmpipe"]);
+    assert!(
+        line.starts_with("gpukit: timing: engine: llvmpipe")
+            && line.ends_with(": named by --device llvmpipe"),
+        "{line}"
+    );
+    let line = engine_line(&["--backend", "vulkan"]);
+    assert!(
+        line.ends_with("the best vulkan adapter (--backend vulkan)"),
+        "{line}"
+    );
+}
+
+fn fixture(name: &str) -> String {
+    format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Blurs the 32x32 fixture on lavapipe with `args`, checks the output against the CPU
+/// reference, and returns stderr.
+fn blur_on_lavapipe(dir: &Path, args: &[&str]) -> String {
+    let input = fixture("pngsuite/basn2c08.png");
+    let out = dir.join("o.png");
+    let mut cmd = gpukit();
+    cmd.args(["--device", "llvmpipe", "-v"])
+        .args(args)
+        .args(["blur", &input, "-r", "2", "-o", out.to_str().unwrap()])
+        .env("XDG_CACHE_HOME", dir.join("cache"));
+    let r = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert!(r.status.success(), "{stderr}");
+    let img = image::load(Path::new(&input)).unwrap();
+    let want = reference(&img, &Options::new(Kind::Box, 2, 1)).unwrap();
+    assert!(
+        image::load(&out).unwrap() == want,
+        "the blur differs from the reference"
+    );
+    stderr
+}
+
+/// The number in `pipeline cache: <verb> N bytes` of stderr.
+fn cache_bytes(stderr: &str, verb: &str) -> Option<u64> {
+    let at = stderr.find(&format!("pipeline cache: {verb} "))? + 16 + verb.len() + 1;
+    stderr[at..].split(' ').next()?.parse().ok()
+}
+
+#[test]
+fn the_pipeline_cache_is_written_once_then_read() {
+    let dir = crate::util::tempdir();
+    // In the cache folder, beside the tune cache, named after the adapter.
+    let first = blur_on_lavapipe(dir.path(), &[]);
+    assert!(first.contains("pipeline cache: none yet at "), "{first}");
+    let wrote = cache_bytes(&first, "wrote").unwrap_or_else(|| panic!("{first}"));
+    let folder = dir.path().join("cache").join("gpukit");
+    let files: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(
+        files[0].starts_with("pipelines-llvmpipe-") && files[0].ends_with("-vulkan.bin"),
+        "{files:?}"
+    );
+    let file = folder.join(&files[0]);
+    assert!(std::fs::read(&file)
+        .unwrap()
+        .starts_with(b"gpukit pipeline cache\n"));
+    // The second run reads what the first wrote, and has nothing new to write.
+    let second = blur_on_lavapipe(dir.path(), &[]);
+    assert_eq!(cache_bytes(&second, "read"), Some(wrote), "{second}");
+    assert!(
+        second.contains("pipeline cache: unchanged, not written"),
+        "{second}"
+    );
+    // A file named by the flag (or the variable) instead; off reads and writes nothing.
+    let named = dir.path().join("named.bin");
+    let r = blur_on_lavapipe(dir.path(), &["--pipeline-cache", named.to_str().unwrap()]);
+    assert_eq!(cache_bytes(&r, "wrote"), Some(wrote), "{r}");
+    let before = std::fs::metadata(&file).unwrap().modified().unwrap();
+    let off = blur_on_lavapipe(dir.path(), &["--no-pipeline-cache"]);
+    assert!(off.contains("pipeline cache: off"), "{off}");
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().modified().unwrap(),
+        before
+    );
+}
+
+/// FNV-1a 64, as the file's header states it (www.isthe.com/chongo/tech/comp/fnv).
+fn fnv1a64(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// `file` with wgpu's data changed by `change` and the header's checksum made to match, so
+/// that the damage reaches wgpu and the driver.
+fn with_data_changed(file: &[u8], change: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
+    let magic = b"gpukit pipeline cache\n".len();
+    let end = magic + file[magic..].iter().position(|&b| b == b'\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_slice(&file[magic..end]).unwrap();
+    let mut data = file[end + 1..].to_vec();
+    change(&mut data);
+    header["bytes"] = data.len().into();
+    header["fnv1a64"] = format!("{:016x}", fnv1a64(&data)).into();
+    let mut out = file[..magic].to_vec();
+    out.extend(serde_json::to_vec(&header).unwrap());
+    out.push(b'\n');
+    out.extend(data);
+    out
+}
+
+// A damaged cache costs compile time, never a wrong result or a failed run: gpukit's own
+// checks catch damage (one warning); what passes them is wgpu's and the driver's to check.
+#[test]
+fn a_damaged_pipeline_cache_is_ignored_with_one_warning() {
+    let dir = crate::util::tempdir();
+    let path = dir.path().join("p.bin");
+    let flag = ["--pipeline-cache", path.to_str().unwrap()];
+    blur_on_lavapipe(dir.path(), &flag);
+    let whole = std::fs::read(&path).unwrap();
+    let warnings = |stderr: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("gpukit: warning:"))
+            .map(str::to_string)
+            .collect()
+    };
+    for (what, bytes, warning) in [
+        (
+            "garbage",
+            b"\x89PNG not a cache".to_vec(),
+            "not a gpukit pipeline cache",
+        ),
+        (
+            "cut short",
+            whole[..whole.len() - 1].to_vec(),
+            "bytes of data where its header says",
+        ),
+        (
+            "a flipped bit",
+            {
+                let mut b = whole.clone();
+                *b.last_mut().unwrap() ^= 4;
+                b
+            },
+            "its data does not match its checksum",
+        ),
+        // wgpu's header names another device: wgpu refuses it.
+        (
+            "another device",
+            with_data_changed(&whole, |d| d[20] ^= 1),
+            "wgpu refused it",
+        ),
+    ] {
+        std::fs::write(&path, &bytes).unwrap();
+        let stderr = blur_on_lavapipe(dir.path(), &flag);
+        let w = warnings(&stderr);
+        assert!(w.len() == 1 && w[0].contains(warning), "{what}: {stderr}");
+        assert!(w[0].contains(path.to_str().unwrap()), "{what}: {stderr}");
+        // Rebuilt: the next run reads it without a word.
+        assert!(
+            stderr.contains("pipeline cache: wrote "),
+            "{what}: {stderr}"
+        );
+        let again = blur_on_lavapipe(dir.path(), &flag);
+        assert!(warnings(&again).is_empty(), "{what}: {again}");
+        assert!(again.contains("pipeline cache: read "), "{what}: {again}");
+    }
+    // Damage past gpukit's checks: wgpu's own header (it starts afresh, silently), and the
+    // driver's data after it (Vulkan drivers check their header and ignore the rest).
+    let wgpu_header = 64;
+    for (what, at) in [
+        ("wgpu's magic", 0),
+        ("the driver's header", wgpu_header + 4),
+    ] {
+        let bytes = with_data_changed(&whole, |d| {
+            if at < d.len() {
+                d[at] ^= 0x55;
+            }
+        });
+        std::fs::write(&path, &bytes).unwrap();
+        let stderr = blur_on_lavapipe(dir.path(), &flag);
+        assert!(warnings(&stderr).is_empty(), "{what}: {stderr}");
+    }
 }

@@ -54,9 +54,18 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     #[test]
-    fn blur_on_the_gpu_equals_the_cpu_reference(img in image(), params in params()) {
+    fn blur_on_the_gpu_and_the_native_engine_equals_the_cpu_reference(img in image(), params in params()) {
         let want = blur::reference(&img, &params).unwrap();
         let got = blur::run(engine(), &img, &params, &mut Timings::default()).unwrap();
+        let native = blur::engine::blur(&img, &params).unwrap();
+        prop_assert!(
+            native == want,
+            "native engine: {} {:?} r={} x{}",
+            img.describe(),
+            params.kind,
+            params.radius,
+            params.iterations
+        );
         prop_assert!(
             got == want,
             "{} {:?} r={} x{}",

@@ -50,12 +50,13 @@ impl Run {
 }
 
 /// The built `gpukit` binary with its environment cleared of gpukit's variables, and a
-/// cache folder of its own (no user's tune cache changes what a test sees).
+/// cache folder of its own (no user's tune or pipeline cache changes what a test sees).
 pub fn gpukit() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpukit"));
     cmd.env_remove("GPUKIT_DEVICE")
         .env_remove("GPUKIT_BACKEND")
         .env_remove("GPUKIT_TUNE_CACHE")
+        .env_remove("GPUKIT_PIPELINE_CACHE")
         .env(
             "XDG_CACHE_HOME",
             Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-cache"),

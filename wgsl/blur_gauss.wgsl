@@ -15,18 +15,19 @@ override G_TAPS: u32 = 1u; // 2r + 1
 
 // Staged samples keep the input's packing, so a tap reads as few workgroup-memory bytes as
 // possible (the loads, not the multiplies, bound this kernel): a word per 8-bit pixel, a
-// pair of words per 16-bit one, a vec4 for the wide format. Only the array of the pass's
-// input format has G_IN_LEN elements.
-var<workgroup> sh_in8: array<u32, select(1u, G_IN_LEN, IN_FMT == FMT_PACK8)>;
-var<workgroup> sh_in16: array<vec2<u32>, select(1u, G_IN_LEN, IN_FMT == FMT_PACK16)>;
-var<workgroup> sh_in32: array<vec4<u32>, select(1u, G_IN_LEN, IN_FMT == FMT_WIDE)>;
+// pair of words per 16-bit one, a vec4 for the wide format. 8-bit pixels premultiplied on
+// load are staged as 16-bit ones (c * a needs 16 bits). Only the array of the staging format
+// has G_IN_LEN elements. Keep in sync with `stage_fmt` in src/ops/blur/plan.rs.
+override STAGE_FMT: u32 = 0u;
+var<workgroup> sh_in8: array<u32, select(1u, G_IN_LEN, STAGE_FMT == FMT_PACK8)>;
+var<workgroup> sh_in16: array<vec2<u32>, select(1u, G_IN_LEN, STAGE_FMT == FMT_PACK16)>;
+var<workgroup> sh_in32: array<vec4<u32>, select(1u, G_IN_LEN, STAGE_FMT == FMT_WIDE)>;
 var<workgroup> sh_gout: array<vec4<u32>, G_OUT_LEN>;
 
 fn stage(i: u32, v: vec4<u32>) {
-    if IN_FMT == FMT_PACK8 {
-        // Premultiplied 8-bit samples are still at most 255.
+    if STAGE_FMT == FMT_PACK8 {
         sh_in8[i] = pack8(v);
-    } else if IN_FMT == FMT_PACK16 {
+    } else if STAGE_FMT == FMT_PACK16 {
         sh_in16[i] = pack16(v);
     } else {
         sh_in32[i] = v;
@@ -34,9 +35,9 @@ fn stage(i: u32, v: vec4<u32>) {
 }
 
 fn staged(i: u32) -> vec4<u32> {
-    if IN_FMT == FMT_PACK8 {
+    if STAGE_FMT == FMT_PACK8 {
         return unpack8(sh_in8[i]);
-    } else if IN_FMT == FMT_PACK16 {
+    } else if STAGE_FMT == FMT_PACK16 {
         return unpack16(sh_in16[i]);
     }
     return sh_in32[i];
@@ -47,9 +48,9 @@ fn staged(i: u32) -> vec4<u32> {
 // unpadded, lanes half a warp apart would hit the same banks. A line of `width` samples takes
 // gauss_stride(width) elements. Keep in sync with `gauss_stride` in src/ops/blur/plan.rs.
 fn skew(j: u32) -> u32 {
-    if IN_FMT == FMT_PACK8 {
+    if STAGE_FMT == FMT_PACK8 {
         return j + (j >> 5u);
-    } else if IN_FMT == FMT_PACK16 {
+    } else if STAGE_FMT == FMT_PACK16 {
         return j + (j >> 4u);
     }
     return j + (j >> 3u);

@@ -1,5 +1,11 @@
 // compare: per-pixel differences of two images over one strip of rows, summed per workgroup
 // (exact integer counts and sums), and the diff image.
+//
+// Work is cut in units of 4 consecutive pixels (of the whole image, counted row after row):
+// UNIT_WORDS packed words of each image, 3 words of the RGB8 diff image. An invocation takes
+// UNITS units WG_SIZE units apart (neighbouring invocations read neighbouring words), keeps
+// its sums in registers, and the workgroup reduces them once (compare_subgroup or
+// compare_workgroup) into one partial of PART_WORDS words, summed on the host.
 
 // Keep in sync with `Params` in src/ops/compare/gpu.rs.
 struct Params {
@@ -9,12 +15,9 @@ struct Params {
     // The rows this strip compares: [row0, row0 + rows).
     row0: u32,
     rows: u32,
-    // The first row held in `a` and `b` (the strip and up to two rows of halo each side,
-    // which anti-aliasing detection reads).
-    buf_row0: u32,
-    // Bit 0: perceptual distance (else exact equality); bit 1: anti-aliasing detection;
-    // bit 2: draw the diff image.
-    flags: u32,
+    // The first pixel held in `a` and `b`, a multiple of 4 (they hold the strip and up to
+    // two rows of halo each side, which anti-aliasing detection reads).
+    buf_px0: u32,
     // Rectangles in `ignore`.
     n_ignore: u32,
     // The perceptual threshold T as a 64-bit integer: a pixel differs when D > T.
@@ -30,24 +33,34 @@ struct Params {
 @group(0) @binding(3) var<storage, read> ignore: array<vec4<u32>>;
 // PART_WORDS words per workgroup; see `sum_partials` in src/ops/compare/gpu.rs for the layout.
 @group(0) @binding(4) var<storage, read_write> partials: array<u32>;
-// The diff image's pixels for this strip, RGBA8 packed (R in the low byte).
+// The diff image's units of this strip, from the one holding its first pixel: RGB8 packed,
+// 4 pixels in 3 words (R of the first pixel in the low byte).
 @group(0) @binding(5) var<storage, read_write> diff: array<u32>;
 
 const WG_SIZE: u32 = 256u;
-// Pixels per invocation: a workgroup compares WG_SIZE * PER_THREAD consecutive pixels.
-const PER_THREAD: u32 = 16u;
-// Words of one workgroup's partial: per channel (differing, max, sum_abs, sum_sq lo, sum_sq hi),
-// then differing pixels, anti-aliased pixels, ignored pixels.
-const PART_WORDS: u32 = 24u;
+// Units per invocation: a workgroup compares WG_SIZE * UNITS units of 4 pixels.
+const UNITS: u32 = 4u;
+// Words of one workgroup's partial: per channel (differing, max, sum_abs, and sum_sq as
+// bits 0-15 of its low word summed, bits 16-31 summed, high word summed: no carries), then
+// differing pixels, anti-aliased pixels, ignored pixels.
+const PART_WORDS: u32 = 27u;
 
 // Samples per pixel: 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA.
 override CHANNELS: u32 = 4u;
 // Bits per sample: 8 or 16.
 override BITS: u32 = 8u;
 
-const PERCEPTUAL: u32 = 1u;
-const ANTIALIASING: u32 = 2u;
-const DRAW: u32 = 4u;
+// Words of one image per unit of 4 pixels.
+override UNIT_WORDS: u32 = CHANNELS * BITS / 8u;
+
+// What the pass does, fixed per pipeline so that a pass without them carries none of their
+// code (fewer registers; and Mesa's lavapipe, which runs both sides of every branch, skips
+// them): the perceptual distance (else exact equality), anti-aliasing detection, ignored
+// rectangles, drawing the diff image.
+override PERCEPTUAL: bool = false;
+override ANTIALIASING: bool = false;
+override IGNORE: bool = false;
+override DRAW: bool = false;
 
 // YIQ coefficients of pixelmatch scaled by 1024 and rounded (I and Q sum to 0, Y to 1024),
 // and the weights of Y^2, I^2, Q^2 in the distance scaled by 1024.
@@ -57,12 +70,19 @@ const YIQ_I: vec3<i32> = vec3<i32>(610, -281, -329);
 const YIQ_Q: vec3<i32> = vec3<i32>(216, -535, 319);
 const YIQ_W: vec3<u32> = vec3<u32>(517u, 306u, 200u);
 
-const RED: u32 = 0xff0000ffu;
-const YELLOW: u32 = 0xff00ffffu;
+// RGB, R in the low byte.
+const RED: u32 = 0x0000ffu;
+const YELLOW: u32 = 0x00ffffu;
 
-var<workgroup> sh_part: array<atomic<u32>, PART_WORDS>;
+// The workgroup reduction: compare_subgroup where the adapter has subgroups.
+// import: compare_workgroup
 
-// Sample s (pixel * CHANNELS + channel, counted from buf_row0) of a or b.
+// Whether word `slot` of a partial holds a largest value (else a sum).
+fn is_max_slot(slot: u32) -> bool {
+    return slot < 24u && slot % 6u == 1u;
+}
+
+// Sample s (pixel * CHANNELS + channel, counted from buf_px0) of a or b.
 fn sample_a(s: u32) -> u32 {
     if BITS == 8u {
         return (a[s >> 2u] >> ((s & 3u) * 8u)) & 0xffu;
@@ -79,7 +99,7 @@ fn sample_b(s: u32) -> u32 {
 
 // The samples of pixel (x, y) of image `img` (0: a, 1: b); channels past CHANNELS are 0.
 fn pixel(img: u32, x: u32, y: u32) -> vec4<u32> {
-    let base = ((y - params.buf_row0) * params.width + x) * CHANNELS;
+    let base = (y * params.width + x - params.buf_px0) * CHANNELS;
     var p = vec4<u32>(0u);
     for (var c = 0u; c < CHANNELS; c++) {
         if img == 0u {
@@ -234,88 +254,150 @@ fn ignored(x: u32, y: u32) -> bool {
 fn faded(p: vec4<u32>) -> u32 {
     let luma = (306u * p.x + 601u * p.y + 117u * p.z + 512u) >> 10u;
     let g = 255u - ((255u - luma) * p.w + 1275u) / 2550u;
-    return g | (g << 8u) | (g << 16u) | 0xff000000u;
+    return g | (g << 8u) | (g << 16u);
+}
+
+// Sample s of a unit's words (s < 4 * CHANNELS).
+fn unit_sample(w: array<u32, 8>, s: u32) -> u32 {
+    if BITS == 8u {
+        return (w[s >> 2u] >> ((s & 3u) * 8u)) & 0xffu;
+    }
+    return (w[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu;
+}
+
+// Pixel i (0 to 3) of a unit; channels past CHANNELS are 0.
+fn unit_pixel(w: array<u32, 8>, i: u32) -> vec4<u32> {
+    var p = vec4<u32>(0u);
+    for (var c = 0u; c < CHANNELS; c++) {
+        p[c] = unit_sample(w, i * CHANNELS + c);
+    }
+    return p;
+}
+
+// One invocation's sums, kept in registers until the workgroup reduces them.
+struct Sums {
+    differing: vec4<u32>,
+    max_abs: vec4<u32>,
+    sum_abs: vec4<u32>,
+    // Squares as a 64-bit sum per channel, low and high words.
+    sq_lo: vec4<u32>,
+    sq_hi: vec4<u32>,
+    px_differing: u32,
+    px_aa: u32,
+    px_ignored: u32,
+}
+
+// Compares pixel p (of the whole image; samples pa and pb) into `sums` and returns its colour
+// in the diff image (0 outside the strip; RED when it differs, which `main` may yet find
+// anti-aliased). Called once per pixel of a unit with constant sample positions, so the
+// unit's words stay in registers.
+fn compare_pixel(pa: vec4<u32>, pb: vec4<u32>, p: u32, sums: ptr<function, Sums>) -> u32 {
+    let first = params.row0 * params.width;
+    if p < first || p >= first + params.rows * params.width {
+        return 0u;
+    }
+    // Pixels need their coordinates only for ignored rectangles and anti-aliasing.
+    var colour = 0u;
+    if DRAW {
+        colour = faded(rgba8(pa));
+    }
+    if IGNORE {
+        let y = p / params.width;
+        if ignored(p - y * params.width, y) {
+            (*sums).px_ignored += 1u;
+            return colour;
+        }
+    }
+    let d = max(pa, pb) - min(pa, pb);
+    let nonzero = d != vec4<u32>(0u);
+    (*sums).differing += select(vec4<u32>(0u), vec4<u32>(1u), nonzero);
+    (*sums).max_abs = max((*sums).max_abs, d);
+    (*sums).sum_abs += d;
+    let sq = d * d;
+    (*sums).sq_lo += sq;
+    if BITS == 16u {
+        // 8-bit squares of UNITS * 4 pixels cannot carry.
+        (*sums).sq_hi += select(vec4<u32>(0u), vec4<u32>(1u), (*sums).sq_lo < sq);
+    }
+    var differs = any(nonzero);
+    if PERCEPTUAL {
+        if differs {
+            let dist = distance(rgba8(pa), rgba8(pb));
+            let t = vec2<u32>(params.t_lo, params.t_hi);
+            differs = dist.y > t.y || (dist.y == t.y && dist.x > t.x);
+        }
+    }
+    (*sums).px_differing += select(0u, 1u, differs);
+    return select(colour, RED, differs);
 }
 
 @compute @workgroup_size(WG_SIZE)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let group = workgroup_index(wid, nwg);
-    if lid < PART_WORDS {
-        atomicStore(&sh_part[lid], 0u);
-    }
-    workgroupBarrier();
-    let n = params.rows * params.width;
-    let perceptual = (params.flags & PERCEPTUAL) != 0u;
-    let aa = (params.flags & ANTIALIASING) != 0u;
-    let draw = (params.flags & DRAW) != 0u;
-    let threshold = vec2<u32>(params.t_lo, params.t_hi);
-    var differing = vec4<u32>(0u);
-    var max_abs = vec4<u32>(0u);
-    var sum_abs = vec4<u32>(0u);
-    var sum_sq = array<vec2<u32>, 4>();
-    var px_differing = 0u;
-    var px_aa = 0u;
-    var px_ignored = 0u;
-    let start = group * WG_SIZE * PER_THREAD + lid;
-    for (var k = 0u; k < PER_THREAD; k++) {
-        let p = start + k * WG_SIZE;
-        if p >= n {
+fn main(lane: Lane) {
+    let group = workgroup_index(lane.wid, lane.nwg);
+    let lid = lane.lid;
+    reduce_begin(lane);
+    // The strip's pixels and its units, from the one holding its first pixel.
+    let first = params.row0 * params.width;
+    let end = first + params.rows * params.width;
+    let unit0 = first / 4u;
+    let units = (end + 3u) / 4u - unit0;
+    let word0 = (unit0 - params.buf_px0 / 4u) * UNIT_WORDS;
+    var sums: Sums;
+    for (var k = 0u; k < UNITS; k++) {
+        let u = (group * UNITS + k) * WG_SIZE + lid;
+        if u >= units {
             break;
         }
-        let x = p % params.width;
-        let y = params.row0 + p / params.width;
-        let pa = pixel(0u, x, y);
-        let pb = pixel(1u, x, y);
-        let a8 = rgba8(pa);
-        var colour = faded(a8);
-        if ignored(x, y) {
-            px_ignored += 1u;
-        } else {
-            let d = max(pa, pb) - min(pa, pb);
-            differing += select(vec4<u32>(0u), vec4<u32>(1u), d != vec4<u32>(0u));
-            max_abs = max(max_abs, d);
-            sum_abs += d;
-            for (var c = 0u; c < CHANNELS; c++) {
-                sum_sq[c] = add64(sum_sq[c], vec2<u32>(d[c] * d[c], 0u));
-            }
-            var differs = any(d != vec4<u32>(0u));
-            if perceptual && differs {
-                let dist = distance(a8, rgba8(pb));
-                differs = dist.y > threshold.y || (dist.y == threshold.y && dist.x > threshold.x);
-            }
-            if differs {
-                if aa && (antialiased(0u, 1u, x, y) || antialiased(1u, 0u, x, y)) {
-                    px_aa += 1u;
-                    colour = YELLOW;
-                } else {
-                    px_differing += 1u;
-                    colour = RED;
+        var wa: array<u32, 8>;
+        var wb: array<u32, 8>;
+        for (var j = 0u; j < UNIT_WORDS; j++) {
+            wa[j] = a[word0 + u * UNIT_WORDS + j];
+            wb[j] = b[word0 + u * UNIT_WORDS + j];
+        }
+        let p = (unit0 + u) * 4u;
+        let c0 = compare_pixel(unit_pixel(wa, 0u), unit_pixel(wb, 0u), p, &sums);
+        let c1 = compare_pixel(unit_pixel(wa, 1u), unit_pixel(wb, 1u), p + 1u, &sums);
+        let c2 = compare_pixel(unit_pixel(wa, 2u), unit_pixel(wb, 2u), p + 2u, &sums);
+        let c3 = compare_pixel(unit_pixel(wa, 3u), unit_pixel(wb, 3u), p + 3u, &sums);
+        var colours = array<u32, 4>(c0, c1, c2, c3);
+        if ANTIALIASING {
+            // Differing pixels that look anti-aliased, tested once per unit (the test's code
+            // is large) by their coordinates.
+            for (var i = 0u; i < 4u; i++) {
+                if colours[i] == RED {
+                    let y = (p + i) / params.width;
+                    let x = p + i - y * params.width;
+                    if antialiased(0u, 1u, x, y) || antialiased(1u, 0u, x, y) {
+                        colours[i] = YELLOW;
+                        sums.px_differing -= 1u;
+                        sums.px_aa += 1u;
+                    }
                 }
             }
         }
-        if draw {
-            diff[p] = colour;
+        if DRAW {
+            let o = u * 3u;
+            diff[o] = colours[0] | (colours[1] << 24u);
+            diff[o + 1u] = (colours[1] >> 8u) | (colours[2] << 16u);
+            diff[o + 2u] = (colours[2] >> 16u) | (colours[3] << 8u);
         }
     }
     for (var c = 0u; c < CHANNELS; c++) {
-        atomicAdd(&sh_part[c * 5u], differing[c]);
-        atomicMax(&sh_part[c * 5u + 1u], max_abs[c]);
-        atomicAdd(&sh_part[c * 5u + 2u], sum_abs[c]);
-        let old = atomicAdd(&sh_part[c * 5u + 3u], sum_sq[c].x);
-        atomicAdd(&sh_part[c * 5u + 4u], sum_sq[c].y + select(0u, 1u, old + sum_sq[c].x < old));
+        reduce_add(sums.differing[c], c * 6u, lane);
+        reduce_max(sums.max_abs[c], c * 6u + 1u, lane);
+        reduce_add(sums.sum_abs[c], c * 6u + 2u, lane);
+        reduce_add(sums.sq_lo[c] & 0xffffu, c * 6u + 3u, lane);
+        reduce_add(sums.sq_lo[c] >> 16u, c * 6u + 4u, lane);
+        reduce_add(sums.sq_hi[c], c * 6u + 5u, lane);
     }
-    atomicAdd(&sh_part[20], px_differing);
-    atomicAdd(&sh_part[21], px_aa);
-    atomicAdd(&sh_part[22], px_ignored);
+    reduce_add(sums.px_differing, 24u, lane);
+    reduce_add(sums.px_aa, 25u, lane);
+    reduce_add(sums.px_ignored, 26u, lane);
     workgroupBarrier();
     // A 2-D grid may have a few workgroups past the last one: they write nothing.
-    let groups = (n + WG_SIZE * PER_THREAD - 1u) / (WG_SIZE * PER_THREAD);
+    let groups = (units + WG_SIZE * UNITS - 1u) / (WG_SIZE * UNITS);
     if lid < PART_WORDS && group < groups {
-        partials[group * PART_WORDS + lid] = atomicLoad(&sh_part[lid]);
+        partials[group * PART_WORDS + lid] = reduce_result(lid, lane);
     }
 }
 

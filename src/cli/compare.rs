@@ -8,16 +8,15 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use indicatif::ProgressBar;
-use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{exit, print_stdout, term, Ctx, Status};
+use crate::batch::{Pipeline, Stages};
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self, Image};
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::output::PendingFile;
-use crate::ops::compare::{self as op, Metrics, Options, Rect};
+use crate::ops::compare::{self as op, Comparison, Metrics, Options, Rect};
 
 const EXIT_HELP: &str = "\
 Exit codes (as cmp and diff; unlike gpukit's other subcommands):
@@ -64,6 +63,10 @@ pub struct CompareArgs {
     /// Write the report as JSON to FILE.json, or to stdout with `-` (see docs/formats.md).
     #[arg(long, value_name = "FILE.json|-")]
     json: Option<JsonDest>,
+    /// Folder mode: pairs decoded (and diff images encoded) at once (default: the number of
+    /// cores).
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    jobs: Option<u32>,
 }
 
 fn parse_threshold(s: &str) -> Result<f64, String> {
@@ -278,16 +281,8 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
             }
             None => None,
         };
-        let engine = OnceLock::new();
-        let doc = compare_pair(
-            ctx,
-            &plan,
-            &args.expected,
-            &args.actual,
-            diff,
-            &engine,
-            &mut timings,
-        )?;
+        let pair = (args.expected.as_path(), args.actual.as_path());
+        let doc = compare_pair(ctx, &plan, pair, diff, &mut timings)?;
         if !sink.as_ref().is_some_and(JsonSink::is_stdout) {
             print_stdout(&summary_line(&doc))?;
         }
@@ -338,8 +333,7 @@ fn load_pair(
     });
     let pair = pair?;
     if let Some(opened) = opened {
-        // Folder mode opens the engine before its pairs run in parallel, so only one
-        // thread ever gets here.
+        // One pair, so one call: the cell is empty here.
         let _ = engine.set(opened?);
     }
     Ok(pair)
@@ -367,24 +361,43 @@ fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
     Ok(read(a)? == read(b)?)
 }
 
-/// Compares one pair of files; the diff image goes to `diff` when they do not match.
-fn compare_pair(
+/// A pair read and checked: known already, or two images of one layout for the engine.
+enum Prepared {
+    /// Byte-identical files (metrics from the header), or a size or layout mismatch.
+    Known(PairDoc),
+    /// The images to compare (cropped to their common area with --allow-size-change, which
+    /// `doc.reason` says).
+    Images { doc: PairDoc, a: Image, b: Image },
+}
+
+/// A pair after the engine: known already, or the engine's counts and diff image.
+enum Measured {
+    Known(PairDoc),
+    Compared {
+        doc: PairDoc,
+        a: Image,
+        b: Image,
+        cmp: Comparison,
+    },
+}
+
+/// Reads the pair `expected`, `actual` with `load` unless their bytes are identical, and
+/// checks that their layouts can be compared.
+fn prepare(
     ctx: &Ctx,
     plan: &Plan,
-    expected: &Path,
-    actual: &Path,
-    diff: Option<(PendingFile, ::image::ImageFormat)>,
-    engine: &OnceLock<Engine>,
+    (expected, actual): (&Path, &Path),
+    load: impl FnOnce() -> Result<(Image, Image)>,
     timings: &mut Timings,
-) -> Result<PairDoc> {
+) -> Result<Prepared> {
     let mut doc = PairDoc::new(expected, actual);
     // Byte-identical files: every metric is known from the header alone.
     if timings.phase("read", || same_bytes(expected, actual))? {
         let h = image::probe(expected)?;
         let metrics = op::identical(&h, &plan.opts.ignore, plan.ssim);
-        return Ok(finish(doc_with(doc, h, metrics), plan));
+        return Ok(Prepared::Known(finish(doc_with(doc, h, metrics), plan)));
     }
-    let (mut a, mut b) = load_pair(ctx, expected, actual, engine, timings)?;
+    let (mut a, mut b) = load()?;
     if let Some(reason) = op::layout_mismatch(&a, &b) {
         let same_layout = (a.channels, a.bit_depth()) == (b.channels, b.bit_depth());
         if !(plan.allow_size_change && same_layout) {
@@ -394,7 +407,7 @@ fn compare_pair(
                 Verdict::LayoutMismatch
             };
             doc.reason = Some(reason);
-            return Ok(doc);
+            return Ok(Prepared::Known(doc));
         }
         let (w, h) = (a.width.min(b.width), a.height.min(b.height));
         doc.reason = Some(format!("{reason}; compared the common {w}x{h} area"));
@@ -406,8 +419,32 @@ fn compare_pair(
         a = op::crop(&a, w, h);
         b = op::crop(&b, w, h);
     }
-    let engine = engine.get().expect("opened by load_pair");
-    let cmp = op::run(engine, (&a, &b), &plan.opts, timings)?;
+    Ok(Prepared::Images { doc, a, b })
+}
+
+/// The engine's part: the counts and the diff image.
+fn measure(
+    engine: &Engine,
+    plan: &Plan,
+    prepared: Prepared,
+    timings: &mut Timings,
+) -> Result<Measured> {
+    Ok(match prepared {
+        Prepared::Known(doc) => Measured::Known(doc),
+        Prepared::Images { doc, a, b } => {
+            let cmp = op::run(engine, (&a, &b), &plan.opts, timings)?;
+            Measured::Compared { doc, a, b, cmp }
+        }
+    })
+}
+
+/// The host's part after the engine: SSIM when asked for, the metrics and the verdict; and
+/// the diff image when one was asked for and the pair does not match.
+fn conclude(plan: &Plan, measured: Measured, timings: &mut Timings) -> (PairDoc, Option<Image>) {
+    let (doc, a, b, cmp) = match measured {
+        Measured::Known(doc) => return (doc, None),
+        Measured::Compared { doc, a, b, cmp } => (doc, a, b, cmp),
+    };
     let ssim = if plan.ssim && cmp.counts.pixels > cmp.counts.ignored {
         timings.phase("ssim", || op::ssim(&a, &b, &plan.opts.ignore))
     } else {
@@ -420,8 +457,40 @@ fn compare_pair(
         channels: a.channels,
         bit_depth: a.bit_depth(),
     };
-    let mut doc = finish(doc_with(doc, header, metrics), plan);
-    if let (Some((pending, format)), Some(img), Verdict::Mismatch) = (diff, cmp.diff, doc.status) {
+    let doc = finish(doc_with(doc, header, metrics), plan);
+    let diff = cmp.diff.filter(|_| doc.status == Verdict::Mismatch);
+    (doc, diff)
+}
+
+/// Compares one pair of files (the two decoded on two threads while the engine opens); the
+/// diff image goes to `diff` when they do not match.
+fn compare_pair(
+    ctx: &Ctx,
+    plan: &Plan,
+    (expected, actual): (&Path, &Path),
+    diff: Option<(PendingFile, ::image::ImageFormat)>,
+    timings: &mut Timings,
+) -> Result<PairDoc> {
+    let engine = OnceLock::new();
+    let prepared = {
+        let t = &mut *timings;
+        let load = || load_pair(ctx, expected, actual, &engine, t);
+        let mut own = Timings::default();
+        let prepared = prepare(ctx, plan, (expected, actual), load, &mut own)?;
+        timings.merge(&own);
+        prepared
+    };
+    let measured = match prepared {
+        Prepared::Known(doc) => Measured::Known(doc),
+        images => measure(
+            engine.get().expect("opened by load_pair"),
+            plan,
+            images,
+            timings,
+        )?,
+    };
+    let (mut doc, image) = conclude(plan, measured, timings);
+    if let (Some((pending, format)), Some(img)) = (diff, image) {
         doc.diff = Some(pending.path().display().to_string());
         timings.phase("encode", || image::save_to(pending, format, img))?;
     }
@@ -543,55 +612,88 @@ fn image_files(root: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Compares the pair `rel` of the two folders, its diff image (if asked for) going to the
-/// same relative path under the --diff folder, as PNG.
-fn folder_pair(
-    ctx: &Ctx,
-    args: &CompareArgs,
-    plan: &Plan,
-    rel: &Path,
-    engine: &OnceLock<Engine>,
-    timings: &mut Timings,
-) -> Result<PairDoc> {
-    let (e, a) = (args.expected.join(rel), args.actual.join(rel));
-    let diff = match &args.diff {
-        Some(dir) => {
-            let path = dir.join(rel).with_extension("png");
-            let parent = path.parent().expect("a file in a folder");
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("{}: cannot create", parent.display()))?;
-            Some((PendingFile::create(&path)?, ::image::ImageFormat::Png))
-        }
-        None => None,
-    };
-    compare_pair(ctx, plan, &e, &a, diff, engine, timings)
+/// The engine thread's state in folder mode: the engine, and what it measured.
+struct EngineState<'e> {
+    engine: &'e Engine,
+    timings: Timings,
 }
 
-/// The pairs `both` of the two folders compared in parallel, each with its timings; a pair
-/// that fails is reported on stderr and listed with status `error`.
+/// Compares the pairs `both` of the two folders through the batch pipeline: each pair's two
+/// files decode on a thread of the pool, the engine (opened on its own thread while the
+/// first pairs decode) counts, and the pool computes SSIM and writes the diff image (as PNG,
+/// at the pair's relative path under the --diff folder). A pair that fails is reported on
+/// stderr and listed with status `error`. The documents come back in the order of `both`.
 fn compare_pairs(
     ctx: &Ctx,
     args: &CompareArgs,
     plan: &Plan,
     both: &[&PathBuf],
-    engine: &OnceLock<Engine>,
-    bar: &ProgressBar,
-) -> Vec<(PairDoc, Timings)> {
-    both.par_iter()
-        .map(|rel| {
+    hide: bool,
+    timings: &mut Timings,
+) -> Result<Vec<PairDoc>> {
+    let engine_cell = OnceLock::new();
+    let stages = Stages {
+        decode: |rel: &&PathBuf| {
+            let (e, a) = (args.expected.join(rel), args.actual.join(rel));
             let mut t = Timings::default();
-            let doc = folder_pair(ctx, args, plan, rel, engine, &mut t).unwrap_or_else(|err| {
-                bar.suspend(|| eprintln!("{} {err:#}", term::error_prefix()));
-                PairDoc {
-                    status: Verdict::Error,
-                    reason: Some(format!("{err:#}")),
-                    ..PairDoc::new(&args.expected.join(rel), &args.actual.join(rel))
-                }
-            });
-            bar.inc(1);
-            (doc, t)
-        })
-        .collect()
+            let load = || Ok((image::load(&e)?, image::load(&a)?));
+            prepare(ctx, plan, (&e, &a), load, &mut t)
+        },
+        start: |_| -> Result<EngineState<'_>> {
+            let mut timings = Timings::default();
+            let opened = open_engine(ctx, &mut timings)?;
+            let engine = engine_cell.get_or_init(|| opened);
+            Ok(EngineState { engine, timings })
+        },
+        engine: |s: &mut EngineState<'_>, rel: &&PathBuf, prepared: Prepared| {
+            measure(s.engine, plan, prepared, &mut s.timings)
+                .with_context(|| args.actual.join(rel).display().to_string())
+        },
+        encode: |rel: &&PathBuf, measured: Measured| {
+            let mut t = Timings::default();
+            let (mut doc, image) = conclude(plan, measured, &mut t);
+            if let (Some(dir), Some(img)) = (&args.diff, image) {
+                let path = dir.join(rel).with_extension("png");
+                let parent = path.parent().expect("a file in a folder");
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("{}: cannot create", parent.display()))?;
+                let pending = PendingFile::create(&path)?;
+                doc.diff = Some(path.display().to_string());
+                image::save_to(pending, ::image::ImageFormat::Png, img)?;
+            }
+            Ok(doc)
+        },
+        finish: |s: EngineState<'_>| Ok(s.timings),
+    };
+    let bar = term::progress(both.len() as u64, hide);
+    let mut docs: Vec<Option<PairDoc>> = both.iter().map(|_| None).collect();
+    let pipeline = Pipeline::new(args.jobs.map(|j| j as usize));
+    let finished = pipeline.run(both, stages, |outcome| {
+        for (phase, d) in outcome.times.phases() {
+            if phase != "engine" {
+                timings.add(phase, d);
+            }
+        }
+        let rel = both[outcome.index];
+        let doc = outcome.result.unwrap_or_else(|err| {
+            bar.suspend(|| eprintln!("{} {err:#}", term::error_prefix()));
+            PairDoc {
+                status: Verdict::Error,
+                reason: Some(format!("{err:#}")),
+                ..PairDoc::new(&args.expected.join(rel), &args.actual.join(rel))
+            }
+        });
+        docs[outcome.index] = Some(doc);
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    for t in finished? {
+        timings.merge(&t);
+    }
+    Ok(docs
+        .into_iter()
+        .map(|d| d.expect("every pair ends"))
+        .collect())
 }
 
 /// The verdict on two folders: an error if any pair failed to compare, else a match when
@@ -628,24 +730,22 @@ fn compare_folders(
         }
     }
     let json_stdout = sink.as_ref().is_some_and(JsonSink::is_stdout);
-    let bar = term::progress(both.len() as u64, ctx.global.quiet || json_stdout);
-    // The engine opens once, before the pairs run in parallel (each pair decodes its two
-    // files on two threads; the CPU engine's compare is itself parallel).
-    let engine = OnceLock::new();
-    if !both.is_empty() {
-        let _ = engine.set(open_engine(ctx, timings)?);
-    }
-    let results = compare_pairs(ctx, args, plan, &both, &engine, &bar);
-    let mut files = Vec::new();
+    let files = if both.is_empty() {
+        Vec::new()
+    } else {
+        compare_pairs(
+            ctx,
+            args,
+            plan,
+            &both,
+            ctx.global.quiet || json_stdout,
+            timings,
+        )?
+    };
     let mut text = String::new();
-    for (doc, t) in results {
-        timings.merge(&t);
-        if doc.status != Verdict::Error {
-            text += &summary_line(&doc);
-        }
-        files.push(doc);
+    for doc in files.iter().filter(|d| d.status != Verdict::Error) {
+        text += &summary_line(doc);
     }
-    bar.finish_and_clear();
     for p in &missing {
         text += &format!("{}: MISSING from {}\n", p.display(), args.actual.display());
     }

@@ -19,7 +19,9 @@ use std::io::Write;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
-use crate::gpu::{self, BackendChoice, DeviceRequest, DeviceSelector, Engine, Fallback, Timings};
+use crate::gpu::{
+    self, BackendChoice, Choice, DeviceRequest, DeviceSelector, Engine, Reason, Timings,
+};
 pub use exit::Status;
 use term::ColorChoice;
 
@@ -45,11 +47,12 @@ pub struct GlobalArgs {
     /// No progress bars and no notes on stderr (errors and warnings still print).
     #[arg(short, long, global = true)]
     pub quiet: bool,
-    /// Say which adapter runs the work and which tuned shapes the ops use (-v); also each
-    /// input's size and layout and how each output is written (-vv).
+    /// Say which engine runs the work and why, which tuned shapes the ops use and what the
+    /// pipeline cache did (-v); also each input's size and layout and how each output is
+    /// written (-vv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
-    /// Print wall time per phase and GPU time per pass on stderr.
+    /// Print the engine and why, wall time per phase and GPU time per pass on stderr.
     #[arg(long, global = true)]
     pub timings: bool,
     /// The tune cache to read (and `gpukit tune` to write) instead of this adapter's file in
@@ -59,6 +62,18 @@ pub struct GlobalArgs {
     /// Use the ops' default shapes, not the tune cache's (`gpukit tune`: write no cache).
     #[arg(long, global = true)]
     pub no_tune_cache: bool,
+    /// The pipeline cache (compiled kernels, Vulkan) to read and write instead of this
+    /// adapter's file beside the tune cache (docs/tune.md).
+    #[arg(
+        long,
+        global = true,
+        env = "GPUKIT_PIPELINE_CACHE",
+        value_name = "FILE"
+    )]
+    pub pipeline_cache: Option<std::path::PathBuf>,
+    /// Neither read nor write the pipeline cache: compile every kernel afresh.
+    #[arg(long, global = true)]
+    pub no_pipeline_cache: bool,
     /// Accept truncated or corrupt images (bad checksums, damaged data) as far as they
     /// decode, with a warning, instead of refusing them.
     #[arg(long, global = true)]
@@ -102,25 +117,28 @@ pub enum Command {
 /// What every runner gets: the global options, and ways to report.
 pub struct Ctx {
     pub global: GlobalArgs,
+    /// The engine line of the devices opened (`engine: ...: why`), for `--timings`.
+    engine_line: std::sync::Mutex<Option<String>>,
 }
 
 impl Ctx {
-    /// Opens the engine the options ask for, saying on stderr when it falls back to the CPU.
+    /// The engine for measuring kernels (`bench`, `tune`): the adapter the options ask for
+    /// (the CPU when there is none), without the pipeline cache.
     pub fn engine(&self, timings: &mut Timings) -> Result<Engine> {
         self.open_engine(timings, false)
     }
 
     /// The engine that does a command's work fastest: as [`Ctx::engine`], but on a machine
     /// whose best adapter is a software rasteriser (lavapipe, WARP), gpukit's native CPU
-    /// engine, unless `--device` or `--backend` names the adapter.
+    /// engine, unless `--device` or `--backend` names the adapter; with the pipeline cache.
     pub fn work_engine(&self, timings: &mut Timings) -> Result<Engine> {
         self.open_engine(timings, true)
     }
 
-    fn open_engine(&self, timings: &mut Timings, prefer_native_cpu: bool) -> Result<Engine> {
-        let request = self.request(prefer_native_cpu);
-        let (engine, fallback) = timings.phase("device", || gpu::open(&request))?;
-        self.say_engines(std::slice::from_ref(&engine), &fallback);
+    fn open_engine(&self, timings: &mut Timings, for_work: bool) -> Result<Engine> {
+        let request = self.request(for_work);
+        let (engine, choice) = gpu::open(&request)?;
+        self.say_engines(std::slice::from_ref(&engine), choice, timings);
         Ok(engine)
     }
 
@@ -128,38 +146,41 @@ impl Ctx {
     /// for a batch to share its files among.
     pub fn work_engines(&self, timings: &mut Timings) -> Result<Vec<Engine>> {
         let request = self.request(true);
-        let (engines, fallback) = timings.phase("device", || gpu::open_all(&request))?;
-        self.say_engines(&engines, &fallback);
+        let (engines, choice) = gpu::open_all(&request)?;
+        self.say_engines(&engines, choice, timings);
         Ok(engines)
     }
 
-    fn request(&self, prefer_native_cpu: bool) -> DeviceRequest {
+    /// The request for a command that does work (`for_work`: the native CPU engine rather
+    /// than a software rasteriser, the pipeline cache) or measures kernels (`bench`, `tune`:
+    /// the adapter, and no pipeline cache, which tune's candidates would fill with pipelines
+    /// that no op builds).
+    fn request(&self, for_work: bool) -> DeviceRequest {
         DeviceRequest {
             backend: self.global.backend,
             device: self.global.device.clone(),
             tune: self.tune_settings(),
-            prefer_native_cpu,
+            pipelines: if for_work {
+                self.pipeline_settings()
+            } else {
+                gpu::pipeline_cache::Settings::default()
+            },
+            prefer_native_cpu: for_work,
         }
     }
 
-    /// The fallback's line, and with `-v` which engines run.
-    fn say_engines(&self, engines: &[Engine], fallback: &Fallback) {
-        match fallback {
-            Fallback::NoAdapter => self.warn("no GPU adapter found; running on the CPU backend"),
-            Fallback::SoftwareAdapter(name) if self.global.verbose > 0 => self.note(&format!(
-                "{name} is a software rasteriser: running on gpukit's native CPU engine, which \
-                 is faster (--device or --backend runs on the adapter)"
-            )),
-            _ => {}
+    /// The engine line (with `-v` now, with `--timings` at the end), the warning when there
+    /// is no adapter at all, and the phases of opening added to `timings`.
+    fn say_engines(&self, engines: &[Engine], choice: Choice, timings: &mut Timings) {
+        timings.merge(&choice.timings);
+        if choice.reason == Reason::NoAdapter {
+            self.warn("no GPU adapter found; running on the CPU backend");
         }
+        let line = choice.reason.line(engines);
         if self.global.verbose > 0 {
-            for engine in engines {
-                match engine {
-                    Engine::Gpu(g) => self.note(&format!("adapter: {}", g.describe())),
-                    Engine::Cpu => self.note("adapter: cpu (gpukit's native CPU engine)"),
-                }
-            }
+            self.note(&line);
         }
+        *self.engine_line.lock().expect("engine line lock poisoned") = Some(line);
     }
 
     /// Where the ops find tuned shapes (`--tune-cache`, `--no-tune-cache`), with warnings on
@@ -173,31 +194,35 @@ impl Ctx {
         } else {
             Source::UserCache
         };
-        let note: fn(&str) = |m| eprintln!("gpukit: {m}");
         Settings {
             source,
-            note: (self.global.verbose > 0 && !self.global.quiet).then_some(note),
-            warn: |m| eprintln!("{} {m}", term::warning_prefix()),
+            note: self.note_fn(),
+            warn: warn_line,
         }
     }
 
-    /// Opens the engine on another thread while `work` runs on this one: device start-up
-    /// (tens of milliseconds, more on software adapters) overlaps decoding the first input.
-    pub fn engine_alongside<T>(
-        &self,
-        timings: &mut Timings,
-        work: impl FnOnce(&mut Timings) -> T,
-    ) -> (Result<Engine>, T) {
-        std::thread::scope(|s| {
-            let opening = s.spawn(|| {
-                let mut t = Timings::default();
-                (self.engine(&mut t), t)
-            });
-            let out = work(timings);
-            let (engine, t) = opening.join().expect("opening the device does not panic");
-            timings.merge(&t);
-            (engine, out)
-        })
+    /// Where the device keeps compiled pipelines (`--pipeline-cache`, `--no-pipeline-cache`),
+    /// with warnings on stderr and, with `-v`, notes of what was read and written.
+    fn pipeline_settings(&self) -> gpu::pipeline_cache::Settings {
+        use gpu::pipeline_cache::{Settings, Source};
+        let source = if self.global.no_pipeline_cache {
+            Source::Off
+        } else if let Some(p) = &self.global.pipeline_cache {
+            Source::File(p.clone())
+        } else {
+            Source::UserCache
+        };
+        Settings {
+            source,
+            note: self.note_fn(),
+            warn: warn_line,
+        }
+    }
+
+    /// The note function of the caches: a `gpukit:` line on stderr with `-v` (not `--quiet`).
+    fn note_fn(&self) -> Option<fn(&str)> {
+        let note: fn(&str) = |m| eprintln!("gpukit: {m}");
+        (self.global.verbose > 0 && !self.global.quiet).then_some(note)
     }
 
     /// How images are read: `--allow-damaged` and `--max-image-bytes`.
@@ -239,15 +264,34 @@ impl Ctx {
 
     /// A warning on stderr; printed even with `--quiet`.
     pub fn warn(&self, msg: &str) {
-        eprintln!("{} {msg}", term::warning_prefix());
+        warn_line(msg);
     }
 
-    /// Prints `--timings` lines when asked.
+    /// Prints `--timings` lines when asked: the engine and why, the phases, the pipelines
+    /// built (their time is part of the phases), GPU time per pass.
     pub fn report_timings(&self, timings: &Timings) {
-        if self.global.timings {
-            for line in timings.lines() {
-                eprintln!("gpukit: {line}");
-            }
+        if !self.global.timings {
+            return;
+        }
+        if let Some(line) = &*self.engine_line.lock().expect("engine line lock poisoned") {
+            eprintln!("gpukit: timing: {line}");
+        }
+        let (built, time) = gpu::pipelines_built();
+        let mut lines = timings.lines();
+        if built > 0 {
+            // After the phases and their total, before the GPU passes.
+            let at = timings.phases.len() + 1;
+            lines.insert(
+                at,
+                format!(
+                    "timing: {:<14} {:9.3} ms ({built} built; within the phases above)",
+                    "pipelines",
+                    time.as_secs_f64() * 1e3
+                ),
+            );
+        }
+        for line in lines {
+            eprintln!("gpukit: {line}");
         }
     }
 }
@@ -265,7 +309,10 @@ where
         Err(e) => return clap_error(e),
     };
     term::init_color(cli.global.color);
-    let ctx = Ctx { global: cli.global };
+    let ctx = Ctx {
+        global: cli.global,
+        engine_line: std::sync::Mutex::new(None),
+    };
     match cli.command {
         Command::Blur(args) => blur::run(&ctx, args),
         Command::Compare(args) => compare::run(&ctx, args),
@@ -277,6 +324,11 @@ where
         Command::Scan(args) => scan::run(&ctx, args),
         Command::Tune(args) => tune::run(&ctx, args),
     }
+}
+
+/// A warning line on stderr (the caches' warn function).
+fn warn_line(msg: &str) {
+    eprintln!("{} {msg}", term::warning_prefix());
 }
 
 /// Mesa's implicit device-select Vulkan layer connects to Wayland to rank GPUs and prints

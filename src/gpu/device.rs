@@ -2,10 +2,12 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
+
+use super::pipeline_cache::{self, PipelineCache};
+use super::Timings;
 
 /// A backend the user can ask for. `Cpu` is gpukit's own CPU reference backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -55,6 +57,20 @@ pub enum DeviceSelector {
     List(Vec<DeviceSelector>),
 }
 
+impl fmt::Display for DeviceSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceSelector::Index(i) => write!(f, "{i}"),
+            DeviceSelector::Name(part) => f.write_str(part),
+            DeviceSelector::All => f.write_str("all"),
+            DeviceSelector::List(list) => {
+                let parts: Vec<String> = list.iter().map(ToString::to_string).collect();
+                f.write_str(&parts.join(","))
+            }
+        }
+    }
+}
+
 impl std::str::FromStr for DeviceSelector {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -86,6 +102,8 @@ pub struct DeviceRequest {
     pub device: Option<DeviceSelector>,
     /// Where the ops find this device's tuned shapes (the tune cache is per adapter).
     pub tune: crate::tune::Settings,
+    /// Where the device keeps its compiled pipelines between runs (off by default).
+    pub pipelines: pipeline_cache::Settings,
     /// Run on gpukit's native CPU engine rather than on a software rasteriser (Mesa
     /// lavapipe, WARP, SwiftShader) when that is the best adapter and neither `device` nor
     /// `backend` names one: the engine is many times faster. Off for measuring kernels.
@@ -129,10 +147,12 @@ pub struct FeatureReport {
     pub shader_f16: bool,
 }
 
-/// The optional wgpu features gpukit asks for when the adapter has them.
+/// The optional wgpu features gpukit asks for when the adapter has them (the pipeline
+/// cache only where it is used).
 pub(crate) const WANTED_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
     .union(wgpu::Features::SUBGROUP)
-    .union(wgpu::Features::SHADER_F16);
+    .union(wgpu::Features::SHADER_F16)
+    .union(wgpu::Features::PIPELINE_CACHE);
 
 fn feature_report(features: wgpu::Features, info: &wgpu::AdapterInfo) -> FeatureReport {
     let subgroups = features.contains(wgpu::Features::SUBGROUP);
@@ -285,30 +305,28 @@ pub fn select_all(
 /// Opens every device the request names (`--device all` or a list; one otherwise), for a
 /// batch that shares its images among them. The software-rasteriser rule of [`open`] applies
 /// when no device is named.
-pub fn open_all(request: &DeviceRequest) -> Result<(Vec<Engine>, Fallback)> {
-    if !matches!(
-        request.device,
-        Some(DeviceSelector::All | DeviceSelector::List(_))
-    ) {
-        let (engine, fallback) = open(request)?;
-        return Ok((vec![engine], fallback));
-    }
+pub fn open_all(request: &DeviceRequest) -> Result<(Vec<Engine>, Choice)> {
+    let Some(selector @ (DeviceSelector::All | DeviceSelector::List(_))) = &request.device else {
+        let (engine, choice) = open(request)?;
+        return Ok((vec![engine], choice));
+    };
     if request.backend == Some(BackendChoice::Cpu) {
         bail!(crate::UsageError(
             "--device cannot be combined with --backend cpu".into()
         ));
     }
-    let start = Instant::now();
-    let adapters = enumerate(request.backend)?;
-    let indices = select_all(&candidates(&adapters), request.device.as_ref())?;
+    let mut timings = Timings::default();
+    let adapters = enumerate(request.backend, &mut timings)?;
+    let indices = select_all(&candidates(&adapters), Some(selector))?;
     let engines = indices
         .into_iter()
         .map(|i| {
-            let gpu = open_adapter(&adapters[i], start, &request.tune)?;
+            let gpu = open_adapter(&adapters[i], request, &mut timings)?;
             Ok(Engine::Gpu(Box::new(gpu)))
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok((engines, Fallback::None))
+    let reason = Reason::Device(selector.to_string());
+    Ok((engines, Choice { reason, timings }))
 }
 
 fn instance(backends: wgpu::Backends) -> wgpu::Instance {
@@ -350,17 +368,17 @@ fn backends_for(choice: Option<BackendChoice>) -> Result<wgpu::Backends> {
 /// Lists adapters in a stable order: by rank, then by name, so that indices do not depend
 /// on driver enumeration order. Without an explicit backend, GL is asked only when no native
 /// API (Vulkan, Metal, DX12) has an adapter: on Linux, probing EGL is slow and noisy.
-fn enumerate(choice: Option<BackendChoice>) -> Result<Vec<wgpu::Adapter>> {
+fn enumerate(choice: Option<BackendChoice>, timings: &mut Timings) -> Result<Vec<wgpu::Adapter>> {
     let backends = backends_for(choice)?;
     let mut adapters = if choice.is_none() {
-        let primary = enumerate_in(backends & wgpu::Backends::PRIMARY);
+        let primary = enumerate_in(backends & wgpu::Backends::PRIMARY, timings);
         if primary.is_empty() {
-            enumerate_in(backends & wgpu::Backends::GL)
+            enumerate_in(backends & wgpu::Backends::GL, timings)
         } else {
             primary
         }
     } else {
-        enumerate_in(backends)
+        enumerate_in(backends, timings)
     };
     adapters.sort_by_key(|a| {
         let info = a.get_info();
@@ -369,11 +387,16 @@ fn enumerate(choice: Option<BackendChoice>) -> Result<Vec<wgpu::Adapter>> {
     Ok(adapters)
 }
 
-fn enumerate_in(backends: wgpu::Backends) -> Vec<wgpu::Adapter> {
+/// The adapters of `backends`; the time to create the instance (loading the drivers) and to
+/// list them goes to the phases `instance` and `adapters`.
+fn enumerate_in(backends: wgpu::Backends, timings: &mut Timings) -> Vec<wgpu::Adapter> {
     if backends.is_empty() {
         return Vec::new();
     }
-    pollster::block_on(instance(backends).enumerate_adapters(backends))
+    let instance = timings.phase("instance", || instance(backends));
+    timings.phase("adapters", || {
+        pollster::block_on(instance.enumerate_adapters(backends))
+    })
 }
 
 fn candidates(adapters: &[wgpu::Adapter]) -> Vec<Candidate> {
@@ -395,7 +418,7 @@ pub fn list_adapters(backend: Option<BackendChoice>) -> Result<Vec<AdapterReport
     if backend == Some(BackendChoice::Cpu) {
         return Ok(Vec::new());
     }
-    let adapters = enumerate(backend)?;
+    let adapters = enumerate(backend, &mut Timings::default())?;
     let default = select(&candidates(&adapters), None).ok();
     Ok(adapters
         .iter()
@@ -433,8 +456,8 @@ pub struct Gpu {
     pub(crate) errors: Arc<Mutex<Vec<String>>>,
     /// Pipelines built so far, by shader, entry point and constants.
     pub(crate) pipelines: Mutex<std::collections::HashMap<String, wgpu::ComputePipeline>>,
-    /// Wall time to open the device, for `--timings`.
-    pub open_time: std::time::Duration,
+    /// The driver's compiled pipelines, kept on disk between runs where the backend can.
+    pub(crate) pipeline_cache: Option<PipelineCache>,
     /// How the ops read this adapter's tune cache; the cache itself, read on first use.
     /// This layer only holds them: what a choice means is the ops' business.
     pub tune: crate::tune::Settings,
@@ -447,6 +470,16 @@ impl fmt::Debug for Gpu {
             .field("adapter", &self.info.name)
             .field("backend", &self.info.backend)
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Gpu {
+    /// Writes the pipeline cache back when pipelines were built (and it changed).
+    fn drop(&mut self) {
+        let built = self.pipelines.get_mut().is_ok_and(|p| !p.is_empty());
+        if let Some(cache) = self.pipeline_cache.as_ref().filter(|_| built) {
+            cache.save();
+        }
     }
 }
 
@@ -489,30 +522,110 @@ impl Engine {
     }
 }
 
-/// How `open` ended up with its engine, for the one line the CLI prints.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Fallback {
-    None,
+/// Why `open` chose its engine, for the line `-v` and `--timings` print.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// `--backend cpu`.
+    BackendCpu,
     /// No adapter was found and the user asked for none in particular.
     NoAdapter,
     /// The best adapter is a software rasteriser (its name), passed over for the native CPU
     /// engine ([`DeviceRequest::prefer_native_cpu`]).
     SoftwareAdapter(String),
+    /// The machine has no GPU device node, so at best a software rasteriser: the native CPU
+    /// engine, without loading the drivers to ask ([`DeviceRequest::prefer_native_cpu`]).
+    NoGpuNode,
+    /// The best ranked adapter, of this type; nothing was named.
+    Best(wgpu::DeviceType),
+    /// Named by `--device` (as given).
+    Device(String),
+    /// The best adapter of the backend `--backend` names.
+    Backend(BackendChoice),
+}
+
+impl Reason {
+    fn of(request: &DeviceRequest, device_type: wgpu::DeviceType) -> Reason {
+        match (&request.device, request.backend) {
+            (Some(selector), _) => Reason::Device(selector.to_string()),
+            (None, Some(backend)) => Reason::Backend(backend),
+            (None, None) => Reason::Best(device_type),
+        }
+    }
+
+    /// `engine: WHAT: WHY`, e.g. `engine: native CPU (8 threads): no GPU adapter found`.
+    pub fn line(&self, engines: &[Engine]) -> String {
+        let what: Vec<String> = engines
+            .iter()
+            .map(|e| match e {
+                Engine::Gpu(g) => g.describe(),
+                Engine::Cpu => format!("native CPU ({} threads)", rayon::current_num_threads()),
+            })
+            .collect();
+        let why = match self {
+            Reason::BackendCpu => "--backend cpu".to_string(),
+            Reason::NoAdapter => "no GPU adapter found".to_string(),
+            Reason::NoGpuNode => {
+                let nodes: Vec<String> = GPU_NODES
+                    .iter()
+                    .map(|n| format!("/dev/{}", n.trim_end_matches('/')))
+                    .collect();
+                format!(
+                    "no GPU device node ({}), so no adapter but software rasterisers; \
+                     drivers not loaded (--device or --backend asks them)",
+                    nodes.join(", ")
+                )
+            }
+            Reason::SoftwareAdapter(name) => format!(
+                "the best adapter, {name}, is a software rasteriser, and this engine is faster \
+                 (--device or --backend runs on the adapter)"
+            ),
+            Reason::Best(wgpu::DeviceType::Cpu) => {
+                "the best adapter, a software rasteriser (bench and tune measure adapters)".into()
+            }
+            Reason::Best(t) => format!("the best adapter, {}", type_words(*t)),
+            Reason::Device(selector) => format!("named by --device {selector}"),
+            Reason::Backend(b) => format!("the best {b} adapter (--backend {b})"),
+        };
+        format!("engine: {}: {why}", what.join(", "))
+    }
+}
+
+fn type_words(t: wgpu::DeviceType) -> &'static str {
+    match t {
+        wgpu::DeviceType::DiscreteGpu => "a discrete GPU",
+        wgpu::DeviceType::IntegratedGpu => "an integrated GPU",
+        wgpu::DeviceType::VirtualGpu => "a virtual GPU",
+        wgpu::DeviceType::Cpu => "a software rasteriser",
+        wgpu::DeviceType::Other => "of no known type",
+    }
+}
+
+/// How `open` came to its engine, and the time each step of opening took (phases
+/// `instance`, `adapters`, `device`, `pipeline cache`), for `--timings`.
+#[derive(Debug)]
+pub struct Choice {
+    pub reason: Reason,
+    pub timings: Timings,
 }
 
 /// Opens the engine the request names. Without a request it takes the best adapter, or the
 /// CPU backend when there is none at all; a named backend or device that is missing is an error.
-pub fn open(request: &DeviceRequest) -> Result<(Engine, Fallback)> {
+pub fn open(request: &DeviceRequest) -> Result<(Engine, Choice)> {
+    let mut timings = Timings::default();
+    let cpu = |reason, timings| Ok((Engine::Cpu, Choice { reason, timings }));
     if request.backend == Some(BackendChoice::Cpu) {
         if request.device.is_some() {
             bail!(crate::UsageError(
                 "--device cannot be combined with --backend cpu".into()
             ));
         }
-        return Ok((Engine::Cpu, Fallback::None));
+        return cpu(Reason::BackendCpu, timings);
     }
-    let start = Instant::now();
-    let adapters = enumerate(request.backend)?;
+    let named = request.device.is_some() || request.backend.is_some();
+    if request.prefer_native_cpu && !named && !timings.phase("adapters", gpu_node_present) {
+        return cpu(Reason::NoGpuNode, timings);
+    }
+    let adapters = enumerate(request.backend, &mut timings)?;
     if adapters.is_empty() {
         if let Some(b) = request.backend {
             bail!("no {b} adapter found (is its driver installed? `gpukit devices` lists what is there)");
@@ -520,16 +633,51 @@ pub fn open(request: &DeviceRequest) -> Result<(Engine, Fallback)> {
         if request.device.is_some() {
             bail!("no GPU adapter found, so --device cannot pick one (`gpukit devices` lists adapters)");
         }
-        return Ok((Engine::Cpu, Fallback::NoAdapter));
+        return cpu(Reason::NoAdapter, timings);
     }
     let index = select(&candidates(&adapters), request.device.as_ref())?;
     let info = adapters[index].get_info();
-    let named = request.device.is_some() || request.backend.is_some();
-    if request.prefer_native_cpu && !named && info.device_type == wgpu::DeviceType::Cpu {
-        return Ok((Engine::Cpu, Fallback::SoftwareAdapter(info.name)));
+    let reason = Reason::of(request, info.device_type);
+    if request.prefer_native_cpu && reason == Reason::Best(wgpu::DeviceType::Cpu) {
+        return cpu(Reason::SoftwareAdapter(info.name), timings);
     }
-    let gpu = open_adapter(&adapters[index], start, &request.tune)?;
-    Ok((Engine::Gpu(Box::new(gpu)), Fallback::None))
+    let gpu = open_adapter(&adapters[index], request, &mut timings)?;
+    Ok((Engine::Gpu(Box::new(gpu)), Choice { reason, timings }))
+}
+
+/// The device nodes (in /dev) through which GPU drivers reach hardware on Linux: DRM (Mesa's
+/// drivers, AMD, Intel, and most others), NVIDIA's, WSL's, and those of some mobile parts.
+/// Software rasterisers (lavapipe, SwiftShader) need none.
+const GPU_NODES: [&str; 6] = ["dri/", "nvidia*", "dxg", "kgsl*", "mali*", "galcore"];
+
+/// Whether `name`, an entry of /dev, is one of [`GPU_NODES`].
+fn is_gpu_node(name: &str, is_dir: bool) -> bool {
+    GPU_NODES.iter().any(|pattern| {
+        if let Some(dir) = pattern.strip_suffix('/') {
+            is_dir && name == dir
+        } else if let Some(prefix) = pattern.strip_suffix('*') {
+            name.starts_with(prefix)
+        } else {
+            name == *pattern
+        }
+    })
+}
+
+/// Whether a hardware GPU could be here. Loading the Vulkan drivers to find out takes tens
+/// of milliseconds (most of a small job's run), and a machine without a GPU device node
+/// (a container, a CI runner) can have at most a software rasteriser, which the native CPU
+/// engine outruns. Outside Linux: always (every adapter is asked).
+fn gpu_node_present() -> bool {
+    if !cfg!(target_os = "linux") {
+        return true;
+    }
+    let Ok(entries) = std::fs::read_dir("/dev") else {
+        return true;
+    };
+    entries.flatten().any(|e| {
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        is_gpu_node(&e.file_name().to_string_lossy(), is_dir)
+    })
 }
 
 /// Opens a GPU and fails if there is none: for code (tests, benchmarks) that must not fall
@@ -541,23 +689,34 @@ pub fn open_gpu(request: &DeviceRequest) -> Result<Gpu> {
     }
 }
 
+/// Opens a device on `adapter` (phase `device`) and reads its pipeline cache (phase
+/// `pipeline cache`).
 fn open_adapter(
     adapter: &wgpu::Adapter,
-    start: Instant,
-    tune: &crate::tune::Settings,
+    request: &DeviceRequest,
+    timings: &mut Timings,
 ) -> Result<Gpu> {
     let info = adapter.get_info();
-    let features = adapter.features() & WANTED_FEATURES;
+    let mut features = adapter.features() & WANTED_FEATURES;
+    if matches!(request.pipelines.source, pipeline_cache::Source::Off) {
+        features.remove(wgpu::Features::PIPELINE_CACHE);
+    }
     // The adapter's real limits, not the WebGPU defaults: ops size their work to them.
     let limits = adapter.limits();
-    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-        label: Some("gpukit"),
-        required_features: features,
-        required_limits: limits.clone(),
-        memory_hints: wgpu::MemoryHints::Performance,
-        ..Default::default()
-    }))
-    .with_context(|| format!("could not open a device on adapter {}", info.name))?;
+    let (device, queue) = timings
+        .phase("device", || {
+            pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+                label: Some("gpukit"),
+                required_features: features,
+                required_limits: limits.clone(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                ..Default::default()
+            }))
+        })
+        .with_context(|| format!("could not open a device on adapter {}", info.name))?;
+    let pipeline_cache = timings.phase("pipeline cache", || {
+        PipelineCache::open(&device, &info, &request.pipelines)
+    });
 
     let errors = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&errors);
@@ -577,8 +736,8 @@ fn open_adapter(
         dispatch_limit,
         errors,
         pipelines: Mutex::default(),
-        open_time: start.elapsed(),
-        tune: tune.clone(),
+        pipeline_cache,
+        tune: request.tune.clone(),
         tuned: std::sync::OnceLock::new(),
     })
 }
@@ -650,6 +809,38 @@ mod tests {
         let err = select(&list, Some(&DeviceSelector::Name("radeon".into()))).unwrap_err();
         assert!(err.to_string().contains("\"radeon\""), "{err}");
         assert!(select(&[], None).is_err());
+    }
+
+    #[test]
+    fn gpu_nodes_are_recognised() {
+        assert!(is_gpu_node("dri", true));
+        assert!(!is_gpu_node("dri", false));
+        assert!(is_gpu_node("nvidia0", false));
+        assert!(is_gpu_node("nvidiactl", false));
+        assert!(is_gpu_node("dxg", false));
+        assert!(is_gpu_node("kgsl-3d0", false));
+        for other in ["null", "tty0", "shm", "dxgx", "input", "drix"] {
+            assert!(!is_gpu_node(other, true), "{other}");
+        }
+    }
+
+    #[test]
+    fn reasons_read_as_sentences() {
+        let cpu = [Engine::Cpu];
+        let line = Reason::SoftwareAdapter("llvmpipe (LLVM 15)".into()).line(&cpu);
+        assert!(
+            line.starts_with("engine: native CPU (")
+                && line.contains("threads): the best adapter, llvmpipe (LLVM 15), is a software"),
+            "{line}"
+        );
+        assert!(Reason::NoGpuNode
+            .line(&cpu)
+            .contains("no GPU device node (/dev/dri, /dev/nvidia*, /dev/dxg,"));
+        assert!(Reason::BackendCpu.line(&cpu).ends_with(": --backend cpu"));
+        assert_eq!(
+            Reason::Device("0,llvm".parse::<DeviceSelector>().unwrap().to_string()),
+            Reason::Device("0,llvm".into())
+        );
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! The helpers every op uses: pipelines from wgsl/, buffers, bind groups, dispatch grids,
 //! command batches with per-pass timestamps, upload and read-back.
 
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use anyhow::{anyhow, bail, Context, Result};
 use wgpu::util::DeviceExt;
 
@@ -15,6 +18,16 @@ pub type WriteView = wgpu::BufferViewMut;
 /// each, within wgpu's 4096 queries per set; more passes go into further submissions, so
 /// that memory stays bounded whatever the count.
 pub const TIMED_PASSES: u64 = 1024;
+
+/// Pipelines built in this process (on any device) and the wall time spent building them:
+/// process-wide, as `--timings` reports a whole run.
+static BUILT: Mutex<(u32, Duration)> = Mutex::new((0, Duration::ZERO));
+
+/// How many pipelines this process built, and the wall time that took (shader translation
+/// and the driver's compilation, less what the pipeline cache saved).
+pub fn pipelines_built() -> (u32, Duration) {
+    *BUILT.lock().expect("pipeline counter poisoned")
+}
 
 /// A compute pipeline and the name it was built from (used as the label of its passes).
 #[derive(Debug)]
@@ -101,6 +114,7 @@ impl Gpu {
                 pipeline: pipeline.clone(),
             });
         }
+        let start = Instant::now();
         let composed = compose(shader, variant)?;
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let desc = wgpu::ShaderModuleDescriptor {
@@ -123,10 +137,15 @@ impl Gpu {
                     // Every kernel writes its workgroup memory before reading it.
                     zero_initialize_workgroup_memory: false,
                 },
-                cache: None,
+                cache: self.pipeline_cache.as_ref().map(|c| &c.cache),
             });
         if let Some(e) = pollster::block_on(scope.pop()) {
             bail!("building {label} failed: {}", one_line(&e.to_string()));
+        }
+        {
+            let mut built = BUILT.lock().expect("pipeline counter poisoned");
+            built.0 += 1;
+            built.1 += start.elapsed();
         }
         self.pipelines
             .lock()
@@ -390,7 +409,7 @@ impl Gpu {
 }
 
 /// wgpu's errors span several lines (with source excerpts); gpukit's errors are one line.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

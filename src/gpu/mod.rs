@@ -3,15 +3,16 @@
 
 mod device;
 mod kernel;
+pub mod pipeline_cache;
 mod render;
 pub mod shader;
 mod timing;
 
 pub use device::{
     list_adapters, open, open_all, open_gpu, rank, select, select_all, AdapterReport,
-    BackendChoice, Candidate, DeviceRequest, DeviceSelector, Engine, Fallback, FeatureReport, Gpu,
-    LimitsReport,
+    BackendChoice, Candidate, Choice, DeviceRequest, DeviceSelector, Engine, FeatureReport, Gpu,
+    LimitsReport, Reason,
 };
-pub use kernel::{grid, Batch, Kernel, Usage, WriteView, TIMED_PASSES};
+pub use kernel::{grid, pipelines_built, Batch, Kernel, Usage, WriteView, TIMED_PASSES};
 pub use shader::{compose, Composed, Shader, Variant};
 pub use timing::{span_ns, PassTime, PassTimer, Timings};

@@ -38,6 +38,14 @@ const SNIPPETS: &[(&str, Shader)] = &[
     ("scan_op", crate::shader!("shared/scan_op")),
     ("scan_workgroup", crate::shader!("shared/scan_workgroup")),
     ("scan_subgroup", crate::shader!("shared/scan_subgroup")),
+    (
+        "compare_workgroup",
+        crate::shader!("shared/compare_workgroup"),
+    ),
+    (
+        "compare_subgroup",
+        crate::shader!("shared/compare_subgroup"),
+    ),
 ];
 
 /// A named variant of a shader: the file's defaults with a few declarations changed.

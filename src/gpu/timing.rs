@@ -178,9 +178,9 @@ impl Timings {
         let mut out = Vec::new();
         let total: f64 = self.phases.iter().map(|(_, ms)| ms).sum();
         for (p, ms) in &self.phases {
-            out.push(format!("timing: {p:<10} {ms:9.3} ms"));
+            out.push(format!("timing: {p:<14} {ms:9.3} ms"));
         }
-        out.push(format!("timing: {:<10} {total:9.3} ms", "total"));
+        out.push(format!("timing: {:<14} {total:9.3} ms", "total"));
         for (l, ms) in &self.gpu_passes {
             out.push(format!("timing: gpu {l:<24} {ms:9.3} ms"));
         }

@@ -507,6 +507,7 @@ fn read_header(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Header> 
     let header = match kind {
         Kind::Png => png_header(&png_reader(bytes, opts, false)?)?,
         Kind::Jpeg => jpeg_decoder(bytes, true)?.1,
+        Kind::Other(ImageFormat::Tiff) => super::tiff::header(bytes)?,
         Kind::Other(f) => {
             let decoder = other_decoder(bytes, f)?;
             other_header(&decoder, f)?
@@ -521,12 +522,13 @@ fn decode_from(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Decoded>
     match kind {
         Kind::Png => decode_png(bytes, opts),
         Kind::Jpeg => decode_jpeg(bytes, opts),
+        Kind::Other(ImageFormat::Tiff) => super::tiff::decode(bytes, opts),
         Kind::Other(f) => decode_other(bytes, f, opts),
     }
 }
 
 /// A decoder error as one line; an early end of the data is called what it is.
-fn describe_io(e: &std::io::Error, format: &str) -> String {
+pub(super) fn describe_io(e: &std::io::Error, format: &str) -> String {
     if e.kind() == std::io::ErrorKind::UnexpectedEof {
         format!("truncated {format}: the data ends early")
     } else {
@@ -832,7 +834,7 @@ fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result
     decoder
         .set_limits(limits)
         .map_err(|e| image_error(e, format))?;
-    let metadata = other_metadata(decoder.as_mut(), bytes, format)?;
+    let metadata = other_metadata(decoder.as_mut(), format)?;
     let img = DynamicImage::from_decoder(decoder).map_err(|e| image_error(e, format))?;
     Ok(Decoded {
         image: Image::from_dynamic(img)?,
@@ -842,16 +844,9 @@ fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result
     })
 }
 
-/// What the image crate's decoders report (ICC, EXIF, XMP: WebP, GIF's ICC); a TIFF's, with
-/// its resolution and orientation, from the tiff crate.
-fn other_metadata(
-    decoder: &mut dyn image::ImageDecoder,
-    bytes: &[u8],
-    format: ImageFormat,
-) -> Result<Metadata> {
-    if format == ImageFormat::Tiff {
-        return metadata::from_tiff(bytes).map_err(|e| anyhow!("corrupt TIFF: {e}"));
-    }
+/// What the image crate's decoders report (ICC, EXIF, XMP: WebP, GIF's ICC). A TIFF's is
+/// read by src/io/tiff.rs.
+fn other_metadata(decoder: &mut dyn image::ImageDecoder, format: ImageFormat) -> Result<Metadata> {
     let err = |e| image_error(e, format);
     Ok(Metadata {
         icc_profile: decoder.icc_profile().map_err(err)?,

@@ -5,3 +5,4 @@ pub mod image;
 pub mod json;
 pub mod metadata;
 pub mod output;
+mod tiff;

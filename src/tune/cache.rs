@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::gpu::Gpu;
@@ -28,19 +28,35 @@ pub struct AdapterKey {
 
 impl AdapterKey {
     pub fn of(gpu: &Gpu) -> AdapterKey {
+        AdapterKey::from_info(&gpu.info)
+    }
+
+    /// The key of an adapter, before a device is open on it.
+    pub fn from_info(info: &wgpu::AdapterInfo) -> AdapterKey {
         AdapterKey {
-            name: gpu.info.name.clone(),
-            vendor_id: gpu.info.vendor,
-            device_id: gpu.info.device,
-            driver: gpu.info.driver.clone(),
-            driver_info: gpu.info.driver_info.clone(),
-            backend: format!("{:?}", gpu.info.backend).to_lowercase(),
+            name: info.name.clone(),
+            vendor_id: info.vendor,
+            device_id: info.device,
+            driver: info.driver.clone(),
+            driver_info: info.driver_info.clone(),
+            backend: format!("{:?}", info.backend).to_lowercase(),
         }
     }
 
-    /// The cache's file name in the cache folder: `tune-<name>-<vendor>-<device>-<backend>.json`,
-    /// the name lower-cased with runs of other characters as one `-`.
+    /// The tune cache's file name in the cache folder:
+    /// `tune-<name>-<vendor>-<device>-<backend>.json`, the name lower-cased with runs of
+    /// other characters as one `-`.
     pub fn file_name(&self) -> String {
+        format!("tune-{}.json", self.stem())
+    }
+
+    /// The pipeline cache's file name beside it: `pipelines-<name>-<vendor>-<device>-<backend>.bin`
+    /// (`crate::gpu`'s pipeline cache).
+    pub fn pipeline_file_name(&self) -> String {
+        format!("pipelines-{}.bin", self.stem())
+    }
+
+    fn stem(&self) -> String {
         let mut slug = String::new();
         for c in self.name.chars() {
             if c.is_ascii_alphanumeric() {
@@ -50,7 +66,7 @@ impl AdapterKey {
             }
         }
         format!(
-            "tune-{}-{:04x}-{:04x}-{}.json",
+            "{}-{:04x}-{:04x}-{}",
             slug.trim_matches('-'),
             self.vendor_id,
             self.device_id,
@@ -185,7 +201,7 @@ pub fn cache_dir() -> Result<PathBuf> {
     match base {
         Some(b) => Ok(b.join("gpukit")),
         None => {
-            bail!("no cache folder: HOME (or XDG_CACHE_HOME) is not set; give --tune-cache FILE")
+            bail!("no cache folder: HOME (or XDG_CACHE_HOME) is not set")
         }
     }
 }
@@ -195,7 +211,9 @@ pub fn cache_dir() -> Result<PathBuf> {
 pub fn path_for(gpu: &Gpu, explicit: Option<&Path>) -> Result<PathBuf> {
     match explicit {
         Some(p) => Ok(p.to_path_buf()),
-        None => Ok(cache_dir()?.join(AdapterKey::of(gpu).file_name())),
+        None => Ok(cache_dir()
+            .map_err(|e| anyhow!("{e:#}; give --tune-cache FILE"))?
+            .join(AdapterKey::of(gpu).file_name())),
     }
 }
 
@@ -225,6 +243,10 @@ mod tests {
         assert_eq!(
             key.file_name(),
             "tune-nvidia-h200-nvl-141gb-10de-2335-vulkan.json"
+        );
+        assert_eq!(
+            key.pipeline_file_name(),
+            "pipelines-nvidia-h200-nvl-141gb-10de-2335-vulkan.bin"
         );
     }
 

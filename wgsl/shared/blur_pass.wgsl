@@ -35,11 +35,16 @@ override ADD: u32 = 0u;
 override DIV: u32 = 1u;
 // 255 or 65535.
 override MAX_VALUE: u32 = 255u;
-// Multiply colour by alpha on load (the first pass); divide it out on store (the last).
+// Weight colour by alpha on load (the first pass); divide it out of the sums (the last).
 override PREMULTIPLY: bool = false;
 override UNPREMULTIPLY: bool = false;
 // 1 (gray+alpha) or 3 (RGBA).
 override ALPHA_LANE: u32 = 3u;
+// Premultiplied lanes: colour (c * a + PM_DIV / 2) / PM_DIV, alpha a * ALPHA_SCALE, with
+// PM_DIV * ALPHA_SCALE = MAX_VALUE: c * a and 255 a for 8-bit images, as they were rounded
+// into 16 bits and a for 16-bit ones. Keep in sync with `Premultiply` in src/ops/blur/arith.rs.
+override PM_DIV: u32 = 1u;
+override ALPHA_SCALE: u32 = 255u;
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
@@ -54,8 +59,9 @@ fn weight(k: u32) -> u32 {
 }
 
 // Pixel formats: 8-bit lanes packed in one word, 16-bit lanes in two words, or one word per
-// lane. Between the passes 8-bit images use the 16-bit format (their fixed-point values stay
-// below 65536), 16-bit images the one-word format.
+// lane. Between the passes 8-bit images without alpha use the 16-bit format (their fixed-point
+// values stay below 65536), the others the one-word format (also between the iterations of an
+// image with alpha).
 const FMT_PACK8: u32 = 0u;
 const FMT_PACK16: u32 = 1u;
 const FMT_WIDE: u32 = 2u;
@@ -113,41 +119,64 @@ fn load(line: u32, pos: i32) -> vec4<u32> {
     if !PREMULTIPLY {
         return v;
     }
-    // Colour times alpha over the maximum, rounded: (c * a + max / 2) / max.
     let a = v[ALPHA_LANE];
-    var out = (v * a + vec4<u32>(MAX_VALUE / 2u)) / MAX_VALUE;
+    var out = (v * a + vec4<u32>(PM_DIV / 2u)) / PM_DIV;
+    out[ALPHA_LANE] = a * ALPHA_SCALE;
+    return out;
+}
+
+// x * m as (low word, high word), for m <= 65537.
+fn wide_mul(x: u32, m: u32) -> vec2<u32> {
+    let lo = (x & 0xffffu) * m;
+    let hi = (x >> 16u) * m;
+    let low = lo + (hi << 16u);
+    return vec2<u32>(low, (hi >> 16u) + select(0u, 1u, low < lo));
+}
+
+fn wide_less(a: vec2<u32>, b: vec2<u32>) -> bool {
+    return a.y < b.y || (a.y == b.y && a.x < b.x);
+}
+
+// A colour out of its window sum s and the alpha lane's sa > 0 (s <= sa): round half up of
+// MAX_VALUE * s / sa, floor((MAX_VALUE * s + floor(sa / 2)) / sa), in 48-bit arithmetic. The
+// f32 quotient is within 0.02 of the exact one (below 65536), so its truncation is off by at
+// most one, and one comparison each way makes it exact. Keep in sync with
+// `Premultiply::unpremultiply` in src/ops/blur/arith.rs.
+fn unpremultiply(s: u32, sa: u32) -> u32 {
+    let p = wide_mul(s, MAX_VALUE);
+    let low = p.x + (sa >> 1u);
+    let num = vec2<u32>(low, p.y + select(0u, 1u, low < p.x));
+    var q = u32((f32(num.y) * 4294967296.0 + f32(num.x)) / f32(sa));
+    if wide_less(num, wide_mul(sa, q)) {
+        q -= 1u;
+    } else if !wide_less(num, wide_mul(sa, q + 1u)) {
+        q += 1u;
+    }
+    return min(q, MAX_VALUE);
+}
+
+// A pass's output from its window sums: (S * MUL + ADD) / DIV. The last pass of an image with
+// alpha rounds only the alpha lane so, divides the colour sums by the alpha sum, and gives 0
+// where the alpha out is 0.
+fn finish(s: vec4<u32>) -> vec4<u32> {
+    let v = (s * MUL + vec4<u32>(ADD)) / DIV;
+    if !UNPREMULTIPLY {
+        return v;
+    }
+    let a = v[ALPHA_LANE];
+    if a == 0u {
+        return vec4<u32>(0u);
+    }
+    let sa = s[ALPHA_LANE];
+    var out: vec4<u32>;
+    for (var k = 0u; k < 4u; k++) {
+        out[k] = unpremultiply(s[k], sa);
+    }
     out[ALPHA_LANE] = a;
     return out;
 }
 
-fn finish(s: vec4<u32>) -> vec4<u32> {
-    return (s * MUL + vec4<u32>(ADD)) / DIV;
-}
-
-fn store(index: u32, value: vec4<u32>) {
-    var v = value;
-    if UNPREMULTIPLY {
-        // Colour back from premultiplied: (c * max + a / 2) / a, at most max; 0 where a = 0.
-        let a = v[ALPHA_LANE];
-        if a == 0u {
-            v = vec4<u32>(0u);
-        } else {
-            let x = v * MAX_VALUE + vec4<u32>(a / 2u);
-            var q: vec4<u32>;
-            if MAX_VALUE == 255u {
-                // x < 2^24: f32 holds x and a exactly and its quotient is within 1 of x / a;
-                // one integer correction each way makes it exact (and cheaper than a u32
-                // division by a variable).
-                q = vec4<u32>(vec4<f32>(x) / f32(a));
-                q = select(q, q - 1u, q * a > x);
-                q = select(q, q + 1u, x - q * a >= vec4<u32>(a));
-            } else {
-                q = x / a;
-            }
-            v = min(q, vec4<u32>(MAX_VALUE));
-            v[ALPHA_LANE] = a;
-        }
-    }
+fn store(index: u32, v: vec4<u32>) {
     let word = params.out_base + index * words_per_px(OUT_FMT);
     if OUT_FMT == FMT_PACK8 {
         dst[word] = pack8(v);

@@ -50,33 +50,115 @@ pub fn gaussian_weights(sigma: f64, radius: u32, total_bits: u32) -> Vec<u32> {
 /// The arithmetic of one blur, shared by the GPU and the CPU: what each pass does with a sum.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Arith {
-    /// (mul, add, div) of the first and the second pass: out = (S * mul + add) / div.
+    /// (mul, add, div) of a pass: out = (S * mul + add) / div. `first` is the row pass of
+    /// the first iteration (it adds F fraction bits). `second` is every column pass of an
+    /// image without alpha (it removes them); with alpha, only the last one's, and only for
+    /// its alpha lane (it also divides out the alpha scale).
     pub first: (u32, u32, u32),
     pub second: (u32, u32, u32),
+    /// Images with alpha: every other pass (row passes after the first iteration, column
+    /// passes before the last), which keeps the F fraction bits: (1, W / 2, W), W the window
+    /// size or weight total.
+    pub keep: (u32, u32, u32),
     /// Gaussian weights (empty for box).
     pub weights: Vec<u32>,
+    /// How colour is weighted by alpha, for images with an alpha channel.
+    pub alpha: Option<Premultiply>,
 }
 
-pub(super) fn arith(params: &Options, max_value: u32) -> Result<Arith> {
+impl Arith {
+    /// The (mul, add, div) of the row pass (`column` false) or the column pass of iteration
+    /// `it` of `iterations`. For the last column pass of an image with alpha it applies to the
+    /// alpha lane only (the colour lanes are divided by it: [`Premultiply::unpremultiply`]).
+    pub fn pass(&self, it: u32, iterations: u32, column: bool) -> (u32, u32, u32) {
+        match (self.alpha.is_some(), column) {
+            (false, false) => self.first,
+            (false, true) => self.second,
+            (true, false) if it == 0 => self.first,
+            (true, true) if it + 1 == iterations => self.second,
+            (true, _) => self.keep,
+        }
+    }
+}
+
+/// Colour weighted by alpha (docs/blur.md, "Alpha"). With maxval M, the premultiplied lanes
+/// are q = (c * a + div / 2) / div for colour and a * scale for alpha, where div * scale = M:
+/// div = 1, scale = 255 for 8-bit images (q = c * a exactly, at most 65025), div = 65535,
+/// scale = 1 for 16-bit ones. The last column pass divides its window sums S (of which the
+/// colour's is at most the alpha's) directly:
+/// c = floor((M * S_colour + floor(S_alpha / 2)) / S_alpha), 0 where the alpha out is 0.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Premultiply {
+    /// The alpha lane: 1 (gray+alpha) or 3 (RGBA).
+    pub lane: usize,
+    pub div: u32,
+    pub scale: u32,
+    /// M, 255 or 65535.
+    pub max: u32,
+}
+
+impl Premultiply {
+    pub fn new(lane: usize, max: u32) -> Premultiply {
+        let div = if max > 255 { max } else { 1 };
+        Premultiply {
+            lane,
+            div,
+            scale: max / div,
+            max,
+        }
+    }
+
+    /// The largest premultiplied lane, M * M / div (65025 or 65535).
+    pub fn max_lane(&self) -> u32 {
+        self.max * self.scale
+    }
+
+    /// A colour lane premultiplied: (c * a + div / 2) / div.
+    #[inline(always)]
+    pub fn colour(&self, c: u32, a: u32) -> u32 {
+        (c * a + self.div / 2) / self.div
+    }
+
+    /// A colour out of the last column pass's window sums s (colour) and sa (alpha, > 0):
+    /// round half up of M * s / sa, at most M. M * s + sa / 2 < 2^48 and sa < 2^32, so the
+    /// f64 quotient is within 2^-37 relative of the exact one and never reaches the next
+    /// integer (at least 1 / sa >= 2^-32 away): its truncation is the integer quotient.
+    #[inline(always)]
+    pub fn unpremultiply(&self, s: u32, sa: u32) -> u32 {
+        let num = s as u64 * self.max as u64 + (sa / 2) as u64;
+        ((num as f64 / sa as f64) as u32).min(self.max)
+    }
+}
+
+/// The arithmetic of a blur of an image whose samples go up to `max_value`, with its alpha
+/// channel in `alpha_lane` if it has one.
+pub(super) fn arith(params: &Options, max_value: u32, alpha_lane: Option<usize>) -> Result<Arith> {
     let r = params.radius;
     ensure!(params.iterations >= 1, "iterations must be at least 1");
+    let alpha = alpha_lane.map(|lane| Premultiply::new(lane, max_value));
+    // The largest value a pass's lanes carry, with room for rounding the alpha lane out of
+    // its scale: M for images without alpha, 65025 + 255 or 65535 + 1 with it.
+    let bound = alpha.map_or(max_value, |p| p.max_lane() + p.scale);
+    let scale = alpha.map_or(1, |p| p.scale);
     match params.kind {
         Kind::Box => {
-            let max_r = max_box_radius(max_value);
+            let max_r = max_box_radius(bound);
             if r > max_r {
                 bail!(crate::UsageError(format!(
-                    "radius {r} is too large for {}-bit samples (at most {max_r})",
-                    if max_value > 255 { 16 } else { 8 }
+                    "radius {r} is too large for {}-bit samples{} (at most {max_r})",
+                    if max_value > 255 { 16 } else { 8 },
+                    if alpha.is_some() { " with alpha" } else { "" }
                 )));
             }
             let n = 2 * r as u64 + 1;
-            let f = fraction_bits(n, max_value).expect("radius checked above");
-            let first = (1 << f, (n / 2) as u32, n as u32);
-            let div2 = (n << f) as u32;
+            let f = fraction_bits(n, bound).expect("radius checked above");
+            let div2 = (n << f) as u32 * if alpha.is_some() { scale } else { 1 };
             Ok(Arith {
-                first,
+                first: (1 << f, (n / 2) as u32, n as u32),
                 second: (1, div2 / 2, div2),
+                keep: (1, (n / 2) as u32, n as u32),
                 weights: Vec::new(),
+                alpha,
             })
         }
         Kind::Gaussian { sigma } => {
@@ -89,13 +171,17 @@ pub(super) fn arith(params: &Options, max_value: u32) -> Result<Arith> {
                 bail!(crate::UsageError(gauss_radius_message(r)));
             }
             // Weights total 2^G and F fraction bits are kept between passes, with
-            // 2^(G+F) * (maxval + 1) <= 2^32: G = 16, F = 8 for 8-bit, G = 14, F = 2 for 16-bit.
-            let (g, f) = if max_value > 255 { (14, 2) } else { (16, 8) };
+            // 2^(G+F) * (bound + 1) <= 2^32: G = 16, F = 8 for 8-bit images without alpha,
+            // G = 14, F = 2 for the others.
+            let (g, f) = if bound > 255 { (14, 2) } else { (16, 8) };
             let weights = gaussian_weights(sigma, r, g);
+            let div2 = (1u32 << (g + f)) * scale;
             Ok(Arith {
                 first: (1, 1 << (g - f - 1), 1 << (g - f)),
-                second: (1, 1 << (g + f - 1), 1 << (g + f)),
+                second: (1, div2 / 2, div2),
+                keep: (1, 1 << (g - 1), 1 << g),
                 weights,
+                alpha,
             })
         }
     }

@@ -15,7 +15,7 @@
 use anyhow::Result;
 use rayon::prelude::*;
 
-use super::arith::{arith, Arith};
+use super::arith::{arith, Arith, Premultiply};
 use super::pack::alpha_lane;
 use super::Options;
 use crate::io::image::{Image, Samples};
@@ -32,7 +32,7 @@ const RING_BYTES: usize = 512 << 10;
 /// tiles to cover many on small images).
 fn blur_tiled(img: &Image, params: &Options, ring_bytes: usize) -> Result<Image> {
     let max = img.max_value();
-    let ar = arith(params, max)?;
+    let ar = arith(params, max, alpha_lane(img.channels))?;
     if img.pixels() == 0 {
         return Ok(img.clone());
     }
@@ -41,7 +41,6 @@ fn blur_tiled(img: &Image, params: &Options, ring_bytes: usize) -> Result<Image>
         img.height as usize,
         img.channels as usize,
     );
-    let alpha = alpha_lane(img.channels);
     let geo = Geometry {
         w,
         h,
@@ -49,13 +48,20 @@ fn blur_tiled(img: &Image, params: &Options, ring_bytes: usize) -> Result<Image>
         radius: params.radius as usize,
         ring_bytes,
     };
+    let n = params.iterations;
     Ok(match &img.samples {
         Samples::U8(s) => {
-            let out = run::<u8, u16>(s, &geo, &ar, alpha, max, params.iterations);
+            let out = match &ar.alpha {
+                None => run::<u8, u16>(s, &geo, &ar, max, n),
+                Some(p) => run_alpha(s, &geo, &ar, p, n),
+            };
             Image::new_u8(img.width, img.height, img.channels, out)
         }
         Samples::U16(s) => {
-            let out = run::<u16, u32>(s, &geo, &ar, alpha, max, params.iterations);
+            let out = match &ar.alpha {
+                None => run::<u16, u32>(s, &geo, &ar, max, n),
+                Some(p) => run_alpha(s, &geo, &ar, p, n),
+            };
             Image::new_u16(img.width, img.height, img.channels, out)
         }
     })
@@ -110,54 +116,106 @@ struct Geometry {
     ring_bytes: usize,
 }
 
-/// Premultiplies (when there is alpha), applies the blur `iterations` times and divides alpha
-/// back out: the reference's steps, on the image's own sample type.
+/// An image without alpha: the blur `iterations` times, on the image's own sample type.
 fn run<T: Sample, M: Sample>(
     src: &[T],
     geo: &Geometry,
     ar: &Arith,
-    alpha: Option<usize>,
     max: u32,
     iterations: u32,
 ) -> Vec<T> {
-    let c = geo.c;
-    let premultiplied: Option<Vec<T>> = alpha.map(|a| {
-        let mut v = src.to_vec();
-        v.par_chunks_mut(c * 4096).for_each(|chunk| {
-            for px in chunk.chunks_exact_mut(c) {
-                let al = px[a].get();
-                for (k, s) in px.iter_mut().enumerate() {
-                    if k != a {
-                        *s = T::put((s.get() * al + max / 2) / max);
-                    }
-                }
-            }
-        });
-        v
-    });
-    let mut cur = blur_once::<T, M>(premultiplied.as_deref().unwrap_or(src), geo, ar);
+    let passes = Passes {
+        row: ar.first,
+        column: ColumnArith::Finish(ar.second),
+        max_in: max as u64,
+    };
+    let mut cur = blur_once::<T, M, T>(src, geo, &ar.weights, &passes);
     for _ in 1..iterations {
-        cur = blur_once::<T, M>(&cur, geo, ar);
-    }
-    if let Some(a) = alpha {
-        cur.par_chunks_mut(c * 4096).for_each(|chunk| {
-            for px in chunk.chunks_exact_mut(c) {
-                let al = px[a].get();
-                for (k, s) in px.iter_mut().enumerate() {
-                    if al == 0 {
-                        *s = T::put(0);
-                    } else if k != a {
-                        // (v * max + a / 2) / a < 2^32 with a < 2^21: the f64 quotient is
-                        // correctly rounded and never reaches the next integer, so its floor is
-                        // the integer quotient.
-                        let num = (s.get() as u64 * max as u64 + (al / 2) as u64) as f64;
-                        *s = T::put(((num / al as f64) as u32).min(max));
-                    }
-                }
-            }
-        });
+        cur = blur_once::<T, M, T>(&cur, geo, &ar.weights, &passes);
     }
     cur
+}
+
+/// An image with alpha: premultiplied into 16-bit lanes, blurred `iterations` times with
+/// 32-bit fixed point between the iterations, and divided out of the last column pass's
+/// window sums (the reference's steps).
+fn run_alpha<T: Sample>(
+    src: &[T],
+    geo: &Geometry,
+    ar: &Arith,
+    p: &Premultiply,
+    iterations: u32,
+) -> Vec<T> {
+    let c = geo.c;
+    let mut premultiplied = vec![0u16; src.len()];
+    premultiplied
+        .par_chunks_mut(c * 4096)
+        .zip(src.par_chunks(c * 4096))
+        .for_each(|(dst, chunk)| {
+            for (d, px) in dst.chunks_exact_mut(c).zip(chunk.chunks_exact(c)) {
+                let a = px[p.lane].get();
+                for (k, (o, s)) in d.iter_mut().zip(px).enumerate() {
+                    let q = if k == p.lane {
+                        a * p.scale
+                    } else {
+                        p.colour(s.get(), a)
+                    };
+                    *o = q as u16;
+                }
+            }
+        });
+    let w = &ar.weights;
+    let last = ColumnArith::Unpremultiply(ar.second, *p);
+    let first = |column| Passes {
+        row: ar.first,
+        column,
+        max_in: p.max_lane() as u64,
+    };
+    if iterations == 1 {
+        return blur_once::<u16, u32, T>(&premultiplied, geo, w, &first(last));
+    }
+    let keep = ColumnArith::Finish(ar.keep);
+    let mut state = blur_once::<u16, u32, u32>(&premultiplied, geo, w, &first(keep));
+    // The fixed point between iterations: the first row pass's largest output.
+    let total = if w.is_empty() {
+        2 * geo.radius as u64 + 1
+    } else {
+        w.iter().map(|&x| x as u64).sum()
+    };
+    let (mul, add, div) = ar.first;
+    let later = |column| Passes {
+        row: ar.keep,
+        column,
+        max_in: (total * p.max_lane() as u64 * mul as u64 + add as u64) / div as u64,
+    };
+    for _ in 2..iterations {
+        state = blur_once::<u32, u32, u32>(&state, geo, w, &later(keep));
+    }
+    blur_once::<u32, u32, T>(&state, geo, w, &later(last))
+}
+
+/// What one application of both passes does: the row pass's rounding, what the column pass
+/// makes of its sums, and the largest input sample.
+struct Passes {
+    row: (u32, u32, u32),
+    column: ColumnArith,
+    max_in: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum ColumnArith {
+    /// (S * mul + add) / div on every lane.
+    Finish((u32, u32, u32)),
+    /// The last pass of an image with alpha: that rounding on the alpha lane, the colour
+    /// divided by the alpha sum.
+    Unpremultiply((u32, u32, u32), Premultiply),
+}
+
+/// The column pass's output, with its divisions chosen for its sums.
+#[derive(Clone, Copy, Debug)]
+enum Column {
+    Finish(Finish),
+    Unpremultiply { alpha: Finish, p: Premultiply },
 }
 
 /// out = (S * mul + add) / div for every S a pass can produce, in the cheapest way that is
@@ -210,6 +268,14 @@ impl Finish {
             magic().unwrap_or(Division::Divide(div))
         };
         Finish { mul, add, how }
+    }
+
+    /// The rounding of one sum.
+    #[inline(always)]
+    fn one(&self, v: u32) -> u32 {
+        let mut out = [0u32];
+        self.apply(&[v], &mut out);
+        out[0]
     }
 
     /// Applies the rounding to `sums`, writing `out`.
@@ -266,13 +332,18 @@ struct Plan<'a> {
     /// Gaussian weights (empty for the box).
     weights: &'a [u32],
     first: Finish,
-    second: Finish,
+    column: Column,
     /// Rows of intermediate kept: the column pass's window (plus the row leaving it).
     ring_rows: usize,
 }
 
 /// One application of both passes.
-fn blur_once<T: Sample, M: Sample>(src: &[T], geo: &Geometry, ar: &Arith) -> Vec<T> {
+fn blur_once<T: Sample, M: Sample, O: Sample>(
+    src: &[T],
+    geo: &Geometry,
+    weights: &[u32],
+    passes: &Passes,
+) -> Vec<O> {
     let Geometry {
         w,
         h,
@@ -280,22 +351,29 @@ fn blur_once<T: Sample, M: Sample>(src: &[T], geo: &Geometry, ar: &Arith) -> Vec
         radius: r,
         ring_bytes,
     } = *geo;
-    let max_in = T::put(u32::MAX).get() as u64;
-    let gauss = !ar.weights.is_empty();
+    let max_in = passes.max_in;
+    let gauss = !weights.is_empty();
     let n = if gauss {
-        ar.weights.iter().map(|&x| x as u64).sum::<u64>()
+        weights.iter().map(|&x| x as u64).sum::<u64>()
     } else {
         2 * r as u64 + 1
     };
-    let first = Finish::new(ar.first, n * max_in);
-    let mid_max = (n * max_in * ar.first.0 as u64 + ar.first.1 as u64) / ar.first.2 as u64;
-    let second = Finish::new(ar.second, n * mid_max);
+    let row = passes.row;
+    let first = Finish::new(row, n * max_in);
+    let mid_max = (n * max_in * row.0 as u64 + row.1 as u64) / row.2 as u64;
+    let column = match passes.column {
+        ColumnArith::Finish(a) => Column::Finish(Finish::new(a, n * mid_max)),
+        ColumnArith::Unpremultiply(a, p) => Column::Unpremultiply {
+            alpha: Finish::new(a, n * mid_max),
+            p,
+        },
+    };
     let ring_rows = if gauss { 2 * r + 1 } else { 2 * r + 2 }.min(h);
     let plan = Plan {
         geo: *geo,
-        weights: &ar.weights,
+        weights,
         first,
-        second,
+        column,
         ring_rows,
     };
 
@@ -318,18 +396,18 @@ fn blur_once<T: Sample, M: Sample>(src: &[T], geo: &Geometry, ar: &Arith) -> Vec
         .flat_map(|&b| strips.iter().map(move |&s| (s, b)))
         .collect();
 
-    let mut out = vec![T::default(); w * h * c];
+    let mut out = vec![O::default(); w * h * c];
     let ptr = OutPtr(out.as_mut_ptr());
     let avx2 = has_avx2();
     tiles.par_iter().for_each(|&(xs, ys)| {
         #[cfg(target_arch = "x86_64")]
         if avx2 {
             // SAFETY: the CPU has AVX2 (checked above).
-            return unsafe { tile_avx2::<T, M>(src, &plan, xs, ys, ptr) };
+            return unsafe { tile_avx2::<T, M, O>(src, &plan, xs, ys, ptr) };
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = avx2;
-        tile::<T, M>(src, &plan, xs, ys, ptr);
+        tile::<T, M, O>(src, &plan, xs, ys, ptr);
     });
     out
 }
@@ -347,14 +425,14 @@ fn has_avx2() -> bool {
 /// 8 lanes wide.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn tile_avx2<T: Sample, M: Sample>(
+fn tile_avx2<T: Sample, M: Sample, O: Sample>(
     src: &[T],
     plan: &Plan,
     xs: (usize, usize),
     ys: (usize, usize),
-    out: OutPtr<T>,
+    out: OutPtr<O>,
 ) {
-    tile::<T, M>(src, plan, xs, ys, out)
+    tile::<T, M, O>(src, plan, xs, ys, out)
 }
 
 /// Scratch of one tile.
@@ -370,12 +448,12 @@ struct Scratch<M> {
 
 /// Blurs the tile of columns `xs` and rows `ys` into `out`.
 #[inline(always)]
-fn tile<T: Sample, M: Sample>(
+fn tile<T: Sample, M: Sample, O: Sample>(
     src: &[T],
     plan: &Plan,
     (x0, x1): (usize, usize),
     (y0, y1): (usize, usize),
-    out: OutPtr<T>,
+    out: OutPtr<O>,
 ) {
     let Geometry {
         w, h, c, radius: r, ..
@@ -390,7 +468,7 @@ fn tile<T: Sample, M: Sample>(
     let clamp = |y: i64| y.clamp(0, h as i64 - 1) as usize;
     // The intermediate rows computed so far: all of first..=last are in the ring.
     let mut last = clamp(y0 as i64 - r as i64).wrapping_sub(1);
-    let out_row = |y: usize| -> &mut [T] {
+    let out_row = |y: usize| -> &mut [O] {
         // SAFETY: row y, columns x0..x1 of the output belong to this tile alone, and the slice
         // is dropped before the next one of the same row is made.
         unsafe { std::slice::from_raw_parts_mut(out.0.add((y * w + x0) * c), seg) }
@@ -414,7 +492,7 @@ fn tile<T: Sample, M: Sample>(
                 })
                 .collect();
             column_gauss(&rows, plan.weights, &mut outrow);
-            plan.second.apply(&outrow, out_row(y));
+            plan.column_out(&outrow, out_row(y));
         }
     } else {
         // The window sum at y0: rows y0 - r ..= y0 + r, clamped, as counts of distinct rows.
@@ -431,7 +509,7 @@ fn tile<T: Sample, M: Sample>(
                 *s = s.wrapping_add(v.get().wrapping_mul(times as u32));
             }
         }
-        plan.second.apply(&sum, out_row(y0));
+        plan.column_out(&sum, out_row(y0));
         for y in y0 + 1..y1 {
             let add = clamp((y + r) as i64);
             let sub = clamp(y as i64 - r as i64 - 1);
@@ -443,7 +521,41 @@ fn tile<T: Sample, M: Sample>(
                 *s = s.wrapping_add(p.get()).wrapping_sub(q.get());
                 *s
             });
-            plan.second.apply_iter(out_row(y), sums);
+            match plan.column {
+                Column::Finish(f) => f.apply_iter(out_row(y), sums),
+                Column::Unpremultiply { .. } => {
+                    for (o, s) in outrow.iter_mut().zip(sums) {
+                        *o = s;
+                    }
+                    plan.column_out(&outrow, out_row(y));
+                }
+            }
+        }
+    }
+}
+
+impl Plan<'_> {
+    /// The column pass's output from its window `sums` of one row segment.
+    #[inline(always)]
+    fn column_out<O: Sample>(&self, sums: &[u32], out: &mut [O]) {
+        match &self.column {
+            Column::Finish(f) => f.apply(sums, out),
+            Column::Unpremultiply { alpha, p } => {
+                let c = self.geo.c;
+                for (s, o) in sums.chunks_exact(c).zip(out.chunks_exact_mut(c)) {
+                    let sa = s[p.lane];
+                    let a = alpha.one(sa);
+                    for (k, (o, &v)) in o.iter_mut().zip(s).enumerate() {
+                        *o = O::put(if a == 0 {
+                            0
+                        } else if k == p.lane {
+                            a
+                        } else {
+                            p.unpremultiply(v, sa)
+                        });
+                    }
+                }
+            }
         }
     }
 }
@@ -728,7 +840,7 @@ mod tests {
         let mut seen = Vec::new();
         for max in [255u32, 65535] {
             for r in [0, 1, 2, 15, 31, 32, 100, 2000, 30000] {
-                let Ok(ar) = arith(&Options::new(Kind::Box, r, 1), max) else {
+                let Ok(ar) = arith(&Options::new(Kind::Box, r, 1), max, None) else {
                     continue;
                 };
                 let n = 2 * r as u64 + 1;

@@ -149,7 +149,7 @@ fn cpu(img: &Image, options: &Options) -> Result<Image> {
 
 fn run_gpu(gpu: &Gpu, img: &Image, options: &Options, timings: &mut Timings) -> Result<Image> {
     if img.pixels() == 0 {
-        arith::arith(options, img.max_value())?;
+        arith::arith(options, img.max_value(), pack::alpha_lane(img.channels))?;
         return Ok(img.clone());
     }
     let plan = timings.phase("upload", || BlurPlan::new(gpu, img, options))?;

@@ -280,19 +280,28 @@ fn strips(
 impl BlurPlan {
     pub fn new(gpu: &Gpu, img: &Image, params: &Options) -> Result<BlurPlan> {
         let max = img.max_value();
-        let ar = arith(params, max)?;
+        let alpha = alpha_lane(img.channels);
+        let ar = arith(params, max, alpha)?;
         let t = params.gpu.tunables(gpu, img.pixels());
         t.check(&gpu.limits)?;
         let (w, h) = (img.width, img.height);
         let r = params.radius;
         let wpp: u64 = if max > 255 { 2 } else { 1 };
         let in_fmt = if max > 255 { FMT_PACK16 } else { FMT_PACK8 };
-        // Between the passes 8-bit images keep 16-bit fixed point (F <= 8 fraction bits on top
-        // of 8 integer bits), 16-bit images a word per channel.
-        let (mid_fmt, mid_px_bytes) = if max > 255 {
+        // Between the passes 8-bit images without alpha keep 16-bit fixed point (F <= 8
+        // fraction bits on top of 8 integer bits), the others a word per channel (premultiplied
+        // 8-bit colour has 16 integer bits). Between iterations, images without alpha are
+        // packed as they came, images with alpha keep a word per channel.
+        let (mid_fmt, mid_px_bytes) = if max > 255 || alpha.is_some() {
             (FMT_WIDE, 16)
         } else {
             (FMT_PACK16, 8)
+        };
+        let wide_states = alpha.is_some() && params.iterations > 1;
+        let (state_fmt, state_wpp) = if wide_states {
+            (FMT_WIDE, 4)
+        } else {
+            (in_fmt, wpp)
         };
         let limit = params
             .gpu
@@ -301,26 +310,31 @@ impl BlurPlan {
             .min(gpu.limits.max_storage_buffer_binding_size);
         let align = gpu.limits.min_storage_buffer_offset_alignment as u64;
         let image_bytes = w as u64 * h as u64 * wpp * 4;
-        if image_bytes > gpu.limits.max_buffer_size {
+        let state_bytes = w as u64 * h as u64 * state_wpp * 4;
+        if state_bytes > gpu.limits.max_buffer_size {
             bail!(
-                "a {w}x{h} image needs a {image_bytes}-byte buffer; this adapter's largest is {}",
+                "a {w}x{h} image needs a {state_bytes}-byte buffer; this adapter's largest is {}",
                 gpu.limits.max_buffer_size
             );
         }
         let budget = limit.saturating_sub(align) / 4 * 4;
-        let strips = strips(w, h, r, wpp, mid_px_bytes, budget, limit)?;
+        let strips = strips(w, h, r, state_wpp, mid_px_bytes, budget, limit)?;
         let layout = params.gpu.layout.unwrap_or_else(|| Layout::for_gpu(gpu));
         let shape = shape(gpu, layout, params, &t, mid_fmt)?;
-        let alpha = alpha_lane(img.channels);
-        let kernels = kernels(gpu, &shape, &ar, (in_fmt, mid_fmt), max, alpha)?;
+        let kernels = kernels(gpu, &shape, &ar, (in_fmt, mid_fmt, state_fmt), max)?;
         let a = gpu.upload_with("blur image a", Usage::Storage, image_bytes, |view| {
             write_words(img, view)
         })?;
         let b = gpu.buffer("blur image b", Usage::Storage, image_bytes);
+        // Images with alpha blurred more than once: the iterations' wide fixed point.
+        let wide = wide_states
+            .then(|| [0, 1].map(|_| gpu.buffer("blur state", Usage::Storage, state_bytes)));
         let buffers = Buffers {
             images: [&a, &b],
+            states: wide.as_ref().map_or([&a, &b], |[s0, s1]| [s0, s1]),
             mid_px_bytes,
             row_bytes: w as u64 * wpp * 4,
+            state_row_bytes: w as u64 * state_wpp * 4,
             align,
         };
         let geometry = Geometry {
@@ -389,24 +403,23 @@ impl BlurPlan {
 /// The four pipelines of a blur: the row pass with and without premultiplying, the column
 /// pass with and without dividing alpha out. A pass's formats and arithmetic are constants,
 /// so every division in it is by a constant. Every loop in the blur kernels is bounded by a
-/// constant or a uniform, so drivers may unroll them.
+/// constant or a uniform, so drivers may unroll them. `state_fmt` is the format between
+/// iterations.
 fn kernels(
     gpu: &Gpu,
     shape: &Shape,
     ar: &Arith,
-    (in_fmt, mid_fmt): (u32, u32),
+    (in_fmt, mid_fmt, state_fmt): (u32, u32, u32),
     max: u32,
-    alpha: Option<usize>,
 ) -> Result<[Kernel; 4]> {
-    let kernel = |second: bool, premultiply: bool, unpremultiply: bool| {
-        let (fmt_in, fmt_out, (mul, add, div)) = if second {
-            (mid_fmt, in_fmt, ar.second)
-        } else {
-            (in_fmt, mid_fmt, ar.first)
-        };
+    let alpha = ar.alpha;
+    let kernel = |fmt_in: u32, fmt_out: u32, (mul, add, div): (u32, u32, u32), k: usize| {
+        let (premultiply, unpremultiply) = (k == 0 && alpha.is_some(), k == 2 && alpha.is_some());
         let mut c = shape.constants.clone();
         if let Some((rows, width)) = shape.staging {
-            c.push(("G_IN_LEN", (rows * gauss_stride(width, fmt_in)) as f64));
+            let stage = stage_fmt(fmt_in, premultiply);
+            c.push(("G_IN_LEN", (rows * gauss_stride(width, stage)) as f64));
+            c.push(("STAGE_FMT", stage as f64));
         }
         c.extend([
             ("IN_FMT", fmt_in as f64),
@@ -417,18 +430,34 @@ fn kernels(
             ("MAX_VALUE", max as f64),
             ("PREMULTIPLY", premultiply as u32 as f64),
             ("UNPREMULTIPLY", unpremultiply as u32 as f64),
-            ("ALPHA_LANE", alpha.unwrap_or(3) as f64),
+            ("ALPHA_LANE", alpha.map_or(3, |p| p.lane) as f64),
+            ("PM_DIV", alpha.map_or(1, |p| p.div) as f64),
+            ("ALPHA_SCALE", alpha.map_or(1, |p| p.scale) as f64),
         ]);
         gpu.kernel_variant(&shape.shader, &shape.variant, shape.entry, &c, true)
     };
-    let has_alpha = alpha.is_some();
+    // Images with alpha keep the fraction bits between iterations.
+    let (later_rows, early_columns) = match alpha {
+        Some(_) => (ar.keep, ar.keep),
+        None => (ar.first, ar.second),
+    };
     // The first iteration's row pass premultiplies, the last one's column pass divides out.
     Ok([
-        kernel(false, has_alpha, false)?,
-        kernel(false, false, false)?,
-        kernel(true, false, has_alpha)?,
-        kernel(true, false, false)?,
+        kernel(in_fmt, mid_fmt, ar.first, 0)?,
+        kernel(state_fmt, mid_fmt, later_rows, 1)?,
+        kernel(mid_fmt, in_fmt, ar.second, 2)?,
+        kernel(mid_fmt, state_fmt, early_columns, 3)?,
     ])
+}
+
+/// The format the gaussian stages a pass's input in: the input's, but 8-bit pixels
+/// premultiplied on load take 16 bits a lane (`STAGE_FMT` in wgsl/blur_gauss.wgsl).
+fn stage_fmt(fmt_in: u32, premultiply: bool) -> u32 {
+    if premultiply && fmt_in == FMT_PACK8 {
+        FMT_PACK16
+    } else {
+        fmt_in
+    }
 }
 
 /// Which (kernel, parity) bind groups some iteration of `iterations` uses: iterations 0, 1
@@ -500,21 +529,24 @@ impl Geometry {
     }
 }
 
-/// The image buffers (input of even iterations first) and how rows lie in them.
+/// The image buffers (input of even iterations first), the buffers between iterations (the
+/// image buffers themselves, or wide ones for images with alpha) and how rows lie in them.
 struct Buffers<'a> {
     images: [&'a wgpu::Buffer; 2],
+    states: [&'a wgpu::Buffer; 2],
     mid_px_bytes: u64,
     row_bytes: u64,
+    state_row_bytes: u64,
     align: u64,
 }
 
 impl Buffers<'_> {
-    /// A binding of `rows` image rows from row `y0`, its offset aligned down: (offset, size,
-    /// word offset of row y0 inside it).
-    fn rows_binding(&self, y0: u32, rows: u32) -> (u64, u64, u32) {
-        let start = y0 as u64 * self.row_bytes;
+    /// A binding of `rows` rows of `row_bytes` from row `y0`, its offset aligned down:
+    /// (offset, size, word offset of row y0 inside it).
+    fn rows_binding(&self, y0: u32, rows: u32, row_bytes: u64) -> (u64, u64, u32) {
+        let start = y0 as u64 * row_bytes;
         let offset = start / self.align * self.align;
-        let size = (start - offset + rows as u64 * self.row_bytes).max(4);
+        let size = (start - offset + rows as u64 * row_bytes).max(4);
         (offset, size, ((start - offset) / 4) as u32)
     }
 
@@ -549,30 +581,46 @@ impl Buffers<'_> {
             .map(|&(y0, y1)| {
                 let s0 = y0.saturating_sub(r);
                 let s1 = (y1 + r).min(h);
-                let (ioff, isize, ibase) = self.rows_binding(s0, s1 - s0);
-                let (ooff, osize, obase) = self.rows_binding(y0, y1 - y0);
                 let stride = mid_stride(s1 - s0);
                 let mid_size = w as u64 * stride as u64 * self.mid_px_bytes;
-                let [p1, p2] = g.pass_params(shape, (y0, y1), (ibase, obase), stride);
-                let u1 = gpu.upload("blur params", Usage::Uniform, &[p1]);
-                let u2 = gpu.upload("blur params", Usage::Uniform, &[p2]);
+                // Kernels 0 and 2 read and write the image buffers, 1 and 3 the states.
+                let buffers = |k: usize| {
+                    let (bufs, row_bytes) = if k.is_multiple_of(2) {
+                        (self.images, self.row_bytes)
+                    } else {
+                        (self.states, self.state_row_bytes)
+                    };
+                    (
+                        bufs,
+                        self.rows_binding(s0, s1 - s0, row_bytes),
+                        self.rows_binding(y0, y1 - y0, row_bytes),
+                    )
+                };
                 let psize = std::mem::size_of::<PassParams>() as u64;
                 let wsize = 4 * WEIGHT_SLOTS as u64;
                 let bind = |k: usize, parity: usize| {
                     if !used[k][parity] {
                         return None;
                     }
-                    let (src, dst) = (self.images[parity], self.images[1 - parity]);
-                    let mut g: Vec<(&wgpu::Buffer, u64, u64)> = if k < 2 {
-                        vec![(&u1, 0, psize), (src, ioff, isize), (&mid, 0, mid_size)]
+                    let (bufs, (ioff, isize, ibase), (ooff, osize, obase)) = buffers(k);
+                    let (src, dst) = (bufs[parity], bufs[1 - parity]);
+                    let [p1, p2] = g.pass_params(shape, (y0, y1), (ibase, obase), stride);
+                    let u = gpu.upload(
+                        "blur params",
+                        Usage::Uniform,
+                        &[if k < 2 { p1 } else { p2 }],
+                    );
+                    let mut entries: Vec<(&wgpu::Buffer, u64, u64)> = if k < 2 {
+                        vec![(&u, 0, psize), (src, ioff, isize), (&mid, 0, mid_size)]
                     } else {
-                        vec![(&u2, 0, psize), (&mid, 0, mid_size), (dst, ooff, osize)]
+                        vec![(&u, 0, psize), (&mid, 0, mid_size), (dst, ooff, osize)]
                     };
                     if !weights.is_empty() {
-                        g.push((&weight_buf, 0, wsize));
+                        entries.push((&weight_buf, 0, wsize));
                     }
-                    Some(gpu.bind_ranges(&kernels[k], &g))
+                    Some(gpu.bind_ranges(&kernels[k], &entries))
                 };
+                let [p1, p2] = g.pass_params(shape, (y0, y1), (0, 0), stride);
                 StripPasses {
                     binds: std::array::from_fn(|k| std::array::from_fn(|p| bind(k, p))),
                     rows_workgroups: (s1 - s0).div_ceil(shape.rows_per_wg) * w.div_ceil(p1.seg_len),

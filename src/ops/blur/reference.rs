@@ -4,7 +4,7 @@
 use anyhow::Result;
 use rayon::prelude::*;
 
-use super::arith::{arith, Arith};
+use super::arith::{arith, Arith, Premultiply};
 use super::pack::{alpha_lane, from_words};
 use super::Options;
 use crate::io::image::{Image, Samples};
@@ -29,46 +29,49 @@ fn lanes(img: &Image) -> Vec<Px> {
     out
 }
 
-/// (c * a + max / 2) / max for colour lanes.
-fn premultiply(px: &mut [Px], alpha: usize, max: u64) {
-    px.par_iter_mut().for_each(|p| {
-        let a = p[alpha];
-        for (k, v) in p.iter_mut().enumerate() {
-            if k != alpha {
-                *v = (*v * a + max / 2) / max;
-            }
+/// Colour lanes (c * a + div / 2) / div, the alpha lane a * scale.
+fn premultiply(px: &mut [Px], p: &Premultiply) {
+    px.par_iter_mut().for_each(|v| {
+        let a = v[p.lane];
+        for (k, x) in v.iter_mut().enumerate() {
+            *x = if k == p.lane {
+                a * p.scale as u64
+            } else {
+                p.colour(*x as u32, a as u32) as u64
+            };
         }
     });
 }
 
-/// (c * max + a / 2) / a, at most max, for colour lanes; all zero where a = 0.
-fn unpremultiply(px: &mut [Px], alpha: usize, max: u64) {
-    px.par_iter_mut().for_each(|p| {
-        let a = p[alpha];
-        for (k, v) in p.iter_mut().enumerate() {
+/// The last column pass of an image with alpha, from its window sums: the alpha lane
+/// rounded by `(mul, add, div)`, the colour lanes divided by the alpha sum; all zero where
+/// the alpha out is 0.
+fn unpremultiply(sums: &[Px], (mul, add, div): (u32, u32, u32), p: &Premultiply) -> Vec<Px> {
+    sums.par_iter()
+        .map(|s| {
+            let a = (s[p.lane] * mul as u64 + add as u64) / div as u64;
             if a == 0 {
-                *v = 0;
-            } else if k != alpha {
-                *v = ((*v * max + a / 2) / a).min(max);
+                return [0; 4];
             }
-        }
-    });
+            let mut out = s.map(|v| p.unpremultiply(v as u32, s[p.lane] as u32) as u64);
+            out[p.lane] = a;
+            out
+        })
+        .collect()
 }
 
-/// One pass: blurs each of `lines` lines of `len` pixels and returns the result transposed
+/// (S * mul + add) / div for every lane of every sum.
+fn finish(sums: Vec<Px>, (mul, add, div): (u32, u32, u32)) -> Vec<Px> {
+    sums.into_par_iter()
+        .map(|s| s.map(|v| (v * mul as u64 + add as u64) / div as u64))
+        .collect()
+}
+
+/// One pass: the window sums along each of `lines` lines of `len` pixels, transposed
 /// (`len` lines of `lines` pixels).
-fn pass_cpu(
-    src: &[Px],
-    lines: usize,
-    len: usize,
-    radius: u32,
-    kind: &Arith,
-    second: bool,
-) -> Vec<Px> {
-    let (mul, add, div) = if second { kind.second } else { kind.first };
+fn pass_cpu(src: &[Px], lines: usize, len: usize, radius: u32, kind: &Arith) -> Vec<Px> {
     let r = radius as i64;
     let at = |line: &[Px], i: i64| line[i.clamp(0, len as i64 - 1) as usize];
-    let finish = |s: Px| s.map(|v| (v * mul as u64 + add as u64) / div as u64);
     let rows: Vec<Vec<Px>> = src
         .par_chunks(len)
         .map(|line| {
@@ -83,7 +86,7 @@ fn pass_cpu(
                     .map(|x| {
                         let (add, sub) = (at(line, x + r), at(line, x - r - 1));
                         (0..4).for_each(|k| s[k] = s[k] + add[k] - sub[k]);
-                        finish(s)
+                        s
                     })
                     .collect()
             } else {
@@ -95,7 +98,7 @@ fn pass_cpu(
                             let p = at(line, x + k as i64 - r);
                             (0..4).for_each(|c| s[c] += w as u64 * p[c]);
                         }
-                        finish(s)
+                        s
                     })
                     .collect()
             }
@@ -113,22 +116,26 @@ fn pass_cpu(
 /// The CPU reference blur: what every GPU result must equal, bit for bit.
 pub fn reference(img: &Image, params: &Options) -> Result<Image> {
     let max = img.max_value();
-    let ar = arith(params, max)?;
+    let ar = arith(params, max, alpha_lane(img.channels))?;
     let (w, h) = (img.width as usize, img.height as usize);
     if w == 0 || h == 0 {
         return Ok(img.clone());
     }
     let mut px = lanes(img);
-    let alpha = alpha_lane(img.channels);
-    if let Some(a) = alpha {
-        premultiply(&mut px, a, max as u64);
+    if let Some(p) = &ar.alpha {
+        premultiply(&mut px, p);
     }
-    for _ in 0..params.iterations {
-        let mid = pass_cpu(&px, h, w, params.radius, &ar, false);
-        px = pass_cpu(&mid, w, h, params.radius, &ar, true);
-    }
-    if let Some(a) = alpha {
-        unpremultiply(&mut px, a, max as u64);
+    let n = params.iterations;
+    for it in 0..n {
+        let mid = finish(
+            pass_cpu(&px, h, w, params.radius, &ar),
+            ar.pass(it, n, false),
+        );
+        let sums = pass_cpu(&mid, w, h, params.radius, &ar);
+        px = match &ar.alpha {
+            Some(p) if it + 1 == n => unpremultiply(&sums, ar.pass(it, n, true), p),
+            _ => finish(sums, ar.pass(it, n, true)),
+        };
     }
     let words: Vec<u32> = match img.samples {
         Samples::U8(_) => px

@@ -83,21 +83,19 @@ fn box_is_within_one_of_the_exact_mean() {
     }
 }
 
+// Hand-computed: gray+alpha (200, 1), (10, 3), box r = 1 on one row. The clamped windows
+// weigh colour by alpha exactly: (200 + 200 + 30) / (1 + 1 + 3) = 86.0 and
+// (200 + 30 + 30) / (1 + 3 + 3) = 37.1; alpha 5 / 3 and 7 / 3 round to 2. (Premultiplied into
+// 8 bits first, as before, 200 * 1 / 255 rounds to 1 and 10 * 3 / 255 to 0: 128 and 0.)
 #[test]
-fn opaque_alpha_blurs_like_no_alpha() {
-    let rgb: Vec<u8> = (0..5 * 4 * 3).map(|i| (i * 53 % 256) as u8).collect();
-    let rgba: Vec<u8> = rgb
-        .chunks(3)
-        .flat_map(|p| [p[0], p[1], p[2], 255])
-        .collect();
-    let p = Options::new(Kind::Gaussian { sigma: 1.5 }, 5, 2);
-    let a = reference(&Image::new_u8(5, 4, 3, rgb), &p).unwrap();
-    let b = reference(&Image::new_u8(5, 4, 4, rgba), &p).unwrap();
-    let (Samples::U8(a), Samples::U8(b)) = (a.samples, b.samples) else {
-        unreachable!()
-    };
-    let b3: Vec<u8> = b.chunks(4).flat_map(|p| [p[0], p[1], p[2]]).collect();
-    assert_eq!(a, b3);
+fn low_alpha_colour_is_the_exact_weighted_mean() {
+    let img = Image::new_u8(2, 1, 2, vec![200, 1, 10, 3]);
+    let out = reference(&img, &Options::new(Kind::Box, 1, 1)).unwrap();
+    assert_eq!(out.samples, Samples::U8(vec![86, 2, 37, 2]));
+    assert_eq!(
+        engine::blur(&img, &Options::new(Kind::Box, 1, 1)).unwrap(),
+        out
+    );
 }
 
 // No dark fringe: a red pixel next to transparent black blurs to red, not dark red.

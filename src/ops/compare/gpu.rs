@@ -1,26 +1,51 @@
 //! The GPU path: one pass, `compare` (wgsl/compare.wgsl), over strips of rows small enough
 //! for one storage binding, each with two rows of halo each side for anti-aliasing
-//! detection; per-workgroup partials summed on the host.
+//! detection; per-workgroup partials summed on the host. The pass works in units of 4
+//! pixels of the whole image (a strip's first and last units may hold pixels of its
+//! neighbours, which it leaves out), and reduces each workgroup's sums with subgroup
+//! operations where the adapter has them (wgsl/shared/compare_subgroup.wgsl), else with
+//! workgroup atomics (compare_workgroup.wgsl).
 
 use anyhow::{bail, Result};
 
 use super::reference::threshold_units;
 use super::{layout_mismatch, Comparison, Counts, Options};
-use crate::gpu::{Batch, Gpu, Kernel, Timings, Usage};
+use crate::gpu::{Batch, Gpu, Kernel, Timings, Usage, Variant};
 use crate::io::image::Image;
 use crate::ops::{sample_bytes, ShaderCase};
 use crate::shader;
 
 // The GPU pass's shape. Keep in sync with wgsl/compare.wgsl.
 const WG_SIZE: u32 = 256;
-const PER_THREAD: u32 = 16;
-const PART_WORDS: usize = 24;
+/// Units of 4 pixels per invocation.
+const UNITS: u32 = 4;
+const UNIT_PX: u64 = 4;
+const PART_WORDS: usize = 27;
+/// Bytes a strip's buffers may need past its rows: the part of a unit before the strip's
+/// halo, and the rest of its last unit.
+const SLACK: u64 = 128;
 // Rows of halo each side of a strip: anti-aliasing detection looks two pixels away.
 const HALO: u32 = 2;
 
-/// The compare kernel, for the shader tests.
+/// The compare kernel's two reductions, for the shader tests.
 pub(super) fn shaders() -> Vec<ShaderCase> {
-    vec![ShaderCase::params::<Params>(shader!("compare"))]
+    [false, true]
+        .into_iter()
+        .map(|sg| ShaderCase::variant::<Params>(shader!("compare"), variant(sg)))
+        .collect()
+}
+
+/// The kernel with its workgroup reduction on subgroup operations, or on workgroup atomics.
+fn variant(subgroups: bool) -> Variant {
+    if subgroups {
+        Variant {
+            name: "subgroup".into(),
+            ..Variant::default()
+        }
+        .slot("compare_workgroup", "compare_subgroup")
+    } else {
+        Variant::default()
+    }
 }
 
 /// Keep in sync with `Params` in wgsl/compare.wgsl.
@@ -31,16 +56,11 @@ struct Params {
     height: u32,
     row0: u32,
     rows: u32,
-    buf_row0: u32,
-    flags: u32,
+    buf_px0: u32,
     n_ignore: u32,
     t_lo: u32,
     t_hi: u32,
 }
-
-const PERCEPTUAL: u32 = 1;
-const ANTIALIASING: u32 = 2;
-const DRAW: u32 = 4;
 
 /// Comparisons on a GPU.
 pub struct CompareGpu<'g> {
@@ -48,24 +68,36 @@ pub struct CompareGpu<'g> {
     /// The most bytes one image strip or the diff strip may take in one binding: the
     /// adapter's limit unless lowered (tests do, to reach the strip path with small images).
     pub binding_bytes: u64,
+    /// Reduce with subgroup operations: where the adapter has them, full, and the workgroup
+    /// memory they take fits (tests turn it off to run the other path too).
+    pub subgroups: bool,
 }
 
 impl<'g> CompareGpu<'g> {
     pub fn new(gpu: &'g Gpu) -> Self {
+        let [min, max] = gpu.features.subgroup_size;
+        let subgroups = gpu.features.subgroups
+            && min > 0
+            && max <= WG_SIZE
+            && WG_SIZE.is_multiple_of(max)
+            && PART_WORDS as u32 * 4 * (WG_SIZE / min)
+                <= gpu.limits.max_compute_workgroup_storage_size;
         CompareGpu {
             gpu,
             binding_bytes: gpu
                 .limits
                 .max_storage_buffer_binding_size
                 .min(gpu.limits.max_buffer_size),
+            subgroups,
         }
     }
 
     /// Rows per strip: the strip and its halo must fit one binding, and so must its diff rows.
     fn strip_rows(&self, img: &Image) -> Result<u32> {
         let row_bytes = img.width as u64 * img.channels as u64 * u64::from(img.bit_depth() / 8);
-        let by_input = (self.binding_bytes / row_bytes).saturating_sub(2 * HALO as u64);
-        let by_diff = self.binding_bytes / (img.width as u64 * 4);
+        let room = self.binding_bytes.saturating_sub(SLACK);
+        let by_input = (room / row_bytes).saturating_sub(2 * HALO as u64);
+        let by_diff = room / (img.width as u64 * 3);
         let rows = by_input.min(by_diff).min(img.height as u64) as u32;
         if rows == 0 {
             bail!(
@@ -82,13 +114,25 @@ impl<'g> CompareGpu<'g> {
     pub fn plan(&self, img: &Image, opts: &Options) -> Result<ComparePlan> {
         let gpu = self.gpu;
         let (w, c) = (img.width, img.channels as usize);
-        let kernel = gpu.kernel(
+        let on = |b: bool| f64::from(u8::from(b));
+        let mut constants = vec![
+            ("CHANNELS", f64::from(img.channels)),
+            ("BITS", f64::from(img.bit_depth())),
+            ("PERCEPTUAL", on(opts.threshold.is_some())),
+            ("ANTIALIASING", on(opts.antialiasing)),
+            ("IGNORE", on(!opts.ignore.is_empty())),
+            ("DRAW", on(opts.diff)),
+        ];
+        if self.subgroups {
+            constants.push(("SUBGROUP_MIN", f64::from(gpu.features.subgroup_size[0])));
+        }
+        // Every loop of the kernel has a constant or uniform bound (docs of kernel_unrolled).
+        let kernel = gpu.kernel_variant(
             &shader!("compare"),
+            &variant(self.subgroups),
             "main",
-            &[
-                ("CHANNELS", f64::from(img.channels)),
-                ("BITS", f64::from(img.bit_depth())),
-            ],
+            &constants,
+            true,
         )?;
         let strip = self.strip_rows(img)?;
         let row_bytes = u64::from(w) * c as u64 * u64::from(img.bit_depth() / 8);
@@ -98,15 +142,14 @@ impl<'g> CompareGpu<'g> {
             .iter()
             .map(|r| [r.x1, r.y1, r.x2, r.y2])
             .collect();
-        let max_groups = (u64::from(strip) * u64::from(w)).div_ceil(per_group());
-        let diff_bytes = if opts.diff {
-            u64::from(strip) * u64::from(w) * 4
-        } else {
-            0
-        };
+        // A strip's pixels span at most one unit more than they fill.
+        let max_units = (u64::from(strip) * u64::from(w)).div_ceil(UNIT_PX) + 1;
+        let max_groups = max_units.div_ceil(per_group());
+        let diff_bytes = if opts.diff { max_units * 12 } else { 0 };
+        let src_bytes = (buf_rows * row_bytes + SLACK).next_multiple_of(4);
         let buffers = Buffers {
-            src_a: gpu.buffer("compare expected", Usage::Storage, buf_rows * row_bytes),
-            src_b: gpu.buffer("compare actual", Usage::Storage, buf_rows * row_bytes),
+            src_a: gpu.buffer("compare expected", Usage::Storage, src_bytes),
+            src_b: gpu.buffer("compare actual", Usage::Storage, src_bytes),
             ignore: gpu.upload("compare ignore", Usage::Storage, &rects),
             partials: gpu.buffer(
                 "compare partials",
@@ -119,8 +162,7 @@ impl<'g> CompareGpu<'g> {
         Ok(ComparePlan {
             kernel,
             channels: c,
-            row_bytes,
-            draw: opts.diff,
+            pixel_bytes: c as u64 * u64::from(img.bit_depth() / 8),
             buffers,
             strips,
         })
@@ -143,7 +185,11 @@ impl<'g> CompareGpu<'g> {
         let mut row0 = 0u32;
         while row0 < h {
             let rows = strip.min(h - row0);
-            let buf_row0 = row0.saturating_sub(HALO);
+            let first = u64::from(row0) * u64::from(w);
+            let end = first + u64::from(rows) * u64::from(w);
+            // From the unit holding the first pixel of the halo above.
+            let buf_px0 = u64::from(row0.saturating_sub(HALO)) * u64::from(w) / UNIT_PX * UNIT_PX;
+            let units = end.div_ceil(UNIT_PX) - first / UNIT_PX;
             let params = self.gpu.upload(
                 "compare params",
                 Usage::Uniform,
@@ -152,8 +198,7 @@ impl<'g> CompareGpu<'g> {
                     height: h,
                     row0,
                     rows,
-                    buf_row0,
-                    flags: flags(opts),
+                    buf_px0: buf_px0 as u32,
                     n_ignore,
                     t_lo: t as u32,
                     t_hi: (t >> 32) as u32,
@@ -167,9 +212,10 @@ impl<'g> CompareGpu<'g> {
             strips.push(Strip {
                 row0,
                 rows,
-                buf_row0,
-                buf_end: (row0 + rows + HALO).min(h),
-                groups: (u64::from(rows) * u64::from(w)).div_ceil(per_group()) as u32,
+                buf_px0,
+                buf_end: u64::from((row0 + rows + HALO).min(h)) * u64::from(w),
+                units,
+                groups: units.div_ceil(per_group()) as u32,
                 bind,
                 _params: params,
             });
@@ -206,13 +252,14 @@ impl<'g> CompareGpu<'g> {
             })?;
             counts = counts.add(sum_partials(&words, plan.channels, pixels));
             if opts.diff {
-                let start = s.row0 as usize * w as usize * 3;
+                let first = u64::from(s.row0) * u64::from(w);
+                let start = first as usize * 3;
                 let out = &mut rgb[start..start + pixels as usize * 3];
+                // The strip's units start with the one holding its first pixel.
+                let skip = (first % UNIT_PX) as usize * 3;
                 timings.phase("download", || {
-                    gpu.read_with(&plan.buffers.diff, 0, pixels * 4, |bytes| {
-                        for (o, px) in out.chunks_exact_mut(3).zip(bytes.chunks_exact(4)) {
-                            o.copy_from_slice(&px[..3]);
-                        }
+                    gpu.read_with(&plan.buffers.diff, 0, s.units * 12, |bytes| {
+                        out.copy_from_slice(&bytes[skip..skip + out.len()])
                     })
                 })?;
             }
@@ -228,9 +275,12 @@ impl<'g> CompareGpu<'g> {
 struct Strip {
     row0: u32,
     rows: u32,
-    /// The rows held in the buffers: the strip and its halo, [buf_row0, buf_end).
-    buf_row0: u32,
-    buf_end: u32,
+    /// The pixels held in the buffers: the strip and its halo from the start of a unit,
+    /// [buf_px0, buf_end).
+    buf_px0: u64,
+    buf_end: u64,
+    /// Units of 4 pixels, from the one holding the strip's first pixel.
+    units: u64,
     groups: u32,
     bind: wgpu::BindGroup,
     _params: wgpu::Buffer,
@@ -249,24 +299,23 @@ struct Buffers {
 pub struct ComparePlan {
     kernel: Kernel,
     channels: usize,
-    row_bytes: u64,
-    draw: bool,
+    pixel_bytes: u64,
     buffers: Buffers,
     strips: Vec<Strip>,
 }
 
 impl ComparePlan {
-    /// Writes strip `s`'s rows (with halo) of both images' bytes into the device buffers.
+    /// Writes strip `s`'s pixels (with halo) of both images' bytes into the device buffers.
     fn upload(&self, gpu: &Gpu, s: &Strip, a: &[u8], b: &[u8]) {
-        let from = (u64::from(s.buf_row0) * self.row_bytes) as usize;
-        let to = (u64::from(s.buf_end) * self.row_bytes) as usize;
+        let from = (s.buf_px0 * self.pixel_bytes) as usize;
+        let to = (s.buf_end * self.pixel_bytes) as usize;
         gpu.write_padded(&self.buffers.src_a, &a[from..to]);
         gpu.write_padded(&self.buffers.src_b, &b[from..to]);
     }
 
-    /// Writes both images whole, for a plan of one strip that draws (the bench case).
+    /// Writes both images whole, for a plan of one strip (the bench cases).
     pub(super) fn upload_single(&self, gpu: &Gpu, a: &[u8], b: &[u8]) -> Result<()> {
-        if self.strips.len() != 1 || !self.draw {
+        if self.strips.len() != 1 {
             bail!("the compare benchmark pair must fit one strip");
         }
         self.upload(gpu, &self.strips[0], a, b);
@@ -281,40 +330,27 @@ impl ComparePlan {
 }
 
 /// The workgroups' partials (PART_WORDS words each) summed into the counts of `pixels` pixels.
+/// A channel's sum of squares comes as three sums without carries: of the low 16 bits of the
+/// invocations' low words, of their high 16 bits, and of their high words.
 fn sum_partials(words: &[u32], channels: usize, pixels: u64) -> Counts {
     let mut k = Counts::zeros(channels);
     k.pixels = pixels;
     for part in words.chunks_exact(PART_WORDS) {
         for (ch, s) in k.channels.iter_mut().enumerate() {
-            let p = &part[ch * 5..ch * 5 + 5];
+            let p = &part[ch * 6..ch * 6 + 6];
             s.differing += u64::from(p[0]);
             s.max_abs = s.max_abs.max(p[1]);
             s.sum_abs += u64::from(p[2]);
-            s.sum_sq += u128::from(p[3]) | u128::from(p[4]) << 32;
+            s.sum_sq += u128::from(p[3]) + (u128::from(p[4]) << 16) + (u128::from(p[5]) << 32);
         }
-        k.differing += u64::from(part[20]);
-        k.antialiased += u64::from(part[21]);
-        k.ignored += u64::from(part[22]);
+        k.differing += u64::from(part[24]);
+        k.antialiased += u64::from(part[25]);
+        k.ignored += u64::from(part[26]);
     }
     k
 }
 
-/// Workgroups' pixels: each compares WG_SIZE * PER_THREAD consecutive pixels.
+/// Units of 4 pixels per workgroup.
 fn per_group() -> u64 {
-    u64::from(WG_SIZE * PER_THREAD)
-}
-
-/// The pass's flags for `opts`: perceptual distance, anti-aliasing detection, drawing.
-fn flags(opts: &Options) -> u32 {
-    let mut flags = 0;
-    if opts.threshold.is_some() {
-        flags |= PERCEPTUAL;
-    }
-    if opts.antialiasing {
-        flags |= ANTIALIASING;
-    }
-    if opts.diff {
-        flags |= DRAW;
-    }
-    flags
+    u64::from(WG_SIZE * UNITS)
 }
