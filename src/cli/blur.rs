@@ -366,6 +366,16 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
                 None => PendingFile::create(&job.output)?,
             };
             ctx.detail(&pending.describe());
+            ctx.detail(&format!(
+                "{}: {}{}",
+                job.output.display(),
+                match job.format {
+                    ImageFormat::Jpeg => format!("quality {}, ", carried.write.quality),
+                    ImageFormat::Png => format!("compression {}, ", carried.write.compression),
+                    _ => String::new(),
+                },
+                carried.metadata.describe()
+            ));
             img_io::save_to_with(
                 pending,
                 job.format,

@@ -1448,7 +1448,8 @@ pub struct WriteOptions {
     /// JPEG quality, 1 to 100 (the IJG scale libjpeg, ImageMagick and vips use).
     pub quality: u8,
     /// PNG compression, 0 (none) to 9 (smallest): 1 is fdeflate's fast mode, 2 to 9 zlib's
-    /// levels; every level filters each row adaptively.
+    /// levels (9: or the fast mode's output where that is smaller); every level but 0 filters
+    /// each row adaptively.
     pub compression: u8,
 }
 
@@ -1511,7 +1512,24 @@ pub fn encode_with(
     Ok(())
 }
 
+/// Level 9 writes the smaller of zlib's level 9 and the fast mode: on photos fdeflate's fast
+/// mode, tuned for PNG, can beat zlib's best (docs/BENCHMARKS.md, "PNG compression").
 fn write_png(img: &Image, meta: &Metadata, level: u8, w: &mut dyn Write) -> Result<()> {
+    if level < WriteOptions::BEST_COMPRESSION {
+        return write_png_level(img, meta, level, w);
+    }
+    let (mut best, mut fast) = (Vec::new(), Vec::new());
+    write_png_level(img, meta, WriteOptions::BEST_COMPRESSION, &mut best)?;
+    write_png_level(img, meta, WriteOptions::FASTEST_COMPRESSION, &mut fast)?;
+    w.write_all(if best.len() <= fast.len() {
+        &best
+    } else {
+        &fast
+    })?;
+    Ok(())
+}
+
+fn write_png_level(img: &Image, meta: &Metadata, level: u8, w: &mut dyn Write) -> Result<()> {
     use png::{BitDepth, ColorType, Compression, DeflateCompression, Filter};
     let mut info = png::Info::with_size(img.width, img.height);
     info.color_type = match img.channels {

@@ -31,6 +31,43 @@ impl Metadata {
         *self == Metadata::default()
     }
 
+    /// What it holds, in a few words: "ICC profile (3144 bytes), EXIF (orientation 6), 300x300
+    /// per inch", or "no metadata".
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(p) = &self.icc_profile {
+            parts.push(format!("ICC profile ({} bytes)", p.len()));
+        }
+        if self.exif.is_some() {
+            parts.push(match self.orientation() {
+                Some(o) => format!("EXIF (orientation {o})"),
+                None => "EXIF".to_string(),
+            });
+        }
+        if self.xmp.is_some() {
+            parts.push("XMP".to_string());
+        }
+        if let Some(d) = self.density {
+            let unit = match d.unit {
+                DensityUnit::None => "aspect ratio",
+                DensityUnit::Inch => "per inch",
+                DensityUnit::Centimeter => "per cm",
+                DensityUnit::Meter => "per metre",
+            };
+            parts.push(format!("{}x{} {unit}", d.x, d.y));
+        }
+        let t = &self.text;
+        let texts = t.latin1.len() + t.compressed.len() + t.utf8.len();
+        if texts > 0 {
+            parts.push(format!("{texts} text chunks"));
+        }
+        if parts.is_empty() {
+            "no metadata".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
     /// The EXIF orientation, 1 to 8 (1: the pixels are upright as stored); `None` without EXIF
     /// or without a valid tag.
     pub fn orientation(&self) -> Option<u8> {
