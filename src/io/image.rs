@@ -912,6 +912,8 @@ fn gif_frames(bytes: &[u8]) -> Result<u32> {
     let gif_error = |e: gif::DecodingError| anyhow!("corrupt GIF: {e}");
     let mut options = gif::DecodeOptions::new();
     options.skip_frame_decoding(true);
+    // As gif_reader: unknown extension blocks are skipped (GIF89a), not an error.
+    options.allow_unknown_blocks(true);
     let mut decoder = options.read_info(Cursor::new(bytes)).map_err(gif_error)?;
     let mut frames = 0;
     while decoder.read_next_frame().map_err(gif_error)?.is_some() {
