@@ -407,12 +407,13 @@ fn a_damaged_pipeline_cache_is_ignored_with_one_warning() {
 
 // Building a pipeline is much of a small job's run: one blur iteration runs two kernels (a
 // row pass, premultiplying where there is alpha, and a column pass, dividing it out), and
-// builds those two, not the four that several iterations use.
+// builds those two, not the four that several iterations use; an image of fewer than four
+// channels adds the two that convert it to and from the packed layout on the GPU.
 #[test]
 fn a_blur_builds_only_the_pipelines_it_runs() {
     let dir = crate::util::tempdir();
     let out = dir.path().join("o.png");
-    for input in ["pngsuite/basn6a08.png", "pngsuite/basn2c08.png"] {
+    for (input, built) in [("pngsuite/basn6a08.png", 2), ("pngsuite/basn2c08.png", 4)] {
         let r = run(&[
             "--device",
             "llvmpipe",
@@ -424,7 +425,8 @@ fn a_blur_builds_only_the_pipelines_it_runs() {
         ]);
         r.code(0);
         assert!(
-            r.stderr.contains(" ms (2 built; within the phases above)"),
+            r.stderr
+                .contains(&format!(" ms ({built} built; within the phases above)")),
             "{input}: {}",
             r.stderr
         );
