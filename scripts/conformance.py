@@ -5,6 +5,11 @@ ends one of two ways, the same way for `blur` and `histogram`:
   - read, with the same pixels as Pillow (libpng, libjpeg-turbo, libtiff) reads them, or
   - refused: exit code 1 and exactly one line on stderr, naming the file.
 
+Two endings are gpukit's by design (docs/formats.md) and need no entry: an image of several
+frames (an animation, a multi-page TIFF), which `blur` refuses naming its frame count and
+`histogram` counts whole (checked: as many frames as Pillow's n_frames), and a CMYK image,
+which both refuse (gpukit never converts between colour spaces).
+
 A file Pillow reads and gpukit refuses (or the reverse, or both read with other pixels) must be
 listed in scripts/conformance-expected.txt with the reason; an entry no file matches any more
 is reported too, so the list stays true.
@@ -22,6 +27,7 @@ import concurrent.futures
 import fnmatch
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -189,6 +195,33 @@ def is_jpeg_coded(path):
     return False
 
 
+# blur's refusal of an image of several frames, and the refusal of CMYK (src/io/image.rs).
+FRAMES = re.compile(r"(animated \w+ with \d+ frames|multi-page TIFF with \d+ pages): not supported here")
+CMYK = re.compile(r"CMYK (JPEG|TIFF)[^:]*: not supported \(gpukit never converts")
+
+
+def pillow_frames(path):
+    try:
+        with Image.open(path) as im:
+            return getattr(im, "n_frames", 1)
+    except Exception:
+        return None
+
+
+def frames_problems(doc_text, path):
+    """histogram's count of an animation's frames against Pillow's."""
+    try:
+        frames = json.loads(doc_text)["inputs"][0].get("frames", 1)
+    except (ValueError, KeyError, IndexError) as e:
+        return [f"histogram JSON unreadable: {e}"]
+    want = pillow_frames(path)
+    # Pillow counts an APNG's default image as a frame also where it is not part of the
+    # animation (IDAT before the first fcTL); gpukit counts the animation's frames.
+    if want is not None and frames not in (want, want - 1):
+        return [f"histogram counted {frames} frames, Pillow has {want}"]
+    return []
+
+
 def one_error_line(code, stderr, rel):
     lines = stderr.splitlines()
     if code != 1:
@@ -213,6 +246,18 @@ def check(gpukit, root, path, tmp):
     bcode, _, berr = blur
     hcode, hout, herr = hist
     b_read, h_read = bcode == 0, hcode == 0
+    if bcode == 1 and h_read and FRAMES.search(berr):
+        res["outcome"] = "frames"
+        bad = one_error_line(bcode, berr, rel)
+        res["problems"].extend([f"blur refused badly: {bad}"] if bad else [])
+        res["problems"].extend(frames_problems(hout, path))
+        return res
+    if bcode == 1 and hcode == 1 and CMYK.search(berr) and CMYK.search(herr):
+        res["outcome"] = "cmyk"
+        for name, code, err in (("blur", bcode, berr), ("histogram", hcode, herr)):
+            bad = one_error_line(code, err, rel)
+            res["problems"].extend([f"{name} refused badly: {bad}"] if bad else [])
+        return res
     if b_read != h_read:
         res["problems"].append(
             f"blur and histogram disagree: blur exit {bcode} {berr.strip()!r}, "
@@ -314,7 +359,9 @@ def main():
             rel = res["file"]
             # What is unexpected without an entry in the list.
             kind = None
-            if res["outcome"] == "refuse" and res["pillow"] == "read":
+            if res["outcome"] in ("frames", "cmyk", "timeout"):
+                pass
+            elif res["outcome"] == "refuse" and res["pillow"] == "read":
                 kind = "refuse"
             elif res["outcome"] == "read" and res["pillow"] == "refuse":
                 kind = "read"

@@ -180,7 +180,7 @@ impl Timings {
         for (p, ms) in &self.phases {
             out.push(format!("timing: {p:<14} {ms:9.3} ms"));
         }
-        out.push(format!("timing: {:<14} {total:9.3} ms", "total"));
+        out.push(format!("timing: {:<14} {total:9.3} ms", "sum"));
         for (l, ms) in &self.gpu_passes {
             out.push(format!("timing: gpu {l:<24} {ms:9.3} ms"));
         }
