@@ -810,7 +810,7 @@ fn timings_name_the_phases() {
     ]);
     r.code(0);
     for phase in [
-        "device", "decode", "upload", "compute", "download", "encode", "total",
+        "device", "decode", "upload", "compute", "download", "encode", "sum", "wall",
     ] {
         assert!(
             r.stderr.contains(&format!("timing: {phase}")),
