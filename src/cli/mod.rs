@@ -188,16 +188,8 @@ impl Ctx {
     /// Where the ops find tuned shapes (`--tune-cache`, `--no-tune-cache`), with warnings on
     /// stderr and, with `-v`, a note of each op's choice.
     fn tune_settings(&self) -> crate::tune::Settings {
-        use crate::tune::{Settings, Source};
-        let source = if self.global.no_tune_cache {
-            Source::Off
-        } else if let Some(p) = &self.global.tune_cache {
-            Source::File(p.clone())
-        } else {
-            Source::UserCache
-        };
-        Settings {
-            source,
+        crate::tune::Settings {
+            source: cache_source(self.global.no_tune_cache, &self.global.tune_cache),
             note: self.note_fn(),
             warn: warn_line,
         }
@@ -206,16 +198,8 @@ impl Ctx {
     /// Where the device keeps compiled pipelines (`--pipeline-cache`, `--no-pipeline-cache`),
     /// with warnings on stderr and, with `-v`, notes of what was read and written.
     fn pipeline_settings(&self) -> gpu::pipeline_cache::Settings {
-        use gpu::pipeline_cache::{Settings, Source};
-        let source = if self.global.no_pipeline_cache {
-            Source::Off
-        } else if let Some(p) = &self.global.pipeline_cache {
-            Source::File(p.clone())
-        } else {
-            Source::UserCache
-        };
-        Settings {
-            source,
+        gpu::pipeline_cache::Settings {
+            source: cache_source(self.global.no_pipeline_cache, &self.global.pipeline_cache),
             note: self.note_fn(),
             warn: warn_line,
         }
@@ -308,6 +292,17 @@ impl Ctx {
         for line in lines {
             eprintln!("gpukit: {line}");
         }
+    }
+}
+
+/// A cache's place from its flags: `--no-...` turns it off, a file flag names it, else the
+/// user's cache folder (the tune cache and the pipeline cache alike).
+fn cache_source(off: bool, file: &Option<std::path::PathBuf>) -> crate::tune::Source {
+    use crate::tune::Source;
+    match (off, file) {
+        (true, _) => Source::Off,
+        (false, Some(p)) => Source::File(p.clone()),
+        (false, None) => Source::UserCache,
     }
 }
 

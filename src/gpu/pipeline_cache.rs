@@ -12,17 +12,10 @@ use serde::{Deserialize, Serialize};
 use crate::io::output::write_atomic;
 use crate::tune::cache::{cache_dir, AdapterKey};
 
-/// Where the pipeline cache is.
-#[derive(Clone, Debug, Default)]
-pub enum Source {
-    /// No pipeline cache (the library's default, and `--no-pipeline-cache`).
-    #[default]
-    Off,
-    /// The adapter's file in the user's cache folder, beside its tune cache.
-    UserCache,
-    /// This file (`--pipeline-cache`, GPUKIT_PIPELINE_CACHE).
-    File(PathBuf),
-}
+/// Where the pipeline cache is: the tune cache's choices (`Off` is the library's default
+/// here, and `--no-pipeline-cache`; `UserCache` the adapter's file beside its tune cache;
+/// `File` is `--pipeline-cache` or GPUKIT_PIPELINE_CACHE).
+pub use crate::tune::Source;
 
 /// Where a device keeps its pipeline cache, and who hears about it.
 #[derive(Clone, Debug)]
