@@ -325,6 +325,14 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         pipeline.engines = pipeline.engines.max(n);
     }
     let read = ctx.read_options();
+    // The job's size for the engine choice, from the first file's header: the batch is taken
+    // to be files like it (a wrong guess costs speed, never results: engines agree).
+    if let Some(job) = jobs.first().filter(|j| !img_io::is_stdin(&j.input)) {
+        if let Ok(h) = img_io::probe_with(&job.input, &read) {
+            let one = params.cpu_estimate(h.width, h.height, h.channels);
+            ctx.estimate(one * u32::try_from(jobs.len()).unwrap_or(u32::MAX));
+        }
+    }
     let hide = ctx.global.quiet
         || jobs.len() == 1
         || report_sink.as_ref().is_some_and(JsonSink::is_stdout);

@@ -352,6 +352,18 @@ fn open_engine(ctx: &Ctx, timings: &mut Timings) -> Result<Engine> {
     ctx.work_engine(timings)
 }
 
+/// Tells the engine choice the job's size: `pairs` pairs like the one whose expected image is
+/// `first` (nothing when its header cannot be read: decoding it will say why).
+fn estimate(ctx: &Ctx, plan: &Plan, first: &Path, pairs: usize) {
+    if image::is_stdin(first) {
+        return;
+    }
+    if let Ok(h) = image::probe(first) {
+        let pixels = u64::from(h.width) * u64::from(h.height) * pairs as u64;
+        ctx.estimate(plan.opts.cpu_estimate(pixels));
+    }
+}
+
 /// Whether two files hold the same bytes (then their pixels are the same without decoding).
 /// Only regular files are compared so: a pipe or stdin can be read only once, to decode.
 fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
@@ -481,6 +493,7 @@ fn compare_pair(
     diff: Option<(PendingFile, ::image::ImageFormat)>,
     timings: &mut Timings,
 ) -> Result<PairDoc> {
+    estimate(ctx, plan, expected, 1);
     let engine = OnceLock::new();
     let prepared = {
         let t = &mut *timings;
@@ -738,6 +751,9 @@ fn compare_folders(
                 dir.display()
             )));
         }
+    }
+    if let Some(first) = both.first() {
+        estimate(ctx, plan, &args.expected.join(first), both.len());
     }
     let json_stdout = sink.as_ref().is_some_and(JsonSink::is_stdout);
     let files = if both.is_empty() {

@@ -363,7 +363,14 @@ fn count(
     plot_wanted: bool,
     hide: bool,
 ) -> Result<(Vec<Result<Counted>>, Finished)> {
-    // The device opens on the engine thread while the first inputs decode.
+    // The device opens on the engine thread while the first inputs decode, unless the job is
+    // small enough for the native CPU engine to finish first (an animation's or a stream's
+    // first frame stands for each of its images).
+    let pixels = headers
+        .iter()
+        .map(|i| u64::from(i.header.width) * u64::from(i.header.height))
+        .sum();
+    ctx.estimate(crate::ops::histogram::cpu_estimate(pixels));
     let engine_cell = OnceLock::new();
     let read = ctx.read_options();
     // Images on stdin decode on as many threads as files do.

@@ -95,10 +95,6 @@ pub fn run(ctx: &Ctx, args: MatmulArgs) -> Result<Status> {
     let (sink, out_format) = open_sink(&args)?;
     ctx.detail(&sink.describe());
     let mut timings = Timings::default();
-    let engine = ctx.work_engine(&mut timings)?;
-    if let Engine::Gpu(gpu) = &engine {
-        matmul::check_precision(gpu, args.dtype)?;
-    }
     let ((a, ar, ac), (b, br, bc)) = timings.phase("decode", || -> Result<_> {
         Ok((read(&args.a, args.dtype)?, read(&args.b, args.dtype)?))
     })?;
@@ -115,10 +111,18 @@ pub fn run(ctx: &Ctx, args: MatmulArgs) -> Result<Status> {
             used(args.transpose_b)
         );
     }
+    // The engine opens once the size is known: a small product runs on the native CPU engine
+    // before a GPU would be open.
+    let dims = Dims { m, n, k };
+    ctx.estimate(dims.cpu_estimate());
+    let engine = ctx.work_engine(&mut timings)?;
+    if let Engine::Gpu(gpu) = &engine {
+        matmul::check_precision(gpu, args.dtype)?;
+    }
     let p = Matmul {
         a: &a,
         b: &b,
-        dims: Dims { m, n, k },
+        dims,
         trans_a: args.transpose_a,
         trans_b: args.transpose_b,
         precision: args.dtype,

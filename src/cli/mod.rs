@@ -121,6 +121,9 @@ pub struct Ctx {
     pub global: GlobalArgs,
     /// The engine line of the devices opened (`engine: ...: why`), for `--timings`.
     engine_line: std::sync::Mutex<Option<String>>,
+    /// The native CPU engine's estimate of the job, set by a runner that knows the job's size
+    /// before it opens the engine ([`Ctx::estimate`]).
+    cpu_estimate: std::sync::Mutex<Option<std::time::Duration>>,
 }
 
 impl Ctx {
@@ -142,6 +145,13 @@ impl Ctx {
         let (engine, choice) = gpu::open(&request)?;
         self.say_engines(std::slice::from_ref(&engine), choice, timings);
         Ok(engine)
+    }
+
+    /// Tells [`Ctx::work_engine`] the native CPU engine's estimated time for the whole job: a
+    /// job under [`gpu::SMALL_JOB`] runs on that engine when no device or backend is named,
+    /// without opening a GPU (docs/cli.md, "Engines").
+    pub fn estimate(&self, t: std::time::Duration) {
+        *self.cpu_estimate.lock().expect("estimate lock poisoned") = Some(t);
     }
 
     /// Every device `--device all` or a list names (one otherwise, as [`Ctx::work_engine`]),
@@ -168,6 +178,11 @@ impl Ctx {
                 gpu::pipeline_cache::Settings::default()
             },
             prefer_native_cpu: for_work,
+            cpu_estimate: if for_work {
+                *self.cpu_estimate.lock().expect("estimate lock poisoned")
+            } else {
+                None
+            },
         }
     }
 
@@ -326,6 +341,7 @@ where
     let ctx = Ctx {
         global: cli.global,
         engine_line: std::sync::Mutex::new(None),
+        cpu_estimate: std::sync::Mutex::new(None),
     };
     match cli.command {
         Command::Blur(args) => blur::run(&ctx, args),

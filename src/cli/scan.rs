@@ -114,6 +114,7 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
         },
         ..Options::default()
     };
+    ctx.estimate(scan::cpu_estimate(data.len()));
     let engine = ctx.work_engine(&mut timings)?;
     let mut opts = opts;
     if let Engine::Gpu(gpu) = &engine {

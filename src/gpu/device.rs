@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -108,7 +109,18 @@ pub struct DeviceRequest {
     /// lavapipe, WARP, SwiftShader) when that is the best adapter and neither `device` nor
     /// `backend` names one: the engine is many times faster. Off for measuring kernels.
     pub prefer_native_cpu: bool,
+    /// The native CPU engine's estimated time for the whole job, where the command knows its
+    /// size before the device opens. With `prefer_native_cpu` and nothing named, a job under
+    /// [`SMALL_JOB`] runs on that engine: it is done before a GPU would be open.
+    pub cpu_estimate: Option<Duration>,
 }
+
+/// The native CPU engine's estimated time under which a job is done before any GPU would be
+/// open. Opening one takes 50 to 700 ms where it was measured (loading the driver, creating
+/// the device and the pipelines: about 170 ms warm on an H100, docs/BENCHMARKS.md); overlapped
+/// with decoding, its cost is that time less the decode's. A job under this limit loses at
+/// most this long if the estimate is right and the GPU would have opened at once.
+pub const SMALL_JOB: Duration = Duration::from_millis(30);
 
 /// Everything `gpukit devices` reports about one adapter. Documented in docs/formats.md.
 #[derive(Clone, Debug, Serialize)]
@@ -535,6 +547,9 @@ pub enum Reason {
     /// The machine has no GPU device node, so at best a software rasteriser: the native CPU
     /// engine, without loading the drivers to ask ([`DeviceRequest::prefer_native_cpu`]).
     NoGpuNode,
+    /// The job is small (the engine's estimated time, under [`SMALL_JOB`]): done on the native
+    /// CPU engine before a GPU would be open ([`DeviceRequest::cpu_estimate`]).
+    SmallJob(Duration),
     /// The best ranked adapter, of this type; nothing was named.
     Best(wgpu::DeviceType),
     /// Named by `--device` (as given).
@@ -575,6 +590,11 @@ impl Reason {
                     nodes.join(", ")
                 )
             }
+            Reason::SmallJob(t) => format!(
+                "a small job (about {:.1} ms on this engine), done before a GPU would be open \
+                 (--device or --backend runs on the adapter)",
+                t.as_secs_f64() * 1e3
+            ),
             Reason::SoftwareAdapter(name) => format!(
                 "the best adapter, {name}, is a software rasteriser, and this engine is faster \
                  (--device or --backend runs on the adapter)"
@@ -625,6 +645,9 @@ pub fn open(request: &DeviceRequest) -> Result<(Engine, Choice)> {
     if request.prefer_native_cpu && !named && !timings.phase("adapters", gpu_node_present) {
         return cpu(Reason::NoGpuNode, timings);
     }
+    if let Some(t) = small_job(request) {
+        return cpu(Reason::SmallJob(t), timings);
+    }
     let adapters = enumerate(request.backend, &mut timings)?;
     if adapters.is_empty() {
         if let Some(b) = request.backend {
@@ -643,6 +666,14 @@ pub fn open(request: &DeviceRequest) -> Result<(Engine, Choice)> {
     }
     let gpu = open_adapter(&adapters[index], request, &mut timings)?;
     Ok((Engine::Gpu(Box::new(gpu)), Choice { reason, timings }))
+}
+
+/// The estimate of a job that [`open`] gives to the native CPU engine without asking for
+/// adapters: one under [`SMALL_JOB`], where the request names no device or backend.
+fn small_job(request: &DeviceRequest) -> Option<Duration> {
+    let named = request.device.is_some() || request.backend.is_some();
+    let t = request.cpu_estimate?;
+    (request.prefer_native_cpu && !named && t < SMALL_JOB).then_some(t)
 }
 
 /// The device nodes (in /dev) through which GPU drivers reach hardware on Linux: DRM (Mesa's
@@ -780,6 +811,43 @@ mod tests {
         // A command that runs on one device takes the first of a list.
         assert_eq!(select(&both, Some(&sel("2,0"))).unwrap(), 2);
         assert!(",".parse::<DeviceSelector>().is_err());
+    }
+
+    #[test]
+    fn small_jobs_run_on_the_cpu_engine_unless_an_adapter_is_named() {
+        let request = |estimate_ms: Option<u64>, backend, device: Option<&str>| DeviceRequest {
+            backend,
+            device: device.map(|d| d.parse().unwrap()),
+            prefer_native_cpu: true,
+            cpu_estimate: estimate_ms.map(Duration::from_millis),
+            ..DeviceRequest::default()
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(small_job(&request(Some(3), None, None)), Some(ms(3)));
+        assert_eq!(small_job(&request(Some(29), None, None)), Some(ms(29)));
+        // At the limit and over it, or with no estimate: the GPU is asked for.
+        assert_eq!(small_job(&request(Some(30), None, None)), None);
+        assert_eq!(small_job(&request(Some(500), None, None)), None);
+        assert_eq!(small_job(&request(None, None, None)), None);
+        // A named device or backend is used whatever the size.
+        assert_eq!(small_job(&request(Some(3), None, Some("0"))), None);
+        assert_eq!(
+            small_job(&request(Some(3), Some(BackendChoice::Vulkan), None)),
+            None
+        );
+        // bench and tune measure adapters: they never prefer the CPU engine.
+        let measuring = DeviceRequest {
+            prefer_native_cpu: false,
+            ..request(Some(3), None, None)
+        };
+        assert_eq!(small_job(&measuring), None);
+        // The engine line says why.
+        let line = Reason::SmallJob(ms(3)).line(&[Engine::Cpu]);
+        assert!(line.starts_with("engine: native CPU ("), "{line}");
+        assert!(
+            line.contains("a small job (about 3.0 ms on this engine)"),
+            "{line}"
+        );
     }
 
     #[test]

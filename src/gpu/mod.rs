@@ -12,7 +12,7 @@ mod transfer;
 pub use device::{
     list_adapters, open, open_all, open_gpu, rank, select, select_all, AdapterReport,
     BackendChoice, Candidate, Choice, DeviceRequest, DeviceSelector, Engine, FeatureReport, Gpu,
-    LimitsReport, Reason,
+    LimitsReport, Reason, SMALL_JOB,
 };
 pub use kernel::{grid, pipelines_built, Batch, Kernel, Usage, TIMED_PASSES};
 pub use shader::{compose, Composed, Shader, Variant};

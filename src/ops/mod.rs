@@ -11,6 +11,7 @@ pub mod matmul;
 pub mod scan;
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use anyhow::Result;
 
@@ -18,6 +19,15 @@ use crate::bench::{Case, Sizes};
 use crate::gpu::{Engine, Shader, Variant};
 use crate::io::image::Samples;
 use crate::tune::{Level, OpResult};
+
+/// The native CPU engine's time for `thread_ns` nanoseconds of one thread's work spread over
+/// at most `max_threads` of its threads: a rough estimate from the engine's speeds measured on
+/// 2 and 16 cores (docs/BENCHMARKS.md), rounded towards slower, made before a job starts to
+/// choose its engine ([`crate::gpu::SMALL_JOB`]).
+pub fn cpu_time(thread_ns: f64, max_threads: usize) -> Duration {
+    let threads = rayon::current_num_threads().clamp(1, max_threads.max(1));
+    Duration::from_secs_f64(thread_ns * 1e-9 / threads as f64)
+}
 
 /// An op's tuning: the search on an engine at a level; `progress` hears what is measured.
 pub type TuneFn = fn(&Engine, Level, &mut dyn FnMut(&str)) -> Result<OpResult>;
@@ -133,5 +143,57 @@ mod tests {
             }
         }
         assert!(checked >= 20, "{checked} variants");
+    }
+
+    /// The estimates behind the engine choice, against hand-computed thread times: each op's
+    /// nanoseconds a unit of work, divided by the threads it can use.
+    #[test]
+    fn cpu_estimates_follow_the_documented_rates() {
+        use super::{blur, compare, histogram, matmul, scan};
+        let threads = rayon::current_num_threads() as f64;
+        let ms = |t: std::time::Duration| t.as_secs_f64() * 1e3;
+        let close = |got: f64, want: f64| assert!((got - want).abs() < 1e-6 * want, "{got} {want}");
+        // A box: 4.5 ns a sample and iteration, any radius; alpha 1.5 times.
+        let bx = blur::Options::new(blur::Kind::Box, 15, 2);
+        close(
+            ms(bx.cpu_estimate(1000, 100, 3)) * threads,
+            300_000.0 * 4.5 * 2.0 * 1e-6,
+        );
+        close(
+            ms(bx.cpu_estimate(1000, 100, 4)) * threads,
+            400_000.0 * 4.5 * 3.0 * 1e-6,
+        );
+        // A gaussian of radius 15: 2 + 0.35 * 62 ns a sample.
+        let g = blur::Options::new(blur::Kind::Gaussian { sigma: 5.0 }, 15, 1);
+        close(
+            ms(g.cpu_estimate(100, 100, 1)) * threads,
+            10_000.0 * 23.7 * 1e-6,
+        );
+        close(ms(histogram::cpu_estimate(1_000_000)) * threads, 4.0);
+        let cmp = compare::Options {
+            threshold: None,
+            antialiasing: false,
+            ignore: Vec::new(),
+            diff: true,
+        };
+        close(ms(cmp.cpu_estimate(1_000_000)) * threads, 10.0);
+        // Scan and matmul use at most 4 threads.
+        let t4 = threads.min(4.0);
+        close(
+            ms(scan::cpu_estimate(1 << 20)) * t4,
+            (1 << 20) as f64 * 1e-6,
+        );
+        let dims = matmul::Dims {
+            m: 1024,
+            n: 1024,
+            k: 1024,
+        };
+        close(
+            ms(dims.cpu_estimate()) * t4,
+            2.0 * 1024f64.powi(3) / 15.0 * 1e-6,
+        );
+        // A 64x64 image is a small job on any machine; a 4K gaussian on one thread is not.
+        assert!(g.cpu_estimate(64, 64, 4) < crate::gpu::SMALL_JOB);
+        assert!(ms(g.cpu_estimate(3840, 2160, 3)) * threads > ms(crate::gpu::SMALL_JOB));
     }
 }

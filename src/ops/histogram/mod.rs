@@ -186,6 +186,12 @@ pub struct Options {
     pub tunables: Option<Tunables>,
 }
 
+/// The native CPU engine's estimated time for the histograms of `pixels` pixels, about 4 ns
+/// a pixel ([`super::cpu_time`]).
+pub fn cpu_estimate(pixels: u64) -> std::time::Duration {
+    super::cpu_time(pixels as f64 * 4.0, usize::MAX)
+}
+
 /// The histogram of `img` on the engine, adding wall time per phase and GPU time per pass
 /// to `timings`. (Many images, or a running total over them: [`Histogrammer`].)
 pub fn run(

@@ -67,6 +67,12 @@ impl Dims {
     pub fn flops(self) -> f64 {
         2.0 * self.m as f64 * self.n as f64 * self.k as f64
     }
+
+    /// The native CPU engine's estimated time for one product: about 15 GFLOP/s a thread,
+    /// on at most 4 threads, matrixmultiply's limit ([`super::cpu_time`]).
+    pub fn cpu_estimate(self) -> std::time::Duration {
+        super::cpu_time(self.flops() / 15.0, 4)
+    }
 }
 
 /// One product. Matrices are row-major; `a` is m x k, or k x m when `trans_a` (C = A^T B);

@@ -122,6 +122,12 @@ pub struct Options {
     pub tunables: Option<Tunables>,
 }
 
+/// The native CPU engine's estimated time for a scan of `len` elements: about 1 ns an
+/// element, on at most 4 threads (memory bound beyond) ([`super::cpu_time`]).
+pub fn cpu_estimate(len: usize) -> std::time::Duration {
+    super::cpu_time(len as f64, 4)
+}
+
 impl Options {
     /// Elements per tile: what one workgroup scans.
     pub fn tile(&self) -> usize {
