@@ -1,12 +1,14 @@
 //! The native CPU engine for `matmul`: the `matrixmultiply` crate's sgemm (packed panels and
-//! runtime-dispatched AVX2/FMA or AVX-512 microkernels, threaded on its own pool of one thread
-//! per core, `MATMUL_NUM_THREADS` to change). The result is within `error_bound` of the f64
-//! reference (docs/matmul.md): each element is an f32 sum of its K products in some order, and
-//! the bound covers every order. f16 inputs are rounded to f16 first (`Precision::round`), as
-//! the GPU kernel sees them. The threads split C by rows and columns, never along K, so every
-//! element is summed the same way on any number of threads.
+//! runtime-dispatched AVX2/FMA or AVX-512 microkernels) on tiles of C, one tile a rayon task,
+//! so that the product uses every core (matrixmultiply's own threading stops at 4 threads).
+//! The result is within `error_bound` of the f64 reference (docs/matmul.md): each element is
+//! an f32 sum of its K products in some order, and the bound covers every order. f16 inputs
+//! are rounded to f16 first (`Precision::round`), as the GPU kernel sees them. The tiles split
+//! C by rows and columns, never along K, and sgemm sums each element of a tile the same way
+//! wherever the tile starts, so the product is the same on any number of threads.
 
 use anyhow::Result;
+use rayon::prelude::*;
 
 use super::{Dims, Matmul, Precision};
 
@@ -25,28 +27,60 @@ pub fn matmul(p: &Matmul) -> Result<Vec<f32>> {
     let (a_rs, a_cs) = if p.trans_a { (1, m) } else { (k, 1) };
     let (b_rs, b_cs) = if p.trans_b { (1, k) } else { (n, 1) };
     let mut c = vec![0f32; m * n];
-    // SAFETY: the pointers and strides describe a (m x k), b (k x n) and c (m x n) within
-    // their slices (`check` verified the lengths); with beta = 0, c is only written.
-    unsafe {
-        matrixmultiply::sgemm(
-            m,
-            k,
-            n,
-            1.0,
-            a.as_ptr(),
-            a_rs as isize,
-            a_cs as isize,
-            b.as_ptr(),
-            b_rs as isize,
-            b_cs as isize,
-            0.0,
-            c.as_mut_ptr(),
-            n as isize,
-            1,
-        );
-    }
+    let (rows, cols) = tiles(p.dims, rayon::current_num_threads());
+    let out = SendPtr(c.as_mut_ptr());
+    (0..m.div_ceil(rows) * n.div_ceil(cols))
+        .into_par_iter()
+        .for_each(|t| {
+            let (r0, c0) = ((t / n.div_ceil(cols)) * rows, (t % n.div_ceil(cols)) * cols);
+            let (tm, tn) = (rows.min(m - r0), cols.min(n - c0));
+            let out = &out;
+            // SAFETY: the pointers and strides describe op(A)'s rows r0..r0 + tm (tm x k),
+            // op(B)'s columns c0..c0 + tn (k x tn) and C's tile (tm x tn, row stride n), within
+            // their slices (`check` verified the lengths). Tiles do not overlap, so each task
+            // writes its own elements of C only; with beta = 0, C is only written.
+            unsafe {
+                matrixmultiply::sgemm(
+                    tm,
+                    k,
+                    tn,
+                    1.0,
+                    a.as_ptr().add(r0 * a_rs),
+                    a_rs as isize,
+                    a_cs as isize,
+                    b.as_ptr().add(c0 * b_cs),
+                    b_rs as isize,
+                    b_cs as isize,
+                    0.0,
+                    out.0.add(r0 * n + c0),
+                    n as isize,
+                    1,
+                );
+            }
+        });
     Ok(c)
 }
+
+/// C's tile shape (rows, columns) for `threads` threads: about two tiles a thread, to balance
+/// the load, as square as C allows, whole multiples of 64 (the packing panels' sizes divide
+/// it); one tile when the product is small.
+fn tiles(Dims { m, n, k }: Dims, threads: usize) -> (usize, usize) {
+    const STEP: usize = 64;
+    if threads <= 1 || (m * n).saturating_mul(k) < 1 << 21 {
+        return (m.max(1), n.max(1));
+    }
+    let tiles = 2 * threads;
+    // rows x cols tiles with rows / cols about m / n.
+    let across = ((tiles as f64 * n as f64 / m as f64).sqrt().round() as usize).clamp(1, tiles);
+    let down = tiles.div_ceil(across);
+    let size = |len: usize, parts: usize| len.div_ceil(parts).div_ceil(STEP).max(1) * STEP;
+    (size(m, down).min(m.max(1)), size(n, across).min(n.max(1)))
+}
+
+/// C's pointer, shared by the tasks that write its disjoint tiles.
+struct SendPtr(*mut f32);
+// SAFETY: the tasks write disjoint elements through it (see `matmul`), and C outlives them.
+unsafe impl Sync for SendPtr {}
 
 #[cfg(test)]
 mod tests {
@@ -120,45 +154,66 @@ mod tests {
         }
     }
 
-    /// matrixmultiply reads its thread count (MATMUL_NUM_THREADS) once per process, so this
-    /// test runs itself in child processes on 1 and 3 threads and compares their products'
-    /// bits.
+    /// The same bits on 1, 2, 3 and 8 threads: tiles of other shapes and places, one sum.
     #[test]
     fn the_product_is_the_same_on_any_thread_count() {
-        const CHILD: &str = "GPUKIT_MATMUL_THREADS_CHILD";
-        let name = "ops::matmul::engine::tests::the_product_is_the_same_on_any_thread_count";
-        if std::env::var_os(CHILD).is_some() {
-            let (m, n, k) = (300, 260, 500);
-            let (a, b) = (values(m * k, 1), values(k * n, 2));
-            let p = Matmul {
-                a: &a,
-                b: &b,
-                dims: Dims { m, n, k },
-                trans_a: false,
-                trans_b: true,
-                precision: Precision::F32,
-            };
-            let c = matmul(&p).unwrap();
-            let h = c
-                .iter()
-                .fold(0u64, |h, x| h.rotate_left(5) ^ x.to_bits() as u64);
-            println!("product bits {h:016x}");
-            return;
-        }
-        let bits = |threads: &str| {
-            let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([name, "--exact", "--nocapture", "--test-threads=1"])
-                .env(CHILD, "1")
-                .env("MATMUL_NUM_THREADS", threads)
-                .output()
-                .unwrap();
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            assert!(out.status.success(), "child on {threads} threads: {text}");
-            let at = text.find("product bits");
-            let at = at.unwrap_or_else(|| panic!("no product from the child: {text}"));
-            text[at..at + 29].to_owned()
+        let (m, n, k) = (300, 260, 500);
+        let (a, b) = (values(m * k, 1), values(k * n, 2));
+        let p = Matmul {
+            a: &a,
+            b: &b,
+            dims: Dims { m, n, k },
+            trans_a: false,
+            trans_b: true,
+            precision: Precision::F32,
         };
-        assert_eq!(bits("1"), bits("3"));
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build();
+            pool.unwrap().install(|| matmul(&p).unwrap())
+        };
+        let bits = |c: Vec<f32>| c.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+        let one = bits(on(1));
+        for threads in [2, 3, 8] {
+            assert_ne!(
+                tiles(p.dims, threads),
+                (m, n),
+                "{threads} threads: one tile"
+            );
+            assert!(
+                bits(on(threads)) == one,
+                "{threads} threads differ from one"
+            );
+        }
+    }
+
+    #[test]
+    fn tiles_cover_c_in_about_two_a_thread() {
+        for (m, n, threads) in [
+            (2048, 2048, 16),
+            (1000, 3000, 6),
+            (5000, 70, 2),
+            (64, 9000, 8),
+        ] {
+            let (rows, cols) = tiles(Dims { m, n, k: 512 }, threads);
+            let count = m.div_ceil(rows) * n.div_ceil(cols);
+            assert!(rows <= m && cols <= n && rows > 0 && cols > 0);
+            assert!(
+                (threads..=4 * threads).contains(&count),
+                "{m}x{n} on {threads}: {count} tiles"
+            );
+        }
+        // Small products are one tile.
+        assert_eq!(
+            tiles(
+                Dims {
+                    m: 64,
+                    n: 64,
+                    k: 64
+                },
+                16
+            ),
+            (64, 64)
+        );
     }
 
     #[test]
