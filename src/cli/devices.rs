@@ -72,7 +72,7 @@ pub fn run(ctx: &Ctx, args: DevicesArgs) -> Result<Status> {
                     if doc.work_engine == "cpu" {
                         "  (runs blur, histogram, scan, matmul, compare: the default adapter is a software rasteriser)"
                     } else {
-                        "  (--backend cpu)"
+                        "  (runs jobs too small to open a GPU for, and --backend cpu)"
                     }
                 );
             }
