@@ -34,35 +34,68 @@ pub(super) fn reflect(i: isize, n: usize) -> usize {
     }
 }
 
-/// Output rows per parallel band of the SSIM map.
-const SSIM_BAND: usize = 32;
+/// Output rows per parallel band of the SSIM map (each band filters 2 x SSIM_RADIUS rows
+/// more than it outputs).
+const SSIM_BAND: usize = 128;
 
-/// The gaussian window's sums along row `y` of channel `ch` of `a` and `b`, at every x:
-/// of x, y, x², y², xy (x, y the two images' samples), edges reflected.
-fn ssim_row(a: &Image, b: &Image, ch: usize, y: usize, out: &mut [[f64; 5]]) {
+/// The five quantities SSIM filters, one plane each: x, y, x², y², xy (x, y the two
+/// images' samples).
+const PLANES: usize = 5;
+
+/// The gaussian window's sums along row `y` of channel `ch` of `a` and `b`, at every x: of
+/// each of the five planes, into `out[p * w..][..w]` for plane p; edges reflected. Each sum
+/// adds its 11 terms in tap order from 0, so the result does not depend on how the loop is
+/// vectorised.
+#[inline(always)]
+fn ssim_row(
+    a: &Image,
+    b: &Image,
+    ch: usize,
+    y: usize,
+    rows: &mut [Vec<f64>; PLANES],
+    out: &mut [f64],
+) {
     let (w, c) = (a.width as usize, a.channels as usize);
-    let row = |img: &Image| -> Vec<f64> {
+    let fill = |img: &Image, dst: &mut Vec<f64>| {
         let r = y * w * c + ch..(y + 1) * w * c;
+        dst.clear();
         match &img.samples {
-            Samples::U8(s) => s[r].iter().step_by(c).map(|&v| f64::from(v)).collect(),
-            Samples::U16(s) => s[r].iter().step_by(c).map(|&v| f64::from(v)).collect(),
+            Samples::U8(s) => dst.extend(s[r].iter().step_by(c).map(|&v| f64::from(v))),
+            Samples::U16(s) => dst.extend(s[r].iter().step_by(c).map(|&v| f64::from(v))),
         }
     };
-    let (xs, ys) = (row(a), row(b));
+    let [xs, ys, xx, yy, xy] = rows;
+    fill(a, xs);
+    fill(b, ys);
+    for (((p, q), (pp, qq)), pq) in xs
+        .iter()
+        .zip(ys.iter())
+        .zip(xx.iter_mut().zip(yy.iter_mut()))
+        .zip(xy.iter_mut())
+    {
+        *pp = p * p;
+        *qq = q * q;
+        *pq = p * q;
+    }
     let win = ssim_window();
-    let r = SSIM_RADIUS as isize;
-    for (x, o) in out.iter_mut().enumerate() {
-        let mut m = [0.0; 5];
-        for k in -r..=r {
-            let j = reflect(x as isize + k, w);
-            let (p, q, wt) = (xs[j], ys[j], win[(k + r) as usize]);
-            m[0] += wt * p;
-            m[1] += wt * q;
-            m[2] += wt * (p * p);
-            m[3] += wt * (q * q);
-            m[4] += wt * (p * q);
+    let r = SSIM_RADIUS;
+    // Interior: x - r ..= x + r inside the row.
+    let inner = if w > 2 * r { r..w - r } else { 0..0 };
+    for (plane, o) in rows.iter().zip(out.chunks_exact_mut(w)) {
+        o.fill(0.0);
+        for (k, &wt) in win.iter().enumerate().filter(|_| !inner.is_empty()) {
+            let src = &plane[inner.start + k - r..inner.end + k - r];
+            for (d, &v) in o[inner.clone()].iter_mut().zip(src) {
+                *d += wt * v;
+            }
         }
-        *o = m;
+        for x in (0..w).filter(|x| !inner.contains(x)) {
+            let mut m = 0.0;
+            for (k, &wt) in win.iter().enumerate() {
+                m += wt * plane[reflect(x as isize + k as isize - r as isize, w)];
+            }
+            o[x] = m;
+        }
     }
 }
 
@@ -73,54 +106,151 @@ fn ssim_row(a: &Image, b: &Image, ch: usize, y: usize, out: &mut [[f64; 5]]) {
 /// side) and outside the ignored rectangles. `None` when no pixel is left to average.
 /// scikit-image's `structural_similarity(a, b, gaussian_weights=True, sigma=1.5,
 /// use_sample_covariance=False, data_range=...)` computes the same. The window is applied
-/// separably (along rows, then down columns) in bands of rows, in parallel.
+/// separably (along rows, then down columns) in bands of rows, in parallel; the bands' sums
+/// are added in order, so the result is the same on any number of threads.
 pub fn ssim_channel(a: &Image, b: &Image, ch: usize, ignore: &[Rect]) -> Option<f64> {
     let (w, h) = (a.width as usize, a.height as usize);
     let range = f64::from(a.max_value());
-    let c1 = (SSIM_K1 * range).powi(2);
-    let c2 = (SSIM_K2 * range).powi(2);
     let pad = ssim_pad(w, h);
-    let win = ssim_window();
-    let r = SSIM_RADIUS as isize;
+    let band = Band {
+        a,
+        b,
+        ch,
+        ignore,
+        c1: (SSIM_K1 * range).powi(2),
+        c2: (SSIM_K2 * range).powi(2),
+        pad,
+    };
+    let avx2 = has_avx2();
     let bands: Vec<usize> = (pad..h - pad).step_by(SSIM_BAND).collect();
-    let (sum, n) = bands
+    let sums: Vec<(f64, u64)> = bands
         .into_par_iter()
         .map(|y0| {
-            let y1 = (y0 + SSIM_BAND).min(h - pad);
-            // Rows y0 - r ..= y1 - 1 + r (reflected) along x.
-            let first = y0 as isize - r;
-            let count = y1 - y0 + 2 * SSIM_RADIUS;
-            let mut across = vec![[0.0; 5]; count * w];
-            for (i, out) in across.chunks_exact_mut(w).enumerate() {
-                ssim_row(a, b, ch, reflect(first + i as isize, h), out);
+            #[cfg(target_arch = "x86_64")]
+            if avx2 {
+                // SAFETY: the CPU has AVX2 (`has_avx2`).
+                return unsafe { band.run_avx2(y0) };
             }
-            let (mut sum, mut n) = (0.0, 0u64);
-            for yy in y0..y1 {
-                for xx in pad..w - pad {
-                    if ignore.iter().any(|q| q.contains(xx as u32, yy as u32)) {
-                        continue;
-                    }
-                    let mut m = [0.0; 5];
-                    for k in 0..2 * SSIM_RADIUS + 1 {
-                        let v = &across[(yy - y0 + k) * w + xx];
-                        for (mi, vi) in m.iter_mut().zip(v) {
-                            *mi += win[k] * vi;
-                        }
-                    }
-                    let [ux, uy, uxx, uyy, uxy] = m;
-                    let vx = uxx - ux * ux;
-                    let vy = uyy - uy * uy;
-                    let vxy = uxy - ux * uy;
-                    let num = (2.0 * ux * uy + c1) * (2.0 * vxy + c2);
-                    let den = (ux * ux + uy * uy + c1) * (vx + vy + c2);
-                    sum += num / den;
-                    n += 1;
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = avx2;
+            band.run(y0)
+        })
+        .collect();
+    let (sum, n) = sums.iter().fold((0.0, 0), |p, q| (p.0 + q.0, p.1 + q.1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// Whether this CPU runs AVX2 (a band's code is compiled twice: for it, and for the target's
+/// baseline; without FMA, so both give the same bits).
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// One channel's SSIM over bands of output rows.
+struct Band<'a> {
+    a: &'a Image,
+    b: &'a Image,
+    ch: usize,
+    ignore: &'a [Rect],
+    c1: f64,
+    c2: f64,
+    /// Rows and columns this far from the edges are left out of the mean.
+    pad: usize,
+}
+
+impl Band<'_> {
+    /// [`Band::run`] compiled for AVX2, everything inlined into it.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn run_avx2(&self, y0: usize) -> (f64, u64) {
+        self.run(y0)
+    }
+
+    /// The sum of the SSIM map over output rows y0 .. y0 + SSIM_BAND (fewer at the bottom)
+    /// and the pixels summed. Within a row the map's values are added in 4 running sums (x
+    /// mod 4), then those sums, then the rows in order: a fixed order.
+    #[inline(always)]
+    fn run(&self, y0: usize) -> (f64, u64) {
+        let Band { a, b, ch, pad, .. } = *self;
+        let (w, h) = (a.width as usize, a.height as usize);
+        let y1 = (y0 + SSIM_BAND).min(h - pad);
+        let win = ssim_window();
+        // Rows y0 - r ..= y1 - 1 + r (reflected) along x, PLANES planes of w a row, in a ring
+        // of the window's 2r + 1 rows (small enough to stay in cache).
+        let first = y0 as isize - SSIM_RADIUS as isize;
+        let taps = 2 * SSIM_RADIUS + 1;
+        let mut ring = vec![0.0; taps * PLANES * w];
+        let mut rows: [Vec<f64>; PLANES] = std::array::from_fn(|_| vec![0.0; w]);
+        let mut along = |i: usize, ring: &mut [f64]| {
+            let slot = &mut ring[(i % taps) * PLANES * w..][..PLANES * w];
+            ssim_row(a, b, ch, reflect(first + i as isize, h), &mut rows, slot);
+        };
+        for i in 0..taps - 1 {
+            along(i, &mut ring);
+        }
+        // Down the columns, a row of every plane at a time.
+        let mut m = vec![0.0; PLANES * w];
+        let mut map = vec![0.0; w - 2 * pad];
+        let (mut sum, mut n) = (0.0, 0u64);
+        for yy in y0..y1 {
+            let i0 = yy - y0;
+            along(i0 + taps - 1, &mut ring);
+            m.fill(0.0);
+            for (k, &wt) in win.iter().enumerate() {
+                let src = &ring[((i0 + k) % taps) * PLANES * w..][..PLANES * w];
+                for (d, &v) in m.iter_mut().zip(src) {
+                    *d += wt * v;
                 }
             }
-            (sum, n)
-        })
-        .reduce(|| (0.0, 0), |p, q| (p.0 + q.0, p.1 + q.1));
-    (n > 0).then(|| sum / n as f64)
+            let cols = pad..w - pad;
+            let (ux, rest) = m.split_at(w);
+            let (uy, rest) = rest.split_at(w);
+            let (uxx, rest) = rest.split_at(w);
+            let (uyy, uxy) = rest.split_at(w);
+            let moments = ux[cols.clone()]
+                .iter()
+                .zip(&uy[cols.clone()])
+                .zip(uxx[cols.clone()].iter().zip(&uyy[cols.clone()]))
+                .zip(&uxy[cols.clone()]);
+            for (v, (((&ux, &uy), (&uxx, &uyy)), &uxy)) in map.iter_mut().zip(moments) {
+                *v = self.value(ux, uy, uxx, uyy, uxy);
+            }
+            if self.ignore.is_empty() {
+                let mut lanes = [0.0; 4];
+                let mut chunks = map.chunks_exact(4);
+                for c in &mut chunks {
+                    for (l, v) in lanes.iter_mut().zip(c) {
+                        *l += v;
+                    }
+                }
+                let tail: f64 = chunks.remainder().iter().sum();
+                sum += (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]) + tail;
+                n += map.len() as u64;
+            } else {
+                for (x, v) in cols.zip(&map) {
+                    if !self.ignore.iter().any(|q| q.contains(x as u32, yy as u32)) {
+                        sum += v;
+                        n += 1;
+                    }
+                }
+            }
+        }
+        (sum, n)
+    }
+
+    /// SSIM from the window's means of x, y, x², y², xy.
+    #[inline(always)]
+    fn value(&self, ux: f64, uy: f64, uxx: f64, uyy: f64, uxy: f64) -> f64 {
+        let vx = uxx - ux * ux;
+        let vy = uyy - uy * uy;
+        let vxy = uxy - ux * uy;
+        let num = (2.0 * ux * uy + self.c1) * (2.0 * vxy + self.c2);
+        let den = (ux * ux + uy * uy + self.c1) * (vx + vy + self.c2);
+        num / den
+    }
 }
 
 /// SSIM per channel and their mean. Identical samples give exactly 1 without filtering.
