@@ -326,8 +326,9 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     }
     let read = ctx.read_options();
     // The job's size for the engine choice, from the first file's header: the batch is taken
-    // to be files like it (a wrong guess costs speed, never results: engines agree).
-    if let Some(job) = jobs.first().filter(|j| !img_io::is_stdin(&j.input)) {
+    // to be files like it (a wrong guess costs speed, never results: engines agree). Only a
+    // regular file is read twice: a pipe's bytes would be gone.
+    if let Some(job) = jobs.first().filter(|j| img_io::is_regular_file(&j.input)) {
         if let Ok(h) = img_io::probe_with(&job.input, &read) {
             let one = params.cpu_estimate(h.width, h.height, h.channels);
             ctx.estimate(one * u32::try_from(jobs.len()).unwrap_or(u32::MAX));

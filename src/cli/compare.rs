@@ -353,9 +353,10 @@ fn open_engine(ctx: &Ctx, timings: &mut Timings) -> Result<Engine> {
 }
 
 /// Tells the engine choice the job's size: `pairs` pairs like the one whose expected image is
-/// `first` (nothing when its header cannot be read: decoding it will say why).
+/// `first` (nothing when its header cannot be read: decoding it will say why). Only a regular
+/// file is read twice: a pipe's bytes would be gone.
 fn estimate(ctx: &Ctx, plan: &Plan, first: &Path, pairs: usize) {
-    if image::is_stdin(first) {
+    if !image::is_regular_file(first) {
         return;
     }
     if let Ok(h) = image::probe(first) {

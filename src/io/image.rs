@@ -302,6 +302,11 @@ impl Header {
 
 const READABLE: &str = "PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO";
 
+/// Whether `path` is a regular file (not `-`, a FIFO or a device), which can be read twice.
+pub fn is_regular_file(path: &Path) -> bool {
+    !is_stdin(path) && std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
 /// Whether `path` is `-`: stdin.
 pub fn is_stdin(path: &Path) -> bool {
     path == Path::new("-")
