@@ -1086,9 +1086,17 @@ fn png_pixels(
     let size = reader
         .output_buffer_size()
         .ok_or_else(|| anyhow!("{}x{} is too large", header.width, header.height))?;
-    let mut buf = vec![0u8; size];
+    // 16-bit samples are decoded into the bytes of the buffer they end in, then put in this
+    // machine's byte order in place.
+    let sixteen = header.bit_depth == 16;
+    let mut wide = vec![0u16; if sixteen { size.div_ceil(2) } else { 0 }];
+    let mut narrow = vec![0u8; if sixteen { 0 } else { size }];
+    let buf: &mut [u8] = match sixteen {
+        true => &mut bytemuck::cast_slice_mut(&mut wide)[..size],
+        false => &mut narrow,
+    };
     let mut damage = None;
-    if let Err(e) = reader.next_frame(&mut buf) {
+    if let Err(e) = reader.next_frame(buf) {
         let e = png_error(e);
         if !lenient {
             return Err(e);
@@ -1107,15 +1115,13 @@ fn png_pixels(
         ..
     } = header;
     let n = w as usize * h as usize * c as usize;
-    let image = if header.bit_depth == 16 {
-        let samples = buf[..2 * n]
-            .chunks_exact(2)
-            .map(|b| u16::from_be_bytes([b[0], b[1]]))
-            .collect();
-        Image::new_u16(w, h, c, samples)
+    let image = if sixteen {
+        wide.truncate(n);
+        wide.iter_mut().for_each(|v| *v = u16::from_be(*v));
+        Image::new_u16(w, h, c, wide)
     } else {
-        buf.truncate(n);
-        Image::new_u8(w, h, c, buf)
+        narrow.truncate(n);
+        Image::new_u8(w, h, c, narrow)
     };
     Ok((image, metadata, damage))
 }
@@ -1496,7 +1502,7 @@ pub fn encode_with(
 ) -> Result<()> {
     let mut w = BufWriter::new(w);
     if format == ImageFormat::Png {
-        write_png(&img, meta, opts.compression, &mut w)?;
+        write_png(img, meta, opts.compression, &mut w)?;
     } else {
         // Some encoders need Seek (TIFF), JPEG's XMP is inserted afterwards: in memory.
         let mut buf = Vec::new();
@@ -1516,13 +1522,28 @@ pub fn encode_with(
 
 /// Level 9 writes the smaller of zlib's level 9 and the fast mode: on photos fdeflate's fast
 /// mode, tuned for PNG, can beat zlib's best (docs/BENCHMARKS.md, "PNG compression").
-fn write_png(img: &Image, meta: &Metadata, level: u8, w: &mut dyn Write) -> Result<()> {
+fn write_png(mut img: Image, meta: &Metadata, level: u8, w: &mut dyn Write) -> Result<()> {
+    // PNG stores 16-bit samples big-endian: swapped in place, in the image this owns, rather
+    // than copied (a fresh buffer of twice the samples).
+    if let Samples::U16(d) = &mut img.samples {
+        d.iter_mut().for_each(|v| *v = v.to_be());
+    }
+    let data: &[u8] = match &img.samples {
+        Samples::U8(d) => d,
+        Samples::U16(d) => bytemuck::cast_slice(d),
+    };
     if level < WriteOptions::BEST_COMPRESSION {
-        return write_png_level(img, meta, level, w);
+        return write_png_level(&img, data, meta, level, w);
     }
     let (mut best, mut fast) = (Vec::new(), Vec::new());
-    write_png_level(img, meta, WriteOptions::BEST_COMPRESSION, &mut best)?;
-    write_png_level(img, meta, WriteOptions::FASTEST_COMPRESSION, &mut fast)?;
+    write_png_level(&img, data, meta, WriteOptions::BEST_COMPRESSION, &mut best)?;
+    write_png_level(
+        &img,
+        data,
+        meta,
+        WriteOptions::FASTEST_COMPRESSION,
+        &mut fast,
+    )?;
     w.write_all(if best.len() <= fast.len() {
         &best
     } else {
@@ -1531,7 +1552,14 @@ fn write_png(img: &Image, meta: &Metadata, level: u8, w: &mut dyn Write) -> Resu
     Ok(())
 }
 
-fn write_png_level(img: &Image, meta: &Metadata, level: u8, w: &mut dyn Write) -> Result<()> {
+/// Writes `img`'s layout with `data`, its samples as PNG stores them.
+fn write_png_level(
+    img: &Image,
+    data: &[u8],
+    meta: &Metadata,
+    level: u8,
+    w: &mut dyn Write,
+) -> Result<()> {
     use png::{BitDepth, ColorType, Compression, DeflateCompression, Filter};
     let mut info = png::Info::with_size(img.width, img.height);
     info.color_type = match img.channels {
@@ -1576,16 +1604,7 @@ fn write_png_level(img: &Image, meta: &Metadata, level: u8, w: &mut dyn Write) -
         }
     }
     let mut writer = encoder.write_header()?;
-    match &img.samples {
-        Samples::U8(d) => writer.write_image_data(d)?,
-        Samples::U16(d) => {
-            let mut be = vec![0u8; 2 * d.len()];
-            for (b, v) in be.chunks_exact_mut(2).zip(d) {
-                b.copy_from_slice(&v.to_be_bytes());
-            }
-            writer.write_image_data(&be)?
-        }
-    }
+    writer.write_image_data(data)?;
     writer.finish()?;
     Ok(())
 }
