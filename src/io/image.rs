@@ -1091,9 +1091,17 @@ fn png_pixels(
     let size = reader
         .output_buffer_size()
         .ok_or_else(|| anyhow!("{}x{} is too large", header.width, header.height))?;
-    let mut buf = vec![0u8; size];
+    // 16-bit samples are decoded into the bytes of the buffer they end in, then put in this
+    // machine's byte order in place.
+    let sixteen = header.bit_depth == 16;
+    let mut wide = vec![0u16; if sixteen { size.div_ceil(2) } else { 0 }];
+    let mut narrow = vec![0u8; if sixteen { 0 } else { size }];
+    let buf: &mut [u8] = match sixteen {
+        true => &mut bytemuck::cast_slice_mut(&mut wide)[..size],
+        false => &mut narrow,
+    };
     let mut damage = None;
-    if let Err(e) = reader.next_frame(&mut buf) {
+    if let Err(e) = reader.next_frame(buf) {
         let e = png_error(e);
         if !lenient {
             return Err(e);
@@ -1112,15 +1120,13 @@ fn png_pixels(
         ..
     } = header;
     let n = w as usize * h as usize * c as usize;
-    let image = if header.bit_depth == 16 {
-        let samples = buf[..2 * n]
-            .chunks_exact(2)
-            .map(|b| u16::from_be_bytes([b[0], b[1]]))
-            .collect();
-        Image::new_u16(w, h, c, samples)
+    let image = if sixteen {
+        wide.truncate(n);
+        wide.iter_mut().for_each(|v| *v = u16::from_be(*v));
+        Image::new_u16(w, h, c, wide)
     } else {
-        buf.truncate(n);
-        Image::new_u8(w, h, c, buf)
+        narrow.truncate(n);
+        Image::new_u8(w, h, c, narrow)
     };
     Ok((image, metadata, damage))
 }
@@ -1454,9 +1460,9 @@ pub fn check_layout(path: &Path, format: ImageFormat, channels: u8, bit_depth: u
 pub struct WriteOptions {
     /// JPEG quality, 1 to 100 (the IJG scale libjpeg, ImageMagick and vips use).
     pub quality: u8,
-    /// PNG compression, 0 (none) to 9 (smallest): 1 is fdeflate's fast mode, 2 to 9 zlib's
-    /// levels (9: or the fast mode's output where that is smaller); every level but 0 filters
-    /// each row adaptively.
+    /// PNG compression, 0 (none) to 9 (smallest): 1 is fdeflate's fast mode with every row
+    /// Paeth-filtered, 2 to 9 zlib's levels with each row's filter chosen adaptively (9: or
+    /// the fast mode's output where that is smaller).
     pub compression: u8,
 }
 
@@ -1501,7 +1507,7 @@ pub fn encode_with(
 ) -> Result<()> {
     let mut w = BufWriter::new(w);
     if format == ImageFormat::Png {
-        write_png(&img, meta, opts.compression, &mut w)?;
+        write_png(img, meta, opts.compression, &mut w)?;
     } else {
         // Some encoders need Seek (TIFF), JPEG's XMP is inserted afterwards: in memory.
         let mut buf = Vec::new();
@@ -1521,13 +1527,28 @@ pub fn encode_with(
 
 /// Level 9 writes the smaller of zlib's level 9 and the fast mode: on photos fdeflate's fast
 /// mode, tuned for PNG, can beat zlib's best (docs/BENCHMARKS.md, "PNG compression").
-fn write_png(img: &Image, meta: &Metadata, level: u8, w: &mut dyn Write) -> Result<()> {
+fn write_png(mut img: Image, meta: &Metadata, level: u8, w: &mut dyn Write) -> Result<()> {
+    // PNG stores 16-bit samples big-endian: swapped in place, in the image this owns, rather
+    // than copied (a fresh buffer of twice the samples).
+    if let Samples::U16(d) = &mut img.samples {
+        d.iter_mut().for_each(|v| *v = v.to_be());
+    }
+    let data: &[u8] = match &img.samples {
+        Samples::U8(d) => d,
+        Samples::U16(d) => bytemuck::cast_slice(d),
+    };
     if level < WriteOptions::BEST_COMPRESSION {
-        return write_png_level(img, meta, level, w);
+        return write_png_level(&img, data, meta, level, w);
     }
     let (mut best, mut fast) = (Vec::new(), Vec::new());
-    write_png_level(img, meta, WriteOptions::BEST_COMPRESSION, &mut best)?;
-    write_png_level(img, meta, WriteOptions::FASTEST_COMPRESSION, &mut fast)?;
+    write_png_level(&img, data, meta, WriteOptions::BEST_COMPRESSION, &mut best)?;
+    write_png_level(
+        &img,
+        data,
+        meta,
+        WriteOptions::FASTEST_COMPRESSION,
+        &mut fast,
+    )?;
     w.write_all(if best.len() <= fast.len() {
         &best
     } else {
@@ -1536,7 +1557,14 @@ fn write_png(img: &Image, meta: &Metadata, level: u8, w: &mut dyn Write) -> Resu
     Ok(())
 }
 
-fn write_png_level(img: &Image, meta: &Metadata, level: u8, w: &mut dyn Write) -> Result<()> {
+/// Writes `img`'s layout with `data`, its samples as PNG stores them.
+fn write_png_level(
+    img: &Image,
+    data: &[u8],
+    meta: &Metadata,
+    level: u8,
+    w: &mut dyn Write,
+) -> Result<()> {
     use png::{BitDepth, ColorType, Compression, DeflateCompression, Filter};
     let mut info = png::Info::with_size(img.width, img.height);
     info.color_type = match img.channels {
@@ -1568,20 +1596,20 @@ fn write_png_level(img: &Image, meta: &Metadata, level: u8, w: &mut dyn Write) -
     let mut encoder = png::Encoder::with_info(w, info)?;
     match level {
         0 => encoder.set_compression(Compression::NoCompression),
-        1 => encoder.set_compression(Compression::Fast),
+        // Every row Paeth-filtered: what the adaptive choice picks for nearly every row of
+        // a photo or a blurred image, in 0.8x its time (docs/BENCHMARKS.md, "PNG decode and
+        // encode per image").
+        1 => {
+            encoder.set_deflate_compression(DeflateCompression::FdeflateUltraFast);
+            encoder.set_filter(Filter::Paeth);
+        }
         n => {
             encoder.set_deflate_compression(DeflateCompression::Level(n.min(9)));
             encoder.set_filter(Filter::Adaptive);
         }
     }
     let mut writer = encoder.write_header()?;
-    match &img.samples {
-        Samples::U8(d) => writer.write_image_data(d)?,
-        Samples::U16(d) => {
-            let be: Vec<u8> = d.iter().flat_map(|v| v.to_be_bytes()).collect();
-            writer.write_image_data(&be)?
-        }
-    }
+    writer.write_image_data(data)?;
     writer.finish()?;
     Ok(())
 }
@@ -1757,6 +1785,49 @@ mod tests {
                 encode(img.clone(), ImageFormat::Png, &mut buf).unwrap();
                 assert_eq!(decode(&buf).unwrap(), img);
             }
+        }
+    }
+
+    /// A PNG's image data inflated: each row is its filter type, then the filtered bytes.
+    fn png_filtered_rows(png: &[u8]) -> Vec<u8> {
+        let (mut at, mut zlib) = (8, Vec::new());
+        while at + 8 <= png.len() {
+            let len = u32::from_be_bytes(png[at..at + 4].try_into().unwrap()) as usize;
+            if &png[at + 4..at + 8] == b"IDAT" {
+                zlib.extend_from_slice(&png[at + 8..at + 8 + len]);
+            }
+            at += 12 + len;
+        }
+        fdeflate::decompress_to_vec(&zlib).unwrap()
+    }
+
+    #[test]
+    fn the_default_compression_paeth_filters_every_row() {
+        // A gradient, then flat rows: every row Paeth-filtered whatever it holds
+        // (docs/fidelity.md). Large enough to compress (a PNG stored raw is not filtered).
+        let (w, h) = (32usize, 8usize);
+        let sample = |i: usize| {
+            if i < 3 * w * 4 {
+                (i % 97 + i / 96) as u8
+            } else {
+                7
+            }
+        };
+        let a = Image::new_u8(w as u32, h as u32, 3, (0..3 * w * h).map(sample).collect());
+        let b = Image::new_u16(
+            w as u32,
+            h as u32,
+            3,
+            (0..3 * w * h).map(|i| 257 * u16::from(sample(i))).collect(),
+        );
+        for (img, stride) in [(a, 1 + 3 * w), (b, 1 + 6 * w)] {
+            let mut png = Vec::new();
+            encode(img.clone(), ImageFormat::Png, &mut png).unwrap();
+            let filtered = png_filtered_rows(&png);
+            assert_eq!(filtered.len(), h * stride);
+            let types: Vec<u8> = filtered.chunks(stride).map(|row| row[0]).collect();
+            assert_eq!(types, [4; 8], "PNG filter type 4 is Paeth");
+            assert_eq!(decode(&png).unwrap(), img);
         }
     }
 
