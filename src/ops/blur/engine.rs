@@ -11,6 +11,11 @@
 //! reference's, rounded the same way (`Arith`); the divisions by the window size are done as
 //! an exact multiply and shift. Tiles do not depend on the thread count, and neither does any
 //! result.
+//!
+//! Where the sums allow it (8-bit images without alpha, on a CPU with AVX2: `Plan::lanes16`),
+//! the work runs on 16-bit lanes: the box's row pass keeps its running sums in wrapping u16
+//! (`prefix16`), the gaussian multiplies pairs of 16-bit taps into 32-bit sums (pmaddwd:
+//! `row_sums16`, `column_gauss16`).
 
 use anyhow::Result;
 use rayon::prelude::*;
@@ -22,15 +27,16 @@ use crate::io::image::{Image, Samples};
 
 /// The engine's blur: the same signature and result as `reference`.
 pub fn blur(img: &Image, params: &Options) -> Result<Image> {
-    blur_tiled(img, params, RING_BYTES)
+    blur_tiled(img, params, RING_BYTES, true)
 }
 
 /// How much intermediate a tile keeps (its ring of rows): about the L2 cache of one core.
 const RING_BYTES: usize = 512 << 10;
 
 /// The blur with tiles sized for `ring_bytes` of intermediate rows each (the tests take small
-/// tiles to cover many on small images).
-fn blur_tiled(img: &Image, params: &Options, ring_bytes: usize) -> Result<Image> {
+/// tiles to cover many on small images), on 16-bit lanes where they fit if `lanes16` (the
+/// tests also take the 32-bit ones).
+fn blur_tiled(img: &Image, params: &Options, ring_bytes: usize, lanes16: bool) -> Result<Image> {
     let max = img.max_value();
     let ar = arith(params, max, alpha_lane(img.channels))?;
     if img.pixels() == 0 {
@@ -47,6 +53,7 @@ fn blur_tiled(img: &Image, params: &Options, ring_bytes: usize) -> Result<Image>
         c,
         radius: params.radius as usize,
         ring_bytes,
+        lanes16,
     };
     let n = params.iterations;
     Ok(match &img.samples {
@@ -72,6 +79,13 @@ fn blur_tiled(img: &Image, params: &Options, ring_bytes: usize) -> Result<Image>
 trait Sample: Copy + Default + Send + Sync + 'static {
     fn get(self) -> u32;
     fn put(v: u32) -> Self;
+    /// The samples as u16, if that is their type (the gaussian's 16-bit lanes).
+    fn as_u16(_: &[Self]) -> Option<&[u16]> {
+        None
+    }
+    fn as_u16_mut(_: &mut [Self]) -> Option<&mut [u16]> {
+        None
+    }
 }
 
 impl Sample for u8 {
@@ -94,6 +108,14 @@ impl Sample for u16 {
     fn put(v: u32) -> Self {
         v as u16
     }
+    #[inline(always)]
+    fn as_u16(s: &[Self]) -> Option<&[u16]> {
+        Some(s)
+    }
+    #[inline(always)]
+    fn as_u16_mut(s: &mut [Self]) -> Option<&mut [u16]> {
+        Some(s)
+    }
 }
 
 impl Sample for u32 {
@@ -114,6 +136,8 @@ struct Geometry {
     c: usize,
     radius: usize,
     ring_bytes: usize,
+    /// Whether 16-bit lanes may be used (`Plan::lanes16`).
+    lanes16: bool,
 }
 
 /// An image without alpha: the blur `iterations` times, on the image's own sample type.
@@ -297,7 +321,24 @@ impl Finish {
     #[inline(always)]
     fn apply_iter<M: Sample>(&self, out: &mut [M], sums: impl Iterator<Item = u32>) {
         let (mul, add) = (self.mul, self.add);
-        let x = |s: u32| s.wrapping_mul(mul).wrapping_add(add);
+        // A shift where mul is a power of two (the vector units multiply 32-bit lanes slowly).
+        if mul.is_power_of_two() {
+            let k = mul.trailing_zeros();
+            self.divide(out, sums, |s: u32| (s << k).wrapping_add(add))
+        } else {
+            self.divide(out, sums, |s: u32| s.wrapping_mul(mul).wrapping_add(add))
+        }
+    }
+
+    /// `apply_iter` with x(S) = S * mul + add (wrapping) given.
+    #[inline(always)]
+    fn divide<M: Sample>(
+        &self,
+        out: &mut [M],
+        sums: impl Iterator<Item = u32>,
+        x: impl Fn(u32) -> u32,
+    ) {
+        let (mul, add) = (self.mul, self.add);
         match self.how {
             Division::Shift(s) => {
                 for (o, v) in out.iter_mut().zip(sums) {
@@ -343,6 +384,10 @@ struct Plan<'a> {
     column: Column,
     /// Rows of intermediate kept: the column pass's window (plus the row leaving it).
     ring_rows: usize,
+    /// 16-bit lanes where the sums allow them (and the CPU has AVX2): the box's row pass
+    /// (`row_box16`), the gaussian's two passes (`row_gauss16`, `column_gauss16`; the ring
+    /// then holds the intermediate biased, x ^ 0x8000).
+    lanes16: bool,
 }
 
 /// One application of both passes.
@@ -358,6 +403,7 @@ fn blur_once<T: Sample, M: Sample, O: Sample>(
         c,
         radius: r,
         ring_bytes,
+        lanes16,
     } = *geo;
     let max_in = passes.max_in;
     let gauss = !weights.is_empty();
@@ -383,6 +429,12 @@ fn blur_once<T: Sample, M: Sample, O: Sample>(
         first,
         column,
         ring_rows,
+        lanes16: lanes16
+            && has_avx2()
+            && match gauss {
+                true => fits_lanes16::<M>(weights, max_in),
+                false => n * max_in <= u16::MAX as u64,
+            },
     };
 
     // Strips keep a tile's ring of intermediate rows within `ring_bytes`, but are at least 4 windows wide so the halo stays a small part of each row's work.
@@ -407,16 +459,20 @@ fn blur_once<T: Sample, M: Sample, O: Sample>(
     let mut out = vec![O::default(); w * h * c];
     let ptr = OutPtr(out.as_mut_ptr());
     let avx2 = has_avx2();
-    tiles.par_iter().for_each(|&(xs, ys)| {
-        #[cfg(target_arch = "x86_64")]
-        if avx2 {
-            // SAFETY: the CPU has AVX2 (checked above).
-            return unsafe { tile_avx2::<T, M, O>(src, &plan, xs, ys, ptr) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = avx2;
-        tile::<T, M, O>(src, &plan, xs, ys, ptr);
-    });
+    // Scratch is reused from tile to tile of one task (every value is written before it is
+    // read).
+    tiles
+        .par_iter()
+        .for_each_init(Scratch::default, |sc, &(xs, ys)| {
+            #[cfg(target_arch = "x86_64")]
+            if avx2 {
+                // SAFETY: the CPU has AVX2 (checked above).
+                return unsafe { tile_avx2::<T, M, O>(src, &plan, xs, ys, ptr, sc) };
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = avx2;
+            tile::<T, M, O>(src, &plan, xs, ys, ptr, sc);
+        });
     out
 }
 
@@ -439,16 +495,20 @@ fn tile_avx2<T: Sample, M: Sample, O: Sample>(
     xs: (usize, usize),
     ys: (usize, usize),
     out: OutPtr<O>,
+    sc: &mut Scratch<M>,
 ) {
-    tile::<T, M, O>(src, plan, xs, ys, out)
+    tile::<T, M, O>(src, plan, xs, ys, out, sc)
 }
 
-/// Scratch of one tile.
+/// Scratch of a tile.
+#[derive(Default)]
 struct Scratch<M> {
     /// The row pass's running sums over one row segment and its clamped halo (box), or that
     /// segment and halo widened (gaussian).
     pad: Vec<u32>,
-    /// Window sums of a row segment, for box radii past the padded path.
+    /// The same widened to 16 bits, for `row_gauss16`.
+    pad16: Vec<u16>,
+    /// Window sums of a row segment, for box radii past the padded path and `row_gauss16`.
     sums: Vec<u32>,
     /// Intermediate rows, row y in slot y % ring_rows.
     ring: Vec<M>,
@@ -462,17 +522,15 @@ fn tile<T: Sample, M: Sample, O: Sample>(
     (x0, x1): (usize, usize),
     (y0, y1): (usize, usize),
     out: OutPtr<O>,
+    sc: &mut Scratch<M>,
 ) {
     let Geometry {
         w, h, c, radius: r, ..
     } = plan.geo;
     let seg = (x1 - x0) * c;
     let gauss = !plan.weights.is_empty();
-    let mut sc = Scratch {
-        pad: Vec::new(),
-        sums: vec![0u32; seg],
-        ring: vec![M::default(); plan.ring_rows * seg],
-    };
+    sc.sums.resize(seg, 0);
+    sc.ring.resize(plan.ring_rows * seg, M::default());
     let clamp = |y: i64| y.clamp(0, h as i64 - 1) as usize;
     // The intermediate rows computed so far: all of first..=last are in the ring.
     let mut last = clamp(y0 as i64 - r as i64).wrapping_sub(1);
@@ -485,27 +543,32 @@ fn tile<T: Sample, M: Sample, O: Sample>(
     if gauss {
         let taps = plan.weights.len();
         for y in y0..y1 {
-            fill_ring(
-                src,
-                plan,
-                (x0, x1),
-                &mut sc,
-                &mut last,
-                clamp((y + r) as i64),
-            );
+            fill_ring(src, plan, (x0, x1), sc, &mut last, clamp((y + r) as i64));
             let rows: Vec<&[M]> = (0..taps)
                 .map(|k| {
                     let slot = clamp(y as i64 + k as i64 - r as i64) % plan.ring_rows;
                     &sc.ring[slot * seg..(slot + 1) * seg]
                 })
                 .collect();
-            column_gauss(&rows, plan.weights, &mut outrow);
+            match plan.lanes16 {
+                true => {
+                    let rows: Vec<&[u16]> = rows.iter().map(|r| M::as_u16(r).unwrap()).collect();
+                    // SAFETY: `lanes16` is set only where the CPU has AVX2.
+                    #[cfg(target_arch = "x86_64")]
+                    unsafe {
+                        column_gauss16(&rows, plan.weights, &mut outrow)
+                    };
+                    #[cfg(not(target_arch = "x86_64"))]
+                    unreachable!("{rows:?}");
+                }
+                false => column_gauss(&rows, plan.weights, &mut outrow),
+            }
             plan.column_out(&outrow, out_row(y));
         }
     } else {
         // The window sum at y0: rows y0 - r ..= y0 + r, clamped, as counts of distinct rows.
         let (lo, hi) = (y0 as i64 - r as i64, y0 as i64 + r as i64);
-        fill_ring(src, plan, (x0, x1), &mut sc, &mut last, clamp(hi));
+        fill_ring(src, plan, (x0, x1), sc, &mut last, clamp(hi));
         let mut sum = vec![0u32; seg];
         for y in clamp(lo)..=clamp(hi) {
             let times = (y as i64 == 0) as i64 * (-lo).max(0)
@@ -521,7 +584,7 @@ fn tile<T: Sample, M: Sample, O: Sample>(
         for y in y0 + 1..y1 {
             let add = clamp((y + r) as i64);
             let sub = clamp(y as i64 - r as i64 - 1);
-            fill_ring(src, plan, (x0, x1), &mut sc, &mut last, add);
+            fill_ring(src, plan, (x0, x1), sc, &mut last, add);
             let (sa, ss) = (add % plan.ring_rows, sub % plan.ring_rows);
             let a = &sc.ring[sa * seg..(sa + 1) * seg];
             let b = &sc.ring[ss * seg..(ss + 1) * seg];
@@ -584,10 +647,19 @@ fn fill_ring<T: Sample, M: Sample>(
     for y in last.wrapping_add(1)..=upto {
         let slot = y % plan.ring_rows;
         let row = &src[y * w * c..(y + 1) * w * c];
-        let Scratch { pad, sums, ring } = sc;
+        let Scratch {
+            pad,
+            pad16,
+            sums,
+            ring,
+        } = sc;
         let dst = &mut ring[slot * seg..(slot + 1) * seg];
-        if plan.weights.is_empty() {
+        if plan.weights.is_empty() && plan.lanes16 {
+            row_box16(row, plan, x0, x1, pad16, dst);
+        } else if plan.weights.is_empty() {
             row_box(row, plan, x0, x1, pad, sums, dst);
+        } else if plan.lanes16 {
+            row_gauss16(row, plan, x0, x1, pad16, sums, dst);
         } else {
             row_gauss(row, plan, x0, x1, pad, dst);
         }
@@ -597,24 +669,25 @@ fn fill_ring<T: Sample, M: Sample>(
 
 /// Fills `pad` with pixels x0 - left .. x1 + right of `row`, clamped to the row, widened.
 #[inline(always)]
-fn fill_pad<T: Sample>(
+fn fill_pad<T: Sample, P: Sample>(
     row: &[T],
     c: usize,
     w: usize,
     (x0, x1): (usize, usize),
     (left, right): (usize, usize),
-    pad: &mut Vec<u32>,
+    pad: &mut Vec<P>,
 ) {
     pad.clear();
     let first = x0 as i64 - left as i64;
     let end = (x1 + right) as i64;
     let inside = (first.max(0) as usize, (end.min(w as i64)) as usize);
+    let widen = |v: &T| P::put(v.get());
     for _ in first..0 {
-        pad.extend(row[..c].iter().map(|v| v.get()));
+        pad.extend(row[..c].iter().map(widen));
     }
-    pad.extend(row[inside.0 * c..inside.1 * c].iter().map(|v| v.get()));
+    pad.extend(row[inside.0 * c..inside.1 * c].iter().map(widen));
     for _ in (w as i64).max(first)..end {
-        pad.extend(row[(w - 1) * c..].iter().map(|v| v.get()));
+        pad.extend(row[(w - 1) * c..].iter().map(widen));
     }
 }
 
@@ -672,6 +745,96 @@ fn row_box<T: Sample, M: Sample>(
             }
         }
         plan.first.apply(sums, dst);
+    }
+}
+
+/// `row_box` where every window sum fits 16 bits (`Plan::lanes16`): the running sums of the
+/// row segment and its clamped halo in wrapping u16 lanes (`prefix16`), whose differences
+/// are the window sums.
+#[inline(always)]
+fn row_box16<T: Sample, M: Sample>(
+    row: &[T],
+    plan: &Plan,
+    x0: usize,
+    x1: usize,
+    pad: &mut Vec<u16>,
+    dst: &mut [M],
+) {
+    let Geometry {
+        w, c, radius: r, ..
+    } = plan.geo;
+    // Pixels x0 - r - 1 .. x1 + r, as `row_box`'s running sums start.
+    fill_pad(row, c, w, (x0, x1), (r + 1, r), pad);
+    // SAFETY: `lanes16` is set only where the CPU has AVX2.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        match c {
+            1 => prefix16::<1>(pad),
+            2 => prefix16::<2>(pad),
+            3 => prefix16::<3>(pad),
+            _ => prefix16::<4>(pad),
+        }
+    };
+    let off = (2 * r + 1) * c;
+    let (lo, hi) = (&pad[..dst.len()], &pad[off..off + dst.len()]);
+    let sums = hi.iter().zip(lo).map(|(h, l)| h.wrapping_sub(*l) as u32);
+    plan.first.apply_iter(dst, sums);
+}
+
+/// p[j] becomes the sum of p[j], p[j - C], p[j - 2C], ... (wrapping): per channel running
+/// sums of C-channel pixels, 16 lanes at a time (within a vector in log steps, then the last
+/// pixel's sums of the vector before added).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn prefix16<const C: usize>(p: &mut [u16]) {
+    use std::arch::x86_64::*;
+    let n = p.len();
+    // Lane i takes the sum in lane 16 - C + i % C of the vector before: lane 8 - C + i % C
+    // of its upper half, which `carry` broadcasts to both halves first.
+    let mut mask = [0u8; 32];
+    for i in 0..16 {
+        let lane = (8 - C + i % C) as u8;
+        mask[2 * i] = 2 * lane;
+        mask[2 * i + 1] = 2 * lane + 1;
+    }
+    let mask = _mm256_loadu_si256(mask.as_ptr() as *const __m256i);
+    let mut carry = _mm256_setzero_si256();
+    let mut i = 0;
+    while i + 16 <= n {
+        let at = p.as_mut_ptr().add(i) as *mut __m256i;
+        let mut x = _mm256_loadu_si256(at);
+        let mut s = C;
+        while s < 16 {
+            x = _mm256_add_epi16(x, shift_lanes(x, s));
+            s *= 2;
+        }
+        x = _mm256_add_epi16(x, carry);
+        _mm256_storeu_si256(at, x);
+        carry = _mm256_shuffle_epi8(_mm256_permute2x128_si256(x, x, 0x11), mask);
+        i += 16;
+    }
+    for j in i.max(C)..n {
+        p[j] = p[j].wrapping_add(p[j - C]);
+    }
+}
+
+/// The 16 u16 lanes of x moved up by s lanes (s in 1, 2, 3, 4, 6, 8, 12), zeros below.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn shift_lanes(x: std::arch::x86_64::__m256i, s: usize) -> std::arch::x86_64::__m256i {
+    use std::arch::x86_64::*;
+    // The low half moved to the high one, zeros below: what crosses the halves.
+    let t = _mm256_permute2x128_si256(x, x, 0x08);
+    match s {
+        1 => _mm256_alignr_epi8(x, t, 14),
+        2 => _mm256_alignr_epi8(x, t, 12),
+        3 => _mm256_alignr_epi8(x, t, 10),
+        4 => _mm256_alignr_epi8(x, t, 8),
+        6 => _mm256_alignr_epi8(x, t, 4),
+        8 => t,
+        12 => _mm256_slli_si256(t, 8),
+        _ => unreachable!("shift by {s} lanes"),
     }
 }
 
@@ -750,6 +913,191 @@ fn row_gauss<T: Sample, M: Sample>(
     }
 }
 
+/// Whether the gaussian can run on 16-bit lanes (`row_gauss16`, `column_gauss16`): the
+/// intermediate is 16-bit, every weight and the sum of two input samples fit i16.
+fn fits_lanes16<M: Sample>(weights: &[u32], max_in: u64) -> bool {
+    M::as_u16(&[]).is_some()
+        && 2 * max_in <= i16::MAX as u64
+        && weights.iter().all(|&w| w <= i16::MAX as u32)
+}
+
+/// `row_gauss` on 16-bit lanes (`Plan::lanes16`): the row segment widened to u16, the sums
+/// by `row_sums16`, the ring's values biased.
+#[inline(always)]
+fn row_gauss16<T: Sample, M: Sample>(
+    row: &[T],
+    plan: &Plan,
+    x0: usize,
+    x1: usize,
+    pad: &mut Vec<u16>,
+    sums: &mut [u32],
+    dst: &mut [M],
+) {
+    let Geometry {
+        w, c, radius: r, ..
+    } = plan.geo;
+    fill_pad(row, c, w, (x0, x1), (r, r), pad);
+    let sums = &mut sums[..dst.len()];
+    // SAFETY: `lanes16` is set only where the CPU has AVX2.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        row_sums16(pad, c, plan.weights, sums)
+    };
+    plan.first.apply(sums, dst);
+    for v in M::as_u16_mut(dst).expect("lanes16: a 16-bit ring") {
+        *v ^= 0x8000;
+    }
+}
+
+/// The gaussian's row sums out[i] = sum over k of w[k] pad[i + k c], for i below out.len(),
+/// with the weights symmetric (w[k] = w[2r - k]) and each below 2^15, and every
+/// pad[j] + pad[j'] below 2^15: pmaddwd on pairs of the folded terms
+/// pad[i + k c] + pad[i + (2r - k) c], 16 outputs at a time; the sums wrap as the
+/// reference's do.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn row_sums16(pad: &[u16], c: usize, wt: &[u32], out: &mut [u32]) {
+    use std::arch::x86_64::*;
+    const L: usize = 16;
+    let r = wt.len() / 2;
+    let n = out.len();
+    assert!(pad.len() >= n + 2 * r * c);
+    let pair = |lo: u32, hi: u32| _mm256_set1_epi32((lo | hi << 16) as i32);
+    // Folded pairs of taps (k, 2r - k) for k below r, two at a time; then the last
+    // fold (if r is odd) with the centre, or the centre alone.
+    let folds: Vec<_> = (0..r / 2).map(|j| pair(wt[2 * j], wt[2 * j + 1])).collect();
+    let last = match r % 2 {
+        1 => pair(wt[r - 1], wt[r]),
+        _ => pair(wt[r], 0),
+    };
+    let p = pad.as_ptr();
+    let load = |at: usize| _mm256_loadu_si256(p.add(at).cast());
+    let fold = |i: usize, k: usize| _mm256_add_epi16(load(i + k * c), load(i + (2 * r - k) * c));
+    let madd = |acc, a, b, w| {
+        let (lo, hi) = acc;
+        (
+            _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), w)),
+            _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), w)),
+        )
+    };
+    let zero = _mm256_setzero_si256();
+    let centre = |i: usize| match r % 2 {
+        1 => (fold(i, r - 1), load(i + r * c)),
+        _ => (load(i + r * c), zero),
+    };
+    let mut i = 0;
+    // Two blocks of L at a time, then one.
+    while i + L <= n {
+        let two = i + 2 * L <= n;
+        let (mut x, mut y) = ((zero, zero), (zero, zero));
+        for (j, &w) in folds.iter().enumerate() {
+            x = madd(x, fold(i, 2 * j), fold(i, 2 * j + 1), w);
+            if two {
+                y = madd(y, fold(i + L, 2 * j), fold(i + L, 2 * j + 1), w);
+            }
+        }
+        let (a, b) = centre(i);
+        x = madd(x, a, b, last);
+        store_sums(out, i, x.0, x.1);
+        if two {
+            let (a, b) = centre(i + L);
+            y = madd(y, a, b, last);
+            store_sums(out, i + L, y.0, y.1);
+            i += L;
+        }
+        i += L;
+    }
+    for (i, o) in out.iter_mut().enumerate().skip(i) {
+        *o = (0..wt.len()).fold(0u32, |s, k| {
+            s.wrapping_add(wt[k].wrapping_mul(pad[i + k * c] as u32))
+        });
+    }
+}
+
+/// The column pass of the gaussian on 16-bit lanes, from rows biased as `row_gauss16` leaves
+/// them (x ^ 0x8000, which is x - 2^15 as i16): pmaddwd on pairs of rows, each weight below
+/// 2^15, and 2^15 times the weights' total added back (the sums wrap as the reference's do).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn column_gauss16(rows: &[&[u16]], wt: &[u32], out: &mut [u32]) {
+    use std::arch::x86_64::*;
+    const L: usize = 16;
+    let n = out.len();
+    assert!(rows.len() == wt.len() && rows.iter().all(|r| r.len() >= n));
+    let bias = wt
+        .iter()
+        .fold(0u32, |s, &w| s.wrapping_add(w))
+        .wrapping_mul(1 << 15);
+    let taps = wt.len();
+    let pair = |lo: u32, hi: u32| _mm256_set1_epi32((lo | hi << 16) as i32);
+    // Rows 2j and 2j + 1; then the last row alone if there is an odd number.
+    let pairs: Vec<_> = (0..taps / 2)
+        .map(|j| {
+            let (a, b) = (rows[2 * j], rows[2 * j + 1]);
+            (pair(wt[2 * j], wt[2 * j + 1]), a.as_ptr(), b.as_ptr())
+        })
+        .collect();
+    let odd = (taps % 2 == 1).then(|| (pair(wt[taps - 1], 0), rows[taps - 1].as_ptr()));
+    let load = |p: *const u16, at: usize| _mm256_loadu_si256(p.add(at).cast());
+    let madd = |acc, a, b, w| {
+        let (lo, hi) = acc;
+        (
+            _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), w)),
+            _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), w)),
+        )
+    };
+    let zero = _mm256_setzero_si256();
+    let start = (
+        _mm256_set1_epi32(bias as i32),
+        _mm256_set1_epi32(bias as i32),
+    );
+    let mut i = 0;
+    // Two blocks of L at a time, then one.
+    while i + L <= n {
+        let two = i + 2 * L <= n;
+        let (mut x, mut y) = (start, start);
+        for &(w, a, b) in &pairs {
+            x = madd(x, load(a, i), load(b, i), w);
+            if two {
+                y = madd(y, load(a, i + L), load(b, i + L), w);
+            }
+        }
+        if let Some((w, a)) = odd {
+            x = madd(x, load(a, i), zero, w);
+            if two {
+                y = madd(y, load(a, i + L), zero, w);
+            }
+        }
+        store_sums(out, i, x.0, x.1);
+        if two {
+            store_sums(out, i + L, y.0, y.1);
+            i += L;
+        }
+        i += L;
+    }
+    for (i, o) in out.iter_mut().enumerate().skip(i) {
+        *o = (0..taps).fold(0u32, |s, k| {
+            s.wrapping_add(wt[k].wrapping_mul((rows[k][i] ^ 0x8000) as u32))
+        });
+    }
+}
+
+/// Stores 16 sums at out[i..]: `lo` holds those of lanes 0-3 and 8-11 of an unpack, `hi`
+/// those of lanes 4-7 and 12-15.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn store_sums(
+    out: &mut [u32],
+    i: usize,
+    lo: std::arch::x86_64::__m256i,
+    hi: std::arch::x86_64::__m256i,
+) {
+    use std::arch::x86_64::*;
+    let o = out[i..i + 16].as_mut_ptr() as *mut __m256i;
+    _mm256_storeu_si256(o, _mm256_permute2x128_si256(lo, hi, 0x20));
+    _mm256_storeu_si256(o.add(1), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+
 /// The column pass of the gaussian for one output row: out[x] = sum over k of w[k] rows[k][x].
 #[inline(always)]
 fn column_gauss<M: Sample>(rows: &[&[M]], wt: &[u32], out: &mut [u32]) {
@@ -825,13 +1173,13 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            for ring_bytes in [RING_BYTES, 1 << 10] {
+            for (ring_bytes, lanes16) in [(RING_BYTES, true), (1 << 10, true), (1 << 10, false)] {
                 let got = pool
-                    .install(|| blur_tiled(img, &params, ring_bytes))
+                    .install(|| blur_tiled(img, &params, ring_bytes, lanes16))
                     .unwrap();
                 assert!(
                     got == want,
-                    "{} {:?} r={} x{} on {threads} threads, {ring_bytes}-byte rings",
+                    "{} {:?} r={} x{} on {threads} threads, {ring_bytes}-byte rings, 16-bit lanes {lanes16}",
                     img.describe(),
                     params.kind,
                     params.radius,
@@ -883,6 +1231,77 @@ mod tests {
         seen.sort_by_key(|d| format!("{d:?}"));
         seen.dedup();
         assert!(seen.len() >= 3, "{seen:?}");
+    }
+
+    /// The 16-bit kernels against plain loops over the same values, at every width around
+    /// their 16 lanes and at the extremes of their ranges.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn lanes16_kernels_match_plain_loops() {
+        assert!(has_avx2(), "these kernels need AVX2, which this CPU lacks");
+        let mut next = xorshift(99);
+        for n in (0..=50).chain([255, 256, 257]) {
+            for c in 1..=4 {
+                let p: Vec<u16> = (0..n).map(|_| next() as u16).collect();
+                let mut want = p.clone();
+                for j in c..n {
+                    want[j] = want[j].wrapping_add(want[j - c]);
+                }
+                let mut got = p.clone();
+                // SAFETY: the CPU has AVX2 (checked above).
+                unsafe {
+                    match c {
+                        1 => prefix16::<1>(&mut got),
+                        2 => prefix16::<2>(&mut got),
+                        3 => prefix16::<3>(&mut got),
+                        _ => prefix16::<4>(&mut got),
+                    }
+                }
+                assert_eq!(got, want, "prefix16 of {n} samples, {c} channels");
+            }
+            for (r, top) in [(0usize, 255u32), (1, 255), (2, 16383), (15, 255), (16, 255)] {
+                for c in [1, 3, 4] {
+                    // Weights up to 2^15 - 1, symmetric; samples random or all at the top.
+                    let half: Vec<u32> = (0..=r).map(|_| next() % 32768).collect();
+                    let wt: Vec<u32> = (0..=2 * r).map(|k| half[k.min(2 * r - k)]).collect();
+                    for flat in [false, true] {
+                        let sample = |x: u32| if flat { top } else { x % (top + 1) };
+                        let pad: Vec<u16> =
+                            (0..n + 2 * r * c).map(|_| sample(next()) as u16).collect();
+                        let want: Vec<u32> = (0..n)
+                            .map(|i| {
+                                (0..=2 * r).fold(0u32, |s, k| {
+                                    s.wrapping_add(wt[k] * pad[i + k * c] as u32)
+                                })
+                            })
+                            .collect();
+                        let mut got = vec![0u32; n];
+                        // SAFETY: the CPU has AVX2 (checked above).
+                        unsafe { row_sums16(&pad, c, &wt, &mut got) };
+                        assert_eq!(got, want, "row_sums16 of {n}, r={r}, {c} channels");
+                        // Rows of 16-bit intermediates, biased for column_gauss16.
+                        let rows: Vec<Vec<u16>> = (0..=2 * r)
+                            .map(|_| {
+                                (0..n)
+                                    .map(|_| if flat { 65535 } else { next() as u16 })
+                                    .collect()
+                            })
+                            .collect();
+                        let plain: Vec<&[u16]> = rows.iter().map(|r| &r[..]).collect();
+                        let mut want = vec![0u32; n];
+                        column_gauss(&plain, &wt, &mut want);
+                        let biased: Vec<Vec<u16>> = rows
+                            .iter()
+                            .map(|r| r.iter().map(|v| v ^ 0x8000).collect())
+                            .collect();
+                        let biased: Vec<&[u16]> = biased.iter().map(|r| &r[..]).collect();
+                        // SAFETY: the CPU has AVX2 (checked above).
+                        unsafe { column_gauss16(&biased, &wt, &mut got) };
+                        assert_eq!(got, want, "column_gauss16 of {n}, r={r}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
@@ -940,6 +1359,25 @@ mod tests {
                     check(&img, params);
                 }
             }
+        }
+    }
+
+    /// 8-bit images without alpha, which take the 16-bit lanes: the gaussian over several
+    /// strips and bands, the box up to the largest radius whose sums fit 16 bits (128, at
+    /// which a white image's sums are exactly 65535) and one beyond it.
+    #[test]
+    fn lanes16_paths_match_the_reference() {
+        let g = Kind::Gaussian { sigma: 5.0 };
+        check(&noise(700, 90, 3, false, 15), Options::new(g, 15, 1));
+        check(&noise(300, 40, 1, false, 16), Options::new(g, 15, 2));
+        let white = Image::new_u8(300, 20, 3, vec![255; 300 * 20 * 3]);
+        for params in [
+            Options::new(Kind::Box, 128, 1),
+            Options::new(Kind::Box, 129, 1),
+            Options::new(g, 15, 1),
+        ] {
+            check(&white, params);
+            check(&noise(300, 20, 3, false, 17), params);
         }
     }
 

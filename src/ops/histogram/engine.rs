@@ -2,7 +2,9 @@
 //! reference), multi-threaded. Pixels are taken a chunk per rayon task, each counting into its
 //! own tables (copies per channel that alternate pixel by pixel, so that runs of equal values
 //! do not wait on one counter); bins come from a table of `bin_of` per value (none where the
-//! bin is the value), luminance from the reference's integer formula. Counts are exact, so the result does not depend on how
+//! bin is the value), luminance from the reference's integer formula. 8-bit RGB(A) with 256
+//! bins, the common case, has its own loop (`count_rgb8`): fixed 256-entry tables indexed by
+//! the sample itself, four copies per channel, luminance computed a block at a time. Counts are exact, so the result does not depend on how
 //! the pixels were split.
 
 use rayon::prelude::*;
@@ -42,10 +44,13 @@ fn luminance(r: u32, g: u32, b: u32) -> u32 {
 }
 
 trait Value: Copy + Send + Sync {
+    /// Whether the samples are 8-bit (every value below 256).
+    const BYTE: bool;
     fn get(self) -> u32;
 }
 
 impl Value for u8 {
+    const BYTE: bool = true;
     #[inline(always)]
     fn get(self) -> u32 {
         self as u32
@@ -53,6 +58,7 @@ impl Value for u8 {
 }
 
 impl Value for u16 {
+    const BYTE: bool = false;
     #[inline(always)]
     fn get(self) -> u32 {
         self as u32
@@ -68,6 +74,8 @@ fn count_all<V: Value>(s: &[V], ic: usize, channels: Channels, bins: u32, lut: &
             || vec![0u64; len],
             |mut t, chunk| {
                 match (ic, channels.color, channels.alpha) {
+                    (3, true, false) if bins == 256 && V::BYTE => count_rgb8::<V, 3>(chunk, &mut t),
+                    (4, true, false) if bins == 256 && V::BYTE => count_rgb8::<V, 4>(chunk, &mut t),
                     (3, true, false) => count_rgb::<V, 3>(chunk, bins, lut, &mut t),
                     (4, true, false) => count_rgb::<V, 4>(chunk, bins, lut, &mut t),
                     (1, false, _) => count_gray(chunk, bins, lut, &mut t),
@@ -177,6 +185,66 @@ fn count_rgb_with<V: Value, const IC: usize, const IDENTITY: bool>(
     for (c, table) in local.chunks_exact(4 * b).enumerate() {
         for (bin, counts) in t[2 * c * b..(2 * c + 1) * b].iter_mut().enumerate() {
             *counts += (0..4).map(|k| table[k * b + bin] as u64).sum::<u64>();
+        }
+    }
+}
+
+/// 8-bit RGB or RGBA pixels into red, green, blue and luminance with 256 bins (a bin per
+/// value, so the value indexes a 256-entry table with no bounds check), compiled for AVX2
+/// where the CPU has it.
+fn count_rgb8<V: Value, const IC: usize>(chunk: &[V], t: &mut [u64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { count_rgb8_avx2::<V, IC>(chunk, t) };
+    }
+    count_rgb8_with::<V, IC>(chunk, t)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn count_rgb8_avx2<V: Value, const IC: usize>(chunk: &[V], t: &mut [u64]) {
+    count_rgb8_with::<V, IC>(chunk, t)
+}
+
+/// Copies of each channel's table in `count_rgb8`: pixel i counts into copy i % COPIES.
+const COPIES: usize = 4;
+
+#[inline(always)]
+fn count_rgb8_with<V: Value, const IC: usize>(chunk: &[V], t: &mut [u64]) {
+    // [channel][copy][value], 32-bit (a chunk has fewer than 2^32 pixels).
+    let mut local = [[[0u32; 256]; COPIES]; 4];
+    let mut luma = [0u8; LUMA_BLOCK];
+    let byte = |v: V| v.get() as u8 as usize;
+    for block in chunk.chunks(LUMA_BLOCK * IC) {
+        let n = block.len() / IC;
+        // Luminance of 8-bit samples is at most 255.
+        for (y, px) in luma.iter_mut().zip(block.chunks_exact(IC)) {
+            *y = luminance(px[0].get(), px[1].get(), px[2].get()) as u8;
+        }
+        let groups = block.chunks_exact(COPIES * IC);
+        let rest = groups.remainder();
+        for (g, ys) in groups.zip(luma.chunks_exact(COPIES)) {
+            let (g, ys) = (&g[..COPIES * IC], &ys[..COPIES]);
+            for k in 0..COPIES {
+                local[0][k][byte(g[k * IC])] += 1;
+                local[1][k][byte(g[k * IC + 1])] += 1;
+                local[2][k][byte(g[k * IC + 2])] += 1;
+                local[3][k][ys[k] as usize] += 1;
+            }
+        }
+        let done = n - rest.len() / IC;
+        for (px, &y) in rest.chunks_exact(IC).zip(&luma[done..n]) {
+            local[0][0][byte(px[0])] += 1;
+            local[1][0][byte(px[1])] += 1;
+            local[2][0][byte(px[2])] += 1;
+            local[3][0][y as usize] += 1;
+        }
+    }
+    // Into the first of the two u64 copies of each channel that `count_all` keeps.
+    for (c, copies) in local.iter().enumerate() {
+        for (bin, counts) in t[2 * c * 256..(2 * c + 1) * 256].iter_mut().enumerate() {
+            *counts += copies.iter().map(|k| k[bin] as u64).sum::<u64>();
         }
     }
 }
