@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use gpukit::gpu::Timings;
 use gpukit::io::image::{self, Image, Samples};
-use gpukit::ops::compare::{self as op, CompareGpu, Comparison, Options, Rect};
+use gpukit::ops::compare::{self as op, CompareGpu, Comparison, Options, Rect, Tunables};
 
 use crate::util::{gpu, random_image, run, tempdir};
 
@@ -471,6 +471,7 @@ fn gpu_equals_cpu_with_every_option_and_in_strips() {
                         },
                     ],
                     diff: true,
+                    tunables: None,
                 },
                 Options {
                     antialiasing: true,
@@ -782,6 +783,93 @@ fn folder_reports_do_not_depend_on_the_jobs_or_the_engine() {
             Some((d, imgs)) => {
                 assert_eq!(&doc, d, "{backend} -j {jobs}: the report");
                 assert!(imgs == &diff_images, "{backend} -j {jobs}: the diff images");
+            }
+        }
+    }
+}
+
+/// Every shape of the pass (`gpukit tune compare`'s candidates and beyond: the smallest and
+/// largest workgroups and units, workgroups capped so that each takes several chunks) gives
+/// the CPU reference's counts and diff image, on odd widths, one pixel, 8 and 16 bits, RGB
+/// and RGBA, with and without the anti-aliasing test, in one strip and in strips whose
+/// units hold pixels of two strips, on both reductions.
+#[test]
+fn every_shape_is_exact() {
+    let g = gpu();
+    let mut gc = CompareGpu::new(&g);
+    let max = g
+        .limits
+        .max_compute_invocations_per_workgroup
+        .min(g.limits.max_compute_workgroup_size_x);
+    let shape = |wg_size, units, preload, max_groups| Tunables {
+        wg_size,
+        units,
+        preload,
+        max_groups,
+    };
+    let shapes = [
+        Tunables::DEFAULT,
+        shape(32, 1, false, 0),
+        shape(32, 1, false, 1),
+        shape(64, 2, true, 3),
+        shape(128, 16, false, 0),
+        shape(512.min(max), 32, true, 0),
+        shape(512.min(max), 32, false, 1),
+        shape(256, 4, true, 7),
+    ];
+    let pairs: Vec<(Image, Image)> = [
+        (1, 1, 3, 8),
+        (1031, 9, 3, 8),
+        (333, 17, 4, 16),
+        (77, 5, 4, 8),
+        (19, 23, 3, 16),
+    ]
+    .into_iter()
+    .map(|(w, h, channels, bits)| {
+        // Flat runs with noise between, so that the anti-aliasing test finds siblings.
+        let a = random_image(w, h, channels, bits, w + h);
+        let a = modified(&a, |p, _, v| if (p / 3) % 4 == 0 { v } else { 0 });
+        let b = modified(&a, |p, ch, v| if (p + ch) % 5 == 0 { v ^ 0x31 } else { v });
+        (a, b)
+    })
+    .collect();
+    let reductions = [gc.subgroups, false];
+    for t in shapes {
+        for (a, b) in &pairs {
+            for opts in [
+                Options {
+                    diff: true,
+                    tunables: Some(t),
+                    ..Options::default()
+                },
+                Options {
+                    threshold: Some(0.05),
+                    antialiasing: true,
+                    diff: true,
+                    tunables: Some(t),
+                    ..Options::default()
+                },
+            ] {
+                let cpu = op::reference(a, b, &opts);
+                // One strip, and strips of 3 rows (the pixels of a row of 1031 are not a
+                // whole number of units).
+                let row = a.width as u64 * a.channels as u64 * u64::from(a.bit_depth() / 8);
+                for (binding, subgroups) in [u64::MAX, 7 * row + 200]
+                    .into_iter()
+                    .flat_map(|b| reductions.map(|sg| (b, sg)))
+                {
+                    gc.binding_bytes = binding.min(g.limits.max_storage_buffer_binding_size);
+                    gc.subgroups = subgroups;
+                    let what = format!(
+                        "{t} {}x{} {} binding {binding} subgroups {subgroups} aa {}",
+                        a.width,
+                        a.height,
+                        a.describe(),
+                        opts.antialiasing
+                    );
+                    let got = gc.compare(a, b, &opts, &mut Timings::default()).unwrap();
+                    assert_same(&got, &cpu, &what);
+                }
             }
         }
     }

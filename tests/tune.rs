@@ -1,16 +1,16 @@
 //! `gpukit tune` and the tune cache: a quick tune end to end, the cache read back by an op
 //! (visible with -v), corrupt and stale caches ignored with a warning, the XDG location;
 //! and every op bit-identical to its CPU reference (matmul within its bound) for choices
-//! other than the defaults.
+//! other than the defaults (compare's shapes: tests/compare.rs).
 
 use std::path::Path;
 
 use gpukit::gpu::{Engine, Gpu, Timings};
 use gpukit::io::array::{self, Array, Data, Format};
-use gpukit::io::image::Image;
-use gpukit::ops::{blur, histogram, matmul, scan};
+use gpukit::io::image::{self, Image};
+use gpukit::ops::{blur, compare, histogram, matmul, scan};
 
-use crate::util::{engine, gpukit, run, tempdir, xorshift, Run};
+use crate::util::{engine, gpukit, random_image, run, tempdir, xorshift, Run};
 
 /// Writes `values` as a u32 .npy.
 fn write_u32_npy(path: &Path, values: Vec<u32>) {
@@ -55,7 +55,7 @@ fn quick_tune_writes_a_cache_that_the_ops_then_use() {
     let c = cache.to_str().unwrap();
     let r = run(&["tune", "--quick", "--tune-cache", c]);
     r.code(0);
-    for op in ["blur", "histogram", "scan", "matmul"] {
+    for op in ["blur", "histogram", "scan", "matmul", "compare"] {
         assert!(
             r.stdout
                 .lines()
@@ -68,7 +68,7 @@ fn quick_tune_writes_a_cache_that_the_ops_then_use() {
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
     assert_eq!(doc["quick"], true);
-    for op in ["blur", "histogram", "scan", "matmul"] {
+    for op in ["blur", "histogram", "scan", "matmul", "compare"] {
         assert_eq!(doc["ops"][op].as_array().unwrap().len(), 1, "{op}");
     }
 
@@ -102,6 +102,43 @@ fn quick_tune_writes_a_cache_that_the_ops_then_use() {
         r.stderr.contains("scan: defaults (--no-tune-cache)"),
         "{}",
         r.stderr
+    );
+
+    // compare takes its choice too (capped workgroups, each taking several chunks), and
+    // counts exactly what the CPU reference counts.
+    doc["ops"]["compare"][0]["choice"] =
+        serde_json::json!({ "wg_size": 64, "units": 2, "preload": true, "max_groups": 3 });
+    std::fs::write(&cache, serde_json::to_string(&doc).unwrap()).unwrap();
+    let a = random_image(301, 19, 3, 8, 21);
+    let b = random_image(301, 19, 3, 8, 22);
+    let (pa, pb) = (d.path().join("a.png"), d.path().join("b.png"));
+    image::save(&pa, a.clone()).unwrap();
+    image::save(&pb, b.clone()).unwrap();
+    let (pa, pb) = (pa.to_str().unwrap(), pb.to_str().unwrap());
+    let args = [
+        "--backend",
+        "vulkan",
+        "compare",
+        pa,
+        pb,
+        "--json",
+        "-",
+        "-v",
+    ];
+    let r = run(&[&args[..], &["--tune-cache", c]].concat());
+    r.code(1);
+    assert!(
+        r.stderr
+            .contains("compare: tuned wg=64 units=2 preload groups=3 (cache "),
+        "{}",
+        r.stderr
+    );
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let want = compare::reference(&a, &b, &compare::Options::default()).counts;
+    assert_eq!(doc["metrics"]["differing"], want.differing);
+    assert_eq!(
+        doc["metrics"]["channels"][0]["differing"],
+        want.channels[0].differing
     );
 }
 
@@ -234,7 +271,7 @@ fn unknown_op_is_a_usage_error() {
     run(&["tune", "sort", "--quick"])
         .code(2)
         .one_error_line("invalid value 'sort'")
-        .one_error_line("[possible values: blur, histogram, scan, matmul, all]");
+        .one_error_line("[possible values: blur, histogram, scan, matmul, compare, all]");
 }
 
 fn noise(len: usize, seed: u32) -> Vec<u32> {

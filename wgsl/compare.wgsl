@@ -2,10 +2,15 @@
 // (exact integer counts and sums), and the diff image.
 //
 // Work is cut in units of 4 consecutive pixels (of the whole image, counted row after row):
-// UNIT_WORDS packed words of each image, 3 words of the RGB8 diff image. An invocation takes
-// UNITS units WG_SIZE units apart (neighbouring invocations read neighbouring words), keeps
-// its sums in registers, and the workgroup reduces them once (compare_subgroup or
-// compare_workgroup) into one partial of PART_WORDS words, summed on the host.
+// UNIT_WORDS packed words of each image, 3 words of the RGB8 diff image. A chunk is
+// WG_SIZE * UNITS units, one workgroup's turn: an invocation takes UNITS units WG_SIZE units
+// apart (neighbouring invocations read neighbouring words), loads their words all before
+// comparing any (PRELOAD: more loads in flight) or each just before comparing it, and keeps
+// its sums in registers. Workgroup g takes chunks g, g + groups, g + 2 groups, ... (one chunk
+// each unless the host caps the workgroups), and reduces its sums once (compare_subgroup or
+// compare_workgroup) into one partial of PART_WORDS words, summed on the host. The shape
+// (WG_SIZE, UNITS, PRELOAD, the workgroups) is `ops::compare::Tunables`, which
+// `gpukit tune compare` measures.
 
 // Keep in sync with `Params` in src/ops/compare/gpu.rs.
 struct Params {
@@ -23,6 +28,8 @@ struct Params {
     // The perceptual threshold T as a 64-bit integer: a pixel differs when D > T.
     t_lo: u32,
     t_hi: u32,
+    // Workgroups of the pass, each writing one partial; the stride of its chunks.
+    groups: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -37,9 +44,20 @@ struct Params {
 // 4 pixels in 3 words (R of the first pixel in the low byte).
 @group(0) @binding(5) var<storage, read_write> diff: array<u32>;
 
-const WG_SIZE: u32 = 256u;
-// Units per invocation: a workgroup compares WG_SIZE * UNITS units of 4 pixels.
+// Invocations per workgroup. Declared before the reduction's workgroup array that it sizes
+// (naga 30 panics otherwise).
+override WG_SIZE: u32 = 256u;
+// Units per invocation and chunk: a chunk is WG_SIZE * UNITS units of 4 pixels. It sizes a
+// function-scope array, so it is a generated const (the host rewrites this line per variant).
 const UNITS: u32 = 4u;
+// Whether an invocation loads the words of all its units of a chunk before comparing any
+// (more loads in flight), or each unit's just before comparing it (fewer registers). A
+// generated const too: it sizes the arrays of loaded words.
+const PRELOAD: bool = false;
+// Units whose words are held at once.
+const HELD: u32 = select(1u, UNITS, PRELOAD);
+// Whether the host caps the workgroups, so that each may take several chunks.
+override GRID_STRIDE: bool = false;
 // Words of one workgroup's partial: per channel (differing, max, sum_abs, and sum_sq as
 // bits 0-15 of its low word summed, bits 16-31 summed, high word summed: no carries), then
 // differing pixels, anti-aliased pixels, ignored pixels.
@@ -257,6 +275,23 @@ fn faded(p: vec4<u32>) -> u32 {
     return g | (g << 8u) | (g << 16u);
 }
 
+// The UNIT_WORDS words of a unit of a or b from word w.
+fn words_a(w: u32) -> array<u32, 8> {
+    var r: array<u32, 8>;
+    for (var j = 0u; j < UNIT_WORDS; j++) {
+        r[j] = a[w + j];
+    }
+    return r;
+}
+
+fn words_b(w: u32) -> array<u32, 8> {
+    var r: array<u32, 8>;
+    for (var j = 0u; j < UNIT_WORDS; j++) {
+        r[j] = b[w + j];
+    }
+    return r;
+}
+
 // Sample s of a unit's words (s < 4 * CHANNELS).
 fn unit_sample(w: array<u32, 8>, s: u32) -> u32 {
     if BITS == 8u {
@@ -274,7 +309,9 @@ fn unit_pixel(w: array<u32, 8>, i: u32) -> vec4<u32> {
     return p;
 }
 
-// One invocation's sums, kept in registers until the workgroup reduces them.
+// One invocation's sums, kept in registers until the workgroup reduces them. They and the
+// workgroup's sums fit 32 bits because the host gives a workgroup at most MAX_GROUP_UNITS
+// units (src/ops/compare/gpu.rs): 65536 pixels, 65536 * 65535 < 2^32.
 struct Sums {
     differing: vec4<u32>,
     max_abs: vec4<u32>,
@@ -316,7 +353,8 @@ fn compare_pixel(pa: vec4<u32>, pb: vec4<u32>, p: u32, sums: ptr<function, Sums>
     let sq = d * d;
     (*sums).sq_lo += sq;
     if BITS == 16u {
-        // 8-bit squares of UNITS * 4 pixels cannot carry.
+        // 8-bit squares cannot carry: an invocation compares at most 65536 pixels (see
+        // Sums), and 65536 * 255^2 < 2^32.
         (*sums).sq_hi += select(vec4<u32>(0u), vec4<u32>(1u), (*sums).sq_lo < sq);
     }
     var differs = any(nonzero);
@@ -331,6 +369,68 @@ fn compare_pixel(pa: vec4<u32>, pb: vec4<u32>, p: u32, sums: ptr<function, Sums>
     return select(colour, RED, differs);
 }
 
+// Compares this invocation's units of chunk `chunk` into `sums`, drawing them with DRAW.
+// The strip holds `units` units from unit `unit0`, whose words start at word `word0`.
+fn compare_chunk(
+    chunk: u32,
+    lid: u32,
+    units: u32,
+    unit0: u32,
+    word0: u32,
+    sums: ptr<function, Sums>,
+) {
+    let base = chunk * WG_SIZE * UNITS + lid;
+    var wa: array<array<u32, 8>, HELD>;
+    var wb: array<array<u32, 8>, HELD>;
+    if PRELOAD {
+        for (var k = 0u; k < UNITS; k++) {
+            let u = base + k * WG_SIZE;
+            if u < units {
+                wa[k] = words_a(word0 + u * UNIT_WORDS);
+                wb[k] = words_b(word0 + u * UNIT_WORDS);
+            }
+        }
+    }
+    for (var k = 0u; k < UNITS; k++) {
+        let u = base + k * WG_SIZE;
+        if u >= units {
+            break;
+        }
+        let h = select(0u, k, PRELOAD);
+        if !PRELOAD {
+            wa[h] = words_a(word0 + u * UNIT_WORDS);
+            wb[h] = words_b(word0 + u * UNIT_WORDS);
+        }
+        let p = (unit0 + u) * 4u;
+        let c0 = compare_pixel(unit_pixel(wa[h], 0u), unit_pixel(wb[h], 0u), p, sums);
+        let c1 = compare_pixel(unit_pixel(wa[h], 1u), unit_pixel(wb[h], 1u), p + 1u, sums);
+        let c2 = compare_pixel(unit_pixel(wa[h], 2u), unit_pixel(wb[h], 2u), p + 2u, sums);
+        let c3 = compare_pixel(unit_pixel(wa[h], 3u), unit_pixel(wb[h], 3u), p + 3u, sums);
+        var colours = array<u32, 4>(c0, c1, c2, c3);
+        if ANTIALIASING {
+            // Differing pixels that look anti-aliased, tested once per unit (the test's
+            // code is large) by their coordinates.
+            for (var i = 0u; i < 4u; i++) {
+                if colours[i] == RED {
+                    let y = (p + i) / params.width;
+                    let x = p + i - y * params.width;
+                    if antialiased(0u, 1u, x, y) || antialiased(1u, 0u, x, y) {
+                        colours[i] = YELLOW;
+                        (*sums).px_differing -= 1u;
+                        (*sums).px_aa += 1u;
+                    }
+                }
+            }
+        }
+        if DRAW {
+            let o = u * 3u;
+            diff[o] = colours[0] | (colours[1] << 24u);
+            diff[o + 1u] = (colours[1] >> 8u) | (colours[2] << 16u);
+            diff[o + 2u] = (colours[2] >> 16u) | (colours[3] << 8u);
+        }
+    }
+}
+
 @compute @workgroup_size(WG_SIZE)
 fn main(lane: Lane) {
     let group = workgroup_index(lane.wid, lane.nwg);
@@ -342,45 +442,17 @@ fn main(lane: Lane) {
     let unit0 = first / 4u;
     let units = (end + 3u) / 4u - unit0;
     let word0 = (unit0 - params.buf_px0 / 4u) * UNIT_WORDS;
+    let chunks = (units + WG_SIZE * UNITS - 1u) / (WG_SIZE * UNITS);
     var sums: Sums;
-    for (var k = 0u; k < UNITS; k++) {
-        let u = (group * UNITS + k) * WG_SIZE + lid;
-        if u >= units {
-            break;
+    // One chunk per workgroup unless the workgroups are capped (a grid-stride loop, its
+    // code apart so that the uncapped pass has no loop). A 2-D grid may have a few
+    // workgroups past the last one: they take no chunk.
+    if GRID_STRIDE {
+        for (var chunk = group; chunk < chunks && group < params.groups; chunk += params.groups) {
+            compare_chunk(chunk, lid, units, unit0, word0, &sums);
         }
-        var wa: array<u32, 8>;
-        var wb: array<u32, 8>;
-        for (var j = 0u; j < UNIT_WORDS; j++) {
-            wa[j] = a[word0 + u * UNIT_WORDS + j];
-            wb[j] = b[word0 + u * UNIT_WORDS + j];
-        }
-        let p = (unit0 + u) * 4u;
-        let c0 = compare_pixel(unit_pixel(wa, 0u), unit_pixel(wb, 0u), p, &sums);
-        let c1 = compare_pixel(unit_pixel(wa, 1u), unit_pixel(wb, 1u), p + 1u, &sums);
-        let c2 = compare_pixel(unit_pixel(wa, 2u), unit_pixel(wb, 2u), p + 2u, &sums);
-        let c3 = compare_pixel(unit_pixel(wa, 3u), unit_pixel(wb, 3u), p + 3u, &sums);
-        var colours = array<u32, 4>(c0, c1, c2, c3);
-        if ANTIALIASING {
-            // Differing pixels that look anti-aliased, tested once per unit (the test's code
-            // is large) by their coordinates.
-            for (var i = 0u; i < 4u; i++) {
-                if colours[i] == RED {
-                    let y = (p + i) / params.width;
-                    let x = p + i - y * params.width;
-                    if antialiased(0u, 1u, x, y) || antialiased(1u, 0u, x, y) {
-                        colours[i] = YELLOW;
-                        sums.px_differing -= 1u;
-                        sums.px_aa += 1u;
-                    }
-                }
-            }
-        }
-        if DRAW {
-            let o = u * 3u;
-            diff[o] = colours[0] | (colours[1] << 24u);
-            diff[o + 1u] = (colours[1] >> 8u) | (colours[2] << 16u);
-            diff[o + 2u] = (colours[2] >> 16u) | (colours[3] << 8u);
-        }
+    } else if group < chunks {
+        compare_chunk(group, lid, units, unit0, word0, &sums);
     }
     for (var c = 0u; c < CHANNELS; c++) {
         reduce_add(sums.differing[c], c * 6u, lane);
@@ -394,9 +466,7 @@ fn main(lane: Lane) {
     reduce_add(sums.px_aa, 25u, lane);
     reduce_add(sums.px_ignored, 26u, lane);
     workgroupBarrier();
-    // A 2-D grid may have a few workgroups past the last one: they write nothing.
-    let groups = (units + WG_SIZE * UNITS - 1u) / (WG_SIZE * UNITS);
-    if lid < PART_WORDS && group < groups {
+    if lid < PART_WORDS && group < params.groups {
         partials[group * PART_WORDS + lid] = reduce_result(lid, lane);
     }
 }

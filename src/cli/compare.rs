@@ -250,6 +250,7 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
             antialiasing: args.antialiasing,
             ignore: args.ignore.clone(),
             diff: args.diff.is_some(),
+            tunables: None,
         },
         ssim: args.ssim || args.fail_on.iter().any(|l| l.metric == Metric::Ssim),
         limits: args.fail_on.clone(),

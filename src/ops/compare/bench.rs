@@ -1,53 +1,118 @@
-//! `gpukit bench compare`.
+//! `gpukit bench compare`, and the pairs and cases `gpukit tune compare` times.
 
 use anyhow::Result;
 
-use super::{reference, CompareGpu, Options};
-use crate::bench::{Case, Sizes, Unit};
-use crate::gpu::Engine;
+use super::{reference, CompareGpu, Options, Tunables};
+use crate::bench::{noise_bytes, Case, Sizes, Unit};
+use crate::gpu::{Engine, Gpu};
 use crate::io::image::Image;
 use crate::ops::sample_bytes;
 
 /// `gpukit bench compare`'s cases: a 4K RGB8 pair differing in about 0.35% of its pixels,
-/// counted and drawn (the CI check of docs/BENCHMARKS.md), and counted only. Bytes per
-/// second, as `bench copy` counts them: both images read once, and the RGB8 diff image
-/// written once when drawn, so the rate compares with copy's directly.
+/// counted and drawn (the CI check of docs/BENCHMARKS.md), and counted only, in the
+/// default shape ([`Tunables::DEFAULT`]). Bytes per second, as `bench copy` counts them:
+/// both images read once, and the RGB8 diff image written once when drawn, so the rate
+/// compares with copy's directly.
 pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
-    let (w, h) = (3840u32, 2160u32);
-    let expected = crate::bench::noise_bytes((w * h * 3) as usize, 0x1f12_3bb5);
-    let mut changed = expected.clone();
-    // Every 286th pixel: 0.35%.
-    for p in (0..(w * h) as usize).step_by(286) {
-        changed[p * 3] ^= 0x40;
-    }
-    let a = Image::new_u8(w, h, 3, expected);
-    let b = Image::new_u8(w, h, 3, changed);
-    let image_bytes = f64::from(w * h * 3);
+    let (a, b) = pair(3840, 2160);
     let mut cases = Vec::new();
-    for (diff, what, work) in [
-        (true, "diff image", 3.0 * image_bytes),
-        (false, "metrics only", 2.0 * image_bytes),
-    ] {
-        let opts = Options {
-            diff,
-            ..Options::default()
-        };
-        let name = format!("4K RGB8 pair, 0.35% differing, {what}");
+    for diff in [true, false] {
         cases.push(match engine {
-            Engine::Gpu(gpu) => {
-                let plan = CompareGpu::new(gpu).plan(&a, &opts)?;
-                plan.upload_single(gpu, &sample_bytes(&a.samples), &sample_bytes(&b.samples))?;
-                Case::gpu("compare", name, Unit::GBps, work, move |batch| {
-                    plan.record(batch, 0)
-                })
-            }
+            Engine::Gpu(gpu) => gpu_case(gpu, &a, &b, diff, Tunables::DEFAULT)?,
             Engine::Cpu => {
                 let (a, b) = (a.clone(), b.clone());
-                Case::cpu("compare", name, Unit::GBps, work, move || {
-                    std::hint::black_box(reference(&a, &b, &opts));
-                })
+                let opts = Options {
+                    diff,
+                    ..Options::default()
+                };
+                Case::cpu(
+                    "compare",
+                    name(&a, diff),
+                    Unit::GBps,
+                    work(&a, diff),
+                    move || {
+                        std::hint::black_box(reference(&a, &b, &opts));
+                    },
+                )
             }
         });
     }
     Ok(cases)
+}
+
+/// An RGB8 noise pair of `w` x `h` differing in every 286th pixel (0.35%).
+pub(super) fn pair(w: u32, h: u32) -> (Image, Image) {
+    let expected = noise_bytes((w * h * 3) as usize, 0x1f12_3bb5);
+    let mut changed = expected.clone();
+    for p in (0..(w * h) as usize).step_by(286) {
+        changed[p * 3] ^= 0x40;
+    }
+    (
+        Image::new_u8(w, h, 3, expected),
+        Image::new_u8(w, h, 3, changed),
+    )
+}
+
+/// A noise pair of `w` x `h` with `channels` samples of `bits` bits, differing in a third of
+/// its samples, for the checks of each shape.
+pub(super) fn noise_pair(w: u32, h: u32, channels: u8, bits: u32, seed: u32) -> (Image, Image) {
+    let n = (w * h) as usize * usize::from(channels);
+    let words = |seed| -> Vec<u16> {
+        noise_bytes(2 * n, seed)
+            .chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect()
+    };
+    let (a, b) = (words(seed), words(seed + 1));
+    let b: Vec<u16> = a
+        .iter()
+        .zip(&b)
+        .enumerate()
+        .map(|(i, (&x, &y))| if i % 3 == 0 { y } else { x })
+        .collect();
+    let make = |s: Vec<u16>| match bits {
+        8 => Image::new_u8(w, h, channels, s.iter().map(|&v| v as u8).collect()),
+        _ => Image::new_u16(w, h, channels, s),
+    };
+    (make(a), make(b))
+}
+
+/// The pass over `a` and `b` (one strip) in shape `t`, counting only or drawing the diff.
+pub(super) fn gpu_case<'g>(
+    gpu: &'g Gpu,
+    a: &Image,
+    b: &Image,
+    diff: bool,
+    t: Tunables,
+) -> Result<Case<'g>> {
+    let opts = Options {
+        diff,
+        tunables: Some(t),
+        ..Options::default()
+    };
+    let plan = CompareGpu::new(gpu).plan(a, &opts)?;
+    plan.upload_single(gpu, &sample_bytes(&a.samples), &sample_bytes(&b.samples))?;
+    Ok(Case::gpu(
+        "compare",
+        name(a, diff),
+        Unit::GBps,
+        work(a, diff),
+        move |batch| plan.record(batch, 0),
+    ))
+}
+
+fn name(a: &Image, diff: bool) -> String {
+    let what = if diff { "diff image" } else { "metrics only" };
+    let size = match (a.width, a.height) {
+        (3840, 2160) => "4K".to_string(),
+        (w, h) => format!("{w}x{h}"),
+    };
+    format!("{size} RGB8 pair, 0.35% differing, {what}")
+}
+
+/// Bytes moved: both images read, the RGB8 diff image written when drawn.
+fn work(a: &Image, diff: bool) -> f64 {
+    let image_bytes = a.pixels() as f64 * f64::from(a.channels) * f64::from(a.bit_depth() / 8);
+    let diff_bytes = if diff { a.pixels() as f64 * 3.0 } else { 0.0 };
+    2.0 * image_bytes + diff_bytes
 }

@@ -4,21 +4,20 @@
 //! pixels of the whole image (a strip's first and last units may hold pixels of its
 //! neighbours, which it leaves out), and reduces each workgroup's sums with subgroup
 //! operations where the adapter has them (wgsl/shared/compare_subgroup.wgsl), else with
-//! workgroup atomics (compare_workgroup.wgsl).
+//! workgroup atomics (compare_workgroup.wgsl). Its shape (workgroup size, units per
+//! invocation, the most workgroups) is [`Tunables`].
 
 use anyhow::{bail, Result};
 
 use super::reference::threshold_units;
+use super::tune::Tunables;
 use super::{layout_mismatch, Comparison, Counts, Options};
 use crate::gpu::{Batch, Gpu, Kernel, Timings, Usage, Variant};
 use crate::io::image::Image;
 use crate::ops::{sample_bytes, ShaderCase};
 use crate::shader;
 
-// The GPU pass's shape. Keep in sync with wgsl/compare.wgsl.
-const WG_SIZE: u32 = 256;
-/// Units of 4 pixels per invocation.
-const UNITS: u32 = 4;
+// The GPU pass's units and partials. Keep in sync with wgsl/compare.wgsl.
 const UNIT_PX: u64 = 4;
 const PART_WORDS: usize = 27;
 /// Bytes a strip's buffers may need past its rows: the part of a unit before the strip's
@@ -27,24 +26,32 @@ const SLACK: u64 = 128;
 // Rows of halo each side of a strip: anti-aliasing detection looks two pixels away.
 const HALO: u32 = 2;
 
-/// The compare kernel's two reductions, for the shader tests.
+/// The compare kernel's two reductions with one unit per invocation, and with the most
+/// preloaded, for the shader tests.
 pub(super) fn shaders() -> Vec<ShaderCase> {
     [false, true]
         .into_iter()
-        .map(|sg| ShaderCase::variant::<Params>(shader!("compare"), variant(sg)))
+        .flat_map(|sg| [(1, false), (32, true)].map(|(units, preload)| (sg, units, preload)))
+        .map(|(sg, units, preload)| {
+            ShaderCase::variant::<Params>(shader!("compare"), variant(sg, units, preload))
+        })
         .collect()
 }
 
-/// The kernel with its workgroup reduction on subgroup operations, or on workgroup atomics.
-fn variant(subgroups: bool) -> Variant {
+/// The kernel with its workgroup reduction on subgroup operations, or on workgroup atomics,
+/// `units` units per invocation and their words preloaded or not (`UNITS` and `PRELOAD`,
+/// generated consts: they size arrays).
+fn variant(subgroups: bool, units: u32, preload: bool) -> Variant {
+    let path = if subgroups { "subgroup" } else { "workgroup" };
+    let mut v = Variant::consts(format!("{path} units{units}"), &[("UNITS", units)]);
+    if preload {
+        v.name += " preload";
+        v.decls.push(("PRELOAD", "true".into()));
+    }
     if subgroups {
-        Variant {
-            name: "subgroup".into(),
-            ..Variant::default()
-        }
-        .slot("compare_workgroup", "compare_subgroup")
+        v.slot("compare_workgroup", "compare_subgroup")
     } else {
-        Variant::default()
+        v
     }
 }
 
@@ -60,6 +67,7 @@ struct Params {
     n_ignore: u32,
     t_lo: u32,
     t_hi: u32,
+    groups: u32,
 }
 
 /// Comparisons on a GPU.
@@ -68,28 +76,34 @@ pub struct CompareGpu<'g> {
     /// The most bytes one image strip or the diff strip may take in one binding: the
     /// adapter's limit unless lowered (tests do, to reach the strip path with small images).
     pub binding_bytes: u64,
-    /// Reduce with subgroup operations: where the adapter has them, full, and the workgroup
-    /// memory they take fits (tests turn it off to run the other path too).
+    /// Reduce with subgroup operations where the adapter has them and they suit the
+    /// workgroup size ([`CompareGpu::subgroups_fit`]); tests turn it off to run the other
+    /// path too.
     pub subgroups: bool,
 }
 
 impl<'g> CompareGpu<'g> {
     pub fn new(gpu: &'g Gpu) -> Self {
-        let [min, max] = gpu.features.subgroup_size;
-        let subgroups = gpu.features.subgroups
-            && min > 0
-            && max <= WG_SIZE
-            && WG_SIZE.is_multiple_of(max)
-            && PART_WORDS as u32 * 4 * (WG_SIZE / min)
-                <= gpu.limits.max_compute_workgroup_storage_size;
         CompareGpu {
             gpu,
             binding_bytes: gpu
                 .limits
                 .max_storage_buffer_binding_size
                 .min(gpu.limits.max_buffer_size),
-            subgroups,
+            subgroups: gpu.features.subgroups && gpu.features.subgroup_size[0] > 0,
         }
+    }
+
+    /// Whether the subgroup reduction can run workgroups of `wg_size`: subgroups full (the
+    /// largest size divides it) and the workgroup memory it takes (a partial per subgroup of
+    /// the smallest size) within the adapter's.
+    fn subgroups_fit(&self, wg_size: u32) -> bool {
+        let [min, max] = self.gpu.features.subgroup_size;
+        self.subgroups
+            && max <= wg_size
+            && wg_size.is_multiple_of(max)
+            && PART_WORDS as u32 * 4 * (wg_size / min)
+                <= self.gpu.limits.max_compute_workgroup_storage_size
     }
 
     /// Rows per strip: the strip and its halo must fit one binding, and so must its diff rows.
@@ -110,12 +124,21 @@ impl<'g> CompareGpu<'g> {
     }
 
     /// The buffers, bind groups and strips that compare images of `img`'s layout and size
-    /// under `opts`.
+    /// under `opts`, in the shape `opts.tunables` gives, else the tune cache's for this
+    /// adapter and size, else the defaults.
     pub fn plan(&self, img: &Image, opts: &Options) -> Result<ComparePlan> {
         let gpu = self.gpu;
+        let t = opts
+            .tunables
+            .or_else(|| crate::tune::choice(gpu, "compare", img.pixels() as f64, Tunables::check))
+            .unwrap_or(Tunables::DEFAULT);
+        t.check(&gpu.limits)?;
+        let subgroups = self.subgroups_fit(t.wg_size);
         let (w, c) = (img.width, img.channels as usize);
         let on = |b: bool| f64::from(u8::from(b));
         let mut constants = vec![
+            ("WG_SIZE", f64::from(t.wg_size)),
+            ("GRID_STRIDE", on(t.max_groups > 0)),
             ("CHANNELS", f64::from(img.channels)),
             ("BITS", f64::from(img.bit_depth())),
             ("PERCEPTUAL", on(opts.threshold.is_some())),
@@ -123,13 +146,13 @@ impl<'g> CompareGpu<'g> {
             ("IGNORE", on(!opts.ignore.is_empty())),
             ("DRAW", on(opts.diff)),
         ];
-        if self.subgroups {
+        if subgroups {
             constants.push(("SUBGROUP_MIN", f64::from(gpu.features.subgroup_size[0])));
         }
         // Every loop of the kernel has a constant or uniform bound (docs of kernel_unrolled).
         let kernel = gpu.kernel_variant(
             &shader!("compare"),
-            &variant(self.subgroups),
+            &variant(subgroups, t.units, t.preload),
             "main",
             &constants,
             true,
@@ -144,7 +167,7 @@ impl<'g> CompareGpu<'g> {
             .collect();
         // A strip's pixels span at most one unit more than they fill.
         let max_units = (u64::from(strip) * u64::from(w)).div_ceil(UNIT_PX) + 1;
-        let max_groups = max_units.div_ceil(per_group());
+        let max_groups = u64::from(t.groups(max_units));
         let diff_bytes = if opts.diff { max_units * 12 } else { 0 };
         let src_bytes = (buf_rows * row_bytes + SLACK).next_multiple_of(4);
         let buffers = Buffers {
@@ -158,7 +181,7 @@ impl<'g> CompareGpu<'g> {
             ),
             diff: gpu.buffer("compare diff", Usage::Storage, diff_bytes),
         };
-        let strips = self.strips(&kernel, &buffers, img, opts, strip, rects.len() as u32);
+        let strips = self.strips(&kernel, &buffers, img, opts, &t, strip, rects.len() as u32);
         Ok(ComparePlan {
             kernel,
             channels: c,
@@ -170,17 +193,22 @@ impl<'g> CompareGpu<'g> {
 
     /// The strips of `strip` rows (the last one shorter) that cover `img`, each with its
     /// params and bind group.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the plan's parts, passed down once"
+    )]
     fn strips(
         &self,
         kernel: &Kernel,
         buffers: &Buffers,
         img: &Image,
         opts: &Options,
+        t: &Tunables,
         strip: u32,
         n_ignore: u32,
     ) -> Vec<Strip> {
         let (w, h) = (img.width, img.height);
-        let t = opts.threshold.map(threshold_units).unwrap_or(0);
+        let threshold = opts.threshold.map(threshold_units).unwrap_or(0);
         let mut strips = Vec::new();
         let mut row0 = 0u32;
         while row0 < h {
@@ -190,6 +218,7 @@ impl<'g> CompareGpu<'g> {
             // From the unit holding the first pixel of the halo above.
             let buf_px0 = u64::from(row0.saturating_sub(HALO)) * u64::from(w) / UNIT_PX * UNIT_PX;
             let units = end.div_ceil(UNIT_PX) - first / UNIT_PX;
+            let groups = t.groups(units);
             let params = self.gpu.upload(
                 "compare params",
                 Usage::Uniform,
@@ -200,8 +229,9 @@ impl<'g> CompareGpu<'g> {
                     rows,
                     buf_px0: buf_px0 as u32,
                     n_ignore,
-                    t_lo: t as u32,
-                    t_hi: (t >> 32) as u32,
+                    t_lo: threshold as u32,
+                    t_hi: (threshold >> 32) as u32,
+                    groups,
                 }],
             );
             let b = buffers;
@@ -215,7 +245,7 @@ impl<'g> CompareGpu<'g> {
                 buf_px0,
                 buf_end: u64::from((row0 + rows + HALO).min(h)) * u64::from(w),
                 units,
-                groups: units.div_ceil(per_group()) as u32,
+                groups,
                 bind,
                 _params: params,
             });
@@ -348,9 +378,4 @@ fn sum_partials(words: &[u32], channels: usize, pixels: u64) -> Counts {
         k.ignored += u64::from(part[26]);
     }
     k
-}
-
-/// Units of 4 pixels per workgroup.
-fn per_group() -> u64 {
-    u64::from(WG_SIZE * UNITS)
 }

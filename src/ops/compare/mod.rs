@@ -12,7 +12,7 @@
 //!
 //! Files: `reference` (the CPU reference and the integer pixel arithmetic), `antialiasing`
 //! (pixelmatch's anti-aliasing test), `gpu` (the GPU pass and its plan), `ssim`, `metrics`
-//! (MAE, RMSE, PSNR from the counts), `bench`.
+//! (MAE, RMSE, PSNR from the counts), `bench`, `tune` (the pass's shape, [`Tunables`]).
 
 mod antialiasing;
 mod bench;
@@ -20,6 +20,7 @@ mod gpu;
 mod metrics;
 mod reference;
 mod ssim;
+mod tune;
 
 use std::ops::Range;
 
@@ -32,12 +33,13 @@ pub use gpu::{CompareGpu, ComparePlan};
 pub use metrics::{identical, metrics, ChannelMetrics, Metrics};
 pub use reference::{distance, reference, threshold_units};
 pub use ssim::{ssim, ssim_channel, SSIM_K1, SSIM_K2, SSIM_RADIUS, SSIM_SIGMA};
+pub use tune::{Tunables, MAX_GROUP_UNITS};
 
 /// `compare` in the registry.
 pub const OP: super::Op = super::Op {
     name: "compare",
     bench: bench::cases,
-    tune: None,
+    tune: Some(tune::tune),
     shaders: gpu::shaders,
 };
 
@@ -104,6 +106,9 @@ pub struct Options {
     pub ignore: Vec<Rect>,
     /// Draw the diff image.
     pub diff: bool,
+    /// The GPU pass's shape; `None`: the tune cache's choice for this adapter and image
+    /// size, else [`Tunables::DEFAULT`]. Results are the same for every shape.
+    pub tunables: Option<Tunables>,
 }
 
 impl Options {
