@@ -175,6 +175,7 @@ mod tests {
             antialiasing: false,
             ignore: Vec::new(),
             diff: true,
+            tunables: None,
         };
         close(ms(cmp.cpu_estimate(1_000_000)) * threads, 10.0);
         // A scan uses at most 4 threads.
