@@ -791,7 +791,8 @@ fn folder_reports_do_not_depend_on_the_jobs_or_the_engine() {
 /// Every shape of the pass (`gpukit tune compare`'s candidates and beyond: the smallest and
 /// largest workgroups and units, workgroups capped so that each takes several chunks) gives
 /// the CPU reference's counts and diff image, on odd widths, one pixel, 8 and 16 bits, RGB
-/// and RGBA, with and without the anti-aliasing test, in one strip and in strips whose
+/// (read a word at a time) and RGBA (a vec4 at a time), with and without the anti-aliasing
+/// test, in one strip and in strips whose
 /// units hold pixels of two strips, on both reductions.
 #[test]
 fn every_shape_is_exact() {

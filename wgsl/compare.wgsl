@@ -33,9 +33,9 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-// The expected and actual images' rows, samples interleaved, packed little-endian into words.
-@group(0) @binding(1) var<storage, read> a: array<u32>;
-@group(0) @binding(2) var<storage, read> b: array<u32>;
+// The expected and actual images (bindings 1 and 2), read a word at a time or, for layouts
+// of 4 or 8 words a unit, a vec4 at a time (compare_words_vec4).
+// import: compare_words
 // Ignored rectangles, (x1, y1, x2, y2) inclusive.
 @group(0) @binding(3) var<storage, read> ignore: array<vec4<u32>>;
 // PART_WORDS words per workgroup; see `sum_partials` in src/ops/compare/gpu.rs for the layout.
@@ -103,16 +103,16 @@ fn is_max_slot(slot: u32) -> bool {
 // Sample s (pixel * CHANNELS + channel, counted from buf_px0) of a or b.
 fn sample_a(s: u32) -> u32 {
     if BITS == 8u {
-        return (a[s >> 2u] >> ((s & 3u) * 8u)) & 0xffu;
+        return (word_a(s >> 2u) >> ((s & 3u) * 8u)) & 0xffu;
     }
-    return (a[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu;
+    return (word_a(s >> 1u) >> ((s & 1u) * 16u)) & 0xffffu;
 }
 
 fn sample_b(s: u32) -> u32 {
     if BITS == 8u {
-        return (b[s >> 2u] >> ((s & 3u) * 8u)) & 0xffu;
+        return (word_b(s >> 2u) >> ((s & 3u) * 8u)) & 0xffu;
     }
-    return (b[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu;
+    return (word_b(s >> 1u) >> ((s & 1u) * 16u)) & 0xffffu;
 }
 
 // The samples of pixel (x, y) of image `img` (0: a, 1: b); channels past CHANNELS are 0.
@@ -273,23 +273,6 @@ fn faded(p: vec4<u32>) -> u32 {
     let luma = (306u * p.x + 601u * p.y + 117u * p.z + 512u) >> 10u;
     let g = 255u - ((255u - luma) * p.w + 1275u) / 2550u;
     return g | (g << 8u) | (g << 16u);
-}
-
-// The UNIT_WORDS words of a unit of a or b from word w.
-fn words_a(w: u32) -> array<u32, 8> {
-    var r: array<u32, 8>;
-    for (var j = 0u; j < UNIT_WORDS; j++) {
-        r[j] = a[w + j];
-    }
-    return r;
-}
-
-fn words_b(w: u32) -> array<u32, 8> {
-    var r: array<u32, 8>;
-    for (var j = 0u; j < UNIT_WORDS; j++) {
-        r[j] = b[w + j];
-    }
-    return r;
 }
 
 // Sample s of a unit's words (s < 4 * CHANNELS).

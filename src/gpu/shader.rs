@@ -46,6 +46,11 @@ const SNIPPETS: &[(&str, Shader)] = &[
         "compare_subgroup",
         crate::shader!("shared/compare_subgroup"),
     ),
+    ("compare_words", crate::shader!("shared/compare_words")),
+    (
+        "compare_words_vec4",
+        crate::shader!("shared/compare_words_vec4"),
+    ),
 ];
 
 /// A named variant of a shader: the file's defaults with a few declarations changed.

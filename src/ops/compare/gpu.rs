@@ -26,33 +26,44 @@ const SLACK: u64 = 128;
 // Rows of halo each side of a strip: anti-aliasing detection looks two pixels away.
 const HALO: u32 = 2;
 
-/// The compare kernel's two reductions with one unit per invocation, and with the most
-/// preloaded, for the shader tests.
+/// The compare kernel's two reductions and two ways of reading, with one unit per invocation
+/// and with the most preloaded, for the shader tests.
 pub(super) fn shaders() -> Vec<ShaderCase> {
-    [false, true]
-        .into_iter()
-        .flat_map(|sg| [(1, false), (32, true)].map(|(units, preload)| (sg, units, preload)))
-        .map(|(sg, units, preload)| {
-            ShaderCase::variant::<Params>(shader!("compare"), variant(sg, units, preload))
-        })
-        .collect()
+    let mut cases = Vec::new();
+    for subgroups in [false, true] {
+        for vec4 in [false, true] {
+            for (units, preload) in [(1, false), (32, true)] {
+                let v = variant(subgroups, vec4, units, preload);
+                cases.push(ShaderCase::variant::<Params>(shader!("compare"), v));
+            }
+        }
+    }
+    cases
 }
 
-/// The kernel with its workgroup reduction on subgroup operations, or on workgroup atomics,
-/// `units` units per invocation and their words preloaded or not (`UNITS` and `PRELOAD`,
-/// generated consts: they size arrays).
-fn variant(subgroups: bool, units: u32, preload: bool) -> Variant {
+/// The kernel with its workgroup reduction on subgroup operations or on workgroup atomics,
+/// its images read a vec4 or a word at a time, and `units` units per invocation, their words
+/// preloaded or not (`UNITS` and `PRELOAD`, generated consts: they size arrays).
+fn variant(subgroups: bool, vec4: bool, units: u32, preload: bool) -> Variant {
     let path = if subgroups { "subgroup" } else { "workgroup" };
     let mut v = Variant::consts(format!("{path} units{units}"), &[("UNITS", units)]);
     if preload {
         v.name += " preload";
         v.decls.push(("PRELOAD", "true".into()));
     }
-    if subgroups {
-        v.slot("compare_workgroup", "compare_subgroup")
-    } else {
-        v
+    if vec4 {
+        v.name += " vec4";
+        v = v.slot("compare_words", "compare_words_vec4");
     }
+    if subgroups {
+        v = v.slot("compare_workgroup", "compare_subgroup");
+    }
+    v
+}
+
+/// Whether a unit of `img`'s layout is 4 or 8 words, which the kernel reads as vec4s.
+fn vec4_units(img: &Image) -> bool {
+    (u32::from(img.channels) * img.bit_depth() / 8).is_multiple_of(4)
 }
 
 /// Keep in sync with `Params` in wgsl/compare.wgsl.
@@ -152,7 +163,7 @@ impl<'g> CompareGpu<'g> {
         // Every loop of the kernel has a constant or uniform bound (docs of kernel_unrolled).
         let kernel = gpu.kernel_variant(
             &shader!("compare"),
-            &variant(subgroups, t.units, t.preload),
+            &variant(subgroups, vec4_units(img), t.units, t.preload),
             "main",
             &constants,
             true,
@@ -169,7 +180,7 @@ impl<'g> CompareGpu<'g> {
         let max_units = (u64::from(strip) * u64::from(w)).div_ceil(UNIT_PX) + 1;
         let max_groups = u64::from(t.groups(max_units));
         let diff_bytes = if opts.diff { max_units * 12 } else { 0 };
-        let src_bytes = (buf_rows * row_bytes + SLACK).next_multiple_of(4);
+        let src_bytes = (buf_rows * row_bytes + SLACK).next_multiple_of(16);
         let buffers = Buffers {
             src_a: gpu.buffer("compare expected", Usage::Storage, src_bytes),
             src_b: gpu.buffer("compare actual", Usage::Storage, src_bytes),
