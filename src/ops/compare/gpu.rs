@@ -4,8 +4,10 @@
 //! pixels of the whole image (a strip's first and last units may hold pixels of its
 //! neighbours, which it leaves out), and reduces each workgroup's sums with subgroup
 //! operations where the adapter has them (wgsl/shared/compare_subgroup.wgsl), else with
-//! workgroup atomics (compare_workgroup.wgsl). Its shape (workgroup size, units per
-//! invocation, the most workgroups) is [`Tunables`].
+//! workgroup atomics (compare_workgroup.wgsl). Layouts of 4 or 8 words a unit are read a
+//! vec4 at a time (compare_words_vec4.wgsl), the others a word at a time
+//! (compare_words.wgsl). Its shape (workgroup size, units per invocation, their words
+//! preloaded or not, the most workgroups) is [`Tunables`].
 
 use anyhow::{bail, Result};
 
