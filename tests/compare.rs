@@ -810,6 +810,9 @@ fn every_shape_is_exact() {
     };
     let shapes = [
         Tunables::DEFAULT,
+        // The defaults for 1 Mpx and 4 Mpx pairs.
+        Tunables::for_pixels(1 << 20),
+        Tunables::for_pixels(3840 * 2160),
         shape(32, 1, false, 0),
         shape(32, 1, false, 1),
         shape(64, 2, true, 3),

@@ -10,7 +10,7 @@ use crate::ops::sample_bytes;
 
 /// `gpukit bench compare`'s cases: a 4K RGB8 pair differing in about 0.35% of its pixels,
 /// counted and drawn (the CI check of docs/BENCHMARKS.md), and counted only, in the
-/// default shape ([`Tunables::DEFAULT`]). Bytes per second, as `bench copy` counts them:
+/// default shape for its size ([`Tunables::for_pixels`]). Bytes per second, as `bench copy` counts them:
 /// both images read once, and the RGB8 diff image written once when drawn, so the rate
 /// compares with copy's directly.
 pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
@@ -18,7 +18,9 @@ pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> 
     let mut cases = Vec::new();
     for diff in [true, false] {
         cases.push(match engine {
-            Engine::Gpu(gpu) => gpu_case(gpu, &a, &b, diff, Tunables::DEFAULT)?,
+            Engine::Gpu(gpu) => {
+                gpu_case(gpu, &a, &b, diff, Tunables::for_pixels(a.pixels() as u64))?
+            }
             Engine::Cpu => {
                 let (a, b) = (a.clone(), b.clone());
                 let opts = Options {

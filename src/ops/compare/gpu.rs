@@ -138,13 +138,13 @@ impl<'g> CompareGpu<'g> {
 
     /// The buffers, bind groups and strips that compare images of `img`'s layout and size
     /// under `opts`, in the shape `opts.tunables` gives, else the tune cache's for this
-    /// adapter and size, else the defaults.
+    /// adapter and size, else the default for the size ([`Tunables::for_pixels`]).
     pub fn plan(&self, img: &Image, opts: &Options) -> Result<ComparePlan> {
         let gpu = self.gpu;
         let t = opts
             .tunables
             .or_else(|| crate::tune::choice(gpu, "compare", img.pixels() as f64, Tunables::check))
-            .unwrap_or(Tunables::DEFAULT);
+            .unwrap_or_else(|| Tunables::for_pixels(img.pixels() as u64));
         t.check(&gpu.limits)?;
         let subgroups = self.subgroups_fit(t.wg_size);
         let (w, c) = (img.width, img.channels as usize);

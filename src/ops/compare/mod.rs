@@ -107,7 +107,7 @@ pub struct Options {
     /// Draw the diff image.
     pub diff: bool,
     /// The GPU pass's shape; `None`: the tune cache's choice for this adapter and image
-    /// size, else [`Tunables::DEFAULT`]. Results are the same for every shape.
+    /// size, else [`Tunables::for_pixels`]. Results are the same for every shape.
     pub tunables: Option<Tunables>,
 }
 

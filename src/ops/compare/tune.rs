@@ -47,6 +47,23 @@ impl Tunables {
         max_groups: 0,
     };
 
+    /// The shape for a pair of `pixels` pixels each when the tune cache has none: DEFAULT's
+    /// workgroups, each invocation taking more units on larger images (16 from 4 Mpx, 8 from
+    /// 1 Mpx), so that a 4K pair makes about 500 workgroups, one wave on a large GPU. From
+    /// `gpukit tune compare` on an H100 (docs/BENCHMARKS.md, call M): 4 units took 0.044 ms
+    /// for the 4096x2048 pair, 16 took 0.034; 8 was best at 2048x1024 and 4 at 512x512.
+    pub fn for_pixels(pixels: u64) -> Tunables {
+        let units = match pixels {
+            p if p >= 4 << 20 => 16,
+            p if p >= 1 << 20 => 8,
+            _ => Tunables::DEFAULT.units,
+        };
+        Tunables {
+            units,
+            ..Tunables::DEFAULT
+        }
+    }
+
     /// Units per chunk: one workgroup's turn.
     pub fn chunk_units(&self) -> u64 {
         u64::from(self.wg_size) * u64::from(self.units)
@@ -233,6 +250,23 @@ mod tests {
             max_compute_invocations_per_workgroup: 1024,
             max_compute_workgroup_size_x: 1024,
             ..wgpu::Limits::default()
+        }
+    }
+
+    #[test]
+    fn larger_pairs_take_more_units_by_default() {
+        let units = |w: u64, h: u64| Tunables::for_pixels(w * h).units;
+        assert_eq!(units(512, 512), 4);
+        assert_eq!(units(1023, 1024), 4);
+        assert_eq!(units(1024, 1024), 8);
+        assert_eq!(units(2048, 1024), 8);
+        assert_eq!(units(2048, 2048), 16);
+        assert_eq!(units(3840, 2160), 16);
+        let limits = wgpu::Limits::default();
+        for p in [1, 1 << 20, 4 << 20, 1 << 30] {
+            let t = Tunables::for_pixels(p);
+            assert!(t.check(&limits).is_ok(), "{t:?}");
+            assert_eq!((t.wg_size, t.preload, t.max_groups), (256, false, 0));
         }
     }
 
