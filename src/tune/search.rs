@@ -13,6 +13,16 @@ use crate::gpu::{Engine, Gpu};
 
 type CaseFn<'s, 'g, T> = dyn FnMut(&SizeClass, &'static str, &T) -> Result<Case<'g>> + 's;
 
+/// The GPU an op's `tune` measures: tuning has nothing to do on the CPU engine.
+pub fn gpu_of(engine: &Engine) -> anyhow::Result<&Gpu> {
+    match engine {
+        Engine::Gpu(gpu) => Ok(gpu),
+        Engine::Cpu => {
+            anyhow::bail!("tune measures GPU kernels; the CPU backend has nothing to tune")
+        }
+    }
+}
+
 /// One op's search over its stages and size classes.
 pub struct Search<'s, 'g, T> {
     pub engine: &'g Engine,

@@ -108,9 +108,7 @@ pub(super) fn tune(
     level: Level,
     progress: &mut dyn FnMut(&str),
 ) -> Result<OpResult> {
-    let Engine::Gpu(gpu) = engine else {
-        anyhow::bail!("tune measures GPU kernels; the CPU backend has nothing to tune");
-    };
+    let gpu = crate::tune::gpu_of(engine)?;
     Search {
         engine,
         gpu,

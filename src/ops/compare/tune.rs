@@ -1,7 +1,7 @@
 //! The compare pass's shape (workgroup size, units per invocation, the most workgroups) and
 //! how `gpukit tune` searches it.
 
-use anyhow::{bail, ensure, Result};
+use anyhow::{ensure, Result};
 
 use super::{bench, reference, CompareGpu, Options};
 use crate::bench::Case;
@@ -132,9 +132,7 @@ pub(super) fn tune(
     level: Level,
     progress: &mut dyn FnMut(&str),
 ) -> Result<OpResult> {
-    let Engine::Gpu(gpu) = engine else {
-        bail!("tune measures GPU kernels; the CPU backend has nothing to tune");
-    };
+    let gpu = crate::tune::gpu_of(engine)?;
     Search {
         engine,
         gpu,

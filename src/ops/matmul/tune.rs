@@ -1,6 +1,6 @@
 //! The matmul tiling ([`Tunables`]) and how `gpukit tune` searches it.
 
-use anyhow::{bail, ensure, Result};
+use anyhow::{ensure, Result};
 
 use super::{exact, outside_bound, Dims, Matmul, MatmulPlan, Options, Precision};
 use crate::bench::{self, Case, Unit};
@@ -145,9 +145,7 @@ pub(super) fn tune(
     level: Level,
     progress: &mut dyn FnMut(&str),
 ) -> Result<OpResult> {
-    let Engine::Gpu(gpu) = engine else {
-        bail!("tune measures GPU kernels; the CPU backend has nothing to tune");
-    };
+    let gpu = crate::tune::gpu_of(engine)?;
     Search {
         engine,
         gpu,
