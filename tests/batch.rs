@@ -672,3 +672,52 @@ fn merged_reports_of_shards_list_every_file_as_the_unsharded_report_does() {
         assert_eq!(merged["summary"][key], all["summary"][key], "{key}");
     }
 }
+
+/// The pipelines a batch builds: "(N built" of `--timings`' pipelines line.
+fn pipelines_built(stderr: &str) -> u32 {
+    let line = stderr.lines().find(|l| l.contains("timing: pipelines"));
+    let line = line.unwrap_or_else(|| panic!("no pipelines line in {stderr}"));
+    let n = line.split('(').nth(1).and_then(|s| s.split(' ').next());
+    n.and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {line}"))
+}
+
+/// Engine threads that ask for the same pipeline at once get one build of it: a batch on
+/// four engine threads builds as many pipelines as on one.
+#[test]
+fn engine_threads_share_each_pipeline_build() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("in")).unwrap();
+    for i in 0..8 {
+        std::fs::copy(fixture("hopper.png"), d.join(format!("in/h{i}.png"))).unwrap();
+    }
+    let mut counts = Vec::new();
+    for jobs in ["1", "16"] {
+        let out = format!("out{jobs}");
+        let args = [
+            "--backend",
+            "vulkan",
+            "--no-pipeline-cache",
+            "--timings",
+            "blur",
+            "in",
+            "-r",
+            "2",
+            "--out-dir",
+            &out,
+            "-j",
+            jobs,
+        ];
+        let r = run_in(Some(d), &args);
+        r.code(0);
+        counts.push(pipelines_built(&r.stderr));
+        assert_blurred(&d.join("in/h0.png"), &d.join(&out).join("h0.png"), 2);
+        assert_blurred(&d.join("in/h7.png"), &d.join(&out).join("h7.png"), 2);
+    }
+    assert!(counts[0] > 0, "{counts:?}");
+    assert_eq!(
+        counts[0], counts[1],
+        "pipelines built on 1 and 4 engine threads"
+    );
+}

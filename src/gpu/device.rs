@@ -466,8 +466,9 @@ pub struct Gpu {
     pub(crate) dispatch_limit: u32,
     /// Errors wgpu reported outside an error scope; turned into `Err` by `Gpu::check`.
     pub(crate) errors: Arc<Mutex<Vec<String>>>,
-    /// Pipelines built so far, by shader, entry point and constants.
-    pub(crate) pipelines: Mutex<std::collections::HashMap<String, wgpu::ComputePipeline>>,
+    /// Pipelines by shader, entry point and constants: each built once, by the first thread
+    /// that asks for it, while others asking for it wait (`Gpu::kernel_variant`).
+    pub(crate) pipelines: Mutex<std::collections::HashMap<String, PipelineSlot>>,
     /// The driver's compiled pipelines, kept on disk between runs where the backend can.
     pub(crate) pipeline_cache: Option<PipelineCache>,
     /// How the ops read this adapter's tune cache; the cache itself, read on first use.
@@ -475,6 +476,9 @@ pub struct Gpu {
     pub tune: crate::tune::Settings,
     pub(crate) tuned: std::sync::OnceLock<crate::tune::Tuned>,
 }
+
+/// One pipeline of [`Gpu::pipelines`]: empty until built.
+pub(crate) type PipelineSlot = Arc<Mutex<Option<wgpu::ComputePipeline>>>;
 
 impl fmt::Debug for Gpu {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -488,7 +492,10 @@ impl fmt::Debug for Gpu {
 impl Drop for Gpu {
     /// Writes the pipeline cache back when pipelines were built (and it changed).
     fn drop(&mut self) {
-        let built = self.pipelines.get_mut().is_ok_and(|p| !p.is_empty());
+        let built = self.pipelines.get_mut().is_ok_and(|p| {
+            p.values()
+                .any(|slot| slot.lock().is_ok_and(|s| s.is_some()))
+        });
         if let Some(cache) = self.pipeline_cache.as_ref().filter(|_| built) {
             cache.save();
         }

@@ -1,7 +1,7 @@
 //! The helpers every op uses: pipelines from wgsl/, buffers, bind groups, dispatch grids,
 //! command batches with per-pass timestamps, upload and read-back.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -100,12 +100,18 @@ impl Gpu {
             "{label}{variant:?}{constants:?}{}",
             checks.force_loop_bounding
         );
-        if let Some(pipeline) = self
-            .pipelines
-            .lock()
-            .expect("pipeline cache poisoned")
-            .get(&key)
-        {
+        // One slot per key: the first thread to ask builds the pipeline while the others
+        // wait on the slot (the engine threads of a batch ask for the same ones at once, and
+        // drivers compile one at a time: 16 builds of 4 pipelines took 0.94 s on an H100).
+        let slot = Arc::clone(
+            self.pipelines
+                .lock()
+                .expect("pipeline cache poisoned")
+                .entry(key)
+                .or_default(),
+        );
+        let mut slot = slot.lock().expect("pipeline slot poisoned");
+        if let Some(pipeline) = slot.as_ref() {
             return Ok(Kernel {
                 name: label,
                 pipeline: pipeline.clone(),
@@ -144,10 +150,7 @@ impl Gpu {
             built.0 += 1;
             built.1 += start.elapsed();
         }
-        self.pipelines
-            .lock()
-            .expect("pipeline cache poisoned")
-            .insert(key, pipeline.clone());
+        *slot = Some(pipeline.clone());
         Ok(Kernel {
             name: label,
             pipeline,
