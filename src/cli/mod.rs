@@ -175,7 +175,7 @@ impl Ctx {
             pipelines: if for_work {
                 self.pipeline_settings()
             } else {
-                gpu::pipeline_cache::Settings::default()
+                gpu::pipeline_cache::Settings::off()
             },
             prefer_native_cpu: for_work,
             cpu_estimate: if for_work {

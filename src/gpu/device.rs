@@ -96,8 +96,9 @@ impl std::str::FromStr for DeviceSelector {
     }
 }
 
-/// What the user asked for; the default picks the best adapter of any compiled-in backend.
-#[derive(Clone, Debug, Default)]
+/// What the user asked for; the default picks the best adapter of any compiled-in backend,
+/// with the user's tune cache and no pipeline cache.
+#[derive(Clone, Debug)]
 pub struct DeviceRequest {
     pub backend: Option<BackendChoice>,
     pub device: Option<DeviceSelector>,
@@ -113,6 +114,19 @@ pub struct DeviceRequest {
     /// size before the device opens. With `prefer_native_cpu` and nothing named, a job under
     /// [`SMALL_JOB`] runs on that engine: it is done before a GPU would be open.
     pub cpu_estimate: Option<Duration>,
+}
+
+impl Default for DeviceRequest {
+    fn default() -> Self {
+        DeviceRequest {
+            backend: None,
+            device: None,
+            tune: crate::tune::Settings::default(),
+            pipelines: pipeline_cache::Settings::off(),
+            prefer_native_cpu: false,
+            cpu_estimate: None,
+        }
+    }
 }
 
 /// The native CPU engine's estimated time under which a job is done before any GPU would be

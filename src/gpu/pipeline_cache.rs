@@ -12,37 +12,16 @@ use serde::{Deserialize, Serialize};
 use crate::io::output::write_atomic;
 use crate::tune::cache::{cache_dir, AdapterKey};
 
-/// Where the pipeline cache is: the tune cache's choices (`Off` is the library's default
-/// here, and `--no-pipeline-cache`; `UserCache` the adapter's file beside its tune cache;
-/// `File` is `--pipeline-cache` or GPUKIT_PIPELINE_CACHE).
-pub use crate::tune::Source;
+/// Where the pipeline cache is and who hears about it: the tune cache's settings (`Off`,
+/// [`Settings::off`], is the library's default here and `--no-pipeline-cache`; `UserCache`
+/// the adapter's file beside its tune cache; `File` is `--pipeline-cache` or
+/// GPUKIT_PIPELINE_CACHE).
+pub use crate::tune::{Settings, Source};
 
-/// Where a device keeps its pipeline cache, and who hears about it.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub source: Source,
-    /// Hears what was read and written (`-v`); `None` says nothing.
-    pub note: Option<fn(&str)>,
-    /// Hears why a cache file is ignored or could not be written.
-    pub warn: fn(&str),
-}
-
-impl Default for Settings {
-    /// No pipeline cache.
-    fn default() -> Self {
-        Settings {
-            source: Source::Off,
-            note: None,
-            warn: |_| {},
-        }
-    }
-}
-
-impl Settings {
-    fn note(&self, msg: &str) {
-        if let Some(note) = self.note {
-            note(&format!("pipeline cache: {msg}"));
-        }
+/// Says `msg` about the pipeline cache to whoever hears notes (`-v`).
+fn note(settings: &Settings, msg: &str) {
+    if let Some(note) = settings.note {
+        note(&format!("pipeline cache: {msg}"));
     }
 }
 
@@ -161,14 +140,17 @@ impl PipelineCache {
     ) -> Option<PipelineCache> {
         let path = match &settings.source {
             Source::Off => {
-                settings.note("off");
+                note(settings, "off");
                 return None;
             }
             _ if !device.features().contains(wgpu::Features::PIPELINE_CACHE) => {
-                settings.note(&format!(
-                    "none on this adapter ({} has no pipeline cache)",
-                    super::device::backend_name(info.backend)
-                ));
+                note(
+                    settings,
+                    &format!(
+                        "none on this adapter ({} has no pipeline cache)",
+                        super::device::backend_name(info.backend)
+                    ),
+                );
                 return None;
             }
             Source::File(p) => p.clone(),
@@ -189,7 +171,7 @@ impl PipelineCache {
         let bytes = match std::fs::read(&path) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                settings.note(&format!("none yet at {}", path.display()));
+                note(settings, &format!("none yet at {}", path.display()));
                 None
             }
             Err(e) => {
@@ -210,14 +192,20 @@ impl PipelineCache {
                 None
             }
             Err(Unusable::Stale(why)) => {
-                settings.note(&format!("{}: stale ({why}); rebuilding it", path.display()));
+                note(
+                    settings,
+                    &format!("{}: stale ({why}); rebuilding it", path.display()),
+                );
                 None
             }
         });
         let cache = match data.and_then(|d| seeded(device, d, settings, &path)) {
             Some(cache) => {
                 let d = data.expect("seeded from data");
-                settings.note(&format!("read {} bytes from {}", d.len(), path.display()));
+                note(
+                    settings,
+                    &format!("read {} bytes from {}", d.len(), path.display()),
+                );
                 cache
             }
             None => create(device, None),
@@ -238,19 +226,21 @@ impl PipelineCache {
             return;
         };
         if self.read == Some((data.len(), fnv1a64(&data))) {
-            self.settings.note(&format!(
-                "unchanged, not written ({} bytes at {})",
-                data.len(),
-                self.path.display()
-            ));
+            note(
+                &self.settings,
+                &format!(
+                    "unchanged, not written ({} bytes at {})",
+                    data.len(),
+                    self.path.display()
+                ),
+            );
             return;
         }
         match write(&self.path, &self.adapter, &data) {
-            Ok(()) => self.settings.note(&format!(
-                "wrote {} bytes to {}",
-                data.len(),
-                self.path.display()
-            )),
+            Ok(()) => note(
+                &self.settings,
+                &format!("wrote {} bytes to {}", data.len(), self.path.display()),
+            ),
             Err(e) => (self.settings.warn)(&format!("could not write the pipeline cache: {e:#}")),
         }
     }
