@@ -34,6 +34,8 @@ macro_rules! shader {
 /// The snippets `// import: NAME` lines may name, by file name without `.wgsl`.
 const SNIPPETS: &[(&str, Shader)] = &[
     ("grid", crate::shader!("shared/grid")),
+    ("lane_subgroup", crate::shader!("shared/lane_subgroup")),
+    ("lane_workgroup", crate::shader!("shared/lane_workgroup")),
     ("blur_pass", crate::shader!("shared/blur_pass")),
     ("scan_op", crate::shader!("shared/scan_op")),
     ("scan_workgroup", crate::shader!("shared/scan_workgroup")),

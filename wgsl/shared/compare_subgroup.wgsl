@@ -4,19 +4,9 @@
 // (naga 30 takes subgroup operations on devices with the SUBGROUP feature and rejects
 // `enable subgroups;`.) Its twin without subgroups is compare_workgroup.
 
-// The builtins the kernel takes; the workgroup-memory path's twin has no subgroup ids.
-struct Lane {
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(subgroup_invocation_id) sgi: u32,
-    @builtin(subgroup_size) sgs: u32,
-    @builtin(subgroup_id) sid: u32,
-}
-
-// The adapter's smallest subgroup size (the host passes it). Subgroups are full: the host
-// takes this path only when the largest subgroup size divides WG_SIZE.
-override SUBGROUP_MIN: u32 = 1u;
+// import: lane_subgroup
+// Subgroups are full: the host takes this path only when the largest subgroup size divides
+// WG_SIZE.
 
 // PART_WORDS values per subgroup.
 var<workgroup> sh_sub: array<u32, PART_WORDS * (WG_SIZE / SUBGROUP_MIN)>;

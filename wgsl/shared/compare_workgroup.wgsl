@@ -2,12 +2,7 @@
 // subgroup operations: atomics on workgroup memory, skipped for values that add nothing
 // (identical regions cost no atomics). Its twin with subgroups is compare_subgroup.
 
-// The builtins the kernel takes; the subgroup path's twin adds the subgroup ids.
-struct Lane {
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-}
+// import: lane_workgroup
 
 var<workgroup> sh_part: array<atomic<u32>, PART_WORDS>;
 

@@ -1,18 +1,7 @@
 // scan_subgroup: the in-tile reduction and scan of the scan kernels with subgroup operations, of any subgroup size.
 // (naga 30 takes subgroup operations on devices with the SUBGROUP feature and rejects `enable subgroups;`.)
 
-// The builtins the kernels take; the workgroup-memory path's twin has no subgroup ids.
-struct Lane {
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(subgroup_invocation_id) sgi: u32,
-    @builtin(subgroup_size) sgs: u32,
-    @builtin(subgroup_id) sid: u32,
-}
-
-// The adapter's smallest subgroup size (the host passes it).
-override SUBGROUP_MIN: u32 = 1u;
+// import: lane_subgroup
 
 // One total per subgroup and per k: VEC_PER_THREAD * WG_SIZE / subgroup size of them
 // (32 entries for 32-lane subgroups).

@@ -1,11 +1,6 @@
 // scan_workgroup: the in-tile reduction and scan of the scan kernels in workgroup memory only (no subgroups).
 
-// The builtins the kernels take; the subgroup path's twin adds subgroup ids.
-struct Lane {
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-}
+// import: lane_workgroup
 
 // Blelloch's tree holds VEC_PER_THREAD values per invocation; every 32nd slot is skipped
 // (GPU Gems 3, ch. 39) so that the tree's strided accesses fall in different banks.
