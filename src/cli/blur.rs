@@ -330,8 +330,8 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     // regular file is read twice: a pipe's bytes would be gone.
     if let Some(job) = jobs.first().filter(|j| img_io::is_regular_file(&j.input)) {
         if let Ok(h) = img_io::probe_with(&job.input, &read) {
-            let one = params.cpu_estimate(h.width, h.height, h.channels);
-            ctx.estimate(one * u32::try_from(jobs.len()).unwrap_or(u32::MAX));
+            let files = u32::try_from(jobs.len()).unwrap_or(u32::MAX);
+            ctx.estimate(params.gpu_saving(h.width, h.height, h.channels, h.bit_depth, files));
         }
     }
     let hide = ctx.global.quiet

@@ -121,9 +121,9 @@ pub struct Ctx {
     pub global: GlobalArgs,
     /// The engine line of the devices opened (`engine: ...: why`), for `--timings`.
     engine_line: std::sync::Mutex<Option<String>>,
-    /// The native CPU engine's estimate of the job, set by a runner that knows the job's size
-    /// before it opens the engine ([`Ctx::estimate`]).
-    cpu_estimate: std::sync::Mutex<Option<std::time::Duration>>,
+    /// What a GPU would save on the job, set by a runner that knows the job's size before it
+    /// opens the engine ([`Ctx::estimate`]).
+    gpu_saving: std::sync::Mutex<Option<std::time::Duration>>,
 }
 
 impl Ctx {
@@ -147,11 +147,12 @@ impl Ctx {
         Ok(engine)
     }
 
-    /// Tells [`Ctx::work_engine`] the native CPU engine's estimated time for the whole job: a
-    /// job under [`gpu::SMALL_JOB`] runs on that engine when no device or backend is named,
-    /// without opening a GPU (docs/cli.md, "Engines").
+    /// Tells [`Ctx::work_engine`] what a GPU would save against the native CPU engine on the
+    /// whole job (the engine's estimated time, less the GPU path's host time where the op
+    /// knows it): a job saving under [`gpu::SMALL_JOB`] runs on that engine when no device or
+    /// backend is named, without opening a GPU (docs/cli.md, "Choosing the device").
     pub fn estimate(&self, t: std::time::Duration) {
-        *self.cpu_estimate.lock().expect("estimate lock poisoned") = Some(t);
+        *self.gpu_saving.lock().expect("estimate lock poisoned") = Some(t);
     }
 
     /// Every device `--device all` or a list names (one otherwise, as [`Ctx::work_engine`]),
@@ -178,8 +179,8 @@ impl Ctx {
                 gpu::pipeline_cache::Settings::off()
             },
             prefer_native_cpu: for_work,
-            cpu_estimate: if for_work {
-                *self.cpu_estimate.lock().expect("estimate lock poisoned")
+            gpu_saving: if for_work {
+                *self.gpu_saving.lock().expect("estimate lock poisoned")
             } else {
                 None
             },
@@ -341,7 +342,7 @@ where
     let ctx = Ctx {
         global: cli.global,
         engine_line: std::sync::Mutex::new(None),
-        cpu_estimate: std::sync::Mutex::new(None),
+        gpu_saving: std::sync::Mutex::new(None),
     };
     match cli.command {
         Command::Blur(args) => blur::run(&ctx, args),

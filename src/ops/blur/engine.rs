@@ -478,7 +478,7 @@ fn blur_once<T: Sample, M: Sample, O: Sample>(
 
 /// Whether this CPU runs AVX2 (the tile code is compiled twice: for it, and for the target's
 /// baseline).
-fn has_avx2() -> bool {
+pub(crate) fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     return std::arch::is_x86_feature_detected!("avx2");
     #[cfg(not(target_arch = "x86_64"))]

@@ -99,22 +99,62 @@ impl Options {
     }
 
     /// The native CPU engine's estimated time for an image of `width` x `height` with
-    /// `channels` samples a pixel ([`super::cpu_time`]): per sample and iteration, about 4.5
-    /// ns for a box (a running sum, whatever the radius) and 0.35 ns per tap of the two
-    /// passes for a gaussian, half as much again with alpha (32-bit lanes).
-    pub fn cpu_estimate(&self, width: u32, height: u32, channels: u8) -> std::time::Duration {
-        let per_sample = match self.kind {
-            Kind::Box => 4.5,
-            Kind::Gaussian { .. } => 2.0 + 0.35 * 2.0 * f64::from(2 * self.radius + 1),
+    /// `channels` samples a pixel of `bit_depth` bits ([`super::cpu_time`]). Per sample and
+    /// iteration on one core (measured: docs/BENCHMARKS.md, "The native CPU engine's rates"):
+    /// - 8 bits without alpha, in 16-bit AVX2 lanes: 0.9 ns for a box (a running sum, any
+    ///   radius up to 128) and 0.5 + 0.075 ns a tap (2R+1 taps) for a gaussian;
+    /// - 16 bits, or without AVX2: 1.2 ns for a box, 0.2 ns a tap;
+    /// - with alpha (premultiplied, in 32-bit lanes): 5 ns for a box, 2.5 + 0.2 ns a tap.
+    pub fn cpu_estimate(
+        &self,
+        width: u32,
+        height: u32,
+        channels: u8,
+        bit_depth: u32,
+    ) -> std::time::Duration {
+        let taps = f64::from(2 * self.radius + 1);
+        let alpha = channels.is_multiple_of(2);
+        let lanes = !alpha && bit_depth == 8 && engine::has_avx2();
+        let per_sample = match (self.kind, alpha) {
+            (Kind::Box, true) => 5.0,
+            (Kind::Box, false) if lanes && self.radius <= 128 => 0.9,
+            (Kind::Box, false) => 1.2,
+            (Kind::Gaussian { .. }, true) => 2.5 + 0.2 * taps,
+            (Kind::Gaussian { .. }, false) if lanes => 0.5 + 0.075 * taps,
+            (Kind::Gaussian { .. }, false) => 0.2 * taps,
         };
-        let alpha = if channels.is_multiple_of(2) { 1.5 } else { 1.0 };
         let samples = f64::from(width) * f64::from(height) * f64::from(channels);
         super::cpu_time(
-            samples * per_sample * alpha * f64::from(self.iterations),
+            samples * per_sample * f64::from(self.iterations),
             usize::MAX,
         )
     }
+
+    /// What a GPU would save against the native CPU engine on `files` images like this one
+    /// ([`Options::cpu_estimate`]), for the engine choice (`gpu::SMALL_JOB`): the engine's
+    /// time less the GPU path's own host time, which copies each image into staging and the
+    /// result out of it, about 0.65 ns a byte of the image for both (measured on an H100 host
+    /// in a batch: docs/BENCHMARKS.md). Never negative.
+    pub fn gpu_saving(
+        &self,
+        width: u32,
+        height: u32,
+        channels: u8,
+        bit_depth: u32,
+        files: u32,
+    ) -> std::time::Duration {
+        let engine = self.cpu_estimate(width, height, channels, bit_depth);
+        let bytes =
+            f64::from(width) * f64::from(height) * f64::from(channels) * f64::from(bit_depth / 8);
+        let copies = super::cpu_time(bytes * HOST_COPY_NS_PER_BYTE, usize::MAX);
+        engine.saturating_sub(copies) * files
+    }
 }
+
+/// The GPU path's host time per byte of an image, both copies (into staging, out of it):
+/// upload 0.16 s and download 0.37 s for 128 RGB 1920x1080 images in a 16-core batch (H100,
+/// call L of docs/BENCHMARKS.md).
+const HOST_COPY_NS_PER_BYTE: f64 = 0.65;
 
 /// How a blur runs on a GPU: the kernels' layout and shape, and the limits the plan works
 /// within (tests lower `max_binding` to force strips on small images, and pick the layout to
