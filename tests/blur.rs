@@ -818,4 +818,23 @@ fn timings_name_the_phases() {
             r.stderr
         );
     }
+    // The native CPU engine opens no device and copies nothing: no such phases.
+    let r = run(&[
+        "--backend",
+        "cpu",
+        "blur",
+        &fixture("hopper.png"),
+        "-r",
+        "3",
+        "--timings",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    r.code(0);
+    for phase in ["decode", "compute", "encode", "sum", "wall"] {
+        assert!(r.stderr.contains(&format!("timing: {phase}")), "{phase}");
+    }
+    for phase in ["device", "upload", "download"] {
+        assert!(!r.stderr.contains(&format!("timing: {phase}")), "{phase}");
+    }
 }

@@ -438,6 +438,8 @@ fn batch_timings(stages: StageTimes, device: Timings, engines: Vec<Timings>) -> 
     for (phase, d) in [encode_wait, encode] {
         timings.add(phase, d);
     }
+    // The device's slot keeps it first; the native CPU engine opens none.
+    timings.phases.retain(|(p, ms)| p != "device" || *ms > 0.0);
     timings
 }
 
