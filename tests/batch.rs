@@ -213,6 +213,73 @@ fn skip_existing_finishes_an_interrupted_batch_and_touches_nothing_done() {
 }
 
 #[test]
+fn an_output_folder_within_the_input_tree_is_not_taken_as_input_again() {
+    let dir = tempdir();
+    let d = dir.path();
+    let rels = mixed_tree(d);
+    // As if an earlier run into in/soft had finished two files and been interrupted.
+    std::fs::create_dir_all(d.join("in/soft/sub")).unwrap();
+    let done = [&rels[0], &rels[1]];
+    for rel in done {
+        std::fs::write(d.join("in/soft").join(rel), b"done before").unwrap();
+    }
+    for input in ["in", "in/**/*.png"] {
+        let r = run_in(
+            Some(d),
+            &[
+                "blur",
+                input,
+                "--recursive",
+                "--out-dir",
+                "./in/soft/",
+                "--skip-existing",
+                "--report",
+                "-",
+            ],
+        );
+        r.code(0);
+        let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(
+            report["files"].as_array().unwrap().len(),
+            rels.len(),
+            "{input}"
+        );
+        for rel in done {
+            assert_eq!(
+                std::fs::read(d.join("in/soft").join(rel)).unwrap(),
+                b"done before"
+            );
+        }
+        for rel in &rels[2..] {
+            assert_blurred(&d.join("in").join(rel), &d.join("in/soft").join(rel), 3);
+        }
+        assert!(!d.join("in/soft/soft").exists(), "{input}");
+    }
+}
+
+#[test]
+fn a_report_that_cannot_be_written_fails_before_anything_is_made() {
+    let dir = tempdir();
+    let d = dir.path();
+    let hopper = fixture("hopper.png");
+    let hopper = hopper.to_str().unwrap();
+    // The image and the report on one stream would mix their bytes.
+    for (out, report) in [("-", "-"), ("same.json", "same.json")] {
+        run_in(Some(d), &["blur", hopper, "-o", out, "--report", report])
+            .code(2)
+            .one_error_line(&format!("-o and --report both name {report}"));
+    }
+    // The option named is the one given, and no output folder is left behind.
+    run_in(
+        Some(d),
+        &["blur", hopper, "--out-dir", "out", "--report", "report.txt"],
+    )
+    .code(2)
+    .one_error_line("--report report.txt: a JSON file's name must end in .json");
+    assert_eq!(std::fs::read_dir(d).unwrap().count(), 0);
+}
+
+#[test]
 fn files_from_takes_nul_separated_odd_names_on_stdin() {
     use std::io::Write;
     let dir = tempdir();

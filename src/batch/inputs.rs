@@ -32,6 +32,10 @@ pub struct InputOptions {
     pub recursive: bool,
     /// A file listing inputs, one a line or NUL-separated; `-` reads the list from stdin.
     pub files_from: Option<PathBuf>,
+    /// A folder that folders and globs pass over: `--out-dir`, so that a batch whose outputs
+    /// lie within its input tree does not take them as inputs when run again (`--skip-existing`
+    /// after an interruption). Files named or listed are taken wherever they are.
+    pub exclude: Option<PathBuf>,
 }
 
 /// Whether a path names an image by its extension (case-insensitive).
@@ -58,6 +62,7 @@ pub fn expand(args: &[PathBuf], options: &InputOptions) -> Result<Vec<Item>> {
             "stdin (`-`) can be read once: give `-` once, as an input or as --files-from".into()
         ));
     }
+    let exclude = Excluded::new(options.exclude.as_deref());
     let mut items = Vec::new();
     for arg in args {
         if arg.as_path() == stdin {
@@ -66,9 +71,9 @@ pub fn expand(args: &[PathBuf], options: &InputOptions) -> Result<Vec<Item>> {
                 rel: STDIN_REL.into(),
             });
         } else if arg.is_dir() {
-            items.extend(folder(arg, options.recursive)?);
+            items.extend(folder(arg, options.recursive, &exclude)?);
         } else if !arg.exists() && is_glob(arg) {
-            items.extend(glob_items(arg)?);
+            items.extend(glob_items(arg, &exclude)?);
         } else {
             let name = arg.file_name().map(PathBuf::from);
             let rel = name.unwrap_or_else(|| arg.clone());
@@ -84,14 +89,54 @@ pub fn expand(args: &[PathBuf], options: &InputOptions) -> Result<Vec<Item>> {
     Ok(items)
 }
 
-fn folder(dir: &Path, recursive: bool) -> Result<Vec<Item>> {
+/// The folder inputs pass over ([`InputOptions::exclude`]), known by its identity rather
+/// than its spelling, so that `./out`, `out/` or a link to it are the same folder.
+struct Excluded(Option<FolderId>);
+
+#[cfg(unix)]
+type FolderId = (u64, u64);
+#[cfg(not(unix))]
+type FolderId = PathBuf;
+
+/// A folder's device and inode (its canonical path off Unix); `None` if it is no folder.
+fn folder_id(path: &Path) -> Option<FolderId> {
+    let meta = std::fs::metadata(path).ok().filter(|m| m.is_dir())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        std::fs::canonicalize(path).ok()
+    }
+}
+
+impl Excluded {
+    /// `dir`, if it exists yet (a batch's first run has no outputs to pass over).
+    fn new(dir: Option<&Path>) -> Excluded {
+        Excluded(dir.and_then(folder_id))
+    }
+
+    /// Whether `dir` is the excluded folder.
+    fn is(&self, dir: &Path) -> bool {
+        self.0.is_some() && folder_id(dir) == self.0
+    }
+}
+
+fn folder(dir: &Path, recursive: bool, exclude: &Excluded) -> Result<Vec<Item>> {
     let name = dir.display();
     let depth = if recursive { usize::MAX } else { 1 };
     let mut items = Vec::new();
+    // The folder named is walked even if it is the excluded one (writing over inputs is
+    // refused later, unless --overwrite); only folders below it are passed over.
     let walk = walkdir::WalkDir::new(dir)
         .max_depth(depth)
         .follow_links(true)
-        .sort_by_file_name();
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !e.file_type().is_dir() || !exclude.is(e.path()));
     for entry in walk {
         let entry = entry.with_context(|| format!("{name}: cannot list the folder"))?;
         if entry.file_type().is_dir() || !has_image_extension(entry.path()) {
@@ -134,15 +179,33 @@ fn glob_root(pattern: &Path) -> PathBuf {
     root
 }
 
-fn glob_items(pattern: &Path) -> Result<Vec<Item>> {
+fn glob_items(pattern: &Path, exclude: &Excluded) -> Result<Vec<Item>> {
     let text = pattern.to_str().expect("is_glob checked it is UTF-8");
     let root = glob_root(pattern);
     let paths = glob::glob(text)
         .map_err(|e| crate::UsageError(format!("{text}: not a valid pattern: {}", e.msg)))?;
     let mut items = Vec::new();
+    // Whether each folder a match lies in is within the excluded one, asked once a folder.
+    let mut within = std::collections::HashMap::<PathBuf, bool>::new();
+    let mut excluded = |dir: &Path| -> bool {
+        if let Some(&known) = within.get(dir) {
+            return known;
+        }
+        // Only folders below the pattern's fixed part: a pattern that names the excluded
+        // folder itself is taken at its word.
+        let known = dir
+            .ancestors()
+            .take_while(|a| *a != root.as_path() && !a.as_os_str().is_empty())
+            .any(|a| exclude.is(a));
+        within.insert(dir.to_path_buf(), known);
+        known
+    };
     for p in paths {
         let path = p.with_context(|| format!("{text}: cannot list a folder it names"))?;
         if path.is_dir() || !has_image_extension(&path) {
+            continue;
+        }
+        if exclude.0.is_some() && path.parent().is_some_and(&mut excluded) {
             continue;
         }
         let rel = path.strip_prefix(&root).unwrap_or(&path).to_path_buf();
@@ -250,6 +313,64 @@ mod tests {
             ["a.JPG", "b.png", "sub/c.png", "sub/deep/d.tif"]
         );
         assert_eq!(deep[3].path, dir.path().join("sub/deep/d.tif"));
+    }
+
+    #[test]
+    fn folders_and_globs_pass_over_the_output_folder_however_it_is_spelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for f in [
+            "in/a.png",
+            "in/sub/b.png",
+            "in/soft/a.png",
+            "in/soft/sub/b.png",
+        ] {
+            touch(d, f);
+        }
+        let recursive = |exclude: &Path| InputOptions {
+            recursive: true,
+            exclude: Some(exclude.to_path_buf()),
+            ..Default::default()
+        };
+        for spelled in [
+            d.join("in/soft"),
+            d.join("in/./soft/"),
+            d.join("in/sub/../soft"),
+        ] {
+            let items = expand(&[d.join("in")], &recursive(&spelled)).unwrap();
+            assert_eq!(
+                rels(&items),
+                ["a.png", "sub/b.png"],
+                "{}",
+                spelled.display()
+            );
+            let glob = d.join("in/**/*.png");
+            let items = expand(&[glob], &recursive(&spelled)).unwrap();
+            assert_eq!(
+                rels(&items),
+                ["a.png", "sub/b.png"],
+                "{}",
+                spelled.display()
+            );
+        }
+        // A link to it is the same folder.
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(d.join("in/soft"), d.join("link")).unwrap();
+            let items = expand(&[d.join("in")], &recursive(&d.join("link"))).unwrap();
+            assert_eq!(rels(&items), ["a.png", "sub/b.png"]);
+        }
+        // Named directly, by a pattern into it, or as the folder walked, it is taken.
+        let opts = recursive(&d.join("in/soft"));
+        let named = expand(&[d.join("in/soft/a.png")], &opts).unwrap();
+        assert_eq!(rels(&named), ["a.png"]);
+        let into = expand(&[d.join("in/soft/*.png")], &opts).unwrap();
+        assert_eq!(rels(&into), ["a.png"]);
+        let walked = expand(&[d.join("in/soft")], &opts).unwrap();
+        assert_eq!(rels(&walked), ["a.png", "sub/b.png"]);
+        // Not there yet (a first run): nothing is passed over.
+        let items = expand(&[d.join("in")], &recursive(&d.join("in/new"))).unwrap();
+        assert_eq!(items.len(), 4);
     }
 
     #[test]

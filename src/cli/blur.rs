@@ -27,18 +27,13 @@ enum KindArg {
 
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
+#[command(group(clap::ArgGroup::new("destination").required(true).args(["output", "out_dir"])))]
 pub struct BlurArgs {
     #[command(flatten)]
     input: InputArgs,
     /// Output file (one input only; may be the input itself). Its extension picks the format;
     /// `-` writes to stdout (not to a terminal), as PNG or as --out-format says.
-    #[arg(
-        short,
-        long,
-        value_name = "OUT",
-        conflicts_with = "out_dir",
-        required_unless_present = "out_dir"
-    )]
+    #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
     /// Write each output into DIR under its input's path below the folder or glob it came
     /// from (created when missing).
@@ -55,7 +50,8 @@ pub struct BlurArgs {
     /// Let --out-dir write over input files (as when DIR is the inputs' own folder).
     #[arg(long, requires = "out_dir")]
     overwrite: bool,
-    /// Write what became of each file as JSON to FILE, or to stdout with `-` (docs/formats.md).
+    /// Write what became of each file as JSON to FILE.json, or to stdout with `-`
+    /// (docs/formats.md).
     #[arg(long, value_name = "FILE|-")]
     report: Option<JsonDest>,
     /// Window radius in pixels: 2R+1 taps each way. Default: 3 for box; ceil(3 sigma) for gaussian.
@@ -146,7 +142,7 @@ impl BlurArgs {
     /// output folder).
     fn jobs(&self, ctx: &Ctx) -> Result<Vec<Job>> {
         let usage = |m: String| anyhow::Error::new(crate::UsageError(m));
-        let items = self.input.items(ctx)?;
+        let items = self.input.items(ctx, self.out_dir.as_deref())?;
         let outputs = match (&self.output, &self.out_dir) {
             (Some(out), _) => {
                 if items.len() > 1 {
@@ -292,13 +288,22 @@ fn shared_engines<'e>(
 
 pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     let params = args.params()?;
+    if let (Some(out), Some(report)) = (&args.output, &args.report) {
+        let report = report.path().unwrap_or(Path::new("-"));
+        output::refuse_shared_output(("-o", out), ("--report", report))?;
+    }
+    // Opened before the inputs are listed and the output folder is made, so a bad path
+    // fails at once and leaves nothing behind.
+    let report_sink = args
+        .report
+        .as_ref()
+        .map(|r| JsonSink::open_as(r, "--report"))
+        .transpose()?;
     let jobs = args.jobs(ctx)?;
     if jobs.is_empty() {
         ctx.note("this shard holds none of the inputs");
         return Ok(Status::Success);
     }
-    // Opened before the work, so a bad path fails at once.
-    let report_sink = args.report.as_ref().map(JsonSink::open).transpose()?;
     // `-o`'s output is created before the work, so an unwritable place fails before any
     // decoding; removed on any error, it leaves nothing behind.
     let named = match &args.output {

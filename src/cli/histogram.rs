@@ -186,7 +186,12 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
         sink.write(&super::merge::histograms(&args.input.inputs)?)?;
         return Ok(Status::Success);
     }
-    let inputs: Vec<PathBuf> = args.input.items(ctx)?.into_iter().map(|i| i.path).collect();
+    let inputs: Vec<PathBuf> = args
+        .input
+        .items(ctx, None)?
+        .into_iter()
+        .map(|i| i.path)
+        .collect();
     if inputs.is_empty() {
         ctx.note("this shard holds none of the inputs");
         return Ok(Status::Success);
@@ -293,15 +298,9 @@ fn open_outputs(
     }
     if let Some(p) = &args.plot {
         output::refuse_input_as_output("--plot", p, inputs)?;
-        let json = args
-            .json
-            .as_ref()
-            .map(|j| j.path().unwrap_or(Path::new("-")));
-        if json.is_some_and(|j| j == p || (output::names_stream(j) && output::names_stream(p))) {
-            anyhow::bail!(crate::UsageError(format!(
-                "--json and --plot both name {}; give them different outputs",
-                p.display()
-            )));
+        if let Some(json) = &args.json {
+            let json = json.path().unwrap_or(Path::new("-"));
+            output::refuse_shared_output(("--json", json), ("--plot", p))?;
         }
     }
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;

@@ -1,7 +1,7 @@
 //! The input options every batch subcommand shares: files, folders, globs, lists, stdin, the
 //! pool's width and the shard (docs/cli.md#batches, docs/scale-out.md).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
@@ -17,13 +17,13 @@ pub struct InputArgs {
     /// for an image on stdin (histogram: images one after another, as ffmpeg -f image2pipe).
     #[arg(value_name = "IN", required_unless_present = "files_from")]
     pub inputs: Vec<PathBuf>,
-    /// Folders give the images in their whole tree (kept as a tree under --out-dir).
+    /// Folders give the images in their whole tree (blur: kept as a tree under --out-dir).
     #[arg(long)]
     pub recursive: bool,
     /// Also read inputs from FILE (`-`: stdin), NUL-separated if it holds a NUL, else one a line.
     #[arg(long, value_name = "FILE|-")]
     pub files_from: Option<PathBuf>,
-    /// Files decoded and encoded at once (default: the number of cores).
+    /// Files decoded at once, and as many encoded (default: the number of cores).
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub jobs: Option<u32>,
     /// Only the I-th of N disjoint parts of the inputs, chosen by a hash of each file's path
@@ -37,12 +37,14 @@ pub struct InputArgs {
 }
 
 impl InputArgs {
-    /// The batch's files: the inputs expanded, then this task's shard of them. With a shard,
-    /// an empty list is not an error (a small batch over many tasks leaves some idle).
-    pub fn items(&self, ctx: &Ctx) -> Result<Vec<Item>> {
+    /// The batch's files: the inputs expanded (folders and globs passing over `exclude`, the
+    /// output folder), then this task's shard of them. With a shard, an empty list is not an
+    /// error (a small batch over many tasks leaves some idle).
+    pub fn items(&self, ctx: &Ctx, exclude: Option<&Path>) -> Result<Vec<Item>> {
         let options = InputOptions {
             recursive: self.recursive,
             files_from: self.files_from.clone(),
+            exclude: exclude.map(Path::to_path_buf),
         };
         let mut items = batch::expand(&self.inputs, &options)?;
         let shard = self.shard_from(ctx)?;

@@ -40,9 +40,14 @@ impl JsonDest {
 pub struct JsonSink(PendingFile);
 
 impl JsonSink {
-    /// Opens `dest`. A file name must end in `.json` unless it names a device or FIFO: a
-    /// mistyped `--json input.png` must not overwrite an image with JSON.
+    /// Opens `dest`, given with `--json`. A file name must end in `.json` unless it names a
+    /// device or FIFO: a mistyped `--json input.png` must not overwrite an image with JSON.
     pub fn open(dest: &JsonDest) -> Result<Self> {
+        Self::open_as(dest, "--json")
+    }
+
+    /// Opens `dest`, given with `option` (named in its errors), as [`JsonSink::open`].
+    pub fn open_as(dest: &JsonDest, option: &str) -> Result<Self> {
         let path = match dest {
             JsonDest::Stdout => Path::new("-"),
             JsonDest::File(p) => p,
@@ -54,7 +59,7 @@ impl JsonSink {
             || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
         if !is_json && !special && dest != &JsonDest::Stdout {
             anyhow::bail!(crate::UsageError(format!(
-                "--json {}: a JSON file's name must end in .json (or give - for stdout)",
+                "{option} {}: a JSON file's name must end in .json (or give - for stdout)",
                 path.display()
             )));
         }

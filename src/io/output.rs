@@ -236,6 +236,22 @@ pub fn same_file(output: &Path, input: &Path) -> bool {
     }
 }
 
+/// A usage error when two outputs of one command, given with the options `a.0` and `b.0`,
+/// name the same file or the same standard stream (`-` and `/dev/stdout`): their bytes
+/// would mix.
+pub fn refuse_shared_output(a: (&str, &Path), b: (&str, &Path)) -> Result<()> {
+    let stream = fd_alias(a.1);
+    if a.1 == b.1 || (stream.is_some() && stream == fd_alias(b.1)) || same_file(a.1, b.1) {
+        bail!(crate::UsageError(format!(
+            "{} and {} both name {}; give them different outputs",
+            a.0,
+            b.0,
+            b.1.display()
+        )));
+    }
+    Ok(())
+}
+
 /// A usage error when `output` (given with `flag`) is one of `inputs`.
 pub fn refuse_input_as_output<P: AsRef<Path>>(
     flag: &str,
