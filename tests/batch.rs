@@ -400,7 +400,8 @@ fn histogram_of_a_folder_writes_what_it_counted_and_lists_the_failure() {
             "2",
         ],
     );
-    r.code(1).one_error_line("in/b.png");
+    r.code(1)
+        .batch_errors(&["in/b.png"], "2 done, 0 skipped, 1 failed");
     let doc = json(&d.join("h.json"));
     let inputs = doc["inputs"].as_array().unwrap();
     assert_eq!(inputs.len(), 2);
@@ -421,6 +422,40 @@ fn histogram_of_a_folder_writes_what_it_counted_and_lists_the_failure() {
     assert_eq!(doc["failed"][0]["path"], "in/b.png");
     // A sum over some of the inputs would be wrong: there is none.
     assert!(doc["sum"].is_null());
+}
+
+#[test]
+fn histogram_errors_come_in_input_order_whichever_stage_finds_them() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    // b's header reads but its data ends early (found when decoding); c is empty and d is
+    // no image (found when the header is read, before any decoding).
+    let hopper = std::fs::read(fixture("hopper.png")).unwrap();
+    std::fs::write(d.join("in/a.png"), &hopper).unwrap();
+    std::fs::write(d.join("in/b.png"), &hopper[..3000]).unwrap();
+    std::fs::write(d.join("in/c.png"), b"").unwrap();
+    std::fs::write(d.join("in/d.png"), b"hello").unwrap();
+    std::fs::write(d.join("in/e.png"), &hopper).unwrap();
+    for jobs in ["1", "4"] {
+        let r = run_in(
+            Some(d),
+            &["histogram", "in", "--json", "h.json", "-j", jobs],
+        );
+        r.code(1).batch_errors(
+            &["in/b.png: ", "in/c.png: ", "in/d.png: "],
+            "2 done, 0 skipped, 3 failed",
+        );
+        let doc = json(&d.join("h.json"));
+        let failed: Vec<&str> = doc["failed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(failed, ["in/b.png", "in/c.png", "in/d.png"]);
+        assert_eq!(doc["inputs"].as_array().unwrap().len(), 2);
+    }
 }
 
 /// The files of `dir/in` a `--shard` run wrote under `out`.

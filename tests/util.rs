@@ -28,6 +28,27 @@ impl Run {
         self
     }
 
+    /// Asserts stderr is a batch's errors, one line each starting `gpukit: ` and containing
+    /// its needle, in this order, then the batch's summary line, which starts with
+    /// `gpukit: ` and `summary` ("2 done, 0 skipped, 1 failed").
+    #[track_caller]
+    pub fn batch_errors(&self, needles: &[&str], summary: &str) -> &Self {
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(lines.len(), needles.len() + 1, "{}", self.stderr);
+        for (line, needle) in lines.iter().zip(needles) {
+            assert!(
+                line.starts_with("gpukit: ") && line.contains(needle),
+                "{needle:?} not in {line:?}"
+            );
+        }
+        let last = lines.last().expect("a summary line");
+        assert!(
+            last.starts_with(&format!("gpukit: {summary} in ")),
+            "{summary:?} not in {last:?}"
+        );
+        self
+    }
+
     /// Asserts stderr is exactly one line starting `gpukit:` and containing `needle`.
     #[track_caller]
     pub fn one_error_line(&self, needle: &str) -> &Self {

@@ -62,24 +62,12 @@ impl Report {
         elapsed: Duration,
     ) -> Report {
         let count = |s: FileStatus| files.iter().filter(|f| f.status == s).count();
-        let (done, skipped, failed) = (
+        let summary = Summary::new(
             count(FileStatus::Ok),
             count(FileStatus::Skipped),
             count(FileStatus::Failed),
+            elapsed,
         );
-        let seconds = elapsed.as_secs_f64();
-        let summary = Summary {
-            files: files.len(),
-            done,
-            skipped,
-            failed,
-            seconds,
-            images_per_second: if seconds > 0.0 {
-                done as f64 / seconds
-            } else {
-                0.0
-            },
-        };
         Report {
             gpukit_version: env!("CARGO_PKG_VERSION"),
             command,
@@ -91,10 +79,34 @@ impl Report {
 
     /// "64 done, 0 skipped, 1 failed in 2.31 s (27.7 images/s)".
     pub fn summary_line(&self) -> String {
-        let s = &self.summary;
+        self.summary.line()
+    }
+}
+
+impl Summary {
+    /// The totals of a batch that took `elapsed`.
+    pub fn new(done: usize, skipped: usize, failed: usize, elapsed: Duration) -> Summary {
+        let seconds = elapsed.as_secs_f64();
+        Summary {
+            files: done + skipped + failed,
+            done,
+            skipped,
+            failed,
+            seconds,
+            images_per_second: if seconds > 0.0 {
+                done as f64 / seconds
+            } else {
+                0.0
+            },
+        }
+    }
+
+    /// "64 done, 0 skipped, 1 failed in 2.31 s (27.7 images/s)": the line a batch of more
+    /// than one file ends with.
+    pub fn line(&self) -> String {
         format!(
             "{} done, {} skipped, {} failed in {:.2} s ({:.1} images/s)",
-            s.done, s.skipped, s.failed, s.seconds, s.images_per_second
+            self.done, self.skipped, self.failed, self.seconds, self.images_per_second
         )
     }
 }

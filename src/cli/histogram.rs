@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::inputs::InputArgs;
 use super::{print_stdout, term, Ctx, Status};
+use crate::batch::report::Summary;
 use crate::batch::Stages;
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self, Image};
@@ -202,14 +203,15 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
         ));
     }
     let (sink, plot) = open_outputs(ctx, &args, &inputs)?;
+    let started = std::time::Instant::now();
     let mut timings = Timings::default();
     let read = ctx.read_options();
-    let (headers, mut failures) = timings.phase("probe", || probe(&args, &inputs, &read))?;
-    let mut status = if failures.is_empty() {
-        Status::Success
-    } else {
-        Status::Failure
-    };
+    let (headers, unread) = timings.phase("probe", || probe(&args, &inputs, &read))?;
+    // Errors print in input order, each once every input before it has ended.
+    let mut printer = InOrder::new(inputs.len());
+    for (i, e) in &unread {
+        printer.end(*i, Some(e));
+    }
     // The channels every input is counted with when there is a sum (or its plot).
     let shared = headers
         .iter()
@@ -217,26 +219,47 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
         .reduce(Channels::union)
         .filter(|_| args.sum || args.plot.is_some());
     let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
-    let (results, finished) = count(ctx, &args, &headers, shared, plot.is_some(), hide)?;
+    let (results, finished) = count(
+        ctx,
+        &args,
+        &headers,
+        shared,
+        plot.is_some(),
+        hide,
+        |i, r| {
+            // A usage error (bins against the decoded depth) ends the run, and prints then.
+            let error = r.err().filter(|e| Status::of_error(e) != Status::Usage);
+            printer.end(headers[i].index, error);
+        },
+    )?;
     timings.merge(&finished.timings);
     let mut reports = Vec::new();
+    let mut errors: Vec<Option<anyhow::Error>> = inputs.iter().map(|_| None).collect();
+    for (i, e) in unread {
+        errors[i] = Some(e);
+    }
     for (input, result) in headers.iter().zip(results) {
-        let path = &input.path;
         match result {
             Ok(counted) => reports.push(Report {
-                path: path.display().to_string(),
+                path: input.path.display().to_string(),
                 header: input.header,
                 counted,
             }),
-            // A usage error (bins against the decoded depth) ends the run.
             Err(e) if Status::of_error(&e) == Status::Usage => return Err(e),
-            Err(e) => {
-                fail(&e);
-                failures.push(FailedDoc::new(path, &e));
-                status = Status::Failure;
-            }
+            Err(e) => errors[input.index] = Some(e),
         }
     }
+    let failures: Vec<FailedDoc> = inputs
+        .iter()
+        .zip(&errors)
+        .filter_map(|(path, e)| e.as_ref().map(|e| FailedDoc::new(path, e)))
+        .collect();
+    let status = if failures.is_empty() {
+        Status::Success
+    } else {
+        Status::Failure
+    };
+    let totals = Summary::new(reports.len(), 0, failures.len(), started.elapsed());
     // A sum over some of the inputs would be a wrong answer: it is given only when every
     // input was counted.
     let counted_all = status == Status::Success && !reports.is_empty();
@@ -268,6 +291,9 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
         let sum = total.as_ref().filter(|_| args.sum);
         print_stdout(&summary(&reports, sum))?;
     }
+    if inputs.len() > 1 {
+        ctx.note(&totals.line());
+    }
     ctx.report_timings(&timings);
     Ok(status)
 }
@@ -275,6 +301,8 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
 /// An input whose header was read, and its source, which the decode stage takes: each input
 /// is read once.
 struct Input {
+    /// Its place among the inputs.
+    index: usize,
     path: PathBuf,
     header: image::Header,
     source: Mutex<Option<image::Source>>,
@@ -282,8 +310,33 @@ struct Input {
 /// The plot's output, created up front, and its format.
 type Plot = (PendingFile, ImageFormat);
 
-fn fail(err: &anyhow::Error) {
-    eprintln!("{} {err:#}", term::error_prefix());
+/// Prints the inputs' errors in input order: each once every input before it has ended.
+struct InOrder {
+    ended: Vec<bool>,
+    errors: Vec<Option<String>>,
+    next: usize,
+}
+
+impl InOrder {
+    fn new(inputs: usize) -> InOrder {
+        InOrder {
+            ended: vec![false; inputs],
+            errors: vec![None; inputs],
+            next: 0,
+        }
+    }
+
+    /// Input `i` has ended, with `error` if it failed.
+    fn end(&mut self, i: usize, error: Option<&anyhow::Error>) {
+        self.ended[i] = true;
+        self.errors[i] = error.map(|e| format!("{e:#}"));
+        while self.ended.get(self.next) == Some(&true) {
+            if let Some(e) = self.errors[self.next].take() {
+                eprintln!("{} {e}", term::error_prefix());
+            }
+            self.next += 1;
+        }
+    }
 }
 
 /// The `--json` and `--plot` outputs, checked and created before any work so that a bad
@@ -322,31 +375,32 @@ fn open_outputs(
     Ok((sink, plot))
 }
 
+/// An input whose header could not be read: its place among the inputs, and why.
+type Unread = (usize, anyhow::Error);
+
 /// Every input's header, checked against --bins (a usage error), and the inputs whose header
-/// cannot be read, reported as they are found. A file's header is read alone; a pipe is read
-/// whole, stdin up to its first image, and what was read is kept for the count.
+/// cannot be read (by their place among the inputs). A file's header is read alone; a pipe
+/// is read whole, stdin up to its first image, and what was read is kept for the count.
 fn probe(
     args: &HistogramArgs,
     inputs: &[PathBuf],
     read: &image::ReadOptions,
-) -> Result<(Vec<Input>, Vec<FailedDoc>)> {
+) -> Result<(Vec<Input>, Vec<Unread>)> {
     let mut headers = Vec::new();
     let mut failures = Vec::new();
-    for path in inputs {
+    for (index, path) in inputs.iter().enumerate() {
         match image::Source::open(path, read) {
             Ok(source) => {
                 let header = source.header();
                 check_bins(args.bins, header.bit_depth).with_context(|| image::input_name(path))?;
                 headers.push(Input {
+                    index,
                     path: path.clone(),
                     header,
                     source: Mutex::new(Some(source)),
                 });
             }
-            Err(e) => {
-                fail(&e);
-                failures.push(FailedDoc::new(path, &e));
-            }
+            Err(e) => failures.push((index, e)),
         }
     }
     Ok((headers, failures))
@@ -361,6 +415,7 @@ fn count(
     shared: Option<Channels>,
     plot_wanted: bool,
     hide: bool,
+    mut ended: impl FnMut(usize, Result<&Counted, &anyhow::Error>),
 ) -> Result<(Vec<Result<Counted>>, Finished)> {
     // The device opens on the engine thread while the first inputs decode, unless the job is
     // small enough for the native CPU engine to finish first (an animation's or a stream's
@@ -452,6 +507,7 @@ fn count(
                 stage_times.add(phase, d);
             }
         }
+        bar.suspend(|| ended(outcome.index, outcome.result.as_ref()));
         results[outcome.index] = Some(outcome.result);
         bar.inc(1);
     });
