@@ -838,3 +838,56 @@ fn timings_name_the_phases() {
         assert!(!r.stderr.contains(&format!("timing: {phase}")), "{phase}");
     }
 }
+
+#[test]
+fn a_gif_output_is_written_with_a_warning_that_its_colours_are_reduced() {
+    let dir = tempdir();
+    let warning = "GIF holds at most 256 colours";
+    let gif = dir.path().join("o.gif");
+    let r = run(&[
+        "blur",
+        &fixture("hopper.png"),
+        "-r",
+        "2",
+        "-o",
+        gif.to_str().unwrap(),
+    ]);
+    r.code(0);
+    assert!(r.stderr.contains(warning), "{}", r.stderr);
+    // Reduced, not exact: near the blur, within a palette's error.
+    let img = image::load(Path::new(&fixture("hopper.png"))).unwrap();
+    let want = reference(&img, &BlurParams::new(Kind::Box, 2, 1)).unwrap();
+    let got = image::load(&gif).unwrap();
+    assert_eq!((got.width, got.height), (want.width, want.height));
+    let (Samples::U8(w), Samples::U8(g)) = (&want.samples, &got.samples) else {
+        panic!("8-bit images");
+    };
+    let (wc, gc) = (usize::from(want.channels), usize::from(got.channels));
+    let pixels = w.len() / wc;
+    let (mut total, mut exact) = (0u64, 0usize);
+    for p in 0..pixels {
+        for c in 0..3 {
+            let d = w[p * wc + c].abs_diff(g[p * gc + c]);
+            total += u64::from(d);
+            exact += usize::from(d == 0);
+        }
+    }
+    let mean = total as f64 / (3 * pixels) as f64;
+    assert!(mean < 8.0, "mean error {mean}");
+    assert!(
+        exact < 3 * pixels,
+        "a palette of 256 cannot hold every colour exactly"
+    );
+    // Lossless formats say nothing.
+    let webp = dir.path().join("o.webp");
+    let r = run(&[
+        "blur",
+        &fixture("hopper.png"),
+        "-r",
+        "2",
+        "-o",
+        webp.to_str().unwrap(),
+    ]);
+    r.code(0);
+    assert!(!r.stderr.contains(warning), "{}", r.stderr);
+}

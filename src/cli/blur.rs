@@ -187,6 +187,12 @@ impl BlurArgs {
             })
             .collect::<Result<Vec<_>>>()?;
         self.check_encoding(&jobs)?;
+        if jobs.iter().any(|j| j.format == ImageFormat::Gif) {
+            ctx.warn(
+                "GIF holds at most 256 colours: the outputs are reduced to a palette, not \
+                 exact (.png, .webp or .tif keep every colour)",
+            );
+        }
         if let Some(dir) = &self.out_dir {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
