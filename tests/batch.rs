@@ -210,6 +210,25 @@ fn skip_existing_finishes_an_interrupted_batch_and_touches_nothing_done() {
     let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(report["summary"]["skipped"], 2);
     assert_eq!(report["summary"]["done"], rels.len() - 2);
+    // A folder standing where an output should be is not a finished output: that file fails.
+    let rel = &rels[2];
+    std::fs::remove_file(d.join("out").join(rel)).unwrap();
+    std::fs::create_dir(d.join("out").join(rel)).unwrap();
+    let args = [
+        "blur",
+        "in",
+        "--recursive",
+        "--out-dir",
+        "out",
+        "--skip-existing",
+    ];
+    let r = run_in(Some(d), &args);
+    r.code(1);
+    assert!(
+        r.stderr.contains(&rel.display().to_string()),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

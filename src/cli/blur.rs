@@ -436,8 +436,12 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
 /// waiting for an engine (summed over the files), the engine threads' phases (planning, upload,
 /// compute, download on a GPU), then waiting for an encoder and encoding.
 fn batch_timings(stages: StageTimes, device: Timings, engines: Vec<Timings>) -> Timings {
+    // Opening the engine comes first, whichever thread did it: slots in the order it goes.
+    let opening = ["instance", "adapters", "device"];
     let mut timings = Timings::default();
-    timings.add("device", std::time::Duration::ZERO);
+    for phase in opening {
+        timings.add(phase, std::time::Duration::ZERO);
+    }
     timings.merge(&device);
     let [decode, wait, _engine, encode_wait, encode] = stages.phases();
     for (phase, d) in [decode, wait] {
@@ -449,8 +453,10 @@ fn batch_timings(stages: StageTimes, device: Timings, engines: Vec<Timings>) -> 
     for (phase, d) in [encode_wait, encode] {
         timings.add(phase, d);
     }
-    // The device's slot keeps it first; the native CPU engine opens none.
-    timings.phases.retain(|(p, ms)| p != "device" || *ms > 0.0);
+    // Slots left empty (the native CPU engine opens no device) are not phases.
+    timings
+        .phases
+        .retain(|(p, ms)| !opening.contains(&p.as_str()) || *ms > 0.0);
     timings
 }
 
@@ -473,7 +479,9 @@ impl<'j> Ledger<'j> {
         let mut records = vec![None; jobs.len()];
         let mut todo = Vec::new();
         for (i, job) in jobs.iter().enumerate() {
-            if skip_existing && job.output.symlink_metadata().is_ok() {
+            // A folder where the output should be is no output: writing it fails, and says so.
+            let done = job.output.symlink_metadata().is_ok_and(|m| !m.is_dir());
+            if skip_existing && done {
                 records[i] = Some(record(job, FileStatus::Skipped, None, None));
             } else {
                 todo.push(i);
