@@ -818,24 +818,22 @@ fn timings_name_the_phases() {
             r.stderr
         );
     }
-    // The native CPU engine opens no device and copies nothing: no such phases.
-    let r = run(&[
-        "--backend",
-        "cpu",
-        "blur",
-        &fixture("hopper.png"),
-        "-r",
-        "3",
-        "--timings",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    r.code(0);
-    for phase in ["decode", "compute", "encode", "sum", "wall"] {
-        assert!(r.stderr.contains(&format!("timing: {phase}")), "{phase}");
-    }
-    for phase in ["device", "upload", "download"] {
-        assert!(!r.stderr.contains(&format!("timing: {phase}")), "{phase}");
+    // The native CPU engine, named or chosen (a small job), opens no device and copies
+    // nothing: no such phases.
+    for backend in [&["--backend", "cpu"][..], &[]] {
+        let mut args = backend.to_vec();
+        let hopper = fixture("hopper.png");
+        args.extend(["blur", &hopper, "-r", "3", "--timings"]);
+        args.extend(["-o", out.to_str().unwrap()]);
+        let r = run(&args);
+        r.code(0);
+        assert!(r.stderr.contains("engine: native CPU"), "{}", r.stderr);
+        for phase in ["decode", "compute", "encode", "sum", "wall"] {
+            assert!(r.stderr.contains(&format!("timing: {phase}")), "{phase}");
+        }
+        for phase in ["instance", "device", "upload", "download"] {
+            assert!(!r.stderr.contains(&format!("timing: {phase}")), "{phase}");
+        }
     }
 }
 

@@ -187,12 +187,6 @@ impl BlurArgs {
             })
             .collect::<Result<Vec<_>>>()?;
         self.check_encoding(&jobs)?;
-        if jobs.iter().any(|j| j.format == ImageFormat::Gif) {
-            ctx.warn(
-                "GIF holds at most 256 colours: the outputs are reduced to a palette, not \
-                 exact (.png, .webp or .tif keep every colour)",
-            );
-        }
         if let Some(dir) = &self.out_dir {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
@@ -319,6 +313,12 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     let named = std::sync::Mutex::new(named);
     let started = Instant::now();
     let (mut ledger, todo) = Ledger::new(&jobs, args.skip_existing);
+    if todo.iter().any(|&i| jobs[i].format == ImageFormat::Gif) {
+        ctx.warn(
+            "GIF holds at most 256 colours: the outputs are reduced to a palette, not exact \
+             (.png, .webp or .tif keep every colour)",
+        );
+    }
     let mut pipeline = args.input.pipeline();
     // Engine threads sharing the device: each copies its image into staging and the result
     // out on the host, so with several threads one copies while another's image is on the
@@ -336,12 +336,13 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         pipeline.engines = pipeline.engines.max(n);
     }
     let read = ctx.read_options();
-    // The job's size for the engine choice, from the first file's header: the batch is taken
-    // to be files like it (a wrong guess costs speed, never results: engines agree). Only a
-    // regular file is read twice: a pipe's bytes would be gone.
-    if let Some(job) = jobs.first().filter(|j| img_io::is_regular_file(&j.input)) {
+    // The job's size for the engine choice, from the first file to do: the batch is taken to
+    // be that many files like it (a wrong guess costs speed, never results: engines agree).
+    // Only a regular file is read twice: a pipe's bytes would be gone.
+    let first = todo.first().map(|&i| &jobs[i]);
+    if let Some(job) = first.filter(|j| img_io::is_regular_file(&j.input)) {
         if let Ok(h) = img_io::probe_with(&job.input, &read) {
-            let files = u32::try_from(jobs.len()).unwrap_or(u32::MAX);
+            let files = u32::try_from(todo.len()).unwrap_or(u32::MAX);
             ctx.estimate(params.gpu_saving(h.width, h.height, h.channels, h.bit_depth, files));
         }
     }
@@ -480,7 +481,7 @@ impl<'j> Ledger<'j> {
         let mut todo = Vec::new();
         for (i, job) in jobs.iter().enumerate() {
             // A folder where the output should be is no output: writing it fails, and says so.
-            let done = job.output.symlink_metadata().is_ok_and(|m| !m.is_dir());
+            let done = job.output.symlink_metadata().is_ok() && !job.output.is_dir();
             if skip_existing && done {
                 records[i] = Some(record(job, FileStatus::Skipped, None, None));
             } else {

@@ -206,7 +206,18 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     let started = std::time::Instant::now();
     let mut timings = Timings::default();
     let read = ctx.read_options();
-    let (headers, unread) = timings.phase("probe", || probe(&args, &inputs, &read))?;
+    let (headers, unread) = timings.phase("probe", || probe(&inputs, &read))?;
+    // --bins against each header's depth: a usage error, which ends the run once the
+    // inputs before it that could not be read are reported.
+    for input in &headers {
+        let checked = check_bins(args.bins, input.header.bit_depth);
+        if let Err(e) = checked.with_context(|| image::input_name(&input.path)) {
+            for (_, unread) in unread.iter().filter(|(i, _)| *i < input.index) {
+                eprintln!("{} {unread:#}", term::error_prefix());
+            }
+            return Err(e);
+        }
+    }
     // Errors print in input order, each once every input before it has ended.
     let mut printer = InOrder::new(inputs.len());
     for (i, e) in &unread {
@@ -378,21 +389,16 @@ fn open_outputs(
 /// An input whose header could not be read: its place among the inputs, and why.
 type Unread = (usize, anyhow::Error);
 
-/// Every input's header, checked against --bins (a usage error), and the inputs whose header
-/// cannot be read (by their place among the inputs). A file's header is read alone; a pipe
-/// is read whole, stdin up to its first image, and what was read is kept for the count.
-fn probe(
-    args: &HistogramArgs,
-    inputs: &[PathBuf],
-    read: &image::ReadOptions,
-) -> Result<(Vec<Input>, Vec<Unread>)> {
+/// Every input's header, and the inputs whose header cannot be read (by their place among
+/// the inputs). A file's header is read alone; a pipe is read whole, stdin up to its first
+/// image, and what was read is kept for the count.
+fn probe(inputs: &[PathBuf], read: &image::ReadOptions) -> Result<(Vec<Input>, Vec<Unread>)> {
     let mut headers = Vec::new();
     let mut failures = Vec::new();
     for (index, path) in inputs.iter().enumerate() {
         match image::Source::open(path, read) {
             Ok(source) => {
                 let header = source.header();
-                check_bins(args.bins, header.bit_depth).with_context(|| image::input_name(path))?;
                 headers.push(Input {
                     index,
                     path: path.clone(),

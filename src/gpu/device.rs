@@ -135,7 +135,7 @@ impl Default for DeviceRequest {
 /// creating the device and the pipelines: 180-300 ms warm on an H100 host, over 1 s on its
 /// first run after boot), partly hidden behind the first decodes. 100 ms is where batches of
 /// 1080p blurs on the H100 host (16 cores) crossed from the engine to the GPU: a 128-photo
-/// gaussian of sigma 5 (an 86 ms estimate) was a tie, sigma 10 (220 ms) 1.4x faster on the
+/// gaussian of sigma 5 (a 108 ms estimate) was a tie, sigma 10 (220 ms) 1.4x faster on the
 /// GPU, a box (10 ms) 1.4x faster on the engine (docs/BENCHMARKS.md, call S).
 pub const SMALL_JOB: Duration = Duration::from_millis(100);
 

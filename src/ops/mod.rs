@@ -26,7 +26,7 @@ use crate::tune::{Level, OpResult};
 /// choose its engine ([`crate::gpu::SMALL_JOB`]).
 pub fn cpu_time(thread_ns: f64, max_threads: usize) -> Duration {
     let threads = rayon::current_num_threads().clamp(1, max_threads.max(1));
-    Duration::from_secs_f64(thread_ns * 1e-9 / threads as f64)
+    Duration::try_from_secs_f64(thread_ns * 1e-9 / threads as f64).unwrap_or(Duration::MAX)
 }
 
 /// An op's tuning: the search on an engine at a level; `progress` hears what is measured.
@@ -152,16 +152,21 @@ mod tests {
         use super::{blur, compare, histogram, matmul, scan};
         let threads = rayon::current_num_threads() as f64;
         let ms = |t: std::time::Duration| t.as_secs_f64() * 1e3;
-        let close = |got: f64, want: f64| assert!((got - want).abs() < 1e-6 * want, "{got} {want}");
+        // Within a millionth, and the nanosecond each estimate is rounded to per thread.
+        let close = |got: f64, want: f64| {
+            assert!((got - want).abs() < 1e-6 * (want + threads), "{got} {want}")
+        };
         // 8-bit RGB in AVX2 lanes: a box 0.9 ns a sample and iteration, any radius; a
         // gaussian of radius 15 0.5 + 0.075 * 31 ns. Alpha: 5 ns, 2.5 + 0.2 * 31 ns. 16-bit
         // (or no AVX2): 1.2 ns, 0.2 * 31 ns.
         let lanes = blur::engine::has_avx2();
         let bx = blur::Options::new(blur::Kind::Box, 15, 2);
         let g = blur::Options::new(blur::Kind::Gaussian { sigma: 5.0 }, 15, 1);
+        // (Large enough that rounding to whole nanoseconds after dividing by the threads
+        // stays far below the tolerance.)
         let per_sample = |o: &blur::Options, channels: u8, depth: u32| {
-            let samples = 100_000.0 * f64::from(channels);
-            ms(o.cpu_estimate(1000, 100, channels, depth)) * threads / samples * 1e6
+            let samples = 4096.0 * 4096.0 * f64::from(channels);
+            ms(o.cpu_estimate(4096, 4096, channels, depth)) * threads / samples * 1e6
         };
         close(per_sample(&bx, 3, 8), if lanes { 1.8 } else { 2.4 });
         close(per_sample(&bx, 3, 16), 2.4);
@@ -170,9 +175,15 @@ mod tests {
         close(per_sample(&g, 3, 16), 6.2);
         close(per_sample(&g, 2, 8), 8.7);
         // What a GPU saves: the engine's time less 0.65 ns a byte of copies, per file.
-        let saving = |files: u32| ms(g.gpu_saving(1000, 100, 3, 16, files)) * threads;
-        close(saving(1), 300_000.0 * (6.2 - 2.0 * 0.65) * 1e-6);
+        let saving = |files: u32| ms(g.gpu_saving(4096, 4096, 3, 16, files)) * threads;
+        close(saving(1), 3.0 * 4096.0 * 4096.0 * (6.2 - 2.0 * 0.65) * 1e-6);
         close(saving(7), 7.0 * saving(1));
+        // Absurd sizes saturate rather than overflow.
+        let huge = blur::Options::new(blur::Kind::Gaussian { sigma: 100.0 }, 300, u32::MAX);
+        assert_eq!(
+            huge.gpu_saving(u32::MAX, u32::MAX, 4, 16, u32::MAX),
+            std::time::Duration::MAX
+        );
         close(ms(histogram::cpu_estimate(1_000_000)) * threads, 4.0);
         let cmp = compare::Options {
             threshold: None,

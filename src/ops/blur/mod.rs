@@ -112,7 +112,7 @@ impl Options {
         channels: u8,
         bit_depth: u32,
     ) -> std::time::Duration {
-        let taps = f64::from(2 * self.radius + 1);
+        let taps = 2.0 * f64::from(self.radius) + 1.0;
         let alpha = channels.is_multiple_of(2);
         let lanes = !alpha && bit_depth == 8 && engine::has_avx2();
         let per_sample = match (self.kind, alpha) {
@@ -134,7 +134,9 @@ impl Options {
     /// ([`Options::cpu_estimate`]), for the engine choice (`gpu::SMALL_JOB`): the engine's
     /// time less the GPU path's own host time, which copies each image into staging and the
     /// result out of it, about 0.65 ns a byte of the image for both (measured on an H100 host
-    /// in a batch: docs/BENCHMARKS.md). Never negative.
+    /// in a batch: docs/BENCHMARKS.md). Both are CPU time, spread over the engine's threads:
+    /// in a batch the copies' threads share the cores with decoding and encoding, as the
+    /// engine's do. Never negative; saturates at `Duration::MAX`.
     pub fn gpu_saving(
         &self,
         width: u32,
@@ -147,7 +149,10 @@ impl Options {
         let bytes =
             f64::from(width) * f64::from(height) * f64::from(channels) * f64::from(bit_depth / 8);
         let copies = super::cpu_time(bytes * HOST_COPY_NS_PER_BYTE, usize::MAX);
-        engine.saturating_sub(copies) * files
+        engine
+            .saturating_sub(copies)
+            .checked_mul(files)
+            .unwrap_or(std::time::Duration::MAX)
     }
 }
 
