@@ -49,11 +49,20 @@ pub fn has_image_extension(path: &Path) -> bool {
 /// `--out-format EXT`.
 pub const STDIN_REL: &str = "stdin.png";
 
+/// A batch's inputs, expanded.
+#[derive(Debug)]
+pub struct Expanded {
+    pub items: Vec<Item>,
+    /// What was left out, one line each, for the caller to warn of: links to a folder above
+    /// them, which `--recursive` would follow for ever.
+    pub left_out: Vec<String>,
+}
+
 /// Expands the command line's inputs and the `--files-from` list into the batch's items,
 /// in the order given (a folder's or a glob's files sorted by path). `-` is stdin, which can
 /// be read once: given twice, or beside `--files-from -`, it is a usage error. Errors name
 /// the input.
-pub fn expand(args: &[PathBuf], options: &InputOptions) -> Result<Vec<Item>> {
+pub fn expand(args: &[PathBuf], options: &InputOptions) -> Result<Expanded> {
     let stdin = Path::new("-");
     let uses = args.iter().filter(|a| a.as_path() == stdin).count()
         + usize::from(options.files_from.as_deref() == Some(stdin));
@@ -64,6 +73,7 @@ pub fn expand(args: &[PathBuf], options: &InputOptions) -> Result<Vec<Item>> {
     }
     let exclude = Excluded::new(options.exclude.as_deref());
     let mut items = Vec::new();
+    let mut left_out = Vec::new();
     for arg in args {
         if arg.as_path() == stdin {
             items.push(Item {
@@ -71,7 +81,7 @@ pub fn expand(args: &[PathBuf], options: &InputOptions) -> Result<Vec<Item>> {
                 rel: STDIN_REL.into(),
             });
         } else if arg.is_dir() {
-            items.extend(folder(arg, options.recursive, &exclude)?);
+            items.extend(folder(arg, options.recursive, &exclude, &mut left_out)?);
         } else if !arg.exists() && is_glob(arg) {
             items.extend(glob_items(arg, &exclude)?);
         } else {
@@ -86,7 +96,7 @@ pub fn expand(args: &[PathBuf], options: &InputOptions) -> Result<Vec<Item>> {
     if let Some(list) = &options.files_from {
         items.extend(listed(list)?);
     }
-    Ok(items)
+    Ok(Expanded { items, left_out })
 }
 
 /// The folder inputs pass over ([`InputOptions::exclude`]), known by its identity rather
@@ -125,7 +135,12 @@ impl Excluded {
     }
 }
 
-fn folder(dir: &Path, recursive: bool, exclude: &Excluded) -> Result<Vec<Item>> {
+fn folder(
+    dir: &Path,
+    recursive: bool,
+    exclude: &Excluded,
+    left_out: &mut Vec<String>,
+) -> Result<Vec<Item>> {
     let name = dir.display();
     let depth = if recursive { usize::MAX } else { 1 };
     let mut items = Vec::new();
@@ -138,7 +153,20 @@ fn folder(dir: &Path, recursive: bool, exclude: &Excluded) -> Result<Vec<Item>> 
         .into_iter()
         .filter_entry(|e| e.depth() == 0 || !e.file_type().is_dir() || !exclude.is(e.path()));
     for entry in walk {
-        let entry = entry.with_context(|| format!("{name}: cannot list the folder"))?;
+        let entry = match entry {
+            Ok(entry) => entry,
+            // A link to a folder above it: its files are listed already.
+            Err(e) if e.loop_ancestor().is_some() => {
+                let (link, to) = (e.path().unwrap_or(dir), e.loop_ancestor().unwrap_or(dir));
+                left_out.push(format!(
+                    "{}: left out, a link to {} that holds it (it would loop)",
+                    link.display(),
+                    to.display()
+                ));
+                continue;
+            }
+            Err(e) => return Err(e).with_context(|| format!("{name}: cannot list the folder")),
+        };
         if entry.file_type().is_dir() || !has_image_extension(entry.path()) {
             continue;
         }
@@ -301,13 +329,15 @@ mod tests {
         for f in ["b.png", "a.JPG", "notes.txt", "sub/c.png", "sub/deep/d.tif"] {
             touch(dir.path(), f);
         }
-        let flat = expand(&[dir.path().into()], &InputOptions::default()).unwrap();
+        let flat = expand(&[dir.path().into()], &InputOptions::default())
+            .unwrap()
+            .items;
         assert_eq!(rels(&flat), ["a.JPG", "b.png"]);
         let options = InputOptions {
             recursive: true,
             ..Default::default()
         };
-        let deep = expand(&[dir.path().into()], &options).unwrap();
+        let deep = expand(&[dir.path().into()], &options).unwrap().items;
         assert_eq!(
             rels(&deep),
             ["a.JPG", "b.png", "sub/c.png", "sub/deep/d.tif"]
@@ -337,7 +367,7 @@ mod tests {
             d.join("in/./soft/"),
             d.join("in/sub/../soft"),
         ] {
-            let items = expand(&[d.join("in")], &recursive(&spelled)).unwrap();
+            let items = expand(&[d.join("in")], &recursive(&spelled)).unwrap().items;
             assert_eq!(
                 rels(&items),
                 ["a.png", "sub/b.png"],
@@ -345,7 +375,7 @@ mod tests {
                 spelled.display()
             );
             let glob = d.join("in/**/*.png");
-            let items = expand(&[glob], &recursive(&spelled)).unwrap();
+            let items = expand(&[glob], &recursive(&spelled)).unwrap().items;
             assert_eq!(
                 rels(&items),
                 ["a.png", "sub/b.png"],
@@ -357,19 +387,23 @@ mod tests {
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink(d.join("in/soft"), d.join("link")).unwrap();
-            let items = expand(&[d.join("in")], &recursive(&d.join("link"))).unwrap();
+            let items = expand(&[d.join("in")], &recursive(&d.join("link")))
+                .unwrap()
+                .items;
             assert_eq!(rels(&items), ["a.png", "sub/b.png"]);
         }
         // Named directly, by a pattern into it, or as the folder walked, it is taken.
         let opts = recursive(&d.join("in/soft"));
-        let named = expand(&[d.join("in/soft/a.png")], &opts).unwrap();
+        let named = expand(&[d.join("in/soft/a.png")], &opts).unwrap().items;
         assert_eq!(rels(&named), ["a.png"]);
-        let into = expand(&[d.join("in/soft/*.png")], &opts).unwrap();
+        let into = expand(&[d.join("in/soft/*.png")], &opts).unwrap().items;
         assert_eq!(rels(&into), ["a.png"]);
-        let walked = expand(&[d.join("in/soft")], &opts).unwrap();
+        let walked = expand(&[d.join("in/soft")], &opts).unwrap().items;
         assert_eq!(rels(&walked), ["a.png", "sub/b.png"]);
         // Not there yet (a first run): nothing is passed over.
-        let items = expand(&[d.join("in")], &recursive(&d.join("in/new"))).unwrap();
+        let items = expand(&[d.join("in")], &recursive(&d.join("in/new")))
+            .unwrap()
+            .items;
         assert_eq!(items.len(), 4);
     }
 
@@ -390,13 +424,15 @@ mod tests {
             touch(dir.path(), f);
         }
         let pattern = dir.path().join("x/**/*.png");
-        let items = expand(&[pattern], &InputOptions::default()).unwrap();
+        let items = expand(&[pattern], &InputOptions::default()).unwrap().items;
         assert_eq!(rels(&items), ["1.png", "y/2.png"]);
     }
 
     #[test]
     fn stdin_is_one_input_read_once() {
-        let items = expand(&["a.png".into(), "-".into()], &InputOptions::default()).unwrap();
+        let items = expand(&["a.png".into(), "-".into()], &InputOptions::default())
+            .unwrap()
+            .items;
         assert_eq!(items[1].path, PathBuf::from("-"));
         assert_eq!(items[1].rel, PathBuf::from("stdin.png"));
         let twice = expand(&["-".into(), "-".into()], &InputOptions::default()).unwrap_err();
@@ -414,7 +450,9 @@ mod tests {
 
     #[test]
     fn a_named_file_keeps_its_name_only() {
-        let items = expand(&["some/where/f.png".into()], &InputOptions::default()).unwrap();
+        let items = expand(&["some/where/f.png".into()], &InputOptions::default())
+            .unwrap()
+            .items;
         assert_eq!(items[0].rel, PathBuf::from("f.png"));
         assert_eq!(items[0].path, PathBuf::from("some/where/f.png"));
     }
@@ -428,7 +466,7 @@ mod tests {
             files_from: Some(nul),
             ..Default::default()
         };
-        let items = expand(&[], &options).unwrap();
+        let items = expand(&[], &options).unwrap().items;
         assert_eq!(rels(&items), ["a b.png", "sub/été.png", "new\nline.png"]);
 
         let lines = dir.path().join("list");
@@ -437,7 +475,7 @@ mod tests {
             files_from: Some(lines),
             ..Default::default()
         };
-        let items = expand(&[], &options).unwrap();
+        let items = expand(&[], &options).unwrap().items;
         assert_eq!(rels(&items), ["abs/p.png", "rel/q.png"]);
         assert_eq!(items[0].path, PathBuf::from("/abs/p.png"));
     }
@@ -453,5 +491,28 @@ mod tests {
         };
         let err = expand(&[], &options).unwrap_err();
         assert!(format!("{err:#}").contains("`..`"), "{err:#}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_back_up_the_tree_is_left_out_with_a_line_saying_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for f in ["in/a.png", "in/sub/b.png"] {
+            touch(d, f);
+        }
+        std::os::unix::fs::symlink(d.join("in"), d.join("in/sub/up")).unwrap();
+        let options = InputOptions {
+            recursive: true,
+            ..Default::default()
+        };
+        let expanded = expand(&[d.join("in")], &options).unwrap();
+        assert_eq!(rels(&expanded.items), ["a.png", "sub/b.png"]);
+        assert_eq!(expanded.left_out.len(), 1, "{:?}", expanded.left_out);
+        assert!(
+            expanded.left_out[0].contains("sub/up: left out"),
+            "{:?}",
+            expanded.left_out
+        );
     }
 }

@@ -46,7 +46,11 @@ impl InputArgs {
             files_from: self.files_from.clone(),
             exclude: exclude.map(Path::to_path_buf),
         };
-        let mut items = batch::expand(&self.inputs, &options)?;
+        let expanded = batch::expand(&self.inputs, &options)?;
+        for line in &expanded.left_out {
+            ctx.warn(line);
+        }
+        let mut items = expanded.items;
         let shard = self.shard_from(ctx)?;
         if items.is_empty() && shard.is_none() {
             anyhow::bail!(crate::UsageError(
