@@ -172,49 +172,34 @@ fn a_corrupt_file_in_the_middle_fails_alone_and_the_report_says_so() {
     );
 }
 
+/// As if an earlier run into `out` had finished the first two of `rels` and been
+/// interrupted: their outputs hold other bytes, so any rewrite would show.
+fn done_before(out: &Path, rels: &[PathBuf]) {
+    std::fs::create_dir_all(out.join("sub")).unwrap();
+    for rel in &rels[..2] {
+        std::fs::write(out.join(rel), b"done before").unwrap();
+    }
+}
+
+/// After a resumed run: the two outputs [`done_before`] made are untouched, and the rest are
+/// blurred (r = 3).
+#[track_caller]
+fn assert_resumed(input: &Path, out: &Path, rels: &[PathBuf]) {
+    for rel in &rels[..2] {
+        assert_eq!(std::fs::read(out.join(rel)).unwrap(), b"done before");
+    }
+    for rel in &rels[2..] {
+        assert_blurred(&input.join(rel), &out.join(rel), 3);
+    }
+}
+
 #[test]
 fn skip_existing_finishes_an_interrupted_batch_and_touches_nothing_done() {
     let dir = tempdir();
     let d = dir.path();
     let rels = mixed_tree(d);
-    // As if an earlier run had finished two files: their outputs hold other bytes, so any
-    // rewrite would show.
-    std::fs::create_dir_all(d.join("out/sub")).unwrap();
-    let done = [&rels[0], &rels[1]];
-    for rel in done {
-        std::fs::write(d.join("out").join(rel), b"done before").unwrap();
-    }
-    let r = run_in(
-        Some(d),
-        &[
-            "blur",
-            "in",
-            "--recursive",
-            "--out-dir",
-            "out",
-            "--skip-existing",
-            "--report",
-            "-",
-        ],
-    );
-    r.code(0);
-    for rel in done {
-        assert_eq!(
-            std::fs::read(d.join("out").join(rel)).unwrap(),
-            b"done before"
-        );
-    }
-    for rel in &rels[2..] {
-        assert_blurred(&d.join("in").join(rel), &d.join("out").join(rel), 3);
-    }
-    let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(report["summary"]["skipped"], 2);
-    assert_eq!(report["summary"]["done"], rels.len() - 2);
-    // A folder standing where an output should be is not a finished output: that file fails.
-    let rel = &rels[2];
-    std::fs::remove_file(d.join("out").join(rel)).unwrap();
-    std::fs::create_dir(d.join("out").join(rel)).unwrap();
-    let args = [
+    done_before(&d.join("out"), &rels);
+    let resume = [
         "blur",
         "in",
         "--recursive",
@@ -222,7 +207,17 @@ fn skip_existing_finishes_an_interrupted_batch_and_touches_nothing_done() {
         "out",
         "--skip-existing",
     ];
-    let r = run_in(Some(d), &args);
+    let r = run_in(Some(d), &[&resume[..], &["--report", "-"]].concat());
+    r.code(0);
+    assert_resumed(&d.join("in"), &d.join("out"), &rels);
+    let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(report["summary"]["skipped"], 2);
+    assert_eq!(report["summary"]["done"], rels.len() - 2);
+    // A folder standing where an output should be is not a finished output: that file fails.
+    let rel = &rels[2];
+    std::fs::remove_file(d.join("out").join(rel)).unwrap();
+    std::fs::create_dir(d.join("out").join(rel)).unwrap();
+    let r = run_in(Some(d), &resume);
     r.code(1);
     assert!(
         r.stderr.contains(&rel.display().to_string()),
@@ -236,12 +231,7 @@ fn an_output_folder_within_the_input_tree_is_not_taken_as_input_again() {
     let dir = tempdir();
     let d = dir.path();
     let rels = mixed_tree(d);
-    // As if an earlier run into in/soft had finished two files and been interrupted.
-    std::fs::create_dir_all(d.join("in/soft/sub")).unwrap();
-    let done = [&rels[0], &rels[1]];
-    for rel in done {
-        std::fs::write(d.join("in/soft").join(rel), b"done before").unwrap();
-    }
+    done_before(&d.join("in/soft"), &rels);
     for input in ["in", "in/**/*.png"] {
         let r = run_in(
             Some(d),
@@ -263,15 +253,7 @@ fn an_output_folder_within_the_input_tree_is_not_taken_as_input_again() {
             rels.len(),
             "{input}"
         );
-        for rel in done {
-            assert_eq!(
-                std::fs::read(d.join("in/soft").join(rel)).unwrap(),
-                b"done before"
-            );
-        }
-        for rel in &rels[2..] {
-            assert_blurred(&d.join("in").join(rel), &d.join("in/soft").join(rel), 3);
-        }
+        assert_resumed(&d.join("in"), &d.join("in/soft"), &rels);
         assert!(!d.join("in/soft/soft").exists(), "{input}");
     }
 }

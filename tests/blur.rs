@@ -841,15 +841,12 @@ fn timings_name_the_phases() {
 fn a_gif_output_is_written_with_a_warning_that_its_colours_are_reduced() {
     let dir = tempdir();
     let warning = "GIF holds at most 256 colours";
+    let blur_to = |out: &Path| {
+        let (hopper, out) = (fixture("hopper.png"), out.to_str().unwrap());
+        run(&["blur", &hopper, "-r", "2", "-o", out])
+    };
     let gif = dir.path().join("o.gif");
-    let r = run(&[
-        "blur",
-        &fixture("hopper.png"),
-        "-r",
-        "2",
-        "-o",
-        gif.to_str().unwrap(),
-    ]);
+    let r = blur_to(&gif);
     r.code(0);
     assert!(r.stderr.contains(warning), "{}", r.stderr);
     // Reduced, not exact: near the blur, within a palette's error.
@@ -877,15 +874,7 @@ fn a_gif_output_is_written_with_a_warning_that_its_colours_are_reduced() {
         "a palette of 256 cannot hold every colour exactly"
     );
     // Lossless formats say nothing.
-    let webp = dir.path().join("o.webp");
-    let r = run(&[
-        "blur",
-        &fixture("hopper.png"),
-        "-r",
-        "2",
-        "-o",
-        webp.to_str().unwrap(),
-    ]);
+    let r = blur_to(&dir.path().join("o.webp"));
     r.code(0);
     assert!(!r.stderr.contains(warning), "{}", r.stderr);
 }
