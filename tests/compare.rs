@@ -703,6 +703,123 @@ fn folders_pair_files_and_list_missing_and_extra() {
     assert!(r.stdout.contains("sub/changed.png: match"), "{}", r.stdout);
 }
 
+/// Folder mode never writes a diff image over an image compared, keeps diff images of files
+/// that differ only in their extension apart, and passes over a --diff folder inside ACTUAL.
+#[test]
+fn folder_diffs_never_replace_the_images_compared() {
+    let dir = tempdir();
+    let d = dir.path();
+    let (golden, out) = (d.join("golden"), d.join("out"));
+    let e = image::load(Path::new(&fixture("expected.png"))).unwrap();
+    let a = image::load(Path::new(&fixture("actual.png"))).unwrap();
+    for (folder, img) in [(&golden, &e), (&out, &a)] {
+        std::fs::create_dir_all(folder).unwrap();
+        image::save(&folder.join("x.png"), img.clone()).unwrap();
+        image::save(&folder.join("x.bmp"), img.clone()).unwrap();
+    }
+    let golden_bytes = std::fs::read(golden.join("x.png")).unwrap();
+    let s = |p: &Path| p.display().to_string();
+    let mut named = vec![golden.clone(), out.clone(), d.join("./golden/")];
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&golden, d.join("link")).unwrap();
+        named.push(d.join("link"));
+    }
+    for diff in named {
+        let r = run(&["compare", &s(&golden), &s(&out), "--diff", &s(&diff)]);
+        r.code(2).one_error_line("--diff names the");
+        assert_eq!(std::fs::read(golden.join("x.png")).unwrap(), golden_bytes);
+    }
+    // x.png and x.bmp: two diff images, each the golden's.
+    let diffs = out.join("diffs");
+    let r = run(&[
+        "compare",
+        &s(&golden),
+        &s(&out),
+        "--diff",
+        &s(&diffs),
+        "--json",
+        "-",
+    ]);
+    r.code(1);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let want = image::load(&root().join("fixtures/compare/diff.png")).unwrap();
+    for (file, name) in doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["x.bmp", "x.png"])
+    {
+        let path = diffs.join(format!("{name}.png"));
+        assert_eq!(file["diff"], s(&path));
+        assert_eq!(image::load(&path).unwrap(), want, "{name}");
+    }
+    // Run again: the diff folder inside ACTUAL holds no images to compare.
+    let r = run(&[
+        "compare",
+        &s(&golden),
+        &s(&out),
+        "--json",
+        "-",
+        "--diff",
+        &s(&diffs),
+    ]);
+    r.code(1);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["extra"], serde_json::json!([]));
+    // Two streams that would mix, a folder of diffs on stdout, and folders with nothing
+    // to compare: trouble.
+    let (ep, ap) = (fixture("expected.png"), fixture("actual.png"));
+    run(&["compare", &ep, &ap, "--diff", "-", "--json", "-"])
+        .code(2)
+        .one_error_line("--diff and --json both name -");
+    run(&["compare", &s(&golden), &s(&out), "--diff", "-"])
+        .code(2)
+        .one_error_line("in folder mode --diff names a folder");
+    let (e1, e2) = (d.join("e1"), d.join("e2"));
+    std::fs::create_dir(&e1).unwrap();
+    std::fs::create_dir(&e2).unwrap();
+    std::fs::write(e1.join("README.txt"), b"no images").unwrap();
+    run(&["compare", &s(&e1), &s(&e2)])
+        .code(2)
+        .one_error_line("no image files in either folder");
+    run(&["compare", &s(&e1), &s(&d.join("nowhere"))])
+        .code(2)
+        .one_error_line("nowhere: no such file or folder");
+}
+
+/// `--allow-damaged` lets compare read what blur and histogram read, with a warning; an
+/// --ignore over every pixel is a match that says it checked nothing.
+#[test]
+fn compare_reads_damaged_files_when_allowed_and_warns_of_an_empty_check() {
+    let dir = tempdir();
+    let expected = std::fs::read(fixture("expected.png")).unwrap();
+    let cut = dir.path().join("cut.png");
+    std::fs::write(&cut, &expected[..expected.len() - 20]).unwrap();
+    let (ep, cp) = (fixture("expected.png"), cut.display().to_string());
+    run(&["compare", &ep, &cp])
+        .code(2)
+        .one_error_line("cut.png");
+    // Only the file's end is cut: every pixel decodes, equal to the expected image's.
+    let r = run(&["--allow-damaged", "compare", &ep, &cp]);
+    r.code(0)
+        .one_error_line("truncated PNG: the data ends early (decoded anyway)");
+    assert!(
+        r.stdout.contains("match: 0 of 384 pixels differ"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&[
+        "compare",
+        &ep,
+        &fixture("actual.png"),
+        "--ignore",
+        "0:0-100:100",
+    ]);
+    r.code(0)
+        .one_error_line("--ignore covers every pixel, so nothing was compared");
+}
+
 /// Folder mode through the batch pipeline: a differing pair, pixels equal in different
 /// files, a size mismatch, 16-bit gray, a missing and an extra file; one worker or four,
 /// on the CPU engine or the GPU, the same report and the same diff images.

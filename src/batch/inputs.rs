@@ -108,6 +108,11 @@ type FolderId = (u64, u64);
 #[cfg(not(unix))]
 type FolderId = PathBuf;
 
+/// Whether `a` and `b` are one folder, however each is spelled (`./out`, `out/`, a link).
+pub fn same_folder(a: &Path, b: &Path) -> bool {
+    folder_id(a).is_some_and(|id| folder_id(b) == Some(id))
+}
+
 /// A folder's device and inode (its canonical path off Unix); `None` if it is no folder.
 fn folder_id(path: &Path) -> Option<FolderId> {
     let meta = std::fs::metadata(path).ok().filter(|m| m.is_dir())?;

@@ -7,6 +7,6 @@ pub mod pipeline;
 pub mod report;
 pub mod shard;
 
-pub use inputs::{expand, Expanded, InputOptions, Item};
+pub use inputs::{expand, same_folder, Expanded, InputOptions, Item};
 pub use pipeline::{Outcome, Pipeline, StageTimes, Stages};
 pub use report::{FileRecord, FileStatus, Report};

@@ -11,11 +11,11 @@ use clap::Args;
 use serde::Serialize;
 
 use super::{exit, print_stdout, term, Ctx, Status};
-use crate::batch::{Pipeline, Stages};
+use crate::batch::{self, Pipeline, Stages};
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self, Image};
 use crate::io::json::{JsonDest, JsonSink};
-use crate::io::output::PendingFile;
+use crate::io::output::{same_file, PendingFile};
 use crate::ops::compare::{self as op, Comparison, Metrics, Options, Rect};
 
 const EXIT_HELP: &str = "\
@@ -173,6 +173,20 @@ struct PairDoc {
 }
 
 impl PairDoc {
+    /// A warning when `--ignore` left no pixel to compare: such a match checks nothing.
+    fn warn_if_unchecked(&self, ctx: &Ctx) {
+        if self
+            .metrics
+            .as_ref()
+            .is_some_and(|m| m.compared == 0 && m.pixels > 0)
+        {
+            ctx.warn(&format!(
+                "{}: --ignore covers every pixel, so nothing was compared",
+                self.actual
+            ));
+        }
+    }
+
     /// A pair not compared yet: a match until found otherwise.
     fn new(expected: &Path, actual: &Path) -> PairDoc {
         PairDoc {
@@ -267,12 +281,21 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
             "EXPECTED and ACTUAL are both `-`: stdin holds one image".into()
         ));
     }
+    for path in [&args.expected, &args.actual] {
+        if !image::is_stdin(path) && !path.exists() {
+            anyhow::bail!("{}: no such file or folder", path.display());
+        }
+    }
     let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
     if e_dir != a_dir {
         anyhow::bail!(
             "{}: compare two images or two folders, not one of each",
             if e_dir { &args.actual } else { &args.expected }.display()
         );
+    }
+    if let (Some(diff), Some(json)) = (&args.diff, &args.json) {
+        let json = json.path().unwrap_or(Path::new("-"));
+        crate::io::output::refuse_shared_output(("--diff", diff), ("--json", json))?;
     }
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
     let mut timings = Timings::default();
@@ -289,6 +312,7 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
         };
         let pair = (args.expected.as_path(), args.actual.as_path());
         let doc = compare_pair(ctx, &plan, pair, diff, &mut timings)?;
+        doc.warn_if_unchecked(ctx);
         if !sink.as_ref().is_some_and(JsonSink::is_stdout) {
             print_stdout(&summary_line(&doc))?;
         }
@@ -327,8 +351,8 @@ fn load_pair(
                 (open_engine(ctx, &mut t), t)
             })
         });
-        let other = s.spawn(|| image::load(actual));
-        let a = timings.phase("decode", || image::load(expected));
+        let other = s.spawn(|| ctx.load_image(actual));
+        let a = timings.phase("decode", || ctx.load_image(expected));
         let b = other.join().expect("decoding does not panic");
         let opened = opening.map(|o| {
             let (engine, t) = o.join().expect("opening the device does not panic");
@@ -610,8 +634,29 @@ const IMAGE_EXTENSIONS: &[&str] = &[
     "tga", "qoi", "ico",
 ];
 
-/// The image files under `root`, as sorted relative paths.
-fn image_files(root: &Path) -> Result<Vec<PathBuf>> {
+/// Where each pair's diff image goes under `dir`: its relative path with the extension
+/// `.png`, or with `.png` added to its name where two pairs would otherwise share one
+/// (`x.png` and `x.bmp` give `x.png.png` and `x.bmp.png`).
+fn diff_paths(dir: &Path, both: &[&PathBuf]) -> Vec<PathBuf> {
+    let plain: Vec<PathBuf> = both.iter().map(|r| r.with_extension("png")).collect();
+    let shared = |p: &PathBuf| plain.iter().filter(|q| *q == p).count() > 1;
+    both.iter()
+        .zip(&plain)
+        .map(|(rel, p)| {
+            if shared(p) {
+                let mut name = rel.as_os_str().to_owned();
+                name.push(".png");
+                dir.join(name)
+            } else {
+                dir.join(p)
+            }
+        })
+        .collect()
+}
+
+/// The image files under `root`, as sorted relative paths, passing over the folder `skip`
+/// (the --diff folder).
+fn image_files(root: &Path, skip: Option<&Path>) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
@@ -623,7 +668,9 @@ fn image_files(root: &Path) -> Result<Vec<PathBuf>> {
             let path = rel.join(e.file_name());
             let full = root.join(&path);
             if full.is_dir() {
-                stack.push(path);
+                if !skip.is_some_and(|s| batch::same_folder(&full, s)) {
+                    stack.push(path);
+                }
             } else if full
                 .extension()
                 .and_then(|x| x.to_str())
@@ -652,16 +699,22 @@ fn compare_pairs(
     ctx: &Ctx,
     args: &CompareArgs,
     plan: &Plan,
-    both: &[&PathBuf],
+    (both, diffs): (&[&PathBuf], Option<&[PathBuf]>),
     hide: bool,
     timings: &mut Timings,
 ) -> Result<Vec<PairDoc>> {
+    // Each pair with where its diff image goes.
+    let items: Vec<(&PathBuf, Option<&PathBuf>)> = both
+        .iter()
+        .enumerate()
+        .map(|(i, rel)| (*rel, diffs.map(|d| &d[i])))
+        .collect();
     let engine_cell = OnceLock::new();
     let stages = Stages {
-        decode: |rel: &&PathBuf| {
+        decode: |&(rel, _): &(&PathBuf, Option<&PathBuf>)| {
             let (e, a) = (args.expected.join(rel), args.actual.join(rel));
             let mut t = Timings::default();
-            let load = || Ok((image::load(&e)?, image::load(&a)?));
+            let load = || Ok((ctx.load_image(&e)?, ctx.load_image(&a)?));
             prepare(ctx, plan, (&e, &a), load, &mut t)
         },
         start: |_| -> Result<EngineState<'_>> {
@@ -670,19 +723,25 @@ fn compare_pairs(
             let engine = engine_cell.get_or_init(|| opened);
             Ok(EngineState { engine, timings })
         },
-        engine: |s: &mut EngineState<'_>, rel: &&PathBuf, prepared: Prepared| {
+        engine: |s: &mut EngineState<'_>, &(rel, _): &(&PathBuf, Option<&PathBuf>), prepared| {
             measure(s.engine, plan, prepared, &mut s.timings)
                 .with_context(|| args.actual.join(rel).display().to_string())
         },
-        encode: |rel: &&PathBuf, measured: Measured| {
+        encode: |&(rel, diff): &(&PathBuf, Option<&PathBuf>), measured: Measured| {
             let mut t = Timings::default();
             let (mut doc, image) = conclude(plan, measured, &mut t);
-            if let (Some(dir), Some(img)) = (&args.diff, image) {
-                let path = dir.join(rel).with_extension("png");
+            if let (Some(path), Some(img)) = (diff, image) {
+                let (e, a) = (args.expected.join(rel), args.actual.join(rel));
+                if same_file(path, &e) || same_file(path, &a) {
+                    anyhow::bail!(
+                        "{}: the diff image would replace an image compared; refusing",
+                        path.display()
+                    );
+                }
                 let parent = path.parent().expect("a file in a folder");
                 std::fs::create_dir_all(parent)
                     .with_context(|| format!("{}: cannot create", parent.display()))?;
-                let pending = PendingFile::create(&path)?;
+                let pending = PendingFile::create(path)?;
                 doc.diff = Some(path.display().to_string());
                 image::save_to(pending, ::image::ImageFormat::Png, img)?;
             }
@@ -693,7 +752,7 @@ fn compare_pairs(
     let bar = term::progress(both.len() as u64, hide);
     let mut docs: Vec<Option<PairDoc>> = both.iter().map(|_| None).collect();
     let pipeline = Pipeline::new(args.jobs.map(|j| j as usize));
-    let finished = pipeline.run(both, stages, |outcome| {
+    let finished = pipeline.run(&items, stages, |outcome| {
         for (phase, d) in outcome.times.phases() {
             if phase != "engine" {
                 timings.add(phase, d);
@@ -708,6 +767,7 @@ fn compare_pairs(
                 ..PairDoc::new(&args.expected.join(rel), &args.actual.join(rel))
             }
         });
+        bar.suspend(|| doc.warn_if_unchecked(ctx));
         docs[outcome.index] = Some(doc);
         bar.inc(1);
     });
@@ -741,19 +801,38 @@ fn compare_folders(
     sink: Option<JsonSink>,
     timings: &mut Timings,
 ) -> Result<Status> {
-    let expected = image_files(&args.expected)?;
-    let actual = image_files(&args.actual)?;
-    let missing: Vec<&PathBuf> = expected.iter().filter(|p| !actual.contains(p)).collect();
-    let extra: Vec<&PathBuf> = actual.iter().filter(|p| !expected.contains(p)).collect();
-    let both: Vec<&PathBuf> = expected.iter().filter(|p| actual.contains(p)).collect();
     if let Some(dir) = &args.diff {
-        if dir.exists() && !dir.is_dir() {
+        if crate::io::output::names_stream(dir) || (dir.exists() && !dir.is_dir()) {
             anyhow::bail!(crate::UsageError(format!(
                 "{}: in folder mode --diff names a folder",
                 dir.display()
             )));
         }
+        for (folder, name) in [(&args.expected, "EXPECTED"), (&args.actual, "ACTUAL")] {
+            if batch::same_folder(dir, folder) {
+                anyhow::bail!(crate::UsageError(format!(
+                    "{}: --diff names the {name} folder; its diff images would replace the \
+                     images compared",
+                    dir.display()
+                )));
+            }
+        }
     }
+    // A --diff folder inside either folder holds diff images, not images to compare.
+    let skip = args.diff.as_deref();
+    let expected = image_files(&args.expected, skip)?;
+    let actual = image_files(&args.actual, skip)?;
+    if expected.is_empty() && actual.is_empty() {
+        anyhow::bail!(
+            "{} and {}: no image files in either folder, nothing to compare",
+            args.expected.display(),
+            args.actual.display()
+        );
+    }
+    let missing: Vec<&PathBuf> = expected.iter().filter(|p| !actual.contains(p)).collect();
+    let extra: Vec<&PathBuf> = actual.iter().filter(|p| !expected.contains(p)).collect();
+    let both: Vec<&PathBuf> = expected.iter().filter(|p| actual.contains(p)).collect();
+    let diffs = args.diff.as_ref().map(|dir| diff_paths(dir, &both));
     if let Some(first) = both.first() {
         estimate(ctx, plan, &args.expected.join(first), both.len());
     }
@@ -765,7 +844,7 @@ fn compare_folders(
             ctx,
             args,
             plan,
-            &both,
+            (&both, diffs.as_deref()),
             ctx.global.quiet || json_stdout,
             timings,
         )?

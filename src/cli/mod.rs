@@ -250,6 +250,13 @@ impl Ctx {
         decoded.image
     }
 
+    /// Reads and decodes one image with the global read options (`--allow-damaged`,
+    /// `--max-image-bytes`), warning of damage let through.
+    pub fn load_image(&self, path: &std::path::Path) -> Result<crate::io::image::Image> {
+        let decoded = crate::io::image::load_with(path, &self.read_options())?;
+        Ok(self.accept(path, decoded))
+    }
+
     /// A note on stderr, unless `--quiet`.
     pub fn note(&self, msg: &str) {
         if !self.global.quiet {
