@@ -550,6 +550,20 @@ fn exit_codes_follow_cmp() {
     ])
     .code(0);
     run(&["compare", &e, &a, "--fail-on", "max=10"]).code(1);
+    // An upper bound below 0 could never pass: bad usage. A lower bound may be negative.
+    run(&["compare", &e, &a, "--fail-on", "pixels=-1"])
+        .code(2)
+        .one_error_line("must be 0 or more");
+    run(&[
+        "compare",
+        &e,
+        &a,
+        "--fail-on",
+        "pixels=18",
+        "--fail-on",
+        "ssim=-0.5",
+    ])
+    .code(0);
     // Everything that differs is inside the ignored rectangles.
     run(&[
         "compare",

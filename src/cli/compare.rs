@@ -121,6 +121,13 @@ impl std::str::FromStr for Limit {
             .ok()
             .filter(|v| v.is_finite())
             .ok_or_else(|| format!("{s:?}: the limit must be a number"))?;
+        // An upper bound below 0 could never pass (psnr and ssim are lower bounds).
+        let upper = !matches!(metric, Metric::Psnr | Metric::Ssim);
+        if upper && limit < 0.0 {
+            return Err(format!(
+                "{s:?}: the limit is an upper bound and must be 0 or more"
+            ));
+        }
         Ok(Limit { metric, limit })
     }
 }

@@ -489,7 +489,24 @@ fn numbers_to_data(
                 .map(|i| int(i, i32_min, i32_max).map(|v| v as i32))
                 .collect::<Result<_>>()?,
         ),
-        DType::F32 => Data::F32(nums.iter().map(|n| n.as_f64() as f32).collect()),
+        // A finite value past f32's largest would become infinite: refused, as an integer
+        // past u32 is (an infinite literal, or one past f64's range, stays infinite).
+        DType::F32 => Data::F32(
+            (0..nums.len())
+                .map(|i| {
+                    let (v, f) = (nums[i].as_f64(), nums[i].as_f64() as f32);
+                    if v.is_finite() && f.is_infinite() {
+                        bail!(
+                            "{}: {} is outside float32's range (largest magnitude {:e})",
+                            at(i),
+                            nums[i],
+                            f32::MAX
+                        );
+                    }
+                    Ok(f)
+                })
+                .collect::<Result<_>>()?,
+        ),
         DType::F16 => Data::F16(nums.iter().map(|n| f16::from_f64(n.as_f64())).collect()),
     })
 }
@@ -1268,6 +1285,20 @@ mod tests {
         assert!(e.to_string().contains("nested too deeply"), "{e}");
         let ok = parse(b" [ -0.5e+2 , 3E-1 ] ", Format::Json, None).unwrap();
         assert_eq!(ok.data, Data::F32(vec![-50.0, 0.3]));
+    }
+
+    #[test]
+    fn floats_past_f32_never_turn_into_infinities_silently() {
+        for (bytes, format) in [
+            (&b"[1e40, 1]"[..], Format::Json),
+            (b"-3.5e38\n1\n", Format::Text),
+        ] {
+            let e = parse(bytes, format, None).unwrap_err().to_string();
+            assert!(e.contains("is outside float32's range"), "{e}");
+        }
+        // The largest f32 itself, and what rounds to it, are kept.
+        let ok = parse(b"[3.4028235e38, 3.40282356e38]", Format::Json, None).unwrap();
+        assert_eq!(ok.data, Data::F32(vec![f32::MAX, f32::MAX]));
     }
 
     #[test]
