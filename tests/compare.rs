@@ -612,6 +612,12 @@ fn exit_codes_follow_cmp() {
     run(&["compare", &e, &d("bad.png")])
         .code(2)
         .one_error_line("bad.png");
+    // The JSON report is still written, with the trouble in it.
+    let r = run(&["compare", &e, &d("bad.png"), "--json", "-"]);
+    r.code(2).one_error_line("bad.png");
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["status"], "error");
+    assert!(doc["reason"].as_str().unwrap().contains("bad.png"), "{doc}");
     run(&["compare", &e, &d("missing.png")])
         .code(2)
         .one_error_line("missing.png");

@@ -318,7 +318,26 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
             None => None,
         };
         let pair = (args.expected.as_path(), args.actual.as_path());
-        let doc = compare_pair(ctx, &plan, pair, diff, &mut timings)?;
+        let doc = match compare_pair(ctx, &plan, pair, diff, &mut timings) {
+            Ok(doc) => doc,
+            // Trouble is still reported in the JSON, as folder mode does, for a CI job that
+            // reads the report whatever the exit code.
+            Err(e) if sink.is_some() && !exit::is_broken_pipe(&e) => {
+                eprintln!("{} {e:#}", term::error_prefix());
+                let pair = PairDoc {
+                    status: Verdict::Error,
+                    reason: Some(format!("{e:#}")),
+                    ..PairDoc::new(&args.expected, &args.actual)
+                };
+                sink.expect("checked above").write(&PairReport {
+                    gpukit_version: env!("CARGO_PKG_VERSION"),
+                    settings,
+                    pair,
+                })?;
+                return Ok(Status::Usage);
+            }
+            Err(e) => return Err(e),
+        };
         doc.warn_if_unchecked(ctx);
         if !sink.as_ref().is_some_and(JsonSink::is_stdout) {
             print_stdout(&summary_line(&doc))?;
