@@ -9,6 +9,7 @@ use gpukit::gpu::{Engine, Gpu, Timings};
 use gpukit::io::array::{self, Array, Data, Format};
 use gpukit::io::image::{self, Image};
 use gpukit::ops::{blur, compare, histogram, matmul, scan};
+use gpukit::tune::Tunable;
 
 use crate::util::{engine, gpukit, random_image, run, tempdir, xorshift, Run};
 

@@ -20,6 +20,7 @@ use anyhow::Result;
 
 use crate::gpu::{Engine, Gpu, Timings};
 use crate::io::image::Image;
+use crate::tune::Tunable;
 pub use arith::{gaussian_radius, gaussian_weights, max_box_radius, MAX_GAUSS_RADIUS};
 pub use plan::{BlurPlan, Layout};
 pub use reference::reference;

@@ -11,6 +11,7 @@ use crate::gpu::{Batch, Download, Gpu, Kernel, Shader, Upload, Usage, Variant};
 use crate::io::image::Image;
 use crate::ops::{sample_bytes, ShaderCase};
 use crate::shader;
+use crate::tune::Tunable;
 
 // Keep in sync with wgsl/blur_gauss.wgsl: outputs per gaussian thread (its register reuse is
 // written for two).

@@ -53,10 +53,25 @@ impl Tunables {
     pub fn box_workgroup_bytes(&self) -> u32 {
         16 * (self.box_rows * self.box_tpl + self.box_rows + self.box_rows * (self.box_chunk() + 1))
     }
+}
 
+impl std::fmt::Display for Tunables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "box rows={} tpl={} ppt={}, gaussian rows={} tpl={}",
+            self.box_rows, self.box_tpl, self.box_ppt, self.gauss_rows, self.gauss_tpl
+        )
+    }
+}
+
+impl Tunable for Tunables {
+    fn default_for(_: &wgpu::Limits) -> Self {
+        Tunables::DEFAULT
+    }
     /// Whether the kernels can run this choice on an adapter with `limits` (the gaussian
     /// with one line per workgroup; more lines are taken where they fit).
-    pub fn check(&self, limits: &wgpu::Limits) -> Result<()> {
+    fn check(&self, limits: &wgpu::Limits) -> Result<()> {
         let max_wg = limits
             .max_compute_invocations_per_workgroup
             .min(limits.max_compute_workgroup_size_x);
@@ -80,25 +95,6 @@ impl Tunables {
             limits.max_compute_workgroup_storage_size
         );
         Ok(())
-    }
-}
-
-impl std::fmt::Display for Tunables {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "box rows={} tpl={} ppt={}, gaussian rows={} tpl={}",
-            self.box_rows, self.box_tpl, self.box_ppt, self.gauss_rows, self.gauss_tpl
-        )
-    }
-}
-
-impl Tunable for Tunables {
-    fn default_for(_: &wgpu::Limits) -> Self {
-        Tunables::DEFAULT
-    }
-    fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        Tunables::check(self, limits)
     }
 }
 

@@ -18,6 +18,7 @@ use crate::gpu::{Batch, Gpu, Kernel, Timings, Usage, Variant};
 use crate::io::image::Image;
 use crate::ops::{sample_bytes, ShaderCase};
 use crate::shader;
+use crate::tune::Tunable;
 
 // The GPU pass's units and partials. Keep in sync with wgsl/compare.wgsl.
 const UNIT_PX: u64 = 4;

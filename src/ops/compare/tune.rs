@@ -79,27 +79,6 @@ impl Tunables {
         let least = chunks.div_ceil(MAX_GROUP_UNITS / self.chunk_units());
         u64::from(self.max_groups).max(least).min(chunks) as u32
     }
-
-    /// Whether the pass can run this choice on an adapter with `limits`.
-    pub fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        let max = max_invocations(limits);
-        let wg = self.wg_size;
-        ensure!(
-            wg.is_power_of_two() && (32..=max).contains(&wg),
-            "compare workgroup size {wg} is not a power of two from 32 to {max}"
-        );
-        ensure!(
-            matches!(self.units, 1 | 2 | 4 | 8 | 16 | 32),
-            "compare units per invocation must be 1, 2, 4, 8, 16 or 32, not {}",
-            self.units
-        );
-        ensure!(
-            self.chunk_units() <= MAX_GROUP_UNITS,
-            "compare chunks of {wg} x {} units exceed {MAX_GROUP_UNITS}",
-            self.units
-        );
-        Ok(())
-    }
 }
 
 impl std::fmt::Display for Tunables {
@@ -121,8 +100,25 @@ impl Tunable for Tunables {
     fn default_for(_: &wgpu::Limits) -> Self {
         Tunables::DEFAULT
     }
+    /// Whether the pass can run this choice on an adapter with `limits`.
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        Tunables::check(self, limits)
+        let max = max_invocations(limits);
+        let wg = self.wg_size;
+        ensure!(
+            wg.is_power_of_two() && (32..=max).contains(&wg),
+            "compare workgroup size {wg} is not a power of two from 32 to {max}"
+        );
+        ensure!(
+            matches!(self.units, 1 | 2 | 4 | 8 | 16 | 32),
+            "compare units per invocation must be 1, 2, 4, 8, 16 or 32, not {}",
+            self.units
+        );
+        ensure!(
+            self.chunk_units() <= MAX_GROUP_UNITS,
+            "compare chunks of {wg} x {} units exceed {MAX_GROUP_UNITS}",
+            self.units
+        );
+        Ok(())
     }
 }
 

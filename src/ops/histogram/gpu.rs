@@ -12,6 +12,7 @@ use super::{check_bins, Channels, Histogram, Tunables};
 use crate::gpu::{Batch, Gpu, Kernel, PassTimer, Timings, Usage};
 use crate::io::image::Image;
 use crate::shader;
+use crate::tune::Tunable;
 
 // The running total and the plot's scale pass (a power of two: a tree reduction).
 pub(super) const TOTAL_WG_SIZE: u32 = 256;

@@ -6,6 +6,7 @@ use anyhow::Result;
 use super::{check_bins, engine, plot_cpu, Channels, Histogram, HistogramGpu, Tunables};
 use crate::gpu::{Engine, Timings};
 use crate::io::image::Image;
+use crate::tune::Tunable;
 
 /// Histograms of many images on one engine, with an optional running total: the GPU path
 /// or the CPU engine behind one interface. On the GPU each image takes the tune cache's

@@ -53,22 +53,6 @@ impl Tunables {
             fan_in: FAN_IN,
         }
     }
-
-    /// Whether the kernels can run this choice on an adapter with `limits`.
-    pub fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        let max = max_invocations(limits);
-        let wg_ok = |v: u32| v.is_power_of_two() && v <= max;
-        if !wg_ok(self.chunk_wg_size) || !wg_ok(self.reduce_wg_size) {
-            bail!("histogram workgroup sizes must be powers of two up to {max}");
-        }
-        if !self.entries_per_wg.is_power_of_two() || self.entries_per_wg > self.reduce_wg_size {
-            bail!("histogram entries per reduce workgroup must be a power of two up to its size");
-        }
-        if !(1..=64).contains(&self.max_copies) || self.target_tiles == 0 || self.fan_in < 2 {
-            bail!("histogram copies must be 1 to 64, target tiles at least 1, fan-in at least 2");
-        }
-        Ok(())
-    }
 }
 
 impl std::fmt::Display for Tunables {
@@ -96,8 +80,20 @@ impl Tunable for Tunables {
     fn default_for(limits: &wgpu::Limits) -> Self {
         Tunables::default_for(limits)
     }
+    /// Whether the kernels can run this choice on an adapter with `limits`.
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        Tunables::check(self, limits)
+        let max = max_invocations(limits);
+        let wg_ok = |v: u32| v.is_power_of_two() && v <= max;
+        if !wg_ok(self.chunk_wg_size) || !wg_ok(self.reduce_wg_size) {
+            bail!("histogram workgroup sizes must be powers of two up to {max}");
+        }
+        if !self.entries_per_wg.is_power_of_two() || self.entries_per_wg > self.reduce_wg_size {
+            bail!("histogram entries per reduce workgroup must be a power of two up to its size");
+        }
+        if !(1..=64).contains(&self.max_copies) || self.target_tiles == 0 || self.fan_in < 2 {
+            bail!("histogram copies must be 1 to 64, target tiles at least 1, fan-in at least 2");
+        }
+        Ok(())
     }
 }
 

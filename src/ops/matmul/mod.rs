@@ -15,6 +15,7 @@ use anyhow::{bail, ensure, Context, Result};
 use half::f16;
 
 use crate::gpu::{Engine, Gpu, Timings};
+use crate::tune::Tunable;
 pub use plan::{plan_split, MatmulPlan, Split};
 pub use reference::{error_bound, exact, outside_bound, reference};
 pub use tune::Tunables;

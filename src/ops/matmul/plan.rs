@@ -9,6 +9,7 @@ use half::f16;
 use super::{check_precision, Dims, Matmul, Options, Precision, Tunables};
 use crate::gpu::{Batch, Gpu, Kernel, Usage, Variant};
 use crate::shader;
+use crate::tune::Tunable;
 
 /// Keep in sync with `Params` in wgsl/matmul.wgsl.
 #[repr(C)]

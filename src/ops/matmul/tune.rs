@@ -66,8 +66,37 @@ impl Tunables {
         2 * self.bk * ((self.bm / 4 + 1) + (self.bn / 4 + 1)) * 16
     }
 
+    pub(super) fn constants(&self, trans_a: bool, trans_b: bool) -> Vec<(&'static str, f64)> {
+        vec![
+            ("BM", self.bm as f64),
+            ("BN", self.bn as f64),
+            ("BK", self.bk as f64),
+            ("TM", self.tm as f64),
+            ("TN", self.tn as f64),
+            ("WG_SIZE", self.wg_size() as f64),
+            ("GROUP_M", self.group_m as f64),
+            ("A_T", trans_a as u8 as f64),
+            ("B_T", trans_b as u8 as f64),
+        ]
+    }
+}
+
+impl std::fmt::Display for Tunables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}x{}x{} tiles, {}x{} per invocation, group {}",
+            self.bm, self.bn, self.bk, self.tm, self.tn, self.group_m
+        )
+    }
+}
+
+impl Tunable for Tunables {
+    fn default_for(limits: &wgpu::Limits) -> Self {
+        Tunables::for_limits(limits)
+    }
     /// Whether the kernel can run this configuration on an adapter with `limits`.
-    pub fn check(&self, limits: &wgpu::Limits) -> Result<()> {
+    fn check(&self, limits: &wgpu::Limits) -> Result<()> {
         let Tunables {
             bm,
             bn,
@@ -103,39 +132,6 @@ impl Tunables {
             limits.max_compute_workgroup_storage_size
         );
         Ok(())
-    }
-
-    pub(super) fn constants(&self, trans_a: bool, trans_b: bool) -> Vec<(&'static str, f64)> {
-        vec![
-            ("BM", self.bm as f64),
-            ("BN", self.bn as f64),
-            ("BK", self.bk as f64),
-            ("TM", self.tm as f64),
-            ("TN", self.tn as f64),
-            ("WG_SIZE", self.wg_size() as f64),
-            ("GROUP_M", self.group_m as f64),
-            ("A_T", trans_a as u8 as f64),
-            ("B_T", trans_b as u8 as f64),
-        ]
-    }
-}
-
-impl std::fmt::Display for Tunables {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}x{}x{} tiles, {}x{} per invocation, group {}",
-            self.bm, self.bn, self.bk, self.tm, self.tn, self.group_m
-        )
-    }
-}
-
-impl Tunable for Tunables {
-    fn default_for(limits: &wgpu::Limits) -> Self {
-        Tunables::for_limits(limits)
-    }
-    fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        Tunables::check(self, limits)
     }
 }
 

@@ -28,6 +28,7 @@ use std::fmt;
 use anyhow::Result;
 
 use crate::gpu::{Engine, Gpu, Timings};
+use crate::tune::Tunable;
 pub use element::Element;
 pub use plan::{f32_sum_depth, layout_for, subgroups_usable, takes_subgroups, ScanPlan};
 pub use reference::{reduce_tiles, reference, scan_staged_cpu, scan_tiles, Layout, Segment};

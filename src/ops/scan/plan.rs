@@ -6,6 +6,7 @@ use anyhow::{bail, Result};
 use super::{Element, Layout, Mode, Options, Path, Tunables, MAX_SEGMENT};
 use crate::gpu::{Batch, Gpu, Kernel, Usage, Variant};
 use crate::shader;
+use crate::tune::Tunable;
 
 /// Keep in sync with `Params` in wgsl/scan_reduce.wgsl.
 #[repr(C)]

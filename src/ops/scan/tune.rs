@@ -30,24 +30,6 @@ impl Tunables {
         vec_per_thread: VEC_PER_THREAD,
     };
 
-    /// Whether the kernels can run this choice on an adapter with `limits`.
-    pub fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        let wg = self.wg_size;
-        let max_wg = limits
-            .max_compute_invocations_per_workgroup
-            .min(limits.max_compute_workgroup_size_x);
-        if !wg.is_power_of_two() || wg < 4 || wg > max_wg {
-            bail!("scan workgroup size {wg} is not a power of two from 4 to {max_wg}");
-        }
-        if !matches!(self.vec_per_thread, 1 | 2 | 4 | 8) {
-            bail!(
-                "scan vec4s per invocation must be 1, 2, 4 or 8, not {}",
-                self.vec_per_thread
-            );
-        }
-        Ok(())
-    }
-
     /// Workgroup memory of the in-tile scan: one total per subgroup and vec4 on the subgroup
     /// path (`subgroup_min` the adapter's smallest subgroup), Blelloch's padded tree of every
     /// vec4 total on the workgroup path. Keep in sync with wgsl/shared/scan_*.wgsl.
@@ -70,8 +52,22 @@ impl Tunable for Tunables {
     fn default_for(_: &wgpu::Limits) -> Self {
         Tunables::DEFAULT
     }
+    /// Whether the kernels can run this choice on an adapter with `limits`.
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        Tunables::check(self, limits)
+        let wg = self.wg_size;
+        let max_wg = limits
+            .max_compute_invocations_per_workgroup
+            .min(limits.max_compute_workgroup_size_x);
+        if !wg.is_power_of_two() || wg < 4 || wg > max_wg {
+            bail!("scan workgroup size {wg} is not a power of two from 4 to {max_wg}");
+        }
+        if !matches!(self.vec_per_thread, 1 | 2 | 4 | 8) {
+            bail!(
+                "scan vec4s per invocation must be 1, 2, 4 or 8, not {}",
+                self.vec_per_thread
+            );
+        }
+        Ok(())
     }
 }
 
