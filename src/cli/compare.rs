@@ -665,7 +665,11 @@ const IMAGE_EXTENSIONS: &[&str] = &[
 /// (`x.png` and `x.bmp` give `x.png.png` and `x.bmp.png`).
 fn diff_paths(dir: &Path, both: &[&PathBuf]) -> Vec<PathBuf> {
     let plain: Vec<PathBuf> = both.iter().map(|r| r.with_extension("png")).collect();
-    let shared = |p: &PathBuf| plain.iter().filter(|q| *q == p).count() > 1;
+    let mut uses = std::collections::HashMap::<&PathBuf, usize>::new();
+    for p in &plain {
+        *uses.entry(p).or_default() += 1;
+    }
+    let shared = |p: &PathBuf| uses[p] > 1;
     both.iter()
         .zip(&plain)
         .map(|(rel, p)| {
@@ -855,9 +859,11 @@ fn compare_folders(
             args.actual.display()
         );
     }
-    let missing: Vec<&PathBuf> = expected.iter().filter(|p| !actual.contains(p)).collect();
-    let extra: Vec<&PathBuf> = actual.iter().filter(|p| !expected.contains(p)).collect();
-    let both: Vec<&PathBuf> = expected.iter().filter(|p| actual.contains(p)).collect();
+    // Both lists are sorted: a lookup is a binary search, not a scan of the other folder.
+    let has = |list: &[PathBuf], p: &PathBuf| list.binary_search(p).is_ok();
+    let missing: Vec<&PathBuf> = expected.iter().filter(|p| !has(&actual, p)).collect();
+    let extra: Vec<&PathBuf> = actual.iter().filter(|p| !has(&expected, p)).collect();
+    let both: Vec<&PathBuf> = expected.iter().filter(|p| has(&actual, p)).collect();
     let diffs = args.diff.as_ref().map(|dir| diff_paths(dir, &both));
     if let Some(first) = both.first() {
         estimate(ctx, plan, &args.expected.join(first), both.len());
