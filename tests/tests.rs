@@ -12,6 +12,7 @@ mod devices;
 mod fidelity;
 mod histogram;
 mod input;
+mod install;
 mod matmul;
 #[cfg(unix)]
 mod output;
