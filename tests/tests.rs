@@ -14,6 +14,7 @@ mod histogram;
 mod input;
 mod install;
 mod matmul;
+mod npy;
 #[cfg(unix)]
 mod output;
 mod property;
