@@ -338,7 +338,7 @@ fn an_input_is_never_an_output() {
     cpu(&["histogram", ".", "--plot", "a.png"]).code(2);
     cpu(&["scan", "v.json", "-o", "v.json"])
         .code(2)
-        .one_error_line("v.json: -o names an input file");
+        .one_error_line("v.json: names an input file");
     cpu(&["matmul", "m.json", "m.json", "-o", "m.json"]).code(2);
     assert_eq!(std::fs::read(d.join("a.png")).unwrap(), img);
     assert_eq!(std::fs::read_to_string(d.join("v.json")).unwrap(), SCAN_IN);
@@ -654,4 +654,125 @@ fn very_verbose_says_more_than_verbose() {
         vv.stderr
     );
     assert!(!v.stderr.contains("o.png"), "{}", v.stderr);
+}
+
+// Issue 24: every path gpukit writes (JSON documents, reports, diff folders, outputs a glob's
+// `..` leads to) is checked against every input by identity, not flag by flag.
+#[test]
+fn no_output_path_replaces_an_input() {
+    let dir = tempdir();
+    let d = dir.path();
+    let img = std::fs::read(fixture("hopper.png")).unwrap();
+    std::fs::write(d.join("a.png"), &img).unwrap();
+    let cpu = |args: &[&str]| {
+        let mut all = vec!["--backend", "cpu"];
+        all.extend_from_slice(args);
+        run_in(Some(d), &all)
+    };
+    // A report or a --json document through a link named .json that leads to an input.
+    std::os::unix::fs::symlink("a.png", d.join("alias.json")).unwrap();
+    cpu(&[
+        "blur",
+        "a.png",
+        "-r",
+        "1",
+        "-o",
+        "o.png",
+        "--report",
+        "alias.json",
+    ])
+    .code(2)
+    .one_error_line("alias.json: names an input file (the same file as a.png)");
+    cpu(&["compare", "a.png", "a.png", "--json", "alias.json"]).code(2);
+    assert_eq!(std::fs::read(d.join("a.png")).unwrap(), img);
+
+    // merge --json onto one of its documents, and a re-run over its own earlier output.
+    std::fs::create_dir(d.join("rep")).unwrap();
+    cpu(&["histogram", "a.png", "--sum", "--json", "rep/s1.json"]).code(0);
+    std::fs::copy(d.join("a.png"), d.join("b.png")).unwrap();
+    cpu(&["histogram", "b.png", "--sum", "--json", "rep/s2.json"]).code(0);
+    let s1 = std::fs::read(d.join("rep/s1.json")).unwrap();
+    cpu(&[
+        "merge",
+        "rep/s1.json",
+        "rep/s2.json",
+        "--json",
+        "rep/s1.json",
+    ])
+    .code(2)
+    .one_error_line("rep/s1.json: names an input file");
+    assert_eq!(std::fs::read(d.join("rep/s1.json")).unwrap(), s1);
+    cpu(&[
+        "merge",
+        "rep/s1.json",
+        "rep/s2.json",
+        "--json",
+        "rep/all.json",
+    ])
+    .code(0);
+    let all = std::fs::read(d.join("rep/all.json")).unwrap();
+    let merged: serde_json::Value = serde_json::from_slice(&all).unwrap();
+    assert_eq!(merged["sum"]["inputs"], 2);
+    cpu(&[
+        "merge",
+        "rep/all.json",
+        "rep/s1.json",
+        "rep/s2.json",
+        "--json",
+        "rep/all.json",
+    ])
+    .code(2);
+    assert_eq!(std::fs::read(d.join("rep/all.json")).unwrap(), all);
+
+    // A --diff folder inside the golden folder would put diff images over golden ones.
+    for sub in ["golden/d", "out"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    std::fs::write(d.join("golden/a.png"), &img).unwrap();
+    std::fs::write(d.join("golden/d/a.png"), &img).unwrap();
+    std::fs::write(d.join("out/a.png"), b"").unwrap();
+    cpu(&["compare", "golden", "out", "--diff", "golden/d"])
+        .code(2)
+        .one_error_line("golden/d: --diff lies inside the EXPECTED folder golden");
+    cpu(&["compare", "golden", "out", "--diff", "golden/d/../d/new"]).code(2);
+    assert_eq!(std::fs::read(d.join("golden/d/a.png")).unwrap(), img);
+
+    // A glob whose `..` climbs out of its fixed part would write outside --out-dir (here,
+    // over the input itself).
+    std::fs::create_dir_all(d.join("in/x")).unwrap();
+    std::fs::write(d.join("in/x/a.png"), &img).unwrap();
+    cpu(&["blur", "in/*/../../a.png", "-r", "1", "--out-dir", "o"])
+        .code(2)
+        .one_error_line("in/x/../../a.png: the pattern's `..` climbs above its fixed part");
+    assert_eq!(std::fs::read(d.join("a.png")).unwrap(), img);
+}
+
+// Issue 24: the same document twice, or a merged document among its shards, would count
+// every input twice.
+#[test]
+fn merge_refuses_documents_that_overlap() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::copy(fixture("hopper.png"), d.join("a.png")).unwrap();
+    let cpu = |args: &[&str]| {
+        let mut all = vec!["--backend", "cpu"];
+        all.extend_from_slice(args);
+        run_in(Some(d), &all)
+    };
+    cpu(&["histogram", "a.png", "--json", "s.json"]).code(0);
+    std::os::unix::fs::symlink("s.json", d.join("t.json")).unwrap();
+    std::fs::copy(d.join("s.json"), d.join("copy.json")).unwrap();
+    cpu(&["merge", "s.json", "s.json"])
+        .code(2)
+        .one_error_line("s.json: given twice");
+    cpu(&["merge", "s.json", "t.json"]).code(2);
+    cpu(&["merge", "s.json", "copy.json"])
+        .code(2)
+        .one_error_line("copy.json: lists a.png, which s.json lists too");
+    cpu(&["histogram", "--merge", "s.json", "copy.json"]).code(2);
+    cpu(&[
+        "blur", "a.png", "-r", "1", "-o", "o.png", "--report", "r.json",
+    ])
+    .code(0);
+    cpu(&["merge", "r.json", "r.json"]).code(2);
 }

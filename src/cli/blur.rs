@@ -306,8 +306,13 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     }
     // `-o`'s output is created before the work, so an unwritable place fails before any
     // decoding; removed on any error, it leaves nothing behind.
+    // `--overwrite` lets an output replace its input; any other input is refused.
+    let create = |p: &Path| match args.overwrite {
+        true => PendingFile::create_over_input(p),
+        false => PendingFile::create(p),
+    };
     let named = match &args.output {
-        Some(_) => Some(PendingFile::create(&jobs[0].output)?),
+        Some(_) => Some(create(&jobs[0].output)?),
         None => None,
     };
     let named = std::sync::Mutex::new(named);
@@ -384,7 +389,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
             let created = named.lock().expect("no encoder panics").take();
             let pending = match created {
                 Some(p) => p,
-                None => PendingFile::create(&job.output)?,
+                None => create(&job.output)?,
             };
             ctx.detail(&pending.describe());
             ctx.detail(&format!(

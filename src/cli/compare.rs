@@ -304,17 +304,14 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
         let json = json.path().unwrap_or(Path::new("-"));
         crate::io::output::refuse_shared_output(("--diff", diff), ("--json", json))?;
     }
+    crate::io::output::note_inputs([args.expected.as_path(), args.actual.as_path()]);
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
     let mut timings = Timings::default();
     let status = if e_dir {
         compare_folders(ctx, &args, &plan, settings, sink, &mut timings)?
     } else {
-        let inputs = [&args.expected, &args.actual];
         let diff = match &args.diff {
-            Some(p) => {
-                crate::io::output::refuse_input_as_output("--diff", p, &inputs)?;
-                Some((PendingFile::create(p)?, image::output_format(p)?))
-            }
+            Some(p) => Some((PendingFile::create(p)?, image::output_format(p)?)),
             None => None,
         };
         let pair = (args.expected.as_path(), args.actual.as_path());
@@ -685,11 +682,14 @@ fn diff_paths(dir: &Path, both: &[&PathBuf]) -> Vec<PathBuf> {
 }
 
 /// The image files under `root`, as sorted relative paths, passing over the folder `skip`
-/// (the --diff folder).
-fn image_files(root: &Path, skip: Option<&Path>) -> Result<Vec<PathBuf>> {
+/// (the --diff folder). Links to folders are followed, but never into a folder already
+/// listed or one that holds the link (a loop): those are left out with a warning.
+fn image_files(ctx: &Ctx, root: &Path, skip: Option<&Path>) -> Result<Vec<PathBuf>> {
+    use crate::io::output::file_id;
     let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
+    // Each folder to list with the identities of the folders above it (itself included).
+    let mut stack = vec![(PathBuf::new(), Vec::from_iter(file_id(root)))];
+    while let Some((rel, chain)) = stack.pop() {
         let dir = root.join(&rel);
         let entries = std::fs::read_dir(&dir)
             .with_context(|| format!("{}: cannot list the folder", dir.display()))?;
@@ -698,8 +698,19 @@ fn image_files(root: &Path, skip: Option<&Path>) -> Result<Vec<PathBuf>> {
             let path = rel.join(e.file_name());
             let full = root.join(&path);
             if full.is_dir() {
+                let Some(id) = file_id(&full) else { continue };
+                let linked = e.file_type().is_ok_and(|t| t.is_symlink());
+                if chain.contains(&id) || (linked && holds(&full, &dir)) {
+                    ctx.warn(&format!(
+                        "{}: left out, a link to a folder that holds it (it would loop)",
+                        full.display()
+                    ));
+                    continue;
+                }
                 if !skip.is_some_and(|s| batch::same_folder(&full, s)) {
-                    stack.push(path);
+                    let mut below = chain.clone();
+                    below.push(id);
+                    stack.push((path, below));
                 }
             } else if full
                 .extension()
@@ -711,7 +722,46 @@ fn image_files(root: &Path, skip: Option<&Path>) -> Result<Vec<PathBuf>> {
         }
     }
     out.sort();
+    crate::io::output::note_inputs(
+        out.iter()
+            .map(|p| root.join(p))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(PathBuf::as_path),
+    );
     Ok(out)
+}
+
+/// Whether the folder `link` leads to holds `dir` (is it or one of its ancestors).
+fn holds(link: &Path, dir: &Path) -> bool {
+    match (std::fs::canonicalize(link), std::fs::canonicalize(dir)) {
+        (Ok(to), Ok(dir)) => dir.starts_with(to),
+        _ => false,
+    }
+}
+
+/// Whether `path` (which may not exist yet) lies inside the folder `folder`, by identity:
+/// one of its existing ancestors is that folder.
+fn inside(path: &Path, folder: &Path) -> bool {
+    let Some(id) = crate::io::output::file_id(folder) else {
+        return false;
+    };
+    // The deepest part of `path` that exists, with links and `..` resolved.
+    let Some(real) = path
+        .ancestors()
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                a
+            }
+        })
+        .find_map(|a| std::fs::canonicalize(a).ok())
+    else {
+        return false;
+    };
+    real.ancestors()
+        .any(|a| crate::io::output::file_id(a).as_ref() == Some(&id))
 }
 
 /// The engine thread's state in folder mode: the engine, and what it measured.
@@ -847,11 +897,19 @@ fn compare_folders(
                 )));
             }
         }
+        if inside(dir, &args.expected) {
+            anyhow::bail!(crate::UsageError(format!(
+                "{}: --diff lies inside the EXPECTED folder {}; diff images would be written \
+                 among (and over) the golden images: give a folder outside it",
+                dir.display(),
+                args.expected.display()
+            )));
+        }
     }
     // A --diff folder inside either folder holds diff images, not images to compare.
     let skip = args.diff.as_deref();
-    let expected = image_files(&args.expected, skip)?;
-    let actual = image_files(&args.actual, skip)?;
+    let expected = image_files(ctx, &args.expected, skip)?;
+    let actual = image_files(ctx, &args.actual, skip)?;
     if expected.is_empty() && actual.is_empty() {
         anyhow::bail!(
             "{} and {}: no image files in either folder, nothing to compare",

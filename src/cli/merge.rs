@@ -23,6 +23,10 @@ pub struct MergeArgs {
 }
 
 pub fn run(_ctx: &Ctx, args: MergeArgs) -> Result<Status> {
+    // Noted before the output is opened: `merge rep/*.json --json rep/all.json` run again
+    // must not merge (or replace) its earlier output, nor any other document it reads.
+    crate::io::output::note_inputs(args.inputs.iter().map(PathBuf::as_path));
+    distinct(&args.inputs)?;
     let sink = JsonSink::open(args.json.as_ref().unwrap_or(&JsonDest::Stdout))?;
     let first = read(&args.inputs[0])?;
     let merged = if first.get("bins").is_some() {
@@ -32,6 +36,43 @@ pub fn run(_ctx: &Ctx, args: MergeArgs) -> Result<Status> {
     };
     sink.write(&merged)?;
     Ok(Status::Success)
+}
+
+/// A usage error when one document is given twice (by any name): its counts would be added
+/// twice.
+pub fn distinct(paths: &[PathBuf]) -> Result<()> {
+    let mut seen = std::collections::HashMap::new();
+    for p in paths {
+        if let Some(id) = crate::io::output::file_id(p) {
+            if let Some(first) = seen.insert(id, p) {
+                bail!(crate::UsageError(format!(
+                    "{}: given twice (also as {}); each shard's document is merged once",
+                    p.display(),
+                    first.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A usage error when two documents list the same input: they are not disjoint shards of
+/// one run (a document given twice, or a merged document among its own shards).
+fn disjoint<'v>(entries: impl IntoIterator<Item = (&'v Path, &'v Value)>) -> Result<()> {
+    let mut seen = std::collections::HashMap::<&str, &Path>::new();
+    for (doc, entry) in entries {
+        let Some(input) = entry["path"].as_str().or(entry["input"].as_str()) else {
+            continue;
+        };
+        if let Some(first) = seen.insert(input, doc) {
+            bail!(crate::UsageError(format!(
+                "{}: lists {input}, which {} lists too; only disjoint shards of one run can be merged",
+                doc.display(),
+                first.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn read(path: &Path) -> Result<Value> {
@@ -58,8 +99,20 @@ pub fn reports(paths: &[PathBuf]) -> Result<Value> {
     let mut files = Vec::new();
     let mut seconds = 0f64;
     let mut command = Value::Null;
-    for path in paths {
-        let doc = read(path)?;
+    crate::io::output::note_inputs(paths.iter().map(PathBuf::as_path));
+    distinct(paths)?;
+    let docs = paths
+        .iter()
+        .map(|p| Ok((p.as_path(), read(p)?)))
+        .collect::<Result<Vec<_>>>()?;
+    disjoint(docs.iter().flat_map(|(p, d)| {
+        d["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(move |f| (*p, f))
+    }))?;
+    for (path, doc) in docs {
         if !command.is_null() && doc["command"] != command {
             bail!(
                 "{}: a report of {}, the others of {command}",
@@ -116,10 +169,16 @@ pub fn reports(paths: &[PathBuf]) -> Result<Value> {
 /// statistics recomputed. Every document must have the same bins and alpha; the sum is null
 /// unless every document has one.
 pub fn histograms(paths: &[PathBuf]) -> Result<Value> {
+    crate::io::output::note_inputs(paths.iter().map(PathBuf::as_path));
+    distinct(paths)?;
     let mut docs = Vec::new();
     for p in paths {
         docs.push((p.as_path(), read(p)?));
     }
+    disjoint(docs.iter().flat_map(|(p, d)| {
+        let listed = ["inputs", "failed"].map(|k| d[k].as_array().into_iter().flatten());
+        listed.into_iter().flatten().map(move |e| (*p, e))
+    }))?;
     let (first_path, first) = docs
         .first()
         .context("--merge needs at least one document")?;

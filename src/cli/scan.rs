@@ -86,9 +86,7 @@ fn dest(args: &ScanArgs) -> Result<(PendingFile, Format)> {
             ))),
         }
     };
-    if args.input != Path::new("-") {
-        output::refuse_input_as_output("-o", path, &[&args.input])?;
-    }
+    output::note_input(&args.input);
     let file = PendingFile::create(path)?;
     if matches!(format, Format::Npy | Format::Bin) {
         file.refuse_terminal("binary array data")?;

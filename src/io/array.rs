@@ -190,6 +190,7 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>> {
             .context("reading stdin")?;
     } else {
         bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        super::output::note_input(path);
     }
     Ok(bytes)
 }

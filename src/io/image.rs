@@ -626,6 +626,7 @@ fn read_input(path: &Path, opts: &ReadOptions) -> Result<Vec<u8>> {
     }
     let name = path.display();
     let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot read"))?;
+    super::output::note_input(path);
     let mut bytes = Vec::new();
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
