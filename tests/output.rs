@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::util::{gpukit, run, run_in, tempdir};
+use crate::util::{gpukit, gpukit_as_nobody, run, run_in, tempdir};
 
 fn fixture(name: &str) -> String {
     format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
@@ -137,7 +137,6 @@ fn a_fifo_gets_the_whole_output() {
 #[test]
 fn an_ordinary_user_replaces_and_creates_files() {
     use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::CommandExt;
     let dir = tempdir();
     let d = dir.path();
     std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -145,12 +144,9 @@ fn an_ordinary_user_replaces_and_creates_files() {
     std::fs::write(d.join("old.json"), "old").unwrap();
     std::fs::set_permissions(d.join("old.json"), std::fs::Permissions::from_mode(0o666)).unwrap();
     for out in ["old.json", "new.json"] {
-        let mut cmd = gpukit();
+        let mut cmd = gpukit_as_nobody();
         cmd.current_dir(d)
             .args(["--backend", "cpu", "scan", "in.json", "-o", out]);
-        if is_root() {
-            cmd.uid(65534).gid(65534);
-        }
         let r = cmd.output().unwrap();
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
         assert_eq!(
@@ -565,7 +561,6 @@ fn disk_full_names_the_output_or_stdout() {
 #[test]
 fn an_unusable_tune_cache_fails_before_measuring() {
     use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::CommandExt;
     let dir = tempdir();
     let d = dir.path();
     std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -574,13 +569,11 @@ fn an_unusable_tune_cache_fails_before_measuring() {
     r.code(1).one_error_line("is a directory");
     std::fs::create_dir(d.join("ro")).unwrap();
     std::fs::set_permissions(d.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
-    let mut cmd = gpukit();
-    cmd.current_dir(d)
-        .args(["tune", "--quick", "--tune-cache", "ro/cache.json"]);
     // Root writes anywhere: the read-only case runs as `nobody`.
-    if is_root() {
-        cmd.uid(65534).gid(65534).env("HOME", d);
-    }
+    let mut cmd = gpukit_as_nobody();
+    cmd.current_dir(d)
+        .args(["tune", "--quick", "--tune-cache", "ro/cache.json"])
+        .env("HOME", d);
     let out = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");

@@ -416,12 +416,15 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         ledger.end(todo[outcome.index], outcome, &bar);
     });
     bar.finish_and_clear();
+    // An engine that did not start (or a thread that could not) stopped the batch: its
+    // error, before the files it left undone are looked at.
+    let engine_timings = engine_timings?;
     let opened: &[Engine] = match devices.get() {
         Some(Ok(engines)) => engines,
         _ => &[],
     };
     let (records, stages) = ledger.close(opened.len())?;
-    ctx.report_timings(&batch_timings(stages, device_timings, engine_timings?));
+    ctx.report_timings(&batch_timings(stages, device_timings, engine_timings));
     let names = opened.iter().map(Engine::describe).collect();
     let report = Report::new("blur", names, records, started.elapsed());
     if jobs.len() > 1 {
