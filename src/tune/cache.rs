@@ -11,6 +11,10 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use crate::gpu::Gpu;
 use crate::io::output::write_atomic;
 
+/// The most bytes a tune cache may hold (a real one holds a few KiB): a larger file is not
+/// one, and is not read whole.
+const MAX_BYTES: u64 = 16 << 20;
+
 /// The version of the file's layout; a file of another version is ignored.
 pub const FORMAT: u32 = 1;
 
@@ -164,8 +168,18 @@ impl Cache {
 
     /// Reads and parses a cache file (staleness is the caller's question).
     pub fn read(path: &Path) -> Result<Cache> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read", path.display()))?;
+        use std::io::Read;
+        let name = path.display();
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_BYTES + 1).read_to_string(&mut text))
+            .with_context(|| format!("{name}: cannot read"))?;
+        if text.len() as u64 > MAX_BYTES {
+            bail!(
+                "{name}: larger than {} MiB, not a gpukit tune cache",
+                MAX_BYTES >> 20
+            );
+        }
         serde_json::from_str(&text)
             .with_context(|| format!("{}: not a gpukit tune cache", path.display()))
     }
