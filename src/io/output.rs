@@ -343,7 +343,9 @@ pub fn input_at(output: &Path) -> Option<PathBuf> {
         return None;
     }
     let id = file_id(output)?;
-    inputs().get(&id).cloned()
+    let input = inputs().get(&id).cloned()?;
+    // Still that file: an input removed since, its inode given to another file, is no input.
+    (file_id(&input).as_ref() == Some(&id)).then_some(input)
 }
 
 /// A usage error when writing `output` would replace an input noted so far.
