@@ -111,7 +111,6 @@ impl<R: Read> FrameStream<R> {
             })?;
         } else if head.starts_with(b"II*\0") || head.starts_with(b"MM\0*") {
             frame.rest(&mut r)?;
-            drop(r);
             if let Some(end) = tiff_end(&frame.bytes).filter(|&e| e < frame.bytes.len()) {
                 let mut tail = frame.bytes.split_off(end);
                 // A pad byte may end a TIFF written with word-aligned data.
@@ -129,7 +128,6 @@ impl<R: Read> FrameStream<R> {
         } else {
             bail!("not an image: its first bytes begin no image format gpukit reads");
         }
-        drop(r);
         // What this frame left of the pending bytes comes first next time.
         self.pending = left.to_vec();
         Ok(Some(frame.bytes))
