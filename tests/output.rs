@@ -769,3 +769,74 @@ fn merge_refuses_documents_that_overlap() {
     .code(0);
     cpu(&["merge", "r.json", "r.json"]).code(2);
 }
+
+// Issue 24: checks up front and messages that say what is wrong: a read-only --out-dir
+// before any decoding, gray+alpha to BMP (its alpha was dropped with exit 0), a gray image
+// against an RGB one of another size (said the layout differed), `[1.0]` as u32 (said "1 is
+// not an integer"), and a file named `-` in --files-from (was read from stdin).
+#[test]
+fn checks_come_first_and_messages_say_what_is_wrong() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let img = std::fs::read(fixture("hopper.png")).unwrap();
+    std::fs::write(d.join("a.png"), &img).unwrap();
+    std::fs::set_permissions(d.join("a.png"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::create_dir(d.join("ro")).unwrap();
+    std::fs::set_permissions(d.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let out = gpukit_as_nobody()
+        .current_dir(d)
+        .args([
+            "--backend",
+            "cpu",
+            "-vv",
+            "blur",
+            "a.png",
+            "-r",
+            "1",
+            "--out-dir",
+            "ro",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("ro: cannot write here"), "{err}");
+    // -vv says each image's size as it is decoded: none was.
+    assert!(!err.contains("256x300"), "{err}");
+
+    let cpu = |args: &[&str]| {
+        let mut all = vec!["--backend", "cpu"];
+        all.extend_from_slice(args);
+        run_in(Some(d), &all)
+    };
+    let la = gpukit::io::image::Image::new_u8(3, 2, 2, (0..12).map(|i| i * 20).collect());
+    gpukit::io::image::save(&d.join("la.png"), la).unwrap();
+    cpu(&["blur", "la.png", "-r", "1", "-o", "la.bmp"])
+        .code(1)
+        .one_error_line("la.bmp: cannot keep the input's layout (BMP stores no gray+alpha)");
+    assert!(!d.join("la.bmp").exists());
+
+    let gray = gpukit::io::image::Image::new_u8(5, 5, 1, vec![7; 25]);
+    gpukit::io::image::save(&d.join("g.png"), gray).unwrap();
+    let r = cpu(&["compare", "g.png", "a.png"]);
+    r.code(1);
+    assert!(
+        r.stdout.contains("MISMATCH (size): size differs"),
+        "{}",
+        r.stdout
+    );
+
+    std::fs::write(d.join("f.json"), "[1.0]").unwrap();
+    cpu(&["scan", "f.json", "--dtype", "u32", "-o", "s.json"])
+        .code(1)
+        .one_error_line("1.0 is written as a float, and u32 takes integers only");
+
+    std::fs::write(d.join("-"), &img).unwrap();
+    std::fs::write(d.join("list.txt"), "-\n").unwrap();
+    let r = cpu(&["histogram", "--files-from", "list.txt", "--json", "-"]);
+    r.code(0);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["inputs"][0]["pixels"], 256 * 300);
+}

@@ -188,8 +188,7 @@ impl BlurArgs {
             .collect::<Result<Vec<_>>>()?;
         self.check_encoding(&jobs)?;
         if let Some(dir) = &self.out_dir {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
+            output::prepare_folder(dir)?;
         }
         Ok(jobs)
     }

@@ -471,8 +471,10 @@ fn prepare(
     let (mut a, mut b) = load()?;
     if let Some(reason) = op::layout_mismatch(&a, &b) {
         let same_layout = (a.channels, a.bit_depth()) == (b.channels, b.bit_depth());
+        let same_size = (a.width, a.height) == (b.width, b.height);
         if !(plan.allow_size_change && same_layout) {
-            doc.status = if same_layout {
+            // Images of other sizes differ in size first, whatever their layouts.
+            doc.status = if same_layout || (!same_size && !plan.allow_size_change) {
                 Verdict::SizeMismatch
             } else {
                 Verdict::LayoutMismatch

@@ -476,7 +476,14 @@ fn numbers_to_data(
             n @ (Number::Int(_) | Number::BigInt(_)) => n
                 .int_in(lo, hi)
                 .ok_or_else(|| anyhow!("{}: {n} does not fit {}", at(i), dtype.name())),
-            Number::Float(f) => bail!("{}: {f} is not an integer ({})", at(i), dtype.name()),
+            // `{f:?}` keeps the point: `1.0`, not a bare `1` that looks like an integer.
+            Number::Float(f) if f.fract() == 0.0 => bail!(
+                "{}: {f:?} is written as a float, and {} takes integers only (write {f}, or \
+                 give --dtype f32)",
+                at(i),
+                dtype.name()
+            ),
+            Number::Float(f) => bail!("{}: {f:?} is not an integer ({})", at(i), dtype.name()),
         }
     };
     Ok(match dtype {

@@ -230,6 +230,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     PendingFile::create(path)?.commit_bytes(bytes)
 }
 
+/// Creates the folder `dir` (an `--out-dir`) and checks now that files can be created in it,
+/// so that a read-only folder fails before any input is decoded. Leaves nothing behind.
+pub fn prepare_folder(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
+    probe_dir(dir).with_context(|| format!("{}: cannot write here", dir.display()))
+}
+
 /// Checks now that `path` can be written later (creating its folder when missing), so that
 /// a long run does not find out at its end. Leaves nothing behind.
 pub fn check_writable(path: &Path) -> Result<()> {
