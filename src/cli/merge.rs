@@ -179,6 +179,7 @@ pub fn histograms(paths: &[PathBuf]) -> Result<Value> {
         let listed = ["inputs", "failed"].map(|k| d[k].as_array().into_iter().flatten());
         listed.into_iter().flatten().map(move |e| (*p, e))
     }))?;
+    widen_to_union(&mut docs)?;
     let (first_path, first) = docs
         .first()
         .context("--merge needs at least one document")?;
@@ -216,6 +217,93 @@ pub fn histograms(paths: &[PathBuf]) -> Result<Value> {
     out.insert("failed".into(), Value::Array(failed));
     out.insert("sum".into(), sum);
     Ok(Value::Object(out))
+}
+
+/// Gives every histogram in `docs` (each input's and each sum) the channels that cover all of
+/// them, as an unsharded `--sum` run counts them (docs/histogram.md): gray as R = G = B with
+/// its luminance the gray value, a missing alpha as opaque. A shard of gray images alone and
+/// one with colour images can then be added.
+fn widen_to_union(docs: &mut [(&Path, Value)]) -> Result<()> {
+    let names = |d: &Value| -> Vec<String> {
+        let sum = d["sum"]["channels"].as_array().into_iter().flatten();
+        let inputs = d["inputs"].as_array().into_iter().flatten();
+        let per_input = inputs.flat_map(|i| i["channels"].as_array().into_iter().flatten());
+        sum.chain(per_input)
+            .filter_map(|c| c["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let all: Vec<String> = docs.iter().flat_map(|(_, d)| names(d)).collect();
+    let color = all.iter().any(|n| n == "red");
+    let alpha = all.iter().any(|n| n == "alpha");
+    // Only a document that holds a sum (every input counted alike) is widened: without
+    // --sum, each input keeps its own channels, as in an unsharded run.
+    if !docs.iter().all(|(_, d)| d["sum"].is_object()) {
+        return Ok(());
+    }
+    for (path, doc) in docs.iter_mut() {
+        let mut histograms: Vec<&mut Value> = Vec::new();
+        let (sum, inputs) = match doc {
+            Value::Object(m) => {
+                let mut sum = None;
+                let mut inputs = None;
+                for (k, v) in m.iter_mut() {
+                    match k.as_str() {
+                        "sum" => sum = Some(v),
+                        "inputs" => inputs = Some(v),
+                        _ => {}
+                    }
+                }
+                (sum, inputs)
+            }
+            _ => (None, None),
+        };
+        histograms.extend(sum);
+        histograms.extend(inputs.and_then(Value::as_array_mut).into_iter().flatten());
+        for h in histograms {
+            let pixels = h["pixels"].as_u64();
+            let Some((pixels, channels)) = pixels.zip(h["channels"].as_array_mut()) else {
+                bail!(
+                    "{}: not a gpukit histogram document (a histogram without pixels or channels)",
+                    path.display()
+                );
+            };
+            widen(channels, color, alpha, pixels);
+        }
+    }
+    Ok(())
+}
+
+/// One histogram's channels widened to colour and alpha (see [`widen_to_union`]).
+fn widen(channels: &mut Vec<Value>, color: bool, alpha: bool, pixels: u64) {
+    if color && channels.first().is_some_and(|c| c["name"] == "gray") {
+        let gray = channels.remove(0);
+        for (i, name) in ["red", "green", "blue", "luminance"]
+            .into_iter()
+            .enumerate()
+        {
+            let mut c = gray.clone();
+            c["name"] = name.into();
+            channels.insert(i, c);
+        }
+    }
+    if alpha && !channels.iter().any(|c| c["name"] == "alpha") {
+        let bins = channels
+            .first()
+            .and_then(|c| c["counts"].as_array())
+            .map_or(0, Vec::len);
+        if bins > 0 {
+            let mut counts = vec![0u64; bins];
+            counts[bins - 1] = pixels;
+            let mut c = serde_json::json!({ "name": "alpha" });
+            if let Ok(Value::Object(stats)) = serde_json::to_value(channel_stats(&counts)) {
+                for (k, v) in stats {
+                    c[k] = v;
+                }
+            }
+            c["counts"] = counts.into();
+            channels.push(c);
+        }
+    }
 }
 
 fn add_sums(docs: &[(&Path, Value)], sums: &[&Value]) -> Result<Value> {
