@@ -513,3 +513,33 @@ fn cache_values_past_u32_and_huge_caches_are_refused() {
         .one_error_line("huge.json: larger than 16 MiB, not a gpukit tune cache");
     assert_eq!(read_u32_npy(&output), exclusive_sums(&values()));
 }
+
+// Issue 24: two `gpukit tune` runs on one cache each wrote what they had read at their start
+// plus their own ops, so the later one lost the other's results.
+#[test]
+fn two_tunes_on_one_cache_keep_both_results() {
+    let d = tempdir();
+    let cache = d.path().join("cache.json");
+    let start = |op: &str| {
+        gpukit()
+            .args(["tune", op, "--quick", "-q", "--tune-cache"])
+            .arg(&cache)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let runs = [start("scan"), start("compare")];
+    for r in runs {
+        let out = r.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    let ops: Vec<&String> = doc["ops"].as_object().unwrap().keys().collect();
+    assert_eq!(ops, ["compare", "scan"]);
+}

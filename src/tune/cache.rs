@@ -184,6 +184,31 @@ impl Cache {
             .with_context(|| format!("{}: not a gpukit tune cache", path.display()))
     }
 
+    /// Replaces the cache at `path` with `f` of what it holds now (`None`: no file yet), under
+    /// an exclusive lock on its folder, so that two processes updating one cache (two
+    /// `gpukit tune` runs) each add to what the other wrote instead of losing it. The lock
+    /// is the folder's own (nothing is left beside the cache); where a folder cannot be
+    /// locked (not Unix), the update is read-merge-replace without it.
+    pub fn update(path: &Path, f: impl FnOnce(Option<Result<Cache>>) -> Cache) -> Result<()> {
+        let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(d) => d,
+            None => Path::new("."),
+        };
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
+        #[cfg(unix)]
+        let _lock = {
+            let folder = std::fs::File::open(dir)
+                .with_context(|| format!("{}: cannot open the folder", dir.display()))?;
+            folder
+                .lock()
+                .with_context(|| format!("{}: cannot lock the folder", dir.display()))?;
+            folder
+        };
+        let current = path.exists().then(|| Cache::read(path));
+        f(current).write(path)
+    }
+
     /// Writes the cache to `path` atomically, creating its folder.
     pub fn write(&self, path: &Path) -> Result<()> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
