@@ -200,8 +200,9 @@ impl Cache {
         let _lock = {
             let folder = std::fs::File::open(dir)
                 .with_context(|| format!("{}: cannot open the folder", dir.display()))?;
-            folder
-                .lock()
+            // Held until `folder` is closed, when this function returns.
+            rustix::fs::flock(&folder, rustix::fs::FlockOperation::LockExclusive)
+                .map_err(std::io::Error::from)
                 .with_context(|| format!("{}: cannot lock the folder", dir.display()))?;
             folder
         };
