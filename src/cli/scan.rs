@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::{Ctx, Status};
@@ -130,7 +130,10 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
     let out = match data {
         Data::U32(v) => Data::U32(scan::run(&engine, &v, &opts, &mut timings)?),
         Data::I32(v) => Data::I32(scan::run(&engine, &v, &opts, &mut timings)?),
-        Data::F32(v) => Data::F32(scan::run(&engine, &v, &opts, &mut timings)?),
+        Data::F32(v) => Data::F32(
+            scan::run(&engine, &v, &opts, &mut timings)
+                .with_context(|| args.input.display().to_string())?,
+        ),
         Data::F16(_) => bail!(
             "{}: float16 is not supported by scan (uint32, int32 or float32)",
             args.input.display()
