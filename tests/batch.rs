@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use gpukit::io::image;
 use gpukit::ops::blur::{reference as blur_cpu, Kind, Options as BlurParams};
 
-use crate::util::{gpukit, run_in, tempdir};
+use crate::util::{gpukit, gpukit_as_nobody, run_in, tempdir};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -823,4 +823,89 @@ fn engine_threads_share_each_pipeline_build() {
         counts[0], counts[1],
         "pipelines built on 1 and 4 engine threads"
     );
+}
+
+// Issue 24: `blur --device 5` (or a name, or GPUKIT_DEVICE, matching no adapter) panicked
+// with "every file ends" where histogram and compare failed cleanly; a thread that could
+// not be started (a process limit) panicked too, and could then deadlock.
+#[test]
+fn no_device_and_no_thread_are_errors_not_panics() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::copy(fixture("hopper.png"), d.join("a.png")).unwrap();
+    std::fs::copy(fixture("hopper.png"), d.join("b.png")).unwrap();
+    for (args, env) in [
+        (
+            &["blur", "a.png", "-r", "1", "-o", "o.png", "--device", "5"][..],
+            None,
+        ),
+        (
+            &[
+                "blur",
+                "a.png",
+                "b.png",
+                "-r",
+                "1",
+                "--out-dir",
+                "o",
+                "--device",
+                "no such gpu",
+            ],
+            None,
+        ),
+        (&["blur", "a.png", "-r", "1", "-o", "o.png"], Some("7")),
+    ] {
+        let mut cmd = gpukit();
+        cmd.current_dir(d).args(args);
+        if let Some(v) = env {
+            cmd.env("GPUKIT_DEVICE", v);
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("no adapter"), "{err}");
+    }
+    let empty = |p: &Path| std::fs::read_dir(p).map_or(true, |mut r| r.next().is_none());
+    assert!(!d.join("o.png").exists() && empty(&d.join("o")));
+    // One process allowed to the user: no thread can start.
+    for args in [
+        &[
+            "--backend",
+            "cpu",
+            "blur",
+            "a.png",
+            "b.png",
+            "-r",
+            "1",
+            "--out-dir",
+            "o",
+        ][..],
+        &["--backend", "cpu", "histogram", "a.png", "b.png"],
+    ] {
+        let mut cmd = gpukit_as_nobody();
+        cmd.current_dir(d).args(args);
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                let one = libc::rlimit {
+                    rlim_cur: 1,
+                    rlim_max: 1,
+                };
+                if libc::setrlimit(libc::RLIMIT_NPROC, &one) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("cannot start"), "{err}");
+    }
+    assert!(empty(&d.join("o")));
 }

@@ -817,6 +817,25 @@ fn compare_reads_damaged_files_when_allowed_and_warns_of_an_empty_check() {
     ]);
     r.code(0)
         .one_error_line("--ignore covers every pixel, so nothing was compared");
+    // Issue 24: whatever --fail-on asks (SSIM of no pixels was a mismatch).
+    for limit in ["ssim=0.99", "psnr=40", "mae=0", "fraction=0"] {
+        let r = run(&[
+            "compare",
+            &ep,
+            &fixture("actual.png"),
+            "--ignore",
+            "0:0-100:100",
+            "--fail-on",
+            limit,
+        ]);
+        r.code(0)
+            .one_error_line("--ignore covers every pixel, so nothing was compared");
+        assert!(
+            r.stdout.contains(": match: 0 of 0 pixels"),
+            "{limit}: {}",
+            r.stdout
+        );
+    }
 }
 
 /// Folder mode through the batch pipeline: a differing pair, pixels equal in different
@@ -1003,4 +1022,39 @@ fn every_shape_is_exact() {
             }
         }
     }
+}
+
+// Issue 24: `out/up -> ..` made folder mode list the parent's images as 80 false extras,
+// and two such links made it walk for ever; a link to a folder holding it is left out.
+#[test]
+fn folder_mode_does_not_follow_links_in_a_loop() {
+    let dir = tempdir();
+    let (golden, out) = (dir.path().join("golden"), dir.path().join("out"));
+    let e = std::fs::read(fixture("expected.png")).unwrap();
+    for folder in [&golden, &out] {
+        std::fs::create_dir_all(folder.join("sub")).unwrap();
+        std::fs::write(folder.join("sub/x.png"), &e).unwrap();
+    }
+    std::os::unix::fs::symlink("..", out.join("up")).unwrap();
+    std::os::unix::fs::symlink("../..", out.join("sub/top")).unwrap();
+    // Two links that lead into each other's folders.
+    std::fs::create_dir_all(golden.join("a")).unwrap();
+    std::fs::create_dir_all(golden.join("b")).unwrap();
+    std::os::unix::fs::symlink("../b", golden.join("a/to-b")).unwrap();
+    std::os::unix::fs::symlink("../a", golden.join("b/to-a")).unwrap();
+    let s = |p: &Path| p.display().to_string();
+    let r = run(&["compare", &s(&golden), &s(&out), "--json", "-"]);
+    r.code(0);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["extra"], serde_json::json!([]));
+    assert_eq!(doc["missing"], serde_json::json!([]));
+    let files: Vec<&str> = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["expected"].as_str().unwrap())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    // out/up, out/sub/top, golden/a/to-b/to-a, golden/b/to-a/to-b.
+    assert_eq!(r.stderr.matches("it would loop").count(), 4, "{}", r.stderr);
 }

@@ -575,3 +575,93 @@ fn bench_histogram_reports_both_cases_in_gpix_per_second() {
         .collect();
     assert_eq!(cases, ["4K RGBA8 random", "4K RGBA8 one colour"]);
 }
+
+// Issue 24: the shards of a `--sum` run over gray and colour images could not be merged (a
+// shard of gray images alone has a gray sum), and merged means differed from the unsharded
+// run's in the last digit (a float read and written again): the merged document must be the
+// unsharded one, byte for byte, with and without --alpha.
+#[test]
+fn merged_shards_equal_the_unsharded_document() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("mix")).unwrap();
+    image::save(&d.join("mix/c1.png"), random_image(37, 23, 3, 8, 1)).unwrap();
+    image::save(&d.join("mix/c2.png"), random_image(19, 41, 4, 16, 2)).unwrap();
+    for i in 1..=6 {
+        let gray = random_image(13 + i, 7 * i, 1 + (i % 2) as u8, 8, 10 + i);
+        image::save(&d.join(format!("mix/g{i}.png")), gray).unwrap();
+    }
+    for alpha in [false, true] {
+        let mut common = vec!["--backend", "cpu", "histogram", "mix", "--sum", "-q"];
+        if alpha {
+            common.push("--alpha");
+        }
+        let with = |extra: &[&str]| {
+            let mut args = common.clone();
+            args.extend_from_slice(extra);
+            run_in(Some(d), &args).code(0);
+        };
+        with(&["--json", "full.json"]);
+        let mut shards = Vec::new();
+        for i in 1..=3 {
+            let (shard, out) = (format!("{i}/3"), format!("s{i}.json"));
+            with(&["--shard", &shard, "--json", &out]);
+            shards.push(out);
+        }
+        let mut args = vec!["merge"];
+        args.extend(shards.iter().map(String::as_str));
+        args.extend(["--json", "merged.json"]);
+        run_in(Some(d), &args).code(0);
+        let full = std::fs::read_to_string(d.join("full.json")).unwrap();
+        // An input without alpha counts as opaque (the CPU engine left a gray one's alpha
+        // empty in a gray+alpha union).
+        if alpha {
+            let doc: serde_json::Value = serde_json::from_str(&full).unwrap();
+            for input in doc["inputs"].as_array().unwrap() {
+                let a = input["channels"].as_array().unwrap().last().unwrap();
+                assert_eq!(a["name"], "alpha");
+                let total: u64 = a["counts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_u64().unwrap())
+                    .sum();
+                assert_eq!(
+                    total,
+                    input["pixels"].as_u64().unwrap(),
+                    "{}",
+                    input["path"]
+                );
+            }
+        }
+        let merged = std::fs::read_to_string(d.join("merged.json")).unwrap();
+        if merged != full {
+            // "gpu" holds the merged document, "cpu" the unsharded one.
+            let write = |p: &Path, b: &[u8]| std::fs::write(p, b).unwrap();
+            let at = dump_mismatch(
+                "merged_shards",
+                "json",
+                merged.as_bytes(),
+                full.as_bytes(),
+                write,
+            );
+            panic!(
+                "--alpha {alpha}: the merged document differs; both in {}",
+                at.display()
+            );
+        }
+        // Some shard held gray images only: the case that could not be merged.
+        let gray_only = shards.iter().any(|s| {
+            let doc: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(d.join(s)).unwrap()).unwrap();
+            doc["inputs"].as_array().unwrap().iter().all(|i| {
+                let p = i["path"].as_str().unwrap();
+                p.contains("/g")
+            })
+        });
+        assert!(gray_only);
+        for f in ["full.json", "merged.json", "s1.json", "s2.json", "s3.json"] {
+            std::fs::remove_file(d.join(f)).unwrap();
+        }
+    }
+}

@@ -650,3 +650,22 @@ fn bench_matmul_reports_tflops_of_2mnk() {
         assert!((got - want).abs() <= 1e-9 * want, "{m}");
     }
 }
+
+// Issue 24: a product too large for this machine aborted with an allocation backtrace (CPU
+// engine) or a wgpu message; its size is checked first, in one line naming the limit.
+#[test]
+fn a_product_larger_than_memory_is_one_error_line() {
+    let dir = tempdir();
+    let d = dir.path();
+    let n = 1_000_000;
+    let a = write_matrix(d, "a", "npy", n, 1, &vec![1.0; n]);
+    let b = write_matrix(d, "b", "npy", 1, n, &vec![1.0; n]);
+    for backend in [&["--backend", "cpu"][..], &["--backend", "vulkan"]] {
+        let mut args = backend.to_vec();
+        args.extend(["matmul", &a, &b, "-o", "c.npy"]);
+        run_in(Some(d), &args).code(1).one_error_line(
+            "the product 1000000x1000000 of f32 needs 4000.0 GB, more than this machine's memory",
+        );
+    }
+    assert!(!d.join("c.npy").exists());
+}

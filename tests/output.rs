@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::util::{gpukit, run, run_in, tempdir};
+use crate::util::{gpukit, gpukit_as_nobody, run, run_in, tempdir};
 
 fn fixture(name: &str) -> String {
     format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
@@ -137,7 +137,6 @@ fn a_fifo_gets_the_whole_output() {
 #[test]
 fn an_ordinary_user_replaces_and_creates_files() {
     use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::CommandExt;
     let dir = tempdir();
     let d = dir.path();
     std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -145,12 +144,9 @@ fn an_ordinary_user_replaces_and_creates_files() {
     std::fs::write(d.join("old.json"), "old").unwrap();
     std::fs::set_permissions(d.join("old.json"), std::fs::Permissions::from_mode(0o666)).unwrap();
     for out in ["old.json", "new.json"] {
-        let mut cmd = gpukit();
+        let mut cmd = gpukit_as_nobody();
         cmd.current_dir(d)
             .args(["--backend", "cpu", "scan", "in.json", "-o", out]);
-        if is_root() {
-            cmd.uid(65534).gid(65534);
-        }
         let r = cmd.output().unwrap();
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
         assert_eq!(
@@ -338,7 +334,7 @@ fn an_input_is_never_an_output() {
     cpu(&["histogram", ".", "--plot", "a.png"]).code(2);
     cpu(&["scan", "v.json", "-o", "v.json"])
         .code(2)
-        .one_error_line("v.json: -o names an input file");
+        .one_error_line("v.json: names an input file");
     cpu(&["matmul", "m.json", "m.json", "-o", "m.json"]).code(2);
     assert_eq!(std::fs::read(d.join("a.png")).unwrap(), img);
     assert_eq!(std::fs::read_to_string(d.join("v.json")).unwrap(), SCAN_IN);
@@ -565,7 +561,6 @@ fn disk_full_names_the_output_or_stdout() {
 #[test]
 fn an_unusable_tune_cache_fails_before_measuring() {
     use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::CommandExt;
     let dir = tempdir();
     let d = dir.path();
     std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -574,13 +569,11 @@ fn an_unusable_tune_cache_fails_before_measuring() {
     r.code(1).one_error_line("is a directory");
     std::fs::create_dir(d.join("ro")).unwrap();
     std::fs::set_permissions(d.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
-    let mut cmd = gpukit();
-    cmd.current_dir(d)
-        .args(["tune", "--quick", "--tune-cache", "ro/cache.json"]);
     // Root writes anywhere: the read-only case runs as `nobody`.
-    if is_root() {
-        cmd.uid(65534).gid(65534).env("HOME", d);
-    }
+    let mut cmd = gpukit_as_nobody();
+    cmd.current_dir(d)
+        .args(["tune", "--quick", "--tune-cache", "ro/cache.json"])
+        .env("HOME", d);
     let out = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -655,4 +648,201 @@ fn very_verbose_says_more_than_verbose() {
         vv.stderr
     );
     assert!(!v.stderr.contains("o.png"), "{}", v.stderr);
+}
+
+// Issue 24: every path gpukit writes (JSON documents, reports, diff folders, outputs a glob's
+// `..` leads to) is checked against every input by identity, not flag by flag.
+#[test]
+fn no_output_path_replaces_an_input() {
+    let dir = tempdir();
+    let d = dir.path();
+    let img = std::fs::read(fixture("hopper.png")).unwrap();
+    std::fs::write(d.join("a.png"), &img).unwrap();
+    let cpu = |args: &[&str]| {
+        let mut all = vec!["--backend", "cpu"];
+        all.extend_from_slice(args);
+        run_in(Some(d), &all)
+    };
+    // A report or a --json document through a link named .json that leads to an input.
+    std::os::unix::fs::symlink("a.png", d.join("alias.json")).unwrap();
+    cpu(&[
+        "blur",
+        "a.png",
+        "-r",
+        "1",
+        "-o",
+        "o.png",
+        "--report",
+        "alias.json",
+    ])
+    .code(2)
+    .one_error_line("alias.json: names an input file (the same file as a.png)");
+    cpu(&["compare", "a.png", "a.png", "--json", "alias.json"]).code(2);
+    assert_eq!(std::fs::read(d.join("a.png")).unwrap(), img);
+
+    // merge --json onto one of its documents, and a re-run over its own earlier output.
+    std::fs::create_dir(d.join("rep")).unwrap();
+    cpu(&["histogram", "a.png", "--sum", "--json", "rep/s1.json"]).code(0);
+    std::fs::copy(d.join("a.png"), d.join("b.png")).unwrap();
+    cpu(&["histogram", "b.png", "--sum", "--json", "rep/s2.json"]).code(0);
+    let s1 = std::fs::read(d.join("rep/s1.json")).unwrap();
+    cpu(&[
+        "merge",
+        "rep/s1.json",
+        "rep/s2.json",
+        "--json",
+        "rep/s1.json",
+    ])
+    .code(2)
+    .one_error_line("rep/s1.json: names an input file");
+    assert_eq!(std::fs::read(d.join("rep/s1.json")).unwrap(), s1);
+    cpu(&[
+        "merge",
+        "rep/s1.json",
+        "rep/s2.json",
+        "--json",
+        "rep/all.json",
+    ])
+    .code(0);
+    let all = std::fs::read(d.join("rep/all.json")).unwrap();
+    let merged: serde_json::Value = serde_json::from_slice(&all).unwrap();
+    assert_eq!(merged["sum"]["inputs"], 2);
+    cpu(&[
+        "merge",
+        "rep/all.json",
+        "rep/s1.json",
+        "rep/s2.json",
+        "--json",
+        "rep/all.json",
+    ])
+    .code(2);
+    assert_eq!(std::fs::read(d.join("rep/all.json")).unwrap(), all);
+
+    // A --diff folder inside the golden folder would put diff images over golden ones.
+    for sub in ["golden/d", "out"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    std::fs::write(d.join("golden/a.png"), &img).unwrap();
+    std::fs::write(d.join("golden/d/a.png"), &img).unwrap();
+    std::fs::write(d.join("out/a.png"), b"").unwrap();
+    cpu(&["compare", "golden", "out", "--diff", "golden/d"])
+        .code(2)
+        .one_error_line("golden/d: --diff lies inside the EXPECTED folder golden");
+    cpu(&["compare", "golden", "out", "--diff", "golden/d/../d/new"]).code(2);
+    assert_eq!(std::fs::read(d.join("golden/d/a.png")).unwrap(), img);
+
+    // A glob whose `..` climbs out of its fixed part would write outside --out-dir (here,
+    // over the input itself).
+    std::fs::create_dir_all(d.join("in/x")).unwrap();
+    std::fs::write(d.join("in/x/a.png"), &img).unwrap();
+    cpu(&["blur", "in/*/../../a.png", "-r", "1", "--out-dir", "o"])
+        .code(2)
+        .one_error_line("in/x/../../a.png: the pattern's `..` climbs above its fixed part");
+    assert_eq!(std::fs::read(d.join("a.png")).unwrap(), img);
+}
+
+// Issue 24: the same document twice, or a merged document among its shards, would count
+// every input twice.
+#[test]
+fn merge_refuses_documents_that_overlap() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::copy(fixture("hopper.png"), d.join("a.png")).unwrap();
+    let cpu = |args: &[&str]| {
+        let mut all = vec!["--backend", "cpu"];
+        all.extend_from_slice(args);
+        run_in(Some(d), &all)
+    };
+    cpu(&["histogram", "a.png", "--json", "s.json"]).code(0);
+    std::os::unix::fs::symlink("s.json", d.join("t.json")).unwrap();
+    std::fs::copy(d.join("s.json"), d.join("copy.json")).unwrap();
+    cpu(&["merge", "s.json", "s.json"])
+        .code(2)
+        .one_error_line("s.json: given twice");
+    cpu(&["merge", "s.json", "t.json"]).code(2);
+    cpu(&["merge", "s.json", "copy.json"])
+        .code(2)
+        .one_error_line("copy.json: lists a.png, which s.json lists too");
+    cpu(&["histogram", "--merge", "s.json", "copy.json"]).code(2);
+    cpu(&[
+        "blur", "a.png", "-r", "1", "-o", "o.png", "--report", "r.json",
+    ])
+    .code(0);
+    cpu(&["merge", "r.json", "r.json"]).code(2);
+}
+
+// Issue 24: checks up front and messages that say what is wrong: a read-only --out-dir
+// before any decoding, gray+alpha to BMP (its alpha was dropped with exit 0), a gray image
+// against an RGB one of another size (said the layout differed), `[1.0]` as u32 (said "1 is
+// not an integer"), and a file named `-` in --files-from (was read from stdin).
+#[test]
+fn checks_come_first_and_messages_say_what_is_wrong() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let img = std::fs::read(fixture("hopper.png")).unwrap();
+    std::fs::write(d.join("a.png"), &img).unwrap();
+    std::fs::set_permissions(d.join("a.png"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::create_dir(d.join("ro")).unwrap();
+    std::fs::set_permissions(d.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let out = gpukit_as_nobody()
+        .current_dir(d)
+        .args([
+            "--backend",
+            "cpu",
+            "-vv",
+            "blur",
+            "a.png",
+            "-r",
+            "1",
+            "--out-dir",
+            "ro",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("ro: cannot write here"), "{err}");
+    // -vv says each image's size as it is decoded: none was.
+    assert!(!err.contains("256x300"), "{err}");
+
+    let cpu = |args: &[&str]| {
+        let mut all = vec!["--backend", "cpu"];
+        all.extend_from_slice(args);
+        run_in(Some(d), &all)
+    };
+    let la = gpukit::io::image::Image::new_u8(3, 2, 2, (0..12).map(|i| i * 20).collect());
+    gpukit::io::image::save(&d.join("la.png"), la).unwrap();
+    cpu(&["blur", "la.png", "-r", "1", "-o", "la.bmp"])
+        .code(1)
+        .one_error_line("la.bmp: cannot keep the input's layout (BMP stores no gray+alpha)");
+    assert!(!d.join("la.bmp").exists());
+
+    let gray = gpukit::io::image::Image::new_u8(5, 5, 1, vec![7; 25]);
+    gpukit::io::image::save(&d.join("g.png"), gray).unwrap();
+    let r = cpu(&["compare", "g.png", "a.png"]);
+    r.code(1);
+    assert!(
+        r.stdout.contains("MISMATCH (size): size differs"),
+        "{}",
+        r.stdout
+    );
+
+    // A float with no fraction is taken as that integer (docs/scan.md); 1.5 is refused.
+    std::fs::write(d.join("f.json"), "[1.0, 2.0]").unwrap();
+    let r = cpu(&["scan", "f.json", "--dtype", "u32", "--inclusive"]);
+    r.code(0);
+    assert_eq!(r.stdout.split_whitespace().collect::<String>(), "[1,3]");
+    std::fs::write(d.join("h.json"), "[1.5]").unwrap();
+    cpu(&["scan", "h.json", "--dtype", "u32", "-o", "s.json"])
+        .code(1)
+        .one_error_line("h.json: element [0]: 1.5 is not an integer (u32)");
+
+    std::fs::write(d.join("-"), &img).unwrap();
+    std::fs::write(d.join("list.txt"), "-\n").unwrap();
+    let r = cpu(&["histogram", "--files-from", "list.txt", "--json", "-"]);
+    r.code(0);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["inputs"][0]["pixels"], 256 * 300);
 }

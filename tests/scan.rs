@@ -402,6 +402,33 @@ fn cpu_backend_equals_the_reference() {
     );
 }
 
+// Issue 24: an f32 sum whose running total leaves f32's range gave finite sums after the
+// overflow on the CPU engine (it adds in f64) and infinity on the GPU: both refuse it now,
+// at the same element; a total that stays in range is still summed.
+#[test]
+fn f32_sums_past_the_range_are_refused_on_every_engine() {
+    let data = [3e38f32, 3e38, -3e38, 1.0, 3e38, -3e38, -3e38, 5.0];
+    for mode in MODES {
+        let opts = ScanOptions {
+            op: Op::Sum,
+            mode,
+            ..ScanOptions::default()
+        };
+        for e in [&Engine::Cpu, engine()] {
+            let err = scan(e, &data, &opts).unwrap_err().to_string();
+            let at = if mode == Mode::Inclusive { 1 } else { 2 };
+            assert!(
+                err.starts_with(&format!("element {at}: the running sum passes f32's range")),
+                "{mode:?}: {err}"
+            );
+        }
+        let fine = [3e38f32, -3e38, 3e38, 1.0];
+        for e in [&Engine::Cpu, engine()] {
+            assert!(scan(e, &fine, &opts).is_ok());
+        }
+    }
+}
+
 // ---- the command line ----
 
 fn write_file(path: &FsPath, bytes: &[u8]) {

@@ -470,3 +470,76 @@ fn matmul_is_within_its_bound_for_other_choices() {
         }
     }
 }
+
+// Issue 24: a cache's values are checked in wide arithmetic: 65536 x 65536 wrapped to 0 in
+// u32 and passed the check, failing the op later; and a huge (sparse) file is not read whole.
+#[test]
+fn cache_values_past_u32_and_huge_caches_are_refused() {
+    let limits = the_gpu(engine()).limits.clone();
+    let wide = blur::Tunables {
+        box_rows: 1 << 16,
+        box_tpl: 1 << 16,
+        ..blur::Tunables::DEFAULT
+    };
+    let err = wide.check(&limits).unwrap_err().to_string();
+    assert!(err.contains("exceed"), "{err}");
+    let wide = matmul::Tunables {
+        bm: 1 << 31,
+        bn: 1 << 31,
+        bk: 1 << 30,
+        ..matmul::Tunables::FAST
+    };
+    assert!(wide.check(&limits).is_err());
+    assert!(blur::Tunables::DEFAULT.check(&limits).is_ok());
+    assert!(matmul::Tunables::FAST_BK8.check(&limits).is_ok());
+
+    let d = tempdir();
+    let (input, output) = (d.path().join("v.npy"), d.path().join("out.npy"));
+    write_u32_npy(&input, values());
+    let cache = d.path().join("huge.json");
+    let file = std::fs::File::create(&cache).unwrap();
+    file.set_len(3 << 30).unwrap();
+    drop(file);
+    let args = [
+        "--backend",
+        "vulkan",
+        "scan",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+    ];
+    let r = run_env(&args, &[("GPUKIT_TUNE_CACHE", &cache)]);
+    r.code(0)
+        .one_error_line("huge.json: larger than 16 MiB, not a gpukit tune cache");
+    assert_eq!(read_u32_npy(&output), exclusive_sums(&values()));
+}
+
+// Issue 24: two `gpukit tune` runs on one cache each wrote what they had read at their start
+// plus their own ops, so the later one lost the other's results.
+#[test]
+fn two_tunes_on_one_cache_keep_both_results() {
+    let d = tempdir();
+    let cache = d.path().join("cache.json");
+    let start = |op: &str| {
+        gpukit()
+            .args(["tune", op, "--quick", "-q", "--tune-cache"])
+            .arg(&cache)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let runs = [start("scan"), start("compare")];
+    for r in runs {
+        let out = r.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    let ops: Vec<&String> = doc["ops"].as_object().unwrap().keys().collect();
+    assert_eq!(ops, ["compare", "scan"]);
+}

@@ -86,6 +86,47 @@ pub fn gpukit() -> Command {
     cmd
 }
 
+/// [`gpukit`] as the user `nobody` when the tests run as root (else as the user running
+/// them), from a copy of the binary in a folder every user can enter: the checkout may lie
+/// where others cannot (a clone in /root, or under `mktemp -d`).
+pub fn gpukit_as_nobody() -> Command {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    static REACHABLE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let dir = REACHABLE.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("gpukit-bin-")
+            .permissions(std::fs::Permissions::from_mode(0o755))
+            .tempdir()
+            .expect("a temporary folder for the binary")
+            .keep();
+        let bin = dir.join("gpukit");
+        let built = Path::new(env!("CARGO_BIN_EXE_gpukit"));
+        if std::fs::hard_link(built, &bin).is_err() {
+            std::fs::copy(built, &bin).expect("a copy of the binary");
+        }
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir(dir.join("cache")).unwrap();
+        std::fs::set_permissions(dir.join("cache"), std::fs::Permissions::from_mode(0o777))
+            .unwrap();
+        dir
+    });
+    let mut cmd = gpukit();
+    let mut mine = Command::new(dir.join("gpukit"));
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => mine.env(k, v),
+            None => mine.env_remove(k),
+        };
+    }
+    mine.env("XDG_CACHE_HOME", dir.join("cache"));
+    if rustix::process::geteuid().is_root() {
+        mine.uid(65534).gid(65534);
+    }
+    cmd = mine;
+    cmd
+}
+
 /// Runs the binary with `args` in `dir` (or the current directory).
 pub fn run_in(dir: Option<&Path>, args: &[&str]) -> Run {
     let mut cmd = gpukit();

@@ -96,6 +96,8 @@ pub fn expand(args: &[PathBuf], options: &InputOptions) -> Result<Expanded> {
     if let Some(list) = &options.files_from {
         items.extend(listed(list)?);
     }
+    // No output of this command may replace one of them (io::output).
+    crate::io::output::note_inputs(items.iter().map(|i| i.path.as_path()));
     Ok(Expanded { items, left_out })
 }
 
@@ -241,7 +243,8 @@ fn glob_items(pattern: &Path, exclude: &Excluded) -> Result<Vec<Item>> {
         if exclude.0.is_some() && path.parent().is_some_and(&mut excluded) {
             continue;
         }
-        let rel = path.strip_prefix(&root).unwrap_or(&path).to_path_buf();
+        let rel = path.strip_prefix(&root).unwrap_or(&path);
+        let rel = contained(rel).with_context(|| format!("{}", path.display()))?;
         items.push(Item { path, rel });
     }
     if items.is_empty() {
@@ -275,12 +278,42 @@ fn listed(list: &Path) -> Result<Vec<Item>> {
         if entry.is_empty() {
             continue;
         }
-        let path = path_from_bytes(entry)
+        let mut path = path_from_bytes(entry)
             .with_context(|| format!("{name}: an entry is not a valid path"))?;
+        // A listed `-` is a file of that name, not stdin.
+        if path == Path::new("-") {
+            path = Path::new(".").join("-");
+        }
         let rel = relative_part(&path).with_context(|| format!("{}", path.display()))?;
         items.push(Item { path, rel });
     }
     Ok(items)
+}
+
+/// A glob match's path below the pattern's fixed part, with `x/..` pairs taken out; a match
+/// whose `..` climbs above that part (`'in/*/../../b.png'`) would be written outside
+/// `--out-dir`, so it is refused.
+fn contained(rel: &Path) -> Result<PathBuf> {
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(part) => parts.push(part),
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    bail!(crate::UsageError(
+                        "the pattern's `..` climbs above its fixed part, so the output would \
+                         lie outside --out-dir; start the pattern from a folder above"
+                            .into()
+                    ));
+                }
+            }
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    if parts.is_empty() {
+        bail!("not a file");
+    }
+    Ok(parts.iter().collect())
 }
 
 #[cfg(unix)]

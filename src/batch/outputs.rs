@@ -28,6 +28,12 @@ pub fn under_dir(
             dir.display()
         )));
     }
+    // The inputs by identity, gathered once: each output is one lookup (a scan of the inputs
+    // per output took 49 s for 4,000 files).
+    let ids: HashMap<crate::io::output::FileId, &Path> = items
+        .iter()
+        .filter_map(|i| Some((crate::io::output::file_id(&i.path)?, i.path.as_path())))
+        .collect();
     let mut seen = HashMap::new();
     let mut outs = Vec::with_capacity(items.len());
     for item in items {
@@ -43,11 +49,11 @@ pub fn under_dir(
                 out.display()
             )));
         }
-        if !overwrite
-            && items
-                .iter()
-                .any(|i| crate::io::output::same_file(&out, &i.path))
-        {
+        let over_input = || {
+            crate::io::output::file_id(&out).is_some_and(|id| ids.contains_key(&id))
+                && std::fs::metadata(&out).is_ok_and(|m| m.is_file())
+        };
+        if !overwrite && over_input() {
             return Err(usage(format!(
                 "{}: --out-dir {} would write over this input; add --overwrite to replace inputs",
                 out.display(),

@@ -146,26 +146,52 @@ impl Pipeline {
         let (result_tx, result_rx) = mpsc::sync_channel::<Processed<R>>(self.depth);
         let result_rx = &Mutex::new(result_rx);
         let (done_tx, done_rx) = mpsc::channel::<Outcome<O>>();
-        std::thread::scope(|s| {
+        // A thread that cannot be started (a process limit) stops the batch with an error;
+        // the stages that did start are drained here, so none waits for ever.
+        let mut refused: Option<std::io::Error> = None;
+        let mut spawned = |r: std::io::Result<()>| match r {
+            Ok(()) => true,
+            Err(e) => {
+                stop.store(true, Ordering::Relaxed);
+                refused.get_or_insert(e);
+                false
+            }
+        };
+        let finished = std::thread::scope(|s| {
+            let thread = |name: &str| std::thread::Builder::new().name(format!("gpukit-{name}"));
             for _ in 0..self.jobs {
                 let tx = decoded_tx.clone();
-                s.spawn(move || decoder(items, decode, next, stop, tx));
+                let t = thread("decode")
+                    .spawn_scoped(s, move || decoder(items, decode, next, stop, tx));
+                spawned(t.map(drop));
             }
             drop(decoded_tx);
-            let engines: Vec<_> = (0..self.engines.max(1))
-                .map(|n| {
-                    let ends = (decoded_rx, result_tx.clone(), done_tx.clone());
-                    s.spawn(move || -> Result<F> {
-                        let state = started(start, n, stop, decoded_rx)?;
-                        let state = work(n, items, engine, state, ends);
-                        finish(state)
-                    })
-                })
-                .collect();
+            let mut engines = Vec::new();
+            for n in 0..self.engines.max(1) {
+                let ends = (decoded_rx, result_tx.clone(), done_tx.clone());
+                let t = thread("engine").spawn_scoped(s, move || -> Result<F> {
+                    let state = started(start, n, stop, decoded_rx)?;
+                    let state = work(n, items, engine, state, ends);
+                    finish(state)
+                });
+                match t {
+                    Ok(t) => engines.push(t),
+                    Err(e) => drop(spawned(Err(e))),
+                }
+            }
             drop(result_tx);
+            if engines.is_empty() {
+                while decoded_rx.lock().expect("no engine panics").recv().is_ok() {}
+            }
+            let mut encoders = 0;
             for _ in 0..self.jobs {
                 let tx = done_tx.clone();
-                s.spawn(move || encoder(items, encode, result_rx, tx));
+                let t =
+                    thread("encode").spawn_scoped(s, move || encoder(items, encode, result_rx, tx));
+                encoders += usize::from(spawned(t.map(drop)));
+            }
+            if encoders == 0 {
+                while result_rx.lock().expect("no encoder panics").recv().is_ok() {}
             }
             drop(done_tx);
             for outcome in done_rx {
@@ -174,8 +200,12 @@ impl Pipeline {
             engines
                 .into_iter()
                 .map(|e| e.join().expect("an engine stage does not panic"))
-                .collect()
-        })
+                .collect::<Result<Vec<F>>>()
+        });
+        match refused {
+            Some(e) => Err(anyhow::Error::new(e).context("cannot start a thread of the batch")),
+            None => finished,
+        }
     }
 }
 

@@ -79,24 +79,43 @@ impl Shard {
             }
         };
         if let Some(id) = num("SLURM_ARRAY_TASK_ID")? {
-            let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-            let n = match (count, num("SLURM_ARRAY_TASK_COUNT")?, num("SLURM_ARRAY_TASK_MAX")?) {
-                (Some(n), _, _) | (None, Some(n), _) => n,
-                (None, None, Some(max)) if max >= min => max - min + 1,
-                _ => bail!(
-                    "SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MAX is: give --shard-count"
+            let (min, max) = (num("SLURM_ARRAY_TASK_MIN")?, num("SLURM_ARRAY_TASK_MAX")?);
+            let step = num("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1);
+            if step == 0 {
+                bail!("SLURM_ARRAY_TASK_STEP is 0");
+            }
+            let n = match (count, num("SLURM_ARRAY_TASK_COUNT")?, min, max) {
+                (Some(n), ..) | (None, Some(n), ..) => n,
+                (None, None, Some(min), Some(max)) if max >= min => (max - min) / step + 1,
+                (None, None, Some(min), Some(max)) => bail!(
+                    "SLURM_ARRAY_TASK_MAX ({max}) is below SLURM_ARRAY_TASK_MIN ({min}): give --shard-count"
+                ),
+                (None, None, None, Some(_)) => bail!(
+                    "SLURM_ARRAY_TASK_MAX is set but SLURM_ARRAY_TASK_MIN is not (nor SLURM_ARRAY_TASK_COUNT): give --shard-count"
+                ),
+                (None, None, Some(_), None) => bail!(
+                    "SLURM_ARRAY_TASK_MIN is set but SLURM_ARRAY_TASK_MAX is not (nor SLURM_ARRAY_TASK_COUNT): give --shard-count"
+                ),
+                (None, None, None, None) => bail!(
+                    "SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MIN and _MAX are: give --shard-count"
                 ),
             };
             if n == 0 {
                 bail!("SLURM_ARRAY_TASK_COUNT is 0");
             }
-            return Ok(Some((
-                Shard {
-                    index: id % n,
-                    count: n,
-                },
-                "SLURM_ARRAY_TASK_ID",
-            )));
+            // A stepped array (--array=0-63:2) numbers its tasks by position, so that every
+            // part is someone's: IDs modulo the count would give only every second part.
+            let index = if step > 1 {
+                let Some(min) = min.filter(|&m| id >= m && (id - m) % step == 0) else {
+                    bail!(
+                        "SLURM_ARRAY_TASK_ID {id} is not on the array's steps of {step} from SLURM_ARRAY_TASK_MIN: give --shard I/N"
+                    );
+                };
+                (id - min) / step % n
+            } else {
+                id % n
+            };
+            return Ok(Some((Shard { index, count: n }, "SLURM_ARRAY_TASK_ID")));
         }
         if let Some(index) = num("JOB_COMPLETION_INDEX")? {
             let Some(n) = count else {
@@ -287,5 +306,66 @@ mod tests {
         assert!(Shard::from_env(k8s, Some(4)).is_err());
         assert_eq!(Shard::from_env(env(&[]), Some(4)).unwrap(), None);
         assert!(Shard::from_env(env(&[("SLURM_ARRAY_TASK_ID", "x")]), None).is_err());
+    }
+
+    // Issue 24: `--array=0-63:2` gave IDs 0, 2, ..., 62 and 32 parts, and IDs modulo 32 named
+    // only the even parts: half the files were never processed.
+    #[test]
+    fn a_stepped_slurm_array_covers_every_part_once() {
+        let env = |pairs: &[(&'static str, &str)]| {
+            let pairs: Vec<(&str, String)> =
+                pairs.iter().map(|(k, v)| (*k, v.to_string())).collect();
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.clone())
+            }
+        };
+        let mut parts = Vec::new();
+        for id in (0..=63).step_by(2) {
+            let id = id.to_string();
+            let vars = [
+                ("SLURM_ARRAY_TASK_ID", id.as_str()),
+                ("SLURM_ARRAY_TASK_MIN", "0"),
+                ("SLURM_ARRAY_TASK_MAX", "62"),
+                ("SLURM_ARRAY_TASK_STEP", "2"),
+                ("SLURM_ARRAY_TASK_COUNT", "32"),
+            ];
+            let shard = Shard::from_env(env(&vars), None).unwrap().unwrap().0;
+            assert_eq!(shard.count, 32);
+            parts.push(shard.index);
+        }
+        parts.sort();
+        assert_eq!(parts, (0..32).collect::<Vec<u64>>());
+        // Without the count, from MIN, MAX and STEP.
+        let vars = [
+            ("SLURM_ARRAY_TASK_ID", "63"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_MAX", "63"),
+            ("SLURM_ARRAY_TASK_STEP", "2"),
+        ];
+        let shard = Shard::from_env(env(&vars), None).unwrap().unwrap().0;
+        assert_eq!(
+            shard,
+            Shard {
+                index: 31,
+                count: 32
+            }
+        );
+        // A missing half of the MIN/MAX pair is named.
+        let err = |vars: &[(&'static str, &str)]| {
+            format!("{:#}", Shard::from_env(env(vars), None).unwrap_err())
+        };
+        let only_max = err(&[("SLURM_ARRAY_TASK_ID", "3"), ("SLURM_ARRAY_TASK_MAX", "9")]);
+        assert!(
+            only_max.contains("SLURM_ARRAY_TASK_MIN is not"),
+            "{only_max}"
+        );
+        let only_min = err(&[("SLURM_ARRAY_TASK_ID", "3"), ("SLURM_ARRAY_TASK_MIN", "1")]);
+        assert!(
+            only_min.contains("SLURM_ARRAY_TASK_MAX is not"),
+            "{only_min}"
+        );
     }
 }

@@ -188,8 +188,7 @@ impl BlurArgs {
             .collect::<Result<Vec<_>>>()?;
         self.check_encoding(&jobs)?;
         if let Some(dir) = &self.out_dir {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
+            output::prepare_folder(dir)?;
         }
         Ok(jobs)
     }
@@ -306,8 +305,13 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     }
     // `-o`'s output is created before the work, so an unwritable place fails before any
     // decoding; removed on any error, it leaves nothing behind.
+    // `--overwrite` lets an output replace its input; any other input is refused.
+    let create = |p: &Path| match args.overwrite {
+        true => PendingFile::create_over_input(p),
+        false => PendingFile::create(p),
+    };
     let named = match &args.output {
-        Some(_) => Some(PendingFile::create(&jobs[0].output)?),
+        Some(_) => Some(create(&jobs[0].output)?),
         None => None,
     };
     let named = std::sync::Mutex::new(named);
@@ -384,7 +388,7 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
             let created = named.lock().expect("no encoder panics").take();
             let pending = match created {
                 Some(p) => p,
-                None => PendingFile::create(&job.output)?,
+                None => create(&job.output)?,
             };
             ctx.detail(&pending.describe());
             ctx.detail(&format!(
@@ -411,12 +415,15 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         ledger.end(todo[outcome.index], outcome, &bar);
     });
     bar.finish_and_clear();
+    // An engine that did not start (or a thread that could not) stopped the batch: its
+    // error, before the files it left undone are looked at.
+    let engine_timings = engine_timings?;
     let opened: &[Engine] = match devices.get() {
         Some(Ok(engines)) => engines,
         _ => &[],
     };
     let (records, stages) = ledger.close(opened.len())?;
-    ctx.report_timings(&batch_timings(stages, device_timings, engine_timings?));
+    ctx.report_timings(&batch_timings(stages, device_timings, engine_timings));
     let names = opened.iter().map(Engine::describe).collect();
     let report = Report::new("blur", names, records, started.elapsed());
     if jobs.len() > 1 {

@@ -312,17 +312,14 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
         let json = json.path().unwrap_or(Path::new("-"));
         crate::io::output::refuse_shared_output(("--diff", diff), ("--json", json))?;
     }
+    crate::io::output::note_inputs([args.expected.as_path(), args.actual.as_path()]);
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
     let mut timings = Timings::default();
     let status = if e_dir {
         compare_folders(ctx, &args, &plan, settings, sink, &mut timings)?
     } else {
-        let inputs = [&args.expected, &args.actual];
         let diff = match &args.diff {
-            Some(p) => {
-                crate::io::output::refuse_input_as_output("--diff", p, &inputs)?;
-                Some((PendingFile::create(p)?, image::output_format(p)?))
-            }
+            Some(p) => Some((PendingFile::create(p)?, image::output_format(p)?)),
             None => None,
         };
         let pair = (args.expected.as_path(), args.actual.as_path());
@@ -482,8 +479,10 @@ fn prepare(
     let (mut a, mut b) = load()?;
     if let Some(reason) = op::layout_mismatch(&a, &b) {
         let same_layout = (a.channels, a.bit_depth()) == (b.channels, b.bit_depth());
+        let same_size = (a.width, a.height) == (b.width, b.height);
         if !(plan.allow_size_change && same_layout) {
-            doc.status = if same_layout {
+            // Images of other sizes differ in size first, whatever their layouts.
+            doc.status = if same_layout || (!same_size && !plan.allow_size_change) {
                 Verdict::SizeMismatch
             } else {
                 Verdict::LayoutMismatch
@@ -597,7 +596,11 @@ fn doc_with(mut doc: PairDoc, h: image::Header, metrics: Metrics) -> PairDoc {
 /// Holds the metrics against the limits (default: no differing pixel).
 fn finish(mut doc: PairDoc, plan: &Plan) -> PairDoc {
     let m = doc.metrics.as_ref().expect("set by doc_with");
-    doc.failed = if plan.limits.is_empty() {
+    // A pair --ignore covers whole compared nothing: a match, whatever the limits
+    // (docs/compare.md); SSIM over no pixels is no measurement to hold a limit against.
+    doc.failed = if m.compared == 0 {
+        Vec::new()
+    } else if plan.limits.is_empty() {
         if m.differing > 0 {
             vec![Metric::Pixels]
         } else {
@@ -693,11 +696,14 @@ fn diff_paths(dir: &Path, both: &[&PathBuf]) -> Vec<PathBuf> {
 }
 
 /// The image files under `root`, as sorted relative paths, passing over the folder `skip`
-/// (the --diff folder).
-fn image_files(root: &Path, skip: Option<&Path>) -> Result<Vec<PathBuf>> {
+/// (the --diff folder). Links to folders are followed, but never into a folder already
+/// listed or one that holds the link (a loop): those are left out with a warning.
+fn image_files(ctx: &Ctx, root: &Path, skip: Option<&Path>) -> Result<Vec<PathBuf>> {
+    use crate::io::output::file_id;
     let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
+    // Each folder to list with the identities of the folders above it (itself included).
+    let mut stack = vec![(PathBuf::new(), Vec::from_iter(file_id(root)))];
+    while let Some((rel, chain)) = stack.pop() {
         let dir = root.join(&rel);
         let entries = std::fs::read_dir(&dir)
             .with_context(|| format!("{}: cannot list the folder", dir.display()))?;
@@ -706,8 +712,19 @@ fn image_files(root: &Path, skip: Option<&Path>) -> Result<Vec<PathBuf>> {
             let path = rel.join(e.file_name());
             let full = root.join(&path);
             if full.is_dir() {
+                let Some(id) = file_id(&full) else { continue };
+                let linked = e.file_type().is_ok_and(|t| t.is_symlink());
+                if chain.contains(&id) || (linked && holds(&full, &dir)) {
+                    ctx.warn(&format!(
+                        "{}: left out, a link to a folder that holds it (it would loop)",
+                        full.display()
+                    ));
+                    continue;
+                }
                 if !skip.is_some_and(|s| batch::same_folder(&full, s)) {
-                    stack.push(path);
+                    let mut below = chain.clone();
+                    below.push(id);
+                    stack.push((path, below));
                 }
             } else if full
                 .extension()
@@ -719,7 +736,46 @@ fn image_files(root: &Path, skip: Option<&Path>) -> Result<Vec<PathBuf>> {
         }
     }
     out.sort();
+    crate::io::output::note_inputs(
+        out.iter()
+            .map(|p| root.join(p))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(PathBuf::as_path),
+    );
     Ok(out)
+}
+
+/// Whether the folder `link` leads to holds `dir` (is it or one of its ancestors).
+fn holds(link: &Path, dir: &Path) -> bool {
+    match (std::fs::canonicalize(link), std::fs::canonicalize(dir)) {
+        (Ok(to), Ok(dir)) => dir.starts_with(to),
+        _ => false,
+    }
+}
+
+/// Whether `path` (which may not exist yet) lies inside the folder `folder`, by identity:
+/// one of its existing ancestors is that folder.
+fn inside(path: &Path, folder: &Path) -> bool {
+    let Some(id) = crate::io::output::file_id(folder) else {
+        return false;
+    };
+    // The deepest part of `path` that exists, with links and `..` resolved.
+    let Some(real) = path
+        .ancestors()
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                a
+            }
+        })
+        .find_map(|a| std::fs::canonicalize(a).ok())
+    else {
+        return false;
+    };
+    real.ancestors()
+        .any(|a| crate::io::output::file_id(a).as_ref() == Some(&id))
 }
 
 /// The engine thread's state in folder mode: the engine, and what it measured.
@@ -855,11 +911,19 @@ fn compare_folders(
                 )));
             }
         }
+        if inside(dir, &args.expected) {
+            anyhow::bail!(crate::UsageError(format!(
+                "{}: --diff lies inside the EXPECTED folder {}; diff images would be written \
+                 among (and over) the golden images: give a folder outside it",
+                dir.display(),
+                args.expected.display()
+            )));
+        }
     }
     // A --diff folder inside either folder holds diff images, not images to compare.
     let skip = args.diff.as_deref();
-    let expected = image_files(&args.expected, skip)?;
-    let actual = image_files(&args.actual, skip)?;
+    let expected = image_files(ctx, &args.expected, skip)?;
+    let actual = image_files(ctx, &args.actual, skip)?;
     if expected.is_empty() && actual.is_empty() {
         anyhow::bail!(
             "{} and {}: no image files in either folder, nothing to compare",

@@ -364,11 +364,8 @@ fn open_outputs(
     args: &HistogramArgs,
     inputs: &[PathBuf],
 ) -> Result<(Option<JsonSink>, Option<Plot>)> {
-    if let Some(p) = args.json.as_ref().and_then(JsonDest::path) {
-        output::refuse_input_as_output("--json", p, inputs)?;
-    }
+    output::note_inputs(inputs.iter().map(PathBuf::as_path));
     if let Some(p) = &args.plot {
-        output::refuse_input_as_output("--plot", p, inputs)?;
         if let Some(json) = &args.json {
             let json = json.path().unwrap_or(Path::new("-"));
             output::refuse_shared_output(("--json", json), ("--plot", p))?;

@@ -58,7 +58,7 @@ fn open_sink(args: &MatmulArgs) -> Result<(PendingFile, Format)> {
             path.display()
         ))),
     };
-    output::refuse_input_as_output("-o", path, &[&args.a, &args.b])?;
+    output::note_inputs([args.a.as_path(), args.b.as_path()]);
     let file = PendingFile::create(path)?;
     if format == Format::Npy {
         file.refuse_terminal("binary .npy data")?;

@@ -23,6 +23,10 @@ pub struct MergeArgs {
 }
 
 pub fn run(_ctx: &Ctx, args: MergeArgs) -> Result<Status> {
+    // Noted before the output is opened: `merge rep/*.json --json rep/all.json` run again
+    // must not merge (or replace) its earlier output, nor any other document it reads.
+    crate::io::output::note_inputs(args.inputs.iter().map(PathBuf::as_path));
+    distinct(&args.inputs)?;
     let sink = JsonSink::open(args.json.as_ref().unwrap_or(&JsonDest::Stdout))?;
     let first = read(&args.inputs[0])?;
     // By the first document's schema; one written before documents had one, by its keys.
@@ -46,6 +50,43 @@ pub fn run(_ctx: &Ctx, args: MergeArgs) -> Result<Status> {
 pub fn with_schema(mut doc: Value, schema: &str) -> Value {
     doc["schema"] = schema.into();
     doc
+}
+
+/// A usage error when one document is given twice (by any name): its counts would be added
+/// twice.
+pub fn distinct(paths: &[PathBuf]) -> Result<()> {
+    let mut seen = std::collections::HashMap::new();
+    for p in paths {
+        if let Some(id) = crate::io::output::file_id(p) {
+            if let Some(first) = seen.insert(id, p) {
+                bail!(crate::UsageError(format!(
+                    "{}: given twice (also as {}); each shard's document is merged once",
+                    p.display(),
+                    first.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A usage error when two documents list the same input: they are not disjoint shards of
+/// one run (a document given twice, or a merged document among its own shards).
+fn disjoint<'v>(entries: impl IntoIterator<Item = (&'v Path, &'v Value)>) -> Result<()> {
+    let mut seen = std::collections::HashMap::<&str, &Path>::new();
+    for (doc, entry) in entries {
+        let Some(input) = entry["path"].as_str().or(entry["input"].as_str()) else {
+            continue;
+        };
+        if let Some(first) = seen.insert(input, doc) {
+            bail!(crate::UsageError(format!(
+                "{}: lists {input}, which {} lists too; only disjoint shards of one run can be merged",
+                doc.display(),
+                first.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn read(path: &Path) -> Result<Value> {
@@ -72,8 +113,20 @@ pub fn reports(paths: &[PathBuf]) -> Result<Value> {
     let mut files = Vec::new();
     let mut seconds = 0f64;
     let mut command = Value::Null;
-    for path in paths {
-        let doc = read(path)?;
+    crate::io::output::note_inputs(paths.iter().map(PathBuf::as_path));
+    distinct(paths)?;
+    let docs = paths
+        .iter()
+        .map(|p| Ok((p.as_path(), read(p)?)))
+        .collect::<Result<Vec<_>>>()?;
+    disjoint(docs.iter().flat_map(|(p, d)| {
+        d["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(move |f| (*p, f))
+    }))?;
+    for (path, doc) in docs {
         if !command.is_null() && doc["command"] != command {
             bail!(
                 "{}: a report of {}, the others of {command}",
@@ -130,10 +183,17 @@ pub fn reports(paths: &[PathBuf]) -> Result<Value> {
 /// statistics recomputed. Every document must have the same bins and alpha; the sum is null
 /// unless every document has one.
 pub fn histograms(paths: &[PathBuf]) -> Result<Value> {
+    crate::io::output::note_inputs(paths.iter().map(PathBuf::as_path));
+    distinct(paths)?;
     let mut docs = Vec::new();
     for p in paths {
         docs.push((p.as_path(), read(p)?));
     }
+    disjoint(docs.iter().flat_map(|(p, d)| {
+        let listed = ["inputs", "failed"].map(|k| d[k].as_array().into_iter().flatten());
+        listed.into_iter().flatten().map(move |e| (*p, e))
+    }))?;
+    widen_to_union(&mut docs)?;
     let (first_path, first) = docs
         .first()
         .context("--merge needs at least one document")?;
@@ -171,6 +231,93 @@ pub fn histograms(paths: &[PathBuf]) -> Result<Value> {
     out.insert("failed".into(), Value::Array(failed));
     out.insert("sum".into(), sum);
     Ok(Value::Object(out))
+}
+
+/// Gives every histogram in `docs` (each input's and each sum) the channels that cover all of
+/// them, as an unsharded `--sum` run counts them (docs/histogram.md): gray as R = G = B with
+/// its luminance the gray value, a missing alpha as opaque. A shard of gray images alone and
+/// one with colour images can then be added.
+fn widen_to_union(docs: &mut [(&Path, Value)]) -> Result<()> {
+    let names = |d: &Value| -> Vec<String> {
+        let sum = d["sum"]["channels"].as_array().into_iter().flatten();
+        let inputs = d["inputs"].as_array().into_iter().flatten();
+        let per_input = inputs.flat_map(|i| i["channels"].as_array().into_iter().flatten());
+        sum.chain(per_input)
+            .filter_map(|c| c["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let all: Vec<String> = docs.iter().flat_map(|(_, d)| names(d)).collect();
+    let color = all.iter().any(|n| n == "red");
+    let alpha = all.iter().any(|n| n == "alpha");
+    // Only a document that holds a sum (every input counted alike) is widened: without
+    // --sum, each input keeps its own channels, as in an unsharded run.
+    if !docs.iter().all(|(_, d)| d["sum"].is_object()) {
+        return Ok(());
+    }
+    for (path, doc) in docs.iter_mut() {
+        let mut histograms: Vec<&mut Value> = Vec::new();
+        let (sum, inputs) = match doc {
+            Value::Object(m) => {
+                let mut sum = None;
+                let mut inputs = None;
+                for (k, v) in m.iter_mut() {
+                    match k.as_str() {
+                        "sum" => sum = Some(v),
+                        "inputs" => inputs = Some(v),
+                        _ => {}
+                    }
+                }
+                (sum, inputs)
+            }
+            _ => (None, None),
+        };
+        histograms.extend(sum);
+        histograms.extend(inputs.and_then(Value::as_array_mut).into_iter().flatten());
+        for h in histograms {
+            let pixels = h["pixels"].as_u64();
+            let Some((pixels, channels)) = pixels.zip(h["channels"].as_array_mut()) else {
+                bail!(
+                    "{}: not a gpukit histogram document (a histogram without pixels or channels)",
+                    path.display()
+                );
+            };
+            widen(channels, color, alpha, pixels);
+        }
+    }
+    Ok(())
+}
+
+/// One histogram's channels widened to colour and alpha (see [`widen_to_union`]).
+fn widen(channels: &mut Vec<Value>, color: bool, alpha: bool, pixels: u64) {
+    if color && channels.first().is_some_and(|c| c["name"] == "gray") {
+        let gray = channels.remove(0);
+        for (i, name) in ["red", "green", "blue", "luminance"]
+            .into_iter()
+            .enumerate()
+        {
+            let mut c = gray.clone();
+            c["name"] = name.into();
+            channels.insert(i, c);
+        }
+    }
+    if alpha && !channels.iter().any(|c| c["name"] == "alpha") {
+        let bins = channels
+            .first()
+            .and_then(|c| c["counts"].as_array())
+            .map_or(0, Vec::len);
+        if bins > 0 {
+            let mut counts = vec![0u64; bins];
+            counts[bins - 1] = pixels;
+            let mut c = serde_json::json!({ "name": "alpha" });
+            if let Ok(Value::Object(stats)) = serde_json::to_value(channel_stats(&counts)) {
+                for (k, v) in stats {
+                    c[k] = v;
+                }
+            }
+            c["counts"] = counts.into();
+            channels.push(c);
+        }
+    }
 }
 
 fn add_sums(docs: &[(&Path, Value)], sums: &[&Value]) -> Result<Value> {

@@ -336,6 +336,23 @@ fn cache_source(off: bool, file: &Option<std::path::PathBuf>) -> crate::tune::So
     }
 }
 
+/// Starts rayon's pool (the CPU engine, decoding) now, so that a thread that cannot be
+/// started (a process limit, `ulimit -u`) is one error line, not a panic in the middle of
+/// the work. A pool started already (the library used before) is kept.
+fn start_worker_threads() -> Result<()> {
+    use std::error::Error;
+    match rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("gpukit-worker-{i}"))
+        .build_global()
+    {
+        Err(e) if e.source().is_some() => Err(anyhow::anyhow!(
+            "cannot start gpukit's worker threads: {e} (a limit on processes or threads, \
+             such as ulimit -u?)"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// When the command started, for `--timings`' wall time.
 static STARTED: OnceLock<Instant> = OnceLock::new();
 
@@ -353,6 +370,7 @@ where
         Err(e) => return clap_error(e),
     };
     term::init_color(cli.global.color);
+    start_worker_threads()?;
     let ctx = Ctx {
         global: cli.global,
         engine_line: std::sync::Mutex::new(None),

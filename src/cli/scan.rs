@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::{Ctx, Status};
@@ -86,9 +86,7 @@ fn dest(args: &ScanArgs) -> Result<(PendingFile, Format)> {
             ))),
         }
     };
-    if args.input != Path::new("-") {
-        output::refuse_input_as_output("-o", path, &[&args.input])?;
-    }
+    output::note_input(&args.input);
     let file = PendingFile::create(path)?;
     if matches!(format, Format::Npy | Format::Bin) {
         file.refuse_terminal("binary array data")?;
@@ -138,14 +136,20 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
     let out = match data {
         Data::U32(v) => Data::U32(scan::run(&engine, &v, &opts, &mut timings)?),
         Data::I32(v) => Data::I32(scan::run(&engine, &v, &opts, &mut timings)?),
-        Data::F32(v) => Data::F32(scan::run(&engine, &v, &opts, &mut timings)?),
+        Data::F32(v) => Data::F32(
+            scan::run(&engine, &v, &opts, &mut timings)
+                .with_context(|| args.input.display().to_string())?,
+        ),
         // float16 values are all float32 values: scanned as float32.
-        Data::F16(v) => Data::F32(scan::run(
-            &engine,
-            &v.iter().map(|x| x.to_f32()).collect::<Vec<_>>(),
-            &opts,
-            &mut timings,
-        )?),
+        Data::F16(v) => Data::F32(
+            scan::run(
+                &engine,
+                &v.iter().map(|x| x.to_f32()).collect::<Vec<_>>(),
+                &opts,
+                &mut timings,
+            )
+            .with_context(|| args.input.display().to_string())?,
+        ),
     };
     let out = Array::vector(out);
     let (file, out_format) = dest;

@@ -69,8 +69,6 @@ pub fn run(ctx: &Ctx, args: TuneArgs) -> Result<Status> {
         crate::io::output::check_writable(p)?;
     }
     let level = Level { quick: args.quick };
-    let mut doc = starting_cache(ctx, gpu, path.as_deref(), level);
-    doc.quick |= level.quick;
     let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);
     let bar = term::progress(ops.len() as u64, hide);
     let mut trials = Vec::new();
@@ -79,13 +77,18 @@ pub fn run(ctx: &Ctx, args: TuneArgs) -> Result<Status> {
         let tune = op.tune.expect("only tunable ops are accepted");
         let result = tune(&engine, level, &mut |msg| bar.set_message(msg.to_string()))?;
         trials.extend(result.trials);
-        tuned.insert(op.name.to_string(), result.entries.clone());
-        doc.ops.insert(op.name.to_string(), result.entries);
+        tuned.insert(op.name.to_string(), result.entries);
         bar.inc(1);
     }
     bar.finish_and_clear();
     if let Some(p) = &path {
-        doc.write(p)?;
+        // Read, merged and replaced under a lock: two tunes on one cache keep both results.
+        Cache::update(p, |current| {
+            let mut doc = starting_cache(ctx, gpu, current, p, level);
+            doc.quick |= level.quick;
+            doc.ops.extend(tuned.clone());
+            doc
+        })?;
     }
     let adapter = gpu.describe();
     let report = TuneDoc {
@@ -115,11 +118,18 @@ pub fn run(ctx: &Ctx, args: TuneArgs) -> Result<Status> {
     Ok(Status::Success)
 }
 
-/// The cache this tune starts from: the choices of ops not tuned now are kept from a valid
-/// cache of this adapter; a stale or unreadable one is replaced, with a warning.
-fn starting_cache(ctx: &Ctx, gpu: &Gpu, path: Option<&std::path::Path>, level: Level) -> Cache {
-    match path.filter(|p| p.exists()) {
-        Some(p) => match Cache::read(p) {
+/// The cache this tune adds to (`current`, the file as it is now under the lock): the choices
+/// of ops not tuned now are kept from a valid cache of this adapter; a stale or unreadable one
+/// is replaced, with a warning.
+fn starting_cache(
+    ctx: &Ctx,
+    gpu: &Gpu,
+    current: Option<Result<Cache>>,
+    p: &std::path::Path,
+    level: Level,
+) -> Cache {
+    match current {
+        Some(read) => match read {
             Ok(c) if c.stale_for(gpu).is_none() => c,
             Ok(c) => {
                 let why = c.stale_for(gpu).unwrap_or_default();

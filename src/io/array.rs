@@ -191,6 +191,7 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>> {
             .context("reading stdin")?;
     } else {
         bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        super::output::note_input(path);
     }
     Ok(bytes)
 }
@@ -531,7 +532,7 @@ fn values_to_data(
             Number::Float(f) if f.is_finite() && f.fract() == 0.0 => Number::Int(f as i128)
                 .int_in(lo, hi)
                 .ok_or_else(|| anyhow!("{}: {} does not fit {}", at(i), get(i), dtype.name())),
-            Number::Float(f) => bail!("{}: {f} is not an integer ({})", at(i), dtype.name()),
+            Number::Float(f) => bail!("{}: {f:?} is not an integer ({})", at(i), dtype.name()),
         }
     };
     Ok(match dtype {

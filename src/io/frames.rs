@@ -1,9 +1,11 @@
 //! Images one after another on one stream, as `cat a.png b.png` or `ffmpeg -f image2pipe`
 //! write them: each frame's end is found from its own format (PNG: the IEND chunk; JPEG: the
-//! EOI marker after the last scan; binary PNM and PAM: the header's size), so frames are read
-//! one at a time, in bounded memory, without reading the stream to its end first. A frame of
-//! any other format (or ASCII PNM, whose size the header does not give) runs to the end of
-//! the stream.
+//! EOI marker after the last scan; binary PNM and PAM: the header's size; ASCII PNM: the
+//! count of samples its header gives; BMP and WebP: the size in their header; TIFF: the end
+//! of the last structure or strip its directories point to), so frames are read one at a
+//! time, in bounded memory, without reading the stream to its end first. GIF, QOI and ICO
+//! frames run to the end of the stream (they must come last). Bytes that begin no image
+//! format are refused at once, not read to the size limit.
 
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 
@@ -14,6 +16,9 @@ pub struct FrameStream<R> {
     reader: BufReader<R>,
     /// The most bytes one frame may take.
     cap: u64,
+    /// Bytes read past the end of the last frame (a TIFF's end is found after reading on):
+    /// they come before the reader's.
+    pending: Vec<u8>,
 }
 
 impl<R: Read> FrameStream<R> {
@@ -22,32 +27,46 @@ impl<R: Read> FrameStream<R> {
         FrameStream {
             reader: BufReader::with_capacity(1 << 16, reader),
             cap,
+            pending: Vec::new(),
         }
     }
 
     /// Whether the stream has ended (nothing more than blank space is left).
     fn at_end(&mut self) -> Result<bool> {
+        // Blank space between or after frames (`echo`, a trailing newline) is no frame.
+        let blank = self
+            .pending
+            .iter()
+            .take_while(|b| b.is_ascii_whitespace())
+            .count();
+        self.pending.drain(..blank);
+        if !self.pending.is_empty() {
+            return Ok(false);
+        }
         loop {
             let buf = fill(&mut self.reader)?;
             if buf.is_empty() {
                 return Ok(true);
             }
-            // Blank space between or after frames (`echo`, a trailing newline) is no frame.
-            let blank = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
-            if blank < buf.len() {
+            let (blank, held) = (
+                buf.iter().take_while(|b| b.is_ascii_whitespace()).count(),
+                buf.len(),
+            );
+            self.reader.consume(blank);
+            if blank < held {
                 return Ok(false);
             }
-            self.reader.consume(blank);
         }
     }
 
     /// Everything left on the stream (a frame may take no more).
     pub fn remainder(&mut self) -> Result<Vec<u8>> {
+        let pending = std::mem::take(&mut self.pending);
         let mut frame = Frame {
             bytes: Vec::new(),
             cap: self.cap,
         };
-        frame.rest(&mut self.reader)?;
+        frame.rest(&mut (&pending[..]).chain(&mut self.reader))?;
         Ok(frame.bytes)
     }
 
@@ -59,25 +78,58 @@ impl<R: Read> FrameStream<R> {
         }
         // The first bytes, however the pipe delivers them (the reader's buffer may end a byte
         // into the image), to tell its format; then read again, ahead of the rest.
-        let mut head = Vec::with_capacity(8);
-        (&mut self.reader)
-            .take(8)
+        let pending = std::mem::take(&mut self.pending);
+        let mut left: &[u8] = &pending;
+        let mut source = (&mut left).chain(&mut self.reader);
+        let mut head = Vec::with_capacity(12);
+        (&mut source)
+            .take(12)
             .read_to_end(&mut head)
             .context("cannot read")?;
-        let mut r = (&head[..]).chain(&mut self.reader);
+        let mut r = (&head[..]).chain(source);
         let mut frame = Frame {
             bytes: Vec::new(),
             cap: self.cap,
+        };
+        let pnm = |kinds: std::ops::RangeInclusive<u8>| {
+            head.len() >= 2 && head[0] == b'P' && kinds.contains(&head[1])
         };
         if head.starts_with(b"\x89PNG") {
             frame.png(&mut r)?;
         } else if head.starts_with(&[0xFF, 0xD8]) {
             frame.jpeg(&mut r)?;
-        } else if head.len() >= 2 && head[0] == b'P' && (b'4'..=b'7').contains(&head[1]) {
+        } else if pnm(b'4'..=b'7') {
             frame.pnm(&mut r)?;
-        } else {
+        } else if pnm(b'1'..=b'3') {
+            frame.ascii_pnm(&mut r)?;
+        } else if head.starts_with(b"BM") {
+            frame.sized(&mut r, 14, |h| u64::from(le32(&h[2..6])))?;
+        } else if head.starts_with(b"RIFF") && head.get(8..12) == Some(b"WEBP") {
+            frame.sized(&mut r, 8, |h| {
+                let n = u64::from(le32(&h[4..8]));
+                8 + n + (n & 1)
+            })?;
+        } else if head.starts_with(b"II*\0") || head.starts_with(b"MM\0*") {
             frame.rest(&mut r)?;
+            if let Some(end) = tiff_end(&frame.bytes).filter(|&e| e < frame.bytes.len()) {
+                let mut tail = frame.bytes.split_off(end);
+                // A pad byte may end a TIFF written with word-aligned data.
+                if tail.first() == Some(&0) {
+                    tail.remove(0);
+                }
+                self.pending = tail;
+            }
+            return Ok(Some(frame.bytes));
+        } else if head.starts_with(b"GIF8")
+            || head.starts_with(b"qoif")
+            || head.starts_with(&[0, 0, 1, 0])
+        {
+            frame.rest(&mut r)?;
+        } else {
+            bail!("not an image: its first bytes begin no image format gpukit reads");
         }
+        // What this frame left of the pending bytes comes first next time.
+        self.pending = left.to_vec();
         Ok(Some(frame.bytes))
     }
 }
@@ -290,6 +342,101 @@ impl Frame {
         Ok(sample_bytes(maxval).and_then(|s| w.checked_mul(h)?.checked_mul(depth)?.checked_mul(s)))
     }
 
+    /// A frame whose header's first `head` bytes give its whole size (`size`).
+    fn sized<B: BufRead>(
+        &mut self,
+        r: &mut B,
+        head: u64,
+        size: impl Fn(&[u8]) -> u64,
+    ) -> Result<()> {
+        if !self.take(r, head)? {
+            return Ok(());
+        }
+        let total = size(&self.bytes);
+        if total < head {
+            bail!("an image header in the stream declares an impossible size");
+        }
+        self.take(r, total - head)?;
+        Ok(())
+    }
+
+    /// ASCII PNM (P1, P2, P3): the header's numbers, then as many samples as they give (P1's
+    /// bits may be written without space between them).
+    fn ascii_pnm<B: BufRead>(&mut self, r: &mut B) -> Result<()> {
+        self.take(r, 2)?;
+        let kind = self.bytes[1];
+        let fields = if kind == b'1' { 2 } else { 3 };
+        let mut v = [1u64; 3];
+        for f in v.iter_mut().take(fields) {
+            match self.pnm_number(r)? {
+                Some(n) => *f = n,
+                None => return Ok(()),
+            }
+        }
+        let per_pixel = if kind == b'3' { 3 } else { 1 };
+        let Some(mut samples) = v[0]
+            .checked_mul(v[1])
+            .and_then(|n| n.checked_mul(per_pixel))
+        else {
+            bail!("a PNM header in the stream declares an impossible size");
+        };
+        if samples == 0 {
+            return Ok(());
+        }
+        if kind == b'1' {
+            let mut comment = false;
+            while let Some(b) = self.byte(r)? {
+                match b {
+                    b'\n' | b'\r' if comment => comment = false,
+                    _ if comment => {}
+                    b'#' => comment = true,
+                    b'0' | b'1' => {
+                        samples -= 1;
+                        if samples == 0 {
+                            return Ok(());
+                        }
+                    }
+                    _ if b.is_ascii_whitespace() => {}
+                    _ => bail!("an ASCII PNM image in the stream holds a stray byte"),
+                }
+            }
+            return Ok(());
+        }
+        // Each number but the last takes the one byte after it; the last ends at its digits.
+        for _ in 1..samples {
+            if self.pnm_number(r)?.is_none() {
+                return Ok(());
+            }
+        }
+        self.number_then_end(r)
+    }
+
+    /// The last ASCII number of a frame, begun or not: its digits, and nothing after them.
+    fn number_then_end<B: BufRead>(&mut self, r: &mut B) -> Result<()> {
+        loop {
+            let Some(&b) = fill(r)?.first() else {
+                return Ok(());
+            };
+            if b.is_ascii_digit() {
+                return self.digits(r);
+            }
+            self.byte(r)?;
+            if b == b'#' {
+                while !matches!(self.byte(r)?, None | Some(b'\n' | b'\r')) {}
+            } else if !b.is_ascii_whitespace() {
+                bail!("an ASCII PNM image in the stream holds a stray byte");
+            }
+        }
+    }
+
+    /// Digits up to the first byte that is not one (left on the stream).
+    fn digits<B: BufRead>(&mut self, r: &mut B) -> Result<()> {
+        while fill(r)?.first().is_some_and(u8::is_ascii_digit) {
+            self.byte(r)?;
+        }
+        Ok(())
+    }
+
     /// Everything up to the end of the stream.
     fn rest<B: BufRead>(&mut self, r: &mut B) -> Result<()> {
         let room = self.cap - self.bytes.len() as u64;
@@ -299,6 +446,82 @@ impl Frame {
         }
         Ok(())
     }
+}
+
+fn le32(b: &[u8]) -> u32 {
+    u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))
+}
+
+/// Where a classic TIFF in `b` ends: past the last directory, value, strip or tile its
+/// directories point to (sub-IFDs and the EXIF and GPS directories followed). `None` if the
+/// structure cannot be read (BigTIFF, a cut file): the frame is then the whole rest.
+fn tiff_end(b: &[u8]) -> Option<usize> {
+    let le = b.starts_with(b"II");
+    let u16_at = |o: usize| {
+        let x: [u8; 2] = b.get(o..o + 2)?.try_into().ok()?;
+        Some(usize::from(if le {
+            u16::from_le_bytes(x)
+        } else {
+            u16::from_be_bytes(x)
+        }))
+    };
+    let u32_at = |o: usize| {
+        let x: [u8; 4] = b.get(o..o + 4)?.try_into().ok()?;
+        Some(if le {
+            u32::from_le_bytes(x)
+        } else {
+            u32::from_be_bytes(x)
+        } as usize)
+    };
+    let mut end = 8;
+    let mut todo = vec![u32_at(4)?];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(ifd) = todo.pop() {
+        if ifd == 0 || !seen.insert(ifd) || seen.len() > 4096 {
+            continue;
+        }
+        let n = u16_at(ifd)?;
+        let entries = ifd + 2;
+        end = end.max(entries + 12 * n + 4);
+        let mut data: [Vec<usize>; 4] = Default::default();
+        for i in 0..n {
+            let e = entries + 12 * i;
+            let (tag, kind, count) = (u16_at(e)?, u16_at(e + 2)?, u32_at(e + 4)?);
+            let unit = match kind {
+                1 | 2 | 6 | 7 => 1,
+                3 | 8 => 2,
+                4 | 9 | 11 | 13 => 4,
+                5 | 10 | 12 => 8,
+                _ => 1,
+            };
+            let size = count.checked_mul(unit)?;
+            let at = if size <= 4 { e + 8 } else { u32_at(e + 8)? };
+            end = end.max(at.checked_add(size)?);
+            let values = || -> Option<Vec<usize>> {
+                (0..count.min(1 << 20))
+                    .map(|k| match kind {
+                        3 => u16_at(at + 2 * k),
+                        _ => u32_at(at + 4 * k),
+                    })
+                    .collect()
+            };
+            match tag {
+                273 => data[0] = values()?,
+                279 => data[1] = values()?,
+                324 => data[2] = values()?,
+                325 => data[3] = values()?,
+                330 | 34665 | 34853 | 40965 => todo.extend(values()?),
+                _ => {}
+            }
+        }
+        for (offsets, counts) in [(&data[0], &data[1]), (&data[2], &data[3])] {
+            for (o, c) in offsets.iter().zip(counts) {
+                end = end.max(o.checked_add(*c)?);
+            }
+        }
+        todo.push(u32_at(entries + 12 * n)?);
+    }
+    Some(end)
 }
 
 /// Bytes per sample for a PNM maxval: 1 up to 255, 2 up to 65535.
@@ -364,6 +587,44 @@ mod tests {
         // Blank space after the last frame is no frame.
         assert_eq!(split(&[&parts[0][..], b"\n"].concat()), parts[..1]);
         assert!(split(b"").is_empty());
+    }
+
+    // Issue 24: BMP, WebP, TIFF and ASCII PNM frames ran to the end of the stream, so
+    // `cat a.bmp b.png | gpukit histogram -` counted one image; blank lines between frames
+    // were skipped only when the reader's whole buffer was blank.
+    #[test]
+    fn every_format_with_a_findable_end_splits_and_blank_lines_between_are_skipped() {
+        use image::ImageFormat as F;
+        let (bmp, webp, tiff) = (encoded(F::Bmp, 3), encoded(F::WebP, 4), encoded(F::Tiff, 1));
+        let p1 = b"P1\n3 2\n1 0 1\n010".to_vec();
+        let p2 = b"P2\n# c\n2 1\n65535\n1 65535".to_vec();
+        let p3 = b"P3 2 1 255 1 2 3\n 4 5 6".to_vec();
+        let png = encoded(F::Png, 2);
+        let parts = [bmp, webp, tiff, p1, p2, p3, png];
+        let spaced: Vec<u8> = parts.join(&b"\n\n"[..]);
+        assert_eq!(split(&spaced), parts);
+        assert_eq!(split(&parts.concat()), parts);
+        for part in &parts {
+            let img = crate::io::image::decode(part).unwrap();
+            assert!(img.width > 0, "{}", String::from_utf8_lossy(&part[..2]));
+        }
+    }
+
+    // Issue 24: `yes | gpukit histogram -` read 2 GB before refusing what is no image.
+    #[test]
+    fn bytes_that_begin_no_image_are_refused_at_once() {
+        struct Yes(u64);
+        impl Read for Yes {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.0 += buf.len() as u64;
+                assert!(self.0 < 1 << 20, "read on past the first bytes");
+                buf.iter_mut().for_each(|b| *b = b'y');
+                Ok(buf.len())
+            }
+        }
+        let mut s = FrameStream::new(Yes(0), 1 << 40);
+        let err = s.next_frame().unwrap_err().to_string();
+        assert!(err.contains("not an image"), "{err}");
     }
 
     #[test]

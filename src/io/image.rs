@@ -626,6 +626,7 @@ fn read_input(path: &Path, opts: &ReadOptions) -> Result<Vec<u8>> {
     }
     let name = path.display();
     let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot read"))?;
+    super::output::note_input(path);
     let mut bytes = Vec::new();
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
@@ -1436,6 +1437,8 @@ pub fn check_layout(path: &Path, format: ImageFormat, channels: u8, bit_depth: u
             Some("this format stores only 8-bit samples")
         }
         ImageFormat::Qoi if channels < 3 => Some("QOI stores only RGB and RGBA"),
+        // Its encoder would write gray+alpha as RGB, dropping the alpha.
+        ImageFormat::Bmp if channels == 2 => Some("BMP stores no gray+alpha"),
         ImageFormat::WebP | ImageFormat::Gif | ImageFormat::Ico if channels < 3 => {
             Some("this format stores only colour images")
         }

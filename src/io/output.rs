@@ -9,6 +9,11 @@
 //! and on filesystems without `O_TMPFILE`, the encoded bytes are kept in memory and a named
 //! temporary file exists only while they are written and renamed. SIGINT, SIGTERM and SIGHUP
 //! remove such a named file before gpukit dies of the signal.
+//!
+//! Every input a command reads is noted here ([`note_input`]), and every output goes through
+//! [`PendingFile`], which refuses a path that is one of them (by device and inode, however it
+//! is spelled or linked), when it is created and again when it is committed: the one check
+//! between what gpukit writes (images, arrays, JSON, reports, caches) and what the user gave.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -32,6 +37,9 @@ enum Kind {
         /// The existing file's permissions and owner, kept by the new one.
         keep: Option<Keep>,
         staging: Staging,
+        /// The user allowed replacing an input (`--overwrite`); else an input found at
+        /// `target` when committing is refused.
+        over_input: bool,
     },
     /// A character or block device or a FIFO: opened for writing at commit, written through.
     Through {
@@ -71,8 +79,24 @@ enum Staging {
 
 impl PendingFile {
     /// Checks `path` and prepares its output: `-` is stdout; a device or FIFO is written
-    /// through; anything else is a regular file to create or replace atomically.
+    /// through; anything else is a regular file to create or replace atomically. A usage
+    /// error if the file is one of the inputs noted so far ([`note_input`]).
     pub fn create(path: &Path) -> Result<Self> {
+        refuse_input(path)?;
+        Self::create_unchecked(path)
+    }
+
+    /// [`PendingFile::create`] for an output that may replace an input because the user
+    /// asked for it (`--overwrite`).
+    pub fn create_over_input(path: &Path) -> Result<Self> {
+        let mut p = Self::create_unchecked(path)?;
+        if let Kind::Replace { over_input, .. } = &mut p.kind {
+            *over_input = true;
+        }
+        Ok(p)
+    }
+
+    fn create_unchecked(path: &Path) -> Result<Self> {
         let name = path.display();
         let alias = fd_alias(path);
         let kind = match alias {
@@ -178,7 +202,10 @@ impl PendingFile {
                 target,
                 keep,
                 staging,
+                over_input,
             } => match staging {
+                // An input noted after the output was created (read later in the run).
+                _ if !over_input && input_at(&target).is_some() => refuse_input(&path),
                 #[cfg(target_os = "linux")]
                 Staging::Unnamed(mut file) => {
                     write_to(&name, &mut file, f)?;
@@ -201,6 +228,14 @@ impl PendingFile {
 /// Writes `bytes` to `path` atomically (or through, for a device or FIFO).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     PendingFile::create(path)?.commit_bytes(bytes)
+}
+
+/// Creates the folder `dir` (an `--out-dir`) and checks now that files can be created in it,
+/// so that a read-only folder fails before any input is decoded. Leaves nothing behind.
+pub fn prepare_folder(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
+    probe_dir(dir).with_context(|| format!("{}: cannot write here", dir.display()))
 }
 
 /// Checks now that `path` can be written later (creating its folder when missing), so that
@@ -252,24 +287,85 @@ pub fn refuse_shared_output(a: (&str, &Path), b: (&str, &Path)) -> Result<()> {
     Ok(())
 }
 
-/// A usage error when `output` (given with `flag`) is one of `inputs`.
-pub fn refuse_input_as_output<P: AsRef<Path>>(
-    flag: &str,
-    output: &Path,
-    inputs: &[P],
-) -> Result<()> {
-    if let Some(input) = inputs
-        .iter()
-        .map(AsRef::as_ref)
-        .find(|i| same_file(output, i))
+/// A file's identity: device and inode (its canonical path off Unix).
+#[cfg(unix)]
+pub type FileId = (u64, u64);
+/// A file's identity: device and inode (its canonical path off Unix).
+#[cfg(not(unix))]
+pub type FileId = PathBuf;
+
+/// The identity of the file at `path` after following links; `None` if there is none.
+pub fn file_id(path: &Path) -> Option<FileId> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
     {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        std::fs::canonicalize(path).ok()
+    }
+}
+
+/// The inputs of this process, by identity, with the path each was given as.
+fn inputs() -> std::sync::MutexGuard<'static, std::collections::HashMap<FileId, PathBuf>> {
+    static INPUTS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<FileId, PathBuf>>,
+    > = std::sync::OnceLock::new();
+    INPUTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// Notes the regular file at `path` as an input: no output may replace it from now on
+/// (streams, devices and missing files are not noted).
+pub fn note_input(path: &Path) {
+    note_inputs(std::iter::once(path));
+}
+
+/// [`note_input`] for many paths, under one lock.
+pub fn note_inputs<'p>(paths: impl IntoIterator<Item = &'p Path>) {
+    let mut known = inputs();
+    for path in paths {
+        if fd_alias(path).is_some() {
+            continue;
+        }
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        if let Some(id) = file_id(path) {
+            known.entry(id).or_insert_with(|| path.to_path_buf());
+        }
+    }
+}
+
+/// The input (as it was given) that writing `output` would replace, if any.
+pub fn input_at(output: &Path) -> Option<PathBuf> {
+    if fd_alias(output).is_some() {
+        return None;
+    }
+    let id = file_id(output)?;
+    let input = inputs().get(&id).cloned()?;
+    // Still that file: an input removed since, its inode given to another file, is no input.
+    (file_id(&input).as_ref() == Some(&id)).then_some(input)
+}
+
+/// A usage error when writing `output` would replace an input noted so far.
+fn refuse_input(output: &Path) -> Result<()> {
+    if let Some(input) = input_at(output) {
         let same = if output == input {
             String::new()
         } else {
             format!(" (the same file as {})", input.display())
         };
         bail!(crate::UsageError(format!(
-            "{}: {flag} names an input file{same}; refusing to overwrite it",
+            "{}: names an input file{same}; refusing to overwrite it",
             output.display()
         )));
     }
@@ -336,6 +432,7 @@ fn replace(path: &Path, meta: Option<std::fs::Metadata>) -> Result<Kind> {
         target,
         keep,
         staging,
+        over_input: false,
     })
 }
 
@@ -834,6 +931,35 @@ mod tests {
             assert_eq!(std::fs::read(&to).unwrap(), content);
             assert_eq!(entries(dir.path()), ["out.txt"]);
         }
+    }
+
+    // Issue 24: the caches (pipeline, tune) are written through write_atomic too; an input
+    // noted before or after the output was created is never replaced.
+    #[test]
+    fn a_noted_input_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.png");
+        std::fs::write(&input, b"image").unwrap();
+        let alias = dir.path().join("cache.bin");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("in.png", &alias).unwrap();
+        #[cfg(not(unix))]
+        let alias = input.clone();
+        let late = PendingFile::create(&alias).unwrap();
+        note_input(&input);
+        let err = late.commit_bytes(b"cache").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("names an input file"),
+            "{err:#}"
+        );
+        let err = write_atomic(&alias, b"cache").unwrap_err();
+        assert!(err.downcast_ref::<crate::UsageError>().is_some(), "{err:#}");
+        assert_eq!(std::fs::read(&input).unwrap(), b"image");
+        PendingFile::create_over_input(&input)
+            .unwrap()
+            .commit_bytes(b"asked for")
+            .unwrap();
+        assert_eq!(std::fs::read(&input).unwrap(), b"asked for");
     }
 
     #[test]

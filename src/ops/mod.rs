@@ -91,6 +91,40 @@ pub(crate) fn sample_bytes(samples: &Samples) -> Cow<'_, [u8]> {
 }
 
 /// The op named `name`.
+/// A zeroed buffer of `len` values for an op's result, or an error naming `what` and its size
+/// where the memory cannot be had (a `ulimit -v`, a size past the address space): an
+/// allocation failure would abort the process.
+pub fn zeroed<T: Clone + Default>(len: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    let bytes = (len as u128) * std::mem::size_of::<T>() as u128;
+    v.try_reserve_exact(len).map_err(|_| {
+        anyhow::anyhow!(
+            "{what} needs {:.1} GB of memory, which cannot be allocated here",
+            bytes as f64 / 1e9
+        )
+    })?;
+    v.resize(len, T::default());
+    Ok(v)
+}
+
+/// This machine's physical memory in bytes, where the system says (Unix).
+pub fn physical_memory() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        // SAFETY: sysconf only reads a system value.
+        let (pages, size) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        let (pages, size) = (u64::try_from(pages).ok()?, u64::try_from(size).ok()?);
+        pages.checked_mul(size).filter(|&b| b > 0)
+    }
+    #[cfg(not(unix))]
+    None
+}
+
 pub fn find(name: &str) -> Option<&'static Op> {
     REGISTRY.iter().find(|op| op.name == name)
 }

@@ -11,6 +11,10 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use crate::gpu::Gpu;
 use crate::io::output::write_atomic;
 
+/// The most bytes a tune cache may hold (a real one holds a few KiB): a larger file is not
+/// one, and is not read whole.
+const MAX_BYTES: u64 = 16 << 20;
+
 /// The version of the file's layout; a file of another version is ignored.
 pub const FORMAT: u32 = 1;
 
@@ -164,10 +168,46 @@ impl Cache {
 
     /// Reads and parses a cache file (staleness is the caller's question).
     pub fn read(path: &Path) -> Result<Cache> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read", path.display()))?;
+        use std::io::Read;
+        let name = path.display();
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_BYTES + 1).read_to_string(&mut text))
+            .with_context(|| format!("{name}: cannot read"))?;
+        if text.len() as u64 > MAX_BYTES {
+            bail!(
+                "{name}: larger than {} MiB, not a gpukit tune cache",
+                MAX_BYTES >> 20
+            );
+        }
         serde_json::from_str(&text)
             .with_context(|| format!("{}: not a gpukit tune cache", path.display()))
+    }
+
+    /// Replaces the cache at `path` with `f` of what it holds now (`None`: no file yet), under
+    /// an exclusive lock on its folder, so that two processes updating one cache (two
+    /// `gpukit tune` runs) each add to what the other wrote instead of losing it. The lock
+    /// is the folder's own (nothing is left beside the cache); where a folder cannot be
+    /// locked (not Unix), the update is read-merge-replace without it.
+    pub fn update(path: &Path, f: impl FnOnce(Option<Result<Cache>>) -> Cache) -> Result<()> {
+        let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(d) => d,
+            None => Path::new("."),
+        };
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
+        #[cfg(unix)]
+        let _lock = {
+            let folder = std::fs::File::open(dir)
+                .with_context(|| format!("{}: cannot open the folder", dir.display()))?;
+            // Held until `folder` is closed, when this function returns.
+            rustix::fs::flock(&folder, rustix::fs::FlockOperation::LockExclusive)
+                .map_err(std::io::Error::from)
+                .with_context(|| format!("{}: cannot lock the folder", dir.display()))?;
+            folder
+        };
+        let current = path.exists().then(|| Cache::read(path));
+        f(current).write(path)
     }
 
     /// Writes the cache to `path` atomically, creating its folder.

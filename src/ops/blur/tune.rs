@@ -50,8 +50,14 @@ impl Tunables {
 
     /// Workgroup memory of the box pass (window totals, carries, the transposition tile).
     /// Keep in sync with wgsl/blur_box.wgsl.
-    pub fn box_workgroup_bytes(&self) -> u32 {
-        16 * (self.box_rows * self.box_tpl + self.box_rows + self.box_rows * (self.box_chunk() + 1))
+    /// In u64: a cache's values are checked with it, whatever they are.
+    pub fn box_workgroup_bytes(&self) -> u64 {
+        let (rows, tpl, ppt) = (
+            u64::from(self.box_rows),
+            u64::from(self.box_tpl),
+            u64::from(self.box_ppt),
+        );
+        16 * (rows * tpl + rows + rows * (tpl * ppt + 1))
     }
 }
 
@@ -85,11 +91,12 @@ impl Tunable for Tunables {
             "blur gaussian rows and threads per line must be powers of two"
         );
         ensure!(
-            self.box_rows * self.box_tpl <= max_wg && self.gauss_tpl <= max_wg,
+            u64::from(self.box_rows) * u64::from(self.box_tpl) <= u64::from(max_wg)
+                && self.gauss_tpl <= max_wg,
             "blur workgroups exceed this adapter's {max_wg} invocations"
         );
         ensure!(
-            self.box_workgroup_bytes() <= limits.max_compute_workgroup_storage_size,
+            self.box_workgroup_bytes() <= u64::from(limits.max_compute_workgroup_storage_size),
             "blur box needs {} bytes of workgroup memory; this adapter has {}",
             self.box_workgroup_bytes(),
             limits.max_compute_workgroup_storage_size

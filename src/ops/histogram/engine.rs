@@ -78,7 +78,7 @@ fn count_all<V: Value>(s: &[V], ic: usize, channels: Channels, bins: u32, lut: &
                     (4, true, false) if bins == 256 && V::BYTE => count_rgb8::<V, 4>(chunk, &mut t),
                     (3, true, false) => count_rgb::<V, 3>(chunk, bins, lut, &mut t),
                     (4, true, false) => count_rgb::<V, 4>(chunk, bins, lut, &mut t),
-                    (1, false, _) => count_gray(chunk, bins, lut, &mut t),
+                    (1, false, false) => count_gray(chunk, bins, lut, &mut t),
                     _ => count_any(chunk, ic, channels, bins, lut, &mut t),
                 }
                 t

@@ -26,7 +26,7 @@ pub fn matmul(p: &Matmul) -> Result<Vec<f32>> {
     // storage.
     let (a_rs, a_cs) = if p.trans_a { (1, m) } else { (k, 1) };
     let (b_rs, b_cs) = if p.trans_b { (1, k) } else { (n, 1) };
-    let mut c = vec![0f32; m * n];
+    let mut c: Vec<f32> = crate::ops::zeroed(m * n, "the product")?;
     let (rows, cols) = tiles(p.dims, rayon::current_num_threads());
     let out = SendPtr(c.as_mut_ptr());
     (0..m.div_ceil(rows) * n.div_ceil(cols))

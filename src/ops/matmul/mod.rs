@@ -96,6 +96,15 @@ impl Matmul<'_> {
             m > 0 && n > 0 && k > 0,
             "empty matrix product ({m}x{k} times {k}x{n})"
         );
+        // C lives in host memory whole, on every engine: checked before anything is allocated.
+        let c_bytes = (m as u128) * (n as u128) * 4;
+        let memory = crate::ops::physical_memory().map_or(usize::MAX as u128, u128::from);
+        ensure!(
+            c_bytes <= memory,
+            "the product {m}x{n} of f32 needs {:.1} GB, more than this machine's memory ({:.1} GB)",
+            c_bytes as f64 / 1e9,
+            memory as f64 / 1e9
+        );
         ensure!(
             self.a.len() == m * k && self.b.len() == k * n,
             "matmul of {m}x{k} by {k}x{n} got {} and {} elements",

@@ -325,7 +325,7 @@ impl MatmulPlan {
     /// C, m x n row-major, assembled from its blocks.
     pub fn read(&self, gpu: &Gpu) -> Result<Vec<f32>> {
         let Dims { m, n, .. } = self.dims;
-        let mut c = vec![0.0f32; m * n];
+        let mut c: Vec<f32> = crate::ops::zeroed(m * n, "the product")?;
         for block in &self.c_blocks {
             let data: Vec<f32> = gpu.read_vec(&block.buffer, block.rows.len() * block.ld)?;
             for (r, row) in block.rows.clone().enumerate() {

@@ -57,13 +57,14 @@ impl Tunables {
             .unwrap_or(Tunables::SAFE)
     }
 
-    pub fn wg_size(&self) -> u32 {
-        (self.bm / self.tm) * (self.bn / self.tn)
+    /// In u64, as the sizes below: a cache's values are checked with them, whatever they are.
+    pub fn wg_size(&self) -> u64 {
+        u64::from(self.bm / self.tm.max(1)) * u64::from(self.bn / self.tn.max(1))
     }
 
     /// Workgroup memory: two buffers of each tile, rows padded by one vec4.
-    pub fn workgroup_bytes(&self) -> u32 {
-        2 * self.bk * ((self.bm / 4 + 1) + (self.bn / 4 + 1)) * 16
+    pub fn workgroup_bytes(&self) -> u64 {
+        2 * u64::from(self.bk) * (u64::from(self.bm / 4 + 1) + u64::from(self.bn / 4 + 1)) * 16
     }
 
     pub(super) fn constants(&self, trans_a: bool, trans_b: bool) -> Vec<(&'static str, f64)> {
@@ -117,16 +118,16 @@ impl Tunable for Tunables {
         ensure!(group_m > 0, "GROUP_M must be positive");
         let wg = self.wg_size();
         ensure!(
-            bm.max(bn) * bk / 4 <= 4 * wg,
+            u64::from(bm.max(bn)) * u64::from(bk) / 4 <= 4 * wg,
             "a tile must take at most 4 vec4 loads per invocation"
         );
         ensure!(
-            wg <= limits.max_compute_invocations_per_workgroup
-                && wg <= limits.max_compute_workgroup_size_x,
+            wg <= u64::from(limits.max_compute_invocations_per_workgroup)
+                && wg <= u64::from(limits.max_compute_workgroup_size_x),
             "{wg} invocations per workgroup exceed this adapter's limit"
         );
         ensure!(
-            self.workgroup_bytes() <= limits.max_compute_workgroup_storage_size,
+            self.workgroup_bytes() <= u64::from(limits.max_compute_workgroup_storage_size),
             "{} bytes of workgroup memory exceed this adapter's {}",
             self.workgroup_bytes(),
             limits.max_compute_workgroup_storage_size

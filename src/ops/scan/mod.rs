@@ -203,18 +203,38 @@ pub fn run<T: Element>(
     opts: &Options,
     timings: &mut Timings,
 ) -> Result<Vec<T>> {
-    let gpu = match engine {
-        Engine::Cpu => return Ok(timings.phase("compute", || cpu(data, opts))),
-        Engine::Gpu(_) if data.is_empty() => return Ok(Vec::new()),
-        Engine::Gpu(gpu) => gpu,
+    let out = match engine {
+        Engine::Cpu => timings.phase("compute", || cpu(data, opts)),
+        Engine::Gpu(_) if data.is_empty() => Vec::new(),
+        Engine::Gpu(gpu) => {
+            let opts = opts.resolved(gpu, data.len());
+            let plan = timings.phase("pipeline", || ScanPlan::new::<T>(gpu, data.len(), &opts))?;
+            timings.phase("upload", || plan.upload(gpu, data));
+            gpu.run_timed(timings, plan.passes(), |b, range| {
+                plan.record_passes(b, range)
+            })?;
+            timings.phase("download", || plan.read(gpu))?
+        }
     };
-    let opts = opts.resolved(gpu, data.len());
-    let plan = timings.phase("pipeline", || ScanPlan::new::<T>(gpu, data.len(), &opts))?;
-    timings.phase("upload", || plan.upload(gpu, data));
-    gpu.run_timed(timings, plan.passes(), |b, range| {
-        plan.record_passes(b, range)
-    })?;
-    timings.phase("download", || plan.read(gpu))
+    if T::ELEM == Elem::F32 && opts.op == Op::Sum {
+        check_f32_sums(bytemuck::cast_slice(data), bytemuck::cast_slice(&out))?;
+    }
+    Ok(out)
+}
+
+/// An f32 sum whose running total leaves f32's range is refused on every engine: past it
+/// the CPU engine (adding in f64) comes back with finite sums where the GPU (adding in f32)
+/// stays at infinity, and neither is the answer.
+fn check_f32_sums(data: &[f32], out: &[f32]) -> Result<()> {
+    if data.iter().all(|x| x.is_finite()) {
+        if let Some(i) = out.iter().position(|x| !x.is_finite()) {
+            anyhow::bail!(
+                "element {i}: the running sum passes f32's range (±{:e}); f32 sums must stay within it",
+                f32::MAX
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The CPU engine's scan: the native engine (exact for integers and min/max; f32 sums within

@@ -187,7 +187,7 @@ fn kernels<T: Element>(gpu: &Gpu, opts: &Options) -> Result<(Kernel, Kernel, boo
     let bytes = opts
         .tunables()
         .workgroup_bytes(subgroups.then_some(gpu.features.subgroup_size[0]));
-    if bytes > gpu.limits.max_compute_workgroup_storage_size {
+    if bytes > u64::from(gpu.limits.max_compute_workgroup_storage_size) {
         bail!(
             "scan with {} needs {bytes} bytes of workgroup memory; this adapter has {}",
             opts.tunables(),

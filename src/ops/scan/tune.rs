@@ -33,10 +33,10 @@ impl Tunables {
     /// Workgroup memory of the in-tile scan: one total per subgroup and vec4 on the subgroup
     /// path (`subgroup_min` the adapter's smallest subgroup), Blelloch's padded tree of every
     /// vec4 total on the workgroup path. Keep in sync with wgsl/shared/scan_*.wgsl.
-    pub fn workgroup_bytes(&self, subgroup_min: Option<u32>) -> u32 {
-        let totals = self.wg_size * self.vec_per_thread;
+    pub fn workgroup_bytes(&self, subgroup_min: Option<u32>) -> u64 {
+        let totals = u64::from(self.wg_size) * u64::from(self.vec_per_thread);
         4 * match subgroup_min {
-            Some(min) => totals / min,
+            Some(min) => totals / u64::from(min.max(1)),
             None => totals + (totals >> 5),
         }
     }
