@@ -79,8 +79,10 @@ struct Params {
     rows: u32,
     buf_px0: u32,
     n_ignore: u32,
-    t_lo: u32,
-    t_hi: u32,
+    t0: u32,
+    t1: u32,
+    t2: u32,
+    t3: u32,
     groups: u32,
 }
 
@@ -243,8 +245,10 @@ impl<'g> CompareGpu<'g> {
                     rows,
                     buf_px0: buf_px0 as u32,
                     n_ignore,
-                    t_lo: threshold as u32,
-                    t_hi: (threshold >> 32) as u32,
+                    t0: threshold as u32,
+                    t1: (threshold >> 32) as u32,
+                    t2: (threshold >> 64) as u32,
+                    t3: (threshold >> 96) as u32,
                     groups,
                 }],
             );

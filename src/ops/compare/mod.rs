@@ -31,7 +31,7 @@ use crate::gpu::{Engine, Timings};
 use crate::io::image::{Image, Samples};
 pub use gpu::{CompareGpu, ComparePlan};
 pub use metrics::{identical, metrics, ChannelMetrics, Metrics};
-pub use reference::{distance, reference, threshold_units};
+pub use reference::{brightness, distance, reference, threshold_units};
 pub use ssim::{ssim, ssim_channel, SSIM_K1, SSIM_K2, SSIM_RADIUS, SSIM_SIGMA};
 pub use tune::{Tunables, MAX_GROUP_UNITS};
 
@@ -43,15 +43,17 @@ pub const OP: super::Op = super::Op {
     shaders: gpu::shaders,
 };
 
-/// pixelmatch's YIQ coefficients (0.29889531, 0.58662247, 0.11448223 / 0.59597799,
-/// -0.27417610, -0.32180189 / 0.21147017, -0.52261711, 0.31114694) scaled by 1024 and
-/// rounded so that Y sums to 1024 and I and Q to 0 (gray has no chroma).
-/// Keep in sync with wgsl/compare.wgsl.
-pub const YIQ_Y: [i64; 3] = [306, 601, 117];
-pub const YIQ_I: [i64; 3] = [610, -281, -329];
-pub const YIQ_Q: [i64; 3] = [216, -535, 319];
-/// The weights of Y², I², Q² in the distance (0.5053, 0.299, 0.1957) scaled by 1024.
-pub const YIQ_W: [u64; 3] = [517, 306, 200];
+/// pixelmatch's YIQ coefficients as it gives them (0.29889531, 0.58662247, 0.11448223 /
+/// 0.59597799, -0.27417610, -0.32180189 / 0.21147017, -0.52261711, 0.31114694), scaled by
+/// 10^8: exact integers. Keep in sync with wgsl/compare.wgsl.
+pub const YIQ_Y: [i64; 3] = [29_889_531, 58_662_247, 11_448_223];
+pub const YIQ_I: [i64; 3] = [59_597_799, -27_417_610, -32_180_189];
+pub const YIQ_Q: [i64; 3] = [21_147_017, -52_261_711, 31_114_694];
+/// The weights of Y², I², Q² in the distance (0.5053, 0.299, 0.1957) scaled by 10^4.
+pub const YIQ_W: [u64; 3] = [5053, 2990, 1957];
+/// The integer distance D ([`distance`]) is pixelmatch's distance times this: 10^4 (the
+/// weights) · 10^16 (the squared coefficients) · 255² (colours blended in units of 1/255).
+pub const DISTANCE_SCALE: u128 = 10_000 * 10u128.pow(16) * 65025;
 /// pixelmatch's largest distance, 35215: the threshold t stands for 35215 t².
 pub const MAX_DELTA: f64 = 35215.0;
 
