@@ -13,7 +13,7 @@ use anyhow::{bail, Result};
 
 use super::reference::threshold_units;
 use super::tune::Tunables;
-use super::{layout_mismatch, Comparison, Counts, Options};
+use super::{same_shape, Comparison, Counts, Options};
 use crate::gpu::{Batch, Gpu, Kernel, Timings, Usage, Variant};
 use crate::io::image::Image;
 use crate::ops::{sample_bytes, ShaderCase};
@@ -280,7 +280,7 @@ impl<'g> CompareGpu<'g> {
         opts: &Options,
         timings: &mut Timings,
     ) -> Result<Comparison> {
-        assert!(layout_mismatch(a, b).is_none(), "compare needs one layout");
+        assert!(same_shape(a, b), "compare needs one size and layout");
         let gpu = self.gpu;
         let plan = timings.phase("pipeline", || self.plan(a, opts))?;
         let (w, h) = (a.width, a.height);

@@ -14,6 +14,7 @@
 //! (pixelmatch's anti-aliasing test), `gpu` (the GPU pass and its plan), `ssim`, `metrics`
 //! (MAE, RMSE, PSNR from the counts), `bench`, `tune` (the pass's shape, [`Tunables`]).
 
+mod align;
 mod antialiasing;
 mod bench;
 mod gpu;
@@ -28,7 +29,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::gpu::{Engine, Timings};
-use crate::io::image::{Image, Samples};
+use crate::io::image::Image;
+pub use align::{align, layout_name, rgba, Aligned, SizeChange};
 pub use gpu::{CompareGpu, ComparePlan};
 pub use metrics::{identical, metrics, ChannelMetrics, Metrics};
 pub use reference::{brightness, distance, reference, threshold_units};
@@ -142,6 +144,9 @@ pub struct Counts {
     pub antialiased: u64,
     /// Pixels inside an ignored rectangle.
     pub ignored: u64,
+    /// Pixels only one image has (sizes differing, [`SizeChange`]), not ignored: counted in
+    /// `pixels` and `differing` too.
+    pub outside: u64,
     pub channels: Vec<ChannelSums>,
 }
 
@@ -152,6 +157,7 @@ impl Counts {
             differing: 0,
             antialiased: 0,
             ignored: 0,
+            outside: 0,
             channels: vec![ChannelSums::default(); channels],
         }
     }
@@ -161,6 +167,7 @@ impl Counts {
         self.differing += o.differing;
         self.antialiased += o.antialiased;
         self.ignored += o.ignored;
+        self.outside += o.outside;
         for (s, o) in self.channels.iter_mut().zip(o.channels) {
             s.differing += o.differing;
             s.max_abs = s.max_abs.max(o.max_abs);
@@ -202,45 +209,13 @@ pub fn channel_names(channels: u8) -> &'static [&'static str] {
     }
 }
 
-/// Why two images cannot be compared sample by sample, if they cannot.
-pub fn layout_mismatch(a: &Image, b: &Image) -> Option<String> {
-    if (a.width, a.height) != (b.width, b.height) {
-        Some(format!(
-            "size differs: {}x{} expected, {}x{} actual",
-            a.width, a.height, b.width, b.height
-        ))
-    } else if (a.channels, a.bit_depth()) != (b.channels, b.bit_depth()) {
-        Some(format!(
-            "layout differs: {} expected, {} actual",
-            a.describe(),
-            b.describe()
-        ))
-    } else {
-        None
-    }
+/// Whether two images have one size and layout, as [`run`] needs ([`align`] makes them so).
+pub fn same_shape(a: &Image, b: &Image) -> bool {
+    (a.width, a.height, a.channels, a.bit_depth()) == (b.width, b.height, b.channels, b.bit_depth())
 }
 
-/// The top-left `width` x `height` of `img`: the common area `--allow-size-change` compares.
-pub fn crop(img: &Image, width: u32, height: u32) -> Image {
-    let stride = img.width as usize * img.channels as usize;
-    let row = width as usize * img.channels as usize;
-    // The first `row` samples of each of the first `height` rows.
-    fn rows<T: Copy>(s: &[T], stride: usize, row: usize, height: u32) -> Vec<T> {
-        (0..height as usize)
-            .flat_map(|y| &s[y * stride..y * stride + row])
-            .copied()
-            .collect()
-    }
-    match &img.samples {
-        Samples::U8(s) => Image::new_u8(width, height, img.channels, rows(s, stride, row, height)),
-        Samples::U16(s) => {
-            Image::new_u16(width, height, img.channels, rows(s, stride, row, height))
-        }
-    }
-}
-
-/// Compares `a` (expected) and `b` (actual), which must have one layout
-/// ([`layout_mismatch`]), on the engine: the GPU pass, or the CPU reference. Adds wall time
+/// Compares `a` (expected) and `b` (actual), which must have one size and layout
+/// ([`same_shape`]), on the engine: the GPU pass, or the CPU reference. Adds wall time
 /// per phase and GPU time per pass to `timings`.
 pub fn run(
     engine: &Engine,

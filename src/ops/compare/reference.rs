@@ -6,8 +6,7 @@ use rayon::prelude::*;
 
 use super::antialiasing::antialiased;
 use super::{
-    layout_mismatch, Comparison, Counts, Options, MAX_DELTA, RED, YELLOW, YIQ_I, YIQ_Q, YIQ_W,
-    YIQ_Y,
+    same_shape, Comparison, Counts, Options, MAX_DELTA, RED, YELLOW, YIQ_I, YIQ_Q, YIQ_W, YIQ_Y,
 };
 use crate::io::image::{Image, Samples};
 
@@ -144,9 +143,9 @@ fn faded(p: [u32; 4]) -> u8 {
 }
 
 /// The CPU reference: compares `a` (expected) and `b` (actual), which must have the same
-/// layout ([`layout_mismatch`]), pixel by pixel; rows run in parallel.
+/// size and layout ([`same_shape`](super::same_shape)), pixel by pixel; rows run in parallel.
 pub fn reference(a: &Image, b: &Image, opts: &Options) -> Comparison {
-    assert!(layout_mismatch(a, b).is_none(), "compare needs one layout");
+    assert!(same_shape(a, b), "compare needs one size and layout");
     let pass = Pass {
         a,
         b,
