@@ -25,9 +25,12 @@ struct Params {
     buf_px0: u32,
     // Rectangles in `ignore`.
     n_ignore: u32,
-    // The perceptual threshold T as a 64-bit integer: a pixel differs when D > T.
-    t_lo: u32,
-    t_hi: u32,
+    // The perceptual threshold T as a 128-bit integer, t0 its lowest word: a pixel differs
+    // when its distance D > T (`threshold_units` in src/ops/compare/reference.rs).
+    t0: u32,
+    t1: u32,
+    t2: u32,
+    t3: u32,
     // Workgroups of the pass, each writing one partial; the stride of its chunks.
     groups: u32,
 }
@@ -80,13 +83,13 @@ override ANTIALIASING: bool = false;
 override IGNORE: bool = false;
 override DRAW: bool = false;
 
-// YIQ coefficients of pixelmatch scaled by 1024 and rounded (I and Q sum to 0, Y to 1024),
-// and the weights of Y^2, I^2, Q^2 in the distance scaled by 1024.
+// pixelmatch's YIQ coefficients as it gives them, scaled by 10^8 (exact integers), and the
+// weights of Y^2, I^2, Q^2 in the distance scaled by 10^4.
 // Keep in sync with YIQ_* in src/ops/compare/mod.rs.
-const YIQ_Y: vec3<i32> = vec3<i32>(306, 601, 117);
-const YIQ_I: vec3<i32> = vec3<i32>(610, -281, -329);
-const YIQ_Q: vec3<i32> = vec3<i32>(216, -535, 319);
-const YIQ_W: vec3<u32> = vec3<u32>(517u, 306u, 200u);
+const YIQ_Y: vec3<i32> = vec3<i32>(29889531, 58662247, 11448223);
+const YIQ_I: vec3<i32> = vec3<i32>(59597799, -27417610, -32180189);
+const YIQ_Q: vec3<i32> = vec3<i32>(21147017, -52261711, 31114694);
+const YIQ_W: vec3<u32> = vec3<u32>(5053u, 2990u, 1957u);
 
 // RGB, R in the low byte.
 const RED: u32 = 0x0000ffu;
@@ -167,29 +170,92 @@ fn add64(x: vec2<u32>, y: vec2<u32>) -> vec2<u32> {
     return vec2<u32>(lo, x.y + y.y + select(0u, 1u, lo < x.x));
 }
 
-// w * v^2 for |v| < 2^27 and w < 2^10 (the product stays below 2^64).
-fn weighted_square(v: i32, w: u32) -> vec2<u32> {
-    let s = mul_wide(u32(abs(v)), u32(abs(v)));
-    let lo = mul_wide(s.x, w);
-    return vec2<u32>(lo.x, lo.y + s.y * w);
+// Signed 64-bit integers are (low, high) words in two's complement.
+fn neg64(x: vec2<u32>) -> vec2<u32> {
+    return add64(~x, vec2<u32>(1u, 0u));
 }
 
-// pixelmatch's YIQ distance of two 8-bit RGBA pixels as the integer D; the CPU mirror is
-// `distance`.
-fn distance(p: vec4<u32>, q: vec4<u32>) -> vec2<u32> {
-    let d = blended(p) - blended(q);
-    let y = dot(YIQ_Y, d);
-    let i = dot(YIQ_I, d);
-    let qq = dot(YIQ_Q, d);
-    return add64(add64(weighted_square(y, YIQ_W.x), weighted_square(i, YIQ_W.y)), weighted_square(qq, YIQ_W.z));
+fn negative64(x: vec2<u32>) -> bool {
+    return bitcast<i32>(x.y) < 0;
 }
 
-// pixelmatch's brightness delta (Y only) of two pixels of one image: 0 when they are equal.
-fn brightness_delta(p: vec4<u32>, q: vec4<u32>) -> i32 {
-    if all(p == q) {
-        return 0;
+// Whether x < y, signed.
+fn less64(x: vec2<u32>, y: vec2<u32>) -> bool {
+    return bitcast<i32>(x.y) < bitcast<i32>(y.y) || (x.y == y.y && x.x < y.x);
+}
+
+// The signed 64-bit product c * v.
+fn mul_signed(c: i32, v: i32) -> vec2<u32> {
+    let m = mul_wide(u32(abs(c)), u32(abs(v)));
+    return select(m, neg64(m), (c < 0) != (v < 0));
+}
+
+// w . d as a signed 64-bit integer (|w| < 2^26, |d| < 2^16: below 2^44 in size).
+fn dot64(w: vec3<i32>, d: vec3<i32>) -> vec2<u32> {
+    return add64(add64(mul_signed(w.x, d.x), mul_signed(w.y, d.y)), mul_signed(w.z, d.z));
+}
+
+// 128-bit unsigned integers are 4 words, x the lowest.
+fn add128(x: vec4<u32>, y: vec4<u32>) -> vec4<u32> {
+    let lo = add64(x.xy, y.xy);
+    let carry = select(0u, 1u, lo.y < x.y || (lo.y == x.y && lo.x < x.x));
+    let hi = add64(add64(x.zw, y.zw), vec2<u32>(carry, 0u));
+    return vec4<u32>(lo, hi);
+}
+
+// Whether x > y.
+fn greater128(x: vec4<u32>, y: vec4<u32>) -> bool {
+    if x.w != y.w {
+        return x.w > y.w;
     }
-    return dot(YIQ_Y, blended(rgba8(p)) - blended(rgba8(q)));
+    if x.z != y.z {
+        return x.z > y.z;
+    }
+    if x.y != y.y {
+        return x.y > y.y;
+    }
+    return x.x > y.x;
+}
+
+// w * v^2 exactly, for a signed v below 2^44 in size and w < 2^13 (below 2^101).
+fn weighted_square(v: vec2<u32>, w: u32) -> vec4<u32> {
+    let m = select(v, neg64(v), negative64(v));
+    // m = lo + hi 2^32 with hi < 2^12: m^2 = lo^2 + 2 lo hi 2^32 + hi^2 2^64.
+    let lo2 = mul_wide(m.x, m.x);
+    let lh = mul_wide(m.x, m.y);
+    let sq = add128(
+        vec4<u32>(lo2, m.y * m.y, 0u),
+        vec4<u32>(0u, lh.x << 1u, (lh.y << 1u) | (lh.x >> 31u), 0u),
+    );
+    // Times w, word by word with the carry.
+    let p0 = mul_wide(sq.x, w);
+    let p1 = add64(mul_wide(sq.y, w), vec2<u32>(p0.y, 0u));
+    let p2 = add64(mul_wide(sq.z, w), vec2<u32>(p1.y, 0u));
+    return vec4<u32>(p0.x, p1.x, p2.x, sq.w * w + p2.y);
+}
+
+// pixelmatch's YIQ distance of two 8-bit RGBA pixels, exactly, as the 128-bit integer D;
+// the CPU mirror is `distance`.
+fn distance(p: vec4<u32>, q: vec4<u32>) -> vec4<u32> {
+    let d = blended(p) - blended(q);
+    let y = weighted_square(dot64(YIQ_Y, d), YIQ_W.x);
+    let i = weighted_square(dot64(YIQ_I, d), YIQ_W.y);
+    let qq = weighted_square(dot64(YIQ_Q, d), YIQ_W.z);
+    return add128(add128(y, i), qq);
+}
+
+// pixelmatch's brightness delta of two 8-bit RGBA pixels of one image, exactly (signed
+// 64-bit): 0 when they are equal. The CPU mirror is `brightness_delta`.
+fn brightness_delta(p: vec4<u32>, q: vec4<u32>) -> vec2<u32> {
+    if all(p == q) {
+        return vec2<u32>(0u);
+    }
+    return dot64(YIQ_Y, blended(p) - blended(q));
+}
+
+// Pixel (x, y) of `img` as 8-bit RGBA, the pixels pixelmatch sees.
+fn rgba(img: u32, x: u32, y: u32) -> vec4<u32> {
+    return rgba8(pixel(img, x, y));
 }
 
 // Whether pixel (x1, y1) of `img` has 3 or more neighbours of exactly its value (pixels on
@@ -199,14 +265,14 @@ fn has_many_siblings(img: u32, x1: u32, y1: u32) -> bool {
     let y0 = max(y1, 1u) - 1u;
     let x2 = min(x1 + 1u, params.width - 1u);
     let y2 = min(y1 + 1u, params.height - 1u);
-    let v = pixel(img, x1, y1);
+    let v = rgba(img, x1, y1);
     var zeroes = select(0u, 1u, x1 == x0 || x1 == x2 || y1 == y0 || y1 == y2);
     for (var x = x0; x <= x2; x++) {
         for (var y = y0; y <= y2; y++) {
             if x == x1 && y == y1 {
                 continue;
             }
-            if all(pixel(img, x, y) == v) {
+            if all(rgba(img, x, y) == v) {
                 zeroes += 1u;
             }
             if zeroes > 2u {
@@ -224,10 +290,10 @@ fn antialiased(img: u32, other: u32, x1: u32, y1: u32) -> bool {
     let y0 = max(y1, 1u) - 1u;
     let x2 = min(x1 + 1u, params.width - 1u);
     let y2 = min(y1 + 1u, params.height - 1u);
-    let centre = pixel(img, x1, y1);
+    let centre = rgba(img, x1, y1);
     var zeroes = select(0u, 1u, x1 == x0 || x1 == x2 || y1 == y0 || y1 == y2);
-    var lo = 0;
-    var hi = 0;
+    var lo = vec2<u32>(0u);
+    var hi = vec2<u32>(0u);
     var lo_at = vec2<u32>(0u);
     var hi_at = vec2<u32>(0u);
     for (var x = x0; x <= x2; x++) {
@@ -235,22 +301,22 @@ fn antialiased(img: u32, other: u32, x1: u32, y1: u32) -> bool {
             if x == x1 && y == y1 {
                 continue;
             }
-            let delta = brightness_delta(centre, pixel(img, x, y));
-            if delta == 0 {
+            let delta = brightness_delta(centre, rgba(img, x, y));
+            if all(delta == vec2<u32>(0u)) {
                 zeroes += 1u;
                 if zeroes > 2u {
                     return false;
                 }
-            } else if delta < lo {
+            } else if less64(delta, lo) {
                 lo = delta;
                 lo_at = vec2<u32>(x, y);
-            } else if delta > hi {
+            } else if less64(hi, delta) {
                 hi = delta;
                 hi_at = vec2<u32>(x, y);
             }
         }
     }
-    if lo == 0 || hi == 0 {
+    if all(lo == vec2<u32>(0u)) || all(hi == vec2<u32>(0u)) {
         return false;
     }
     return (has_many_siblings(img, lo_at.x, lo_at.y) && has_many_siblings(other, lo_at.x, lo_at.y))
@@ -343,9 +409,8 @@ fn compare_pixel(pa: vec4<u32>, pb: vec4<u32>, p: u32, sums: ptr<function, Sums>
     var differs = any(nonzero);
     if PERCEPTUAL {
         if differs {
-            let dist = distance(rgba8(pa), rgba8(pb));
-            let t = vec2<u32>(params.t_lo, params.t_hi);
-            differs = dist.y > t.y || (dist.y == t.y && dist.x > t.x);
+            let t = vec4<u32>(params.t0, params.t1, params.t2, params.t3);
+            differs = greater128(distance(rgba8(pa), rgba8(pb)), t);
         }
     }
     (*sums).px_differing += select(0u, 1u, differs);

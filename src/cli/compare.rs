@@ -21,7 +21,7 @@ use crate::ops::compare::{self as op, Comparison, Metrics, Options, Rect};
 const EXIT_HELP: &str = "\
 Exit codes (as cmp and diff; unlike gpukit's other subcommands):
   0  the images match within the limits given (default: no pixel differs)
-  1  they do not (or differ in size or layout; in folder mode: a file missing or extra)
+  1  they do not (or differ in size; in folder mode: a file missing or extra)
   2  bad usage, or an input that cannot be read";
 
 #[derive(Debug, Args)]
@@ -56,8 +56,9 @@ pub struct CompareArgs {
     /// Also compute SSIM (on the host; implied by --fail-on ssim=...).
     #[arg(long)]
     ssim: bool,
-    /// Images of different sizes are compared over their common top-left area (and say so)
-    /// instead of being a mismatch.
+    /// Images of different sizes are compared over their common top-left area instead of
+    /// being a size mismatch; the pixels only one image has count as differing (and are
+    /// drawn red on a diff image covering both).
     #[arg(long)]
     allow_size_change: bool,
     /// Write the report as JSON to FILE.json, or to stdout with `-` (see docs/formats.md).
@@ -154,7 +155,6 @@ enum Verdict {
     Match,
     Mismatch,
     SizeMismatch,
-    LayoutMismatch,
     /// Folder mode only: a file could not be read.
     Error,
 }
@@ -170,10 +170,13 @@ struct PairDoc {
     reason: Option<String>,
     /// The `--fail-on` metrics whose limits failed (`pixels` for the default).
     failed: Vec<Metric>,
-    /// The compared area and the expected image's layout; null when not compared.
+    /// The compared area and the layout compared in; null when not compared.
     width: Option<u32>,
     height: Option<u32>,
     layout: Option<String>,
+    /// The layouts as decoded; null when not decoded.
+    expected_layout: Option<String>,
+    actual_layout: Option<String>,
     metrics: Option<Metrics>,
     /// The diff image written, if any.
     diff: Option<String>,
@@ -205,6 +208,8 @@ impl PairDoc {
             width: None,
             height: None,
             layout: None,
+            expected_layout: None,
+            actual_layout: None,
             metrics: None,
             diff: None,
         }
@@ -296,24 +301,35 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
             "EXPECTED and ACTUAL are both `-`: stdin holds one image".into()
         ));
     }
-    for path in [&args.expected, &args.actual] {
-        if !image::is_stdin(path) && !path.exists() {
-            anyhow::bail!("{}: no such file or folder", path.display());
-        }
-    }
-    let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
-    if e_dir != a_dir {
-        anyhow::bail!(
-            "{}: compare two images or two folders, not one of each",
-            if e_dir { &args.actual } else { &args.expected }.display()
-        );
-    }
     if let (Some(diff), Some(json)) = (&args.diff, &args.json) {
         let json = json.path().unwrap_or(Path::new("-"));
         crate::io::output::refuse_shared_output(("--diff", diff), ("--json", json))?;
     }
     crate::io::output::note_inputs([args.expected.as_path(), args.actual.as_path()]);
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
+    let missing = [&args.expected, &args.actual]
+        .into_iter()
+        .find(|p| !image::is_stdin(p) && !p.exists());
+    let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
+    let trouble = if let Some(path) = missing {
+        Some(format!("{}: no such file or folder", path.display()))
+    } else if e_dir != a_dir {
+        Some(format!(
+            "{}: compare two images or two folders, not one of each",
+            if e_dir { &args.actual } else { &args.expected }.display()
+        ))
+    } else {
+        None
+    };
+    if let Some(trouble) = trouble {
+        // Still a report, status error, for a CI job that reads it whatever the exit code.
+        if let Some(sink) = sink {
+            eprintln!("{} {trouble}", term::error_prefix());
+            write_error(sink, settings, &args, trouble)?;
+            return Ok(Status::Usage);
+        }
+        anyhow::bail!(trouble);
+    }
     let mut timings = Timings::default();
     let status = if e_dir {
         compare_folders(ctx, &args, &plan, settings, sink, &mut timings)?
@@ -329,16 +345,12 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
             // reads the report whatever the exit code.
             Err(e) if sink.is_some() && !exit::is_broken_pipe(&e) => {
                 eprintln!("{} {e:#}", term::error_prefix());
-                let pair = PairDoc {
-                    status: Verdict::Error,
-                    reason: Some(format!("{e:#}")),
-                    ..PairDoc::new(&args.expected, &args.actual)
-                };
-                sink.expect("checked above").write(&PairReport {
-                    gpukit_version: env!("CARGO_PKG_VERSION"),
+                write_error(
+                    sink.expect("checked above"),
                     settings,
-                    pair,
-                })?;
+                    &args,
+                    format!("{e:#}"),
+                )?;
                 return Ok(Status::Usage);
             }
             Err(e) => return Err(e),
@@ -363,6 +375,26 @@ fn compare(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
     };
     ctx.report_timings(&timings);
     Ok(status)
+}
+
+/// The JSON report of a pair that could not be compared: status `error`, the trouble as
+/// its reason.
+fn write_error(
+    sink: JsonSink,
+    settings: Settings,
+    args: &CompareArgs,
+    trouble: String,
+) -> Result<()> {
+    let pair = PairDoc {
+        status: Verdict::Error,
+        reason: Some(trouble),
+        ..PairDoc::new(&args.expected, &args.actual)
+    };
+    sink.write(&PairReport {
+        gpukit_version: env!("CARGO_PKG_VERSION"),
+        settings,
+        pair,
+    })
 }
 
 /// Reads two image files at once, on two threads (decoding dominates a comparison), while
@@ -444,9 +476,8 @@ fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
 enum Prepared {
     /// Byte-identical files (metrics from the header), or a size or layout mismatch.
     Known(PairDoc),
-    /// The images to compare (cropped to their common area with --allow-size-change, which
-    /// `doc.reason` says).
-    Images { doc: PairDoc, a: Image, b: Image },
+    /// The images to compare, of one layout and size (`doc.reason` says what was done).
+    Images { doc: PairDoc, aligned: op::Aligned },
 }
 
 /// A pair after the engine: known already, or the engine's counts and diff image.
@@ -473,34 +504,44 @@ fn prepare(
     // Byte-identical files: every metric is known from the header alone.
     if timings.phase("read", || same_bytes(expected, actual))? {
         let h = image::probe(expected)?;
+        let layout = op::layout_name(h.channels, h.bit_depth);
+        doc.expected_layout = Some(layout.clone());
+        doc.actual_layout = Some(layout);
         let metrics = op::identical(&h, &plan.opts.ignore, plan.ssim);
         return Ok(Prepared::Known(finish(doc_with(doc, h, metrics), plan)));
     }
-    let (mut a, mut b) = load()?;
-    if let Some(reason) = op::layout_mismatch(&a, &b) {
-        let same_layout = (a.channels, a.bit_depth()) == (b.channels, b.bit_depth());
-        let same_size = (a.width, a.height) == (b.width, b.height);
-        if !(plan.allow_size_change && same_layout) {
-            // Images of other sizes differ in size first, whatever their layouts.
-            doc.status = if same_layout || (!same_size && !plan.allow_size_change) {
-                Verdict::SizeMismatch
-            } else {
-                Verdict::LayoutMismatch
-            };
+    let (a, b) = load()?;
+    let aligned = match op::align(a, b, plan.allow_size_change) {
+        Ok(aligned) => aligned,
+        Err(reason) => {
+            doc.status = Verdict::SizeMismatch;
             doc.reason = Some(reason);
             return Ok(Prepared::Known(doc));
         }
-        let (w, h) = (a.width.min(b.width), a.height.min(b.height));
-        doc.reason = Some(format!("{reason}; compared the common {w}x{h} area"));
-        ctx.note(&format!(
-            "{}: {}",
-            doc.actual,
-            doc.reason.as_deref().unwrap_or_default()
+    };
+    let [e, a] = &aligned.layouts;
+    let mut notes = Vec::new();
+    if aligned.promoted {
+        notes.push(format!(
+            "layout differs: {e} expected, {a} actual; compared as {}",
+            op::layout_name(4, aligned.a.bit_depth())
         ));
-        a = op::crop(&a, w, h);
-        b = op::crop(&b, w, h);
     }
-    Ok(Prepared::Images { doc, a, b })
+    if let Some(s) = aligned.size_change {
+        let (w, h) = (aligned.a.width, aligned.a.height);
+        notes.push(format!(
+            "size differs: {}x{} expected, {}x{} actual; compared the common {w}x{h} area, \
+             and the pixels only one image has differ",
+            s.expected.0, s.expected.1, s.actual.0, s.actual.1
+        ));
+    }
+    doc.expected_layout = Some(e.clone());
+    doc.actual_layout = Some(a.clone());
+    if !notes.is_empty() {
+        doc.reason = Some(notes.join("; "));
+        ctx.note(&format!("{}: {}", doc.actual, notes.join("; ")));
+    }
+    Ok(Prepared::Images { doc, aligned })
 }
 
 /// The engine's part: the counts and the diff image.
@@ -512,8 +553,12 @@ fn measure(
 ) -> Result<Measured> {
     Ok(match prepared {
         Prepared::Known(doc) => Measured::Known(doc),
-        Prepared::Images { doc, a, b } => {
-            let cmp = op::run(engine, (&a, &b), &plan.opts, timings)?;
+        Prepared::Images { doc, aligned } => {
+            let (a, b) = (aligned.a, aligned.b);
+            let mut cmp = op::run(engine, (&a, &b), &plan.opts, timings)?;
+            if let Some(s) = aligned.size_change {
+                cmp = s.extend(cmp, &plan.opts.ignore);
+            }
             Measured::Compared { doc, a, b, cmp }
         }
     })
@@ -580,15 +625,9 @@ fn compare_pair(
 }
 
 fn doc_with(mut doc: PairDoc, h: image::Header, metrics: Metrics) -> PairDoc {
-    let layout = match h.channels {
-        1 => "gray",
-        2 => "gray+alpha",
-        3 => "RGB",
-        _ => "RGBA",
-    };
     doc.width = Some(h.width);
     doc.height = Some(h.height);
-    doc.layout = Some(format!("{layout} {}-bit", h.bit_depth));
+    doc.layout = Some(op::layout_name(h.channels, h.bit_depth));
     doc.metrics = Some(metrics);
     doc
 }
@@ -660,7 +699,6 @@ fn verdict_word(v: Verdict) -> &'static str {
         Verdict::Match => "match",
         Verdict::Mismatch => "MISMATCH",
         Verdict::SizeMismatch => "MISMATCH (size)",
-        Verdict::LayoutMismatch => "MISMATCH (layout)",
         Verdict::Error => "ERROR",
     }
 }

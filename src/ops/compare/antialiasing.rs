@@ -1,20 +1,22 @@
 //! pixelmatch's anti-aliasing detection, the mirror of `antialiased` in wgsl/compare.wgsl:
 //! a differing pixel is taken for anti-aliasing when its neighbourhood has both a darker
-//! and a brighter neighbour, either of which sits in a flat area of both images.
+//! and a brighter neighbour, either of which sits in a flat area of both images. Pixels are
+//! seen as pixelmatch sees them, 8-bit RGBA, and brightness is its Y exactly (no rounding
+//! that could make two neighbours tie or swap).
 
-use super::reference::{blended, dot, rgba8, View};
-use super::YIQ_Y;
+use super::reference::{brightness, rgba8, View};
 
-/// pixelmatch's brightness delta (Y only) of two pixels of one image: 0 when they are equal.
-fn brightness_delta(p: [u32; 4], q: [u32; 4], channels: usize, sixteen: bool) -> i64 {
+/// Pixel (x, y) of `v` as 8-bit RGBA, the pixels pixelmatch sees.
+fn rgba(v: &View, x: u32, y: u32) -> [u32; 4] {
+    rgba8(v.pixel(x, y), v.channels, v.sixteen())
+}
+
+/// pixelmatch's brightness delta of two pixels of one image: 0 when they are equal.
+fn brightness_delta(p: [u32; 4], q: [u32; 4]) -> i64 {
     if p == q {
         return 0;
     }
-    let (bp, bq) = (
-        blended(rgba8(p, channels, sixteen)),
-        blended(rgba8(q, channels, sixteen)),
-    );
-    dot(YIQ_Y, [bp[0] - bq[0], bp[1] - bq[1], bp[2] - bq[2]])
+    brightness(p, q)
 }
 
 /// The 3x3 neighbourhood of (x, y) clipped to the image, and whether (x, y) is on its edge.
@@ -29,13 +31,13 @@ fn around(v: &View, x: u32, y: u32) -> (u32, u32, u32, u32, u32) {
 /// image's edge count one extra): pixelmatch's `hasManySiblings`.
 fn has_many_siblings(v: &View, x1: u32, y1: u32) -> bool {
     let (x0, y0, x2, y2, mut zeroes) = around(v, x1, y1);
-    let centre = v.pixel(x1, y1);
+    let centre = rgba(v, x1, y1);
     for x in x0..=x2 {
         for y in y0..=y2 {
             if x == x1 && y == y1 {
                 continue;
             }
-            if v.pixel(x, y) == centre {
+            if rgba(v, x, y) == centre {
                 zeroes += 1;
             }
             if zeroes > 2 {
@@ -51,7 +53,7 @@ fn has_many_siblings(v: &View, x1: u32, y1: u32) -> bool {
 /// order, first one kept on ties, as pixelmatch does.
 pub(super) fn antialiased(img: &View, other: &View, x1: u32, y1: u32) -> bool {
     let (x0, y0, x2, y2, mut zeroes) = around(img, x1, y1);
-    let centre = img.pixel(x1, y1);
+    let centre = rgba(img, x1, y1);
     let (mut lo, mut hi) = (0i64, 0i64);
     let (mut lo_at, mut hi_at) = ((0, 0), (0, 0));
     for x in x0..=x2 {
@@ -59,7 +61,7 @@ pub(super) fn antialiased(img: &View, other: &View, x1: u32, y1: u32) -> bool {
             if x == x1 && y == y1 {
                 continue;
             }
-            let delta = brightness_delta(centre, img.pixel(x, y), img.channels, img.sixteen());
+            let delta = brightness_delta(centre, rgba(img, x, y));
             if delta == 0 {
                 zeroes += 1;
                 if zeroes > 2 {

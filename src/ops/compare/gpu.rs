@@ -13,7 +13,7 @@ use anyhow::{bail, Result};
 
 use super::reference::threshold_units;
 use super::tune::Tunables;
-use super::{layout_mismatch, Comparison, Counts, Options};
+use super::{same_shape, Comparison, Counts, Options};
 use crate::gpu::{Batch, Gpu, Kernel, Timings, Usage, Variant};
 use crate::io::image::Image;
 use crate::ops::{sample_bytes, ShaderCase};
@@ -79,8 +79,10 @@ struct Params {
     rows: u32,
     buf_px0: u32,
     n_ignore: u32,
-    t_lo: u32,
-    t_hi: u32,
+    t0: u32,
+    t1: u32,
+    t2: u32,
+    t3: u32,
     groups: u32,
 }
 
@@ -243,8 +245,10 @@ impl<'g> CompareGpu<'g> {
                     rows,
                     buf_px0: buf_px0 as u32,
                     n_ignore,
-                    t_lo: threshold as u32,
-                    t_hi: (threshold >> 32) as u32,
+                    t0: threshold as u32,
+                    t1: (threshold >> 32) as u32,
+                    t2: (threshold >> 64) as u32,
+                    t3: (threshold >> 96) as u32,
                     groups,
                 }],
             );
@@ -276,7 +280,7 @@ impl<'g> CompareGpu<'g> {
         opts: &Options,
         timings: &mut Timings,
     ) -> Result<Comparison> {
-        assert!(layout_mismatch(a, b).is_none(), "compare needs one layout");
+        assert!(same_shape(a, b), "compare needs one size and layout");
         let gpu = self.gpu;
         let plan = timings.phase("pipeline", || self.plan(a, opts))?;
         let (w, h) = (a.width, a.height);

@@ -32,6 +32,9 @@ pub struct Metrics {
     /// `differing` / `compared` (0 when nothing was compared).
     pub differing_fraction: f64,
     pub antialiased: u64,
+    /// Pixels only one image has (different sizes with `--allow-size-change`), not ignored:
+    /// counted in `pixels`, `compared` and `differing`.
+    pub outside: u64,
     pub max_abs_diff: u32,
     pub mae: f64,
     pub rmse: f64,
@@ -57,8 +60,10 @@ pub fn metrics(
     ssim: Option<(f64, Vec<f64>)>,
 ) -> Metrics {
     let compared = counts.pixels - counts.ignored;
+    // The sample sums cover the pixels both images have.
+    let common = compared - counts.outside;
     let names = channel_names(channels);
-    let n = compared.max(1);
+    let n = common.max(1);
     let per: Vec<ChannelMetrics> = counts
         .channels
         .iter()
@@ -69,10 +74,10 @@ pub fn metrics(
             max_abs_diff: s.max_abs,
             mae: s.sum_abs as f64 / n as f64,
             rmse: (s.sum_sq as f64 / n as f64).sqrt(),
-            psnr: if compared == 0 {
+            psnr: if common == 0 {
                 None
             } else {
-                psnr(max_value, s.sum_sq, compared)
+                psnr(max_value, s.sum_sq, common)
             },
             ssim: ssim.as_ref().map(|(_, v)| v[ch]),
         })
@@ -91,10 +96,11 @@ pub fn metrics(
             counts.differing as f64 / compared as f64
         },
         antialiased: counts.antialiased,
+        outside: counts.outside,
         max_abs_diff: counts.channels.iter().map(|s| s.max_abs).max().unwrap_or(0),
         mae: sum_abs as f64 / samples as f64,
         rmse: (sum_sq as f64 / samples as f64).sqrt(),
-        psnr: if compared == 0 {
+        psnr: if common == 0 {
             None
         } else {
             psnr(max_value, sum_sq, samples)
@@ -113,6 +119,7 @@ pub fn identical(header: &Header, ignore: &[Rect], ssim: bool) -> Metrics {
         ignored: ignored_in(ignore, 0..w, 0..h),
         differing: 0,
         antialiased: 0,
+        outside: 0,
         channels: vec![ChannelSums::default(); usize::from(c)],
     };
     let compared = counts.pixels > counts.ignored;

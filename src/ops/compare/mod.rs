@@ -14,6 +14,7 @@
 //! (pixelmatch's anti-aliasing test), `gpu` (the GPU pass and its plan), `ssim`, `metrics`
 //! (MAE, RMSE, PSNR from the counts), `bench`, `tune` (the pass's shape, [`Tunables`]).
 
+mod align;
 mod antialiasing;
 mod bench;
 mod gpu;
@@ -28,10 +29,11 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::gpu::{Engine, Timings};
-use crate::io::image::{Image, Samples};
+use crate::io::image::Image;
+pub use align::{align, layout_name, rgba, Aligned, SizeChange};
 pub use gpu::{CompareGpu, ComparePlan};
 pub use metrics::{identical, metrics, ChannelMetrics, Metrics};
-pub use reference::{distance, reference, threshold_units};
+pub use reference::{brightness, distance, reference, threshold_units};
 pub use ssim::{ssim, ssim_channel, SSIM_K1, SSIM_K2, SSIM_RADIUS, SSIM_SIGMA};
 pub use tune::{Tunables, MAX_GROUP_UNITS};
 
@@ -43,15 +45,17 @@ pub const OP: super::Op = super::Op {
     shaders: gpu::shaders,
 };
 
-/// pixelmatch's YIQ coefficients (0.29889531, 0.58662247, 0.11448223 / 0.59597799,
-/// -0.27417610, -0.32180189 / 0.21147017, -0.52261711, 0.31114694) scaled by 1024 and
-/// rounded so that Y sums to 1024 and I and Q to 0 (gray has no chroma).
-/// Keep in sync with wgsl/compare.wgsl.
-pub const YIQ_Y: [i64; 3] = [306, 601, 117];
-pub const YIQ_I: [i64; 3] = [610, -281, -329];
-pub const YIQ_Q: [i64; 3] = [216, -535, 319];
-/// The weights of Y², I², Q² in the distance (0.5053, 0.299, 0.1957) scaled by 1024.
-pub const YIQ_W: [u64; 3] = [517, 306, 200];
+/// pixelmatch's YIQ coefficients as it gives them (0.29889531, 0.58662247, 0.11448223 /
+/// 0.59597799, -0.27417610, -0.32180189 / 0.21147017, -0.52261711, 0.31114694), scaled by
+/// 10^8: exact integers. Keep in sync with wgsl/compare.wgsl.
+pub const YIQ_Y: [i64; 3] = [29_889_531, 58_662_247, 11_448_223];
+pub const YIQ_I: [i64; 3] = [59_597_799, -27_417_610, -32_180_189];
+pub const YIQ_Q: [i64; 3] = [21_147_017, -52_261_711, 31_114_694];
+/// The weights of Y², I², Q² in the distance (0.5053, 0.299, 0.1957) scaled by 10^4.
+pub const YIQ_W: [u64; 3] = [5053, 2990, 1957];
+/// The integer distance D ([`distance`]) is pixelmatch's distance times this: 10^4 (the
+/// weights) · 10^16 (the squared coefficients) · 255² (colours blended in units of 1/255).
+pub const DISTANCE_SCALE: u128 = 10_000 * 10u128.pow(16) * 65025;
 /// pixelmatch's largest distance, 35215: the threshold t stands for 35215 t².
 pub const MAX_DELTA: f64 = 35215.0;
 
@@ -140,6 +144,9 @@ pub struct Counts {
     pub antialiased: u64,
     /// Pixels inside an ignored rectangle.
     pub ignored: u64,
+    /// Pixels only one image has (sizes differing, [`SizeChange`]), not ignored: counted in
+    /// `pixels` and `differing` too.
+    pub outside: u64,
     pub channels: Vec<ChannelSums>,
 }
 
@@ -150,6 +157,7 @@ impl Counts {
             differing: 0,
             antialiased: 0,
             ignored: 0,
+            outside: 0,
             channels: vec![ChannelSums::default(); channels],
         }
     }
@@ -159,6 +167,7 @@ impl Counts {
         self.differing += o.differing;
         self.antialiased += o.antialiased;
         self.ignored += o.ignored;
+        self.outside += o.outside;
         for (s, o) in self.channels.iter_mut().zip(o.channels) {
             s.differing += o.differing;
             s.max_abs = s.max_abs.max(o.max_abs);
@@ -200,45 +209,13 @@ pub fn channel_names(channels: u8) -> &'static [&'static str] {
     }
 }
 
-/// Why two images cannot be compared sample by sample, if they cannot.
-pub fn layout_mismatch(a: &Image, b: &Image) -> Option<String> {
-    if (a.width, a.height) != (b.width, b.height) {
-        Some(format!(
-            "size differs: {}x{} expected, {}x{} actual",
-            a.width, a.height, b.width, b.height
-        ))
-    } else if (a.channels, a.bit_depth()) != (b.channels, b.bit_depth()) {
-        Some(format!(
-            "layout differs: {} expected, {} actual",
-            a.describe(),
-            b.describe()
-        ))
-    } else {
-        None
-    }
+/// Whether two images have one size and layout, as [`run`] needs ([`align`] makes them so).
+pub fn same_shape(a: &Image, b: &Image) -> bool {
+    (a.width, a.height, a.channels, a.bit_depth()) == (b.width, b.height, b.channels, b.bit_depth())
 }
 
-/// The top-left `width` x `height` of `img`: the common area `--allow-size-change` compares.
-pub fn crop(img: &Image, width: u32, height: u32) -> Image {
-    let stride = img.width as usize * img.channels as usize;
-    let row = width as usize * img.channels as usize;
-    // The first `row` samples of each of the first `height` rows.
-    fn rows<T: Copy>(s: &[T], stride: usize, row: usize, height: u32) -> Vec<T> {
-        (0..height as usize)
-            .flat_map(|y| &s[y * stride..y * stride + row])
-            .copied()
-            .collect()
-    }
-    match &img.samples {
-        Samples::U8(s) => Image::new_u8(width, height, img.channels, rows(s, stride, row, height)),
-        Samples::U16(s) => {
-            Image::new_u16(width, height, img.channels, rows(s, stride, row, height))
-        }
-    }
-}
-
-/// Compares `a` (expected) and `b` (actual), which must have one layout
-/// ([`layout_mismatch`]), on the engine: the GPU pass, or the CPU reference. Adds wall time
+/// Compares `a` (expected) and `b` (actual), which must have one size and layout
+/// ([`same_shape`]), on the engine: the GPU pass, or the CPU reference. Adds wall time
 /// per phase and GPU time per pass to `timings`.
 pub fn run(
     engine: &Engine,

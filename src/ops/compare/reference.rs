@@ -6,16 +6,40 @@ use rayon::prelude::*;
 
 use super::antialiasing::antialiased;
 use super::{
-    layout_mismatch, Comparison, Counts, Options, MAX_DELTA, RED, YELLOW, YIQ_I, YIQ_Q, YIQ_W,
-    YIQ_Y,
+    same_shape, Comparison, Counts, Options, MAX_DELTA, RED, YELLOW, YIQ_I, YIQ_Q, YIQ_W, YIQ_Y,
 };
 use crate::io::image::{Image, Samples};
 
 /// The threshold t as the integer the distance D ([`distance`]) is held against: a pixel
-/// differs when D > floor(35215 t² · 1024³ · 255²). D is pixelmatch's distance in units of
-/// 1/(1024³ · 255²), so this is pixelmatch's test with its coefficients rounded to 1/1024.
-pub fn threshold_units(t: f64) -> u64 {
-    (MAX_DELTA * t * t * 65025.0 * (1u64 << 30) as f64).floor() as u64
+/// differs when D > floor(m · S), m = 35215 · t · t computed in f64 as
+/// pixelmatch computes its `maxDelta`. D is pixelmatch's distance times
+/// S = [`DISTANCE_SCALE`](super::DISTANCE_SCALE) exactly, so this is pixelmatch's test `delta > maxDelta` without rounding: for an integer
+/// D, D > m · S exactly when D > floor(m · S).
+pub fn threshold_units(t: f64) -> u128 {
+    let m = MAX_DELTA * t * t;
+    assert!((0.0..=MAX_DELTA).contains(&m), "threshold out of 0..=1");
+    if m == 0.0 {
+        return 0;
+    }
+    // m = mantissa · 2^exp exactly; S = 65025 · 5^20 · 2^20.
+    let bits = m.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = u128::from(bits & ((1u64 << 52) - 1));
+    let (mantissa, exp) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1 << 52), biased - 1075)
+    };
+    // Below 2^53 · 2^63: no overflow.
+    let product = mantissa * 65025 * 5u128.pow(20);
+    let shift = exp + 20;
+    if shift >= 0 {
+        product << shift
+    } else if shift > -128 {
+        product >> -shift
+    } else {
+        0
+    }
 }
 
 /// Read access to one image's pixels.
@@ -86,13 +110,29 @@ pub(super) fn dot(w: [i64; 3], d: [i64; 3]) -> i64 {
     w[0] * d[0] + w[1] * d[1] + w[2] * d[2]
 }
 
-/// pixelmatch's YIQ distance of two 8-bit RGBA pixels, as the integer
-/// D = 517 Y² + 306 I² + 200 Q² of their blended colours' difference.
-pub fn distance(p: [u32; 4], q: [u32; 4]) -> u64 {
+/// The blended colours' difference of two 8-bit RGBA pixels, in units of 1/255 (each
+/// component below 65026 in size).
+fn blended_difference(p: [u32; 4], q: [u32; 4]) -> [i64; 3] {
     let (bp, bq) = (blended(p), blended(q));
-    let d = [bp[0] - bq[0], bp[1] - bq[1], bp[2] - bq[2]];
-    let sq = |v: i64| v.unsigned_abs() * v.unsigned_abs();
-    YIQ_W[0] * sq(dot(YIQ_Y, d)) + YIQ_W[1] * sq(dot(YIQ_I, d)) + YIQ_W[2] * sq(dot(YIQ_Q, d))
+    [bp[0] - bq[0], bp[1] - bq[1], bp[2] - bq[2]]
+}
+
+/// pixelmatch's YIQ distance of two 8-bit RGBA pixels (blended over white), exactly, as the
+/// integer D = 5053 Y² + 2990 I² + 1957 Q² of the difference with the coefficients scaled
+/// to integers: pixelmatch's distance times [`DISTANCE_SCALE`](super::DISTANCE_SCALE). Y, I and Q stay below 2^44
+/// and D below 2^99.
+pub fn distance(p: [u32; 4], q: [u32; 4]) -> u128 {
+    let d = blended_difference(p, q);
+    let sq = |v: i64| u128::from(v.unsigned_abs()) * u128::from(v.unsigned_abs());
+    u128::from(YIQ_W[0]) * sq(dot(YIQ_Y, d))
+        + u128::from(YIQ_W[1]) * sq(dot(YIQ_I, d))
+        + u128::from(YIQ_W[2]) * sq(dot(YIQ_Q, d))
+}
+
+/// pixelmatch's brightness delta of two 8-bit RGBA pixels, the Y of their blended colours'
+/// difference, exactly, times 255 · 10^8: its sign and order are pixelmatch's.
+pub fn brightness(p: [u32; 4], q: [u32; 4]) -> i64 {
+    dot(YIQ_Y, blended_difference(p, q))
 }
 
 /// The faded gray of the expected pixel that the diff image shows where nothing differs:
@@ -103,9 +143,9 @@ fn faded(p: [u32; 4]) -> u8 {
 }
 
 /// The CPU reference: compares `a` (expected) and `b` (actual), which must have the same
-/// layout ([`layout_mismatch`]), pixel by pixel; rows run in parallel.
+/// size and layout ([`same_shape`](super::same_shape)), pixel by pixel; rows run in parallel.
 pub fn reference(a: &Image, b: &Image, opts: &Options) -> Comparison {
-    assert!(layout_mismatch(a, b).is_none(), "compare needs one layout");
+    assert!(same_shape(a, b), "compare needs one size and layout");
     let pass = Pass {
         a,
         b,
@@ -144,7 +184,7 @@ struct Pass<'a> {
     va: View<'a>,
     vb: View<'a>,
     opts: &'a Options,
-    threshold: Option<u64>,
+    threshold: Option<u128>,
     c: usize,
 }
 

@@ -2,7 +2,7 @@
 
 use super::reference::{distance, threshold_units};
 use super::ssim::{reflect, ssim_window};
-use super::Rect;
+use super::{Rect, DISTANCE_SCALE};
 
 #[test]
 fn rects_parse_with_corners_included() {
@@ -40,22 +40,42 @@ fn window_is_scipys_gaussian() {
 }
 
 #[test]
-fn distance_is_pixelmatchs_within_coefficient_rounding() {
-    // Black against white, opaque: pixelmatch gives 0.5053 * 255² (Y only).
-    let d = distance([0, 0, 0, 255], [255, 255, 255, 255]) as f64;
-    let scaled = d / (65025.0 * (1u64 << 30) as f64);
-    let want = 0.5053 * 65025.0;
-    assert!((scaled - want).abs() / want < 2e-3, "{scaled}");
+fn distance_is_pixelmatchs_exactly() {
+    // Black against white, opaque: pixelmatch's 0.5053 * 255² (Y only, as Y sums to
+    // 1.00000001 and I and Q to 0.00000000 and 0.00000000): by hand,
+    // Y = 255 * 255 * 100000001, I = 0, Q = 0, D = 5053 Y².
+    let y = 255u128 * 255 * 100_000_001;
+    assert_eq!(distance([0, 0, 0, 255], [255, 255, 255, 255]), 5053 * y * y);
     // Transparent pixels are white whatever their colour.
     assert_eq!(distance([0, 0, 0, 0], [255, 255, 255, 255]), 0);
-    // Gray has no chroma: only Y contributes.
-    let g = distance([10, 10, 10, 255], [20, 20, 20, 255]);
-    assert_eq!(g, 517 * (1024 * 10 * 255u64).pow(2));
+    // Red against black, opaque: by hand from the coefficients times 255 * 255.
+    let r = 255u128 * 255;
+    let want = 5053 * (29_889_531 * r).pow(2)
+        + 2990 * (59_597_799 * r).pow(2)
+        + 1957 * (21_147_017 * r).pow(2);
+    assert_eq!(distance([255, 0, 0, 255], [0, 0, 0, 255]), want);
+    // Half-transparent red (alpha 128) over white against white, in 1/255 units:
+    // R 255 * 128 + 255 * 127 - 65025 = 0, G and B 0 * 128 + 255 * 127 - 65025 = -255 * 128.
+    let d = [0i128, -255 * 128, -255 * 128];
+    let dot = |w: [i128; 3]| (w[0] * d[0] + w[1] * d[1] + w[2] * d[2]).unsigned_abs();
+    let want = 5053 * dot([29_889_531, 58_662_247, 11_448_223]).pow(2)
+        + 2990 * dot([59_597_799, -27_417_610, -32_180_189]).pow(2)
+        + 1957 * dot([21_147_017, -52_261_711, 31_114_694]).pow(2);
+    assert_eq!(distance([255, 0, 0, 128], [255, 255, 255, 255]), want);
 }
 
 #[test]
-fn threshold_units_are_monotone_and_zero_at_zero() {
+fn threshold_units_are_pixelmatchs_limit_exactly() {
     assert_eq!(threshold_units(0.0), 0);
     assert!(threshold_units(0.1) < threshold_units(0.2));
-    assert!(threshold_units(1.0) as f64 > 2.4e18);
+    // t = 0.5: 35215 * 0.25 = 8803.75 exactly in f64, so T = 8803.75 * S exactly.
+    assert_eq!(threshold_units(0.5), 880_375 * DISTANCE_SCALE / 100);
+    // t = 1: 35215 * S.
+    assert_eq!(threshold_units(1.0), 35215 * DISTANCE_SCALE);
+    // t = 0.1: 35215 * 0.1 * 0.1 is 352.15000000000003 in f64 (above 352.15), so T is
+    // above 352.15 * S and below 352.1500001 * S.
+    let m = 35215.0 * 0.1 * 0.1;
+    assert!(m > 352.15);
+    let t = threshold_units(0.1);
+    assert!(t > 35_215 * DISTANCE_SCALE / 100 && t < 3_521_500_001 * DISTANCE_SCALE / 10_000_000);
 }
