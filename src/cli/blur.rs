@@ -14,6 +14,7 @@ use crate::batch::report::{FileRecord, FileStatus, Report};
 use crate::batch::{outputs, Outcome, StageTimes, Stages};
 use crate::gpu::{DeviceSelector, Engine, Timings};
 use crate::io::image::{self as img_io, Image, WriteOptions};
+use crate::io::jpeg::Subsampling;
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::metadata::Metadata;
 use crate::io::output::{self, PendingFile};
@@ -81,6 +82,22 @@ pub struct BlurArgs {
     /// PNG compression: 0 (none) to 9 (smallest), or fast (1), default (1), best (9).
     #[arg(long, value_name = "LEVEL", value_parser = compression_level)]
     compression: Option<u8>,
+    /// JPEG chroma subsampling: 444, 422 or 420. Default: a JPEG input's own, else 420.
+    #[arg(long, value_name = "S")]
+    subsampling: Option<Subsampling>,
+    /// Write progressive JPEG (libjpeg's default script).
+    #[arg(long)]
+    progressive: bool,
+    /// JPEG Huffman tables: optimized for each image (the default) or the standard's
+    /// (faster to write, larger files).
+    #[arg(long, value_enum, value_name = "T")]
+    jpeg_tables: Option<JpegTables>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum JpegTables {
+    Optimized,
+    Standard,
 }
 
 fn compression_level(s: &str) -> Result<u8, String> {
@@ -209,6 +226,18 @@ impl BlurArgs {
         if self.compression.is_some() && !jobs.is_empty() && !any(ImageFormat::Png) {
             return usage("--compression applies to PNG output only");
         }
+        let jpeg_flag = if self.subsampling.is_some() {
+            Some("--subsampling")
+        } else if self.progressive {
+            Some("--progressive")
+        } else if self.jpeg_tables.is_some() {
+            Some("--jpeg-tables")
+        } else {
+            None
+        };
+        if let Some(flag) = jpeg_flag.filter(|_| !jobs.is_empty() && !any(ImageFormat::Jpeg)) {
+            return usage(&format!("{flag} applies to JPEG output only"));
+        }
         Ok(())
     }
 
@@ -222,6 +251,7 @@ impl BlurArgs {
     ) -> (Image, Carried) {
         let mut metadata = std::mem::take(&mut decoded.metadata);
         let jpeg_quality = decoded.jpeg_quality;
+        let jpeg_subsampling = decoded.jpeg_subsampling;
         let mut image = accept(decoded);
         if self.auto_orient {
             image = metadata.auto_orient(image);
@@ -229,8 +259,9 @@ impl BlurArgs {
         if self.strip {
             metadata = Metadata::default();
         }
-        // A JPEG input's own quality when it is written as JPEG again.
+        // A JPEG input's own quality and subsampling when it is written as JPEG again.
         let kept = jpeg_quality.filter(|_| format == ImageFormat::Jpeg);
+        let kept_subsampling = jpeg_subsampling.filter(|_| format == ImageFormat::Jpeg);
         let write = WriteOptions {
             quality: self
                 .quality
@@ -239,6 +270,16 @@ impl BlurArgs {
             compression: self
                 .compression
                 .unwrap_or(WriteOptions::DEFAULT_COMPRESSION),
+            subsampling: self
+                .subsampling
+                .or(kept_subsampling)
+                .unwrap_or(Subsampling::DEFAULT),
+            progressive: self.progressive,
+            optimize: self
+                .jpeg_tables
+                .map_or(WriteOptions::DEFAULT_OPTIMIZE, |t| {
+                    t == JpegTables::Optimized
+                }),
         };
         (image, Carried { metadata, write })
     }
@@ -395,7 +436,16 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
                 "{}: {}{}",
                 job.output.display(),
                 match job.format {
-                    ImageFormat::Jpeg => format!("quality {}, ", carried.write.quality),
+                    ImageFormat::Jpeg => format!(
+                        "quality {}, {}{}, ",
+                        carried.write.quality,
+                        carried.write.subsampling.name(),
+                        if carried.write.progressive {
+                            ", progressive"
+                        } else {
+                            ""
+                        }
+                    ),
                     ImageFormat::Png => format!("compression {}, ", carried.write.compression),
                     _ => String::new(),
                 },

@@ -11,6 +11,7 @@ use image::{DynamicImage, ImageFormat};
 use zune_core::bytestream::{ZByteReaderTrait, ZCursor};
 
 use super::frames::FrameStream;
+use super::jpeg::{self, Subsampling};
 use super::metadata::{self, Metadata};
 use super::output::PendingFile;
 
@@ -277,6 +278,8 @@ pub struct Decoded {
     /// A JPEG's quality, estimated from its luminance quantisation table
     /// ([`metadata::estimate_quality`]): the default when it is written as JPEG again.
     pub jpeg_quality: Option<u8>,
+    /// A YCbCr JPEG's chroma subsampling: the default when it is written as JPEG again.
+    pub jpeg_subsampling: Option<Subsampling>,
 }
 
 /// What an image file holds, read from its header alone: the layout `load` decodes it to.
@@ -854,6 +857,7 @@ fn decode_frames(bytes: &[u8], path: &Path, opts: &ReadOptions) -> Result<Vec<De
             damage: None,
             metadata: Metadata::default(),
             jpeg_quality: None,
+            jpeg_subsampling: None,
         });
     }
     Ok(out)
@@ -1060,6 +1064,7 @@ fn decode_png(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
             damage: None,
             metadata,
             jpeg_quality: None,
+            jpeg_subsampling: None,
         }),
         Err(e) if !opts.allow_damaged => Err(e),
         _ => {
@@ -1074,6 +1079,7 @@ fn decode_png(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
                 damage: Some(damage),
                 metadata,
                 jpeg_quality: None,
+                jpeg_subsampling: None,
             })
         }
     }
@@ -1235,6 +1241,7 @@ fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
         damage,
         metadata,
         jpeg_quality: headers.quality,
+        jpeg_subsampling: headers.subsampling,
     })
 }
 
@@ -1317,6 +1324,7 @@ fn decode_other(bytes: &[u8], format: ImageFormat, opts: &ReadOptions) -> Result
         damage: None,
         metadata,
         jpeg_quality: None,
+        jpeg_subsampling: None,
     })
 }
 
@@ -1396,6 +1404,7 @@ fn decode_gif(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
         damage: None,
         metadata,
         jpeg_quality: None,
+        jpeg_subsampling: None,
     })
 }
 
@@ -1467,6 +1476,12 @@ pub struct WriteOptions {
     /// Paeth-filtered, 2 to 9 zlib's levels with each row's filter chosen adaptively (9: or
     /// the fast mode's output where that is smaller).
     pub compression: u8,
+    /// JPEG chroma subsampling (RGB only).
+    pub subsampling: Subsampling,
+    /// Progressive JPEG (libjpeg's default script, optimised tables).
+    pub progressive: bool,
+    /// JPEG Huffman tables made for the image rather than the standard's.
+    pub optimize: bool,
 }
 
 impl WriteOptions {
@@ -1476,6 +1491,9 @@ impl WriteOptions {
     pub const DEFAULT_COMPRESSION: u8 = 1;
     pub const FASTEST_COMPRESSION: u8 = 1;
     pub const BEST_COMPRESSION: u8 = 9;
+    /// Optimised JPEG tables by default: chosen by measurement (docs/BENCHMARKS.md, "JPEG
+    /// encoder").
+    pub const DEFAULT_OPTIMIZE: bool = true;
 }
 
 impl Default for WriteOptions {
@@ -1483,6 +1501,9 @@ impl Default for WriteOptions {
         WriteOptions {
             quality: WriteOptions::DEFAULT_QUALITY,
             compression: WriteOptions::DEFAULT_COMPRESSION,
+            subsampling: Subsampling::DEFAULT,
+            progressive: false,
+            optimize: WriteOptions::DEFAULT_OPTIMIZE,
         }
     }
 }
@@ -1515,7 +1536,7 @@ pub fn encode_with(
         // Some encoders need Seek (TIFF), JPEG's XMP is inserted afterwards: in memory.
         let mut buf = Vec::new();
         match format {
-            ImageFormat::Jpeg => write_jpeg(&img, meta, opts.quality, &mut buf)?,
+            ImageFormat::Jpeg => write_jpeg(&img, meta, opts, &mut buf)?,
             ImageFormat::WebP => write_webp(&img, meta, &mut buf)?,
             ImageFormat::Tiff => write_tiff(&img, meta, &mut Cursor::new(&mut buf))?,
             _ => img
@@ -1625,34 +1646,61 @@ fn bytes_u8(img: &Image) -> Result<&[u8]> {
     }
 }
 
-fn write_jpeg(img: &Image, meta: &Metadata, quality: u8, out: &mut Vec<u8>) -> Result<()> {
-    use image::codecs::jpeg::{JpegEncoder, PixelDensity, PixelDensityUnit};
-    use image::{ExtendedColorType, ImageEncoder};
+fn write_jpeg(img: &Image, meta: &Metadata, opts: &WriteOptions, out: &mut Vec<u8>) -> Result<()> {
     use metadata::DensityUnit;
-    let color = match img.channels {
-        1 => ExtendedColorType::L8,
-        3 => ExtendedColorType::Rgb8,
-        _ => bail!("JPEG stores neither alpha nor 16-bit samples"),
-    };
-    let mut encoder = JpegEncoder::new_with_quality(&mut *out, quality.clamp(1, 100));
-    if let Some(p) = &meta.icc_profile {
-        encoder.set_icc_profile(p.clone())?;
+    if img.channels != 1 && img.channels != 3 {
+        bail!("JPEG stores neither alpha nor 16-bit samples");
     }
+    let mut app: Vec<(u8, Vec<u8>)> = Vec::new();
     if let Some(e) = &meta.exif {
         metadata::jpeg_segment_fits("EXIF", b"Exif\0\0".len(), e.len()).map_err(|e| anyhow!(e))?;
-        encoder.set_exif_metadata(e.clone())?;
+        app.push((0xE1, [&b"Exif\0\0"[..], e].concat()));
     }
-    if let Some((unit, x, y)) = meta.density.and_then(metadata::Density::to_jfif) {
-        encoder.set_pixel_density(PixelDensity {
-            density: (x, y),
-            unit: match unit {
-                DensityUnit::Inch => PixelDensityUnit::Inches,
-                DensityUnit::Centimeter => PixelDensityUnit::Centimeters,
-                _ => PixelDensityUnit::PixelAspectRatio,
-            },
-        });
+    if let Some(p) = &meta.icc_profile {
+        // APP2 segments of at most 65519 bytes of profile, numbered from 1 (ICC.1 B.4).
+        const CHUNK: usize = 65533 - 14;
+        let count = p.len().div_ceil(CHUNK);
+        if count > 255 {
+            bail!(
+                "ICC profile too large for JPEG ({} bytes; at most {})",
+                p.len(),
+                CHUNK * 255
+            );
+        }
+        for (i, chunk) in p.chunks(CHUNK).enumerate() {
+            let head = [&b"ICC_PROFILE\0"[..], &[(i + 1) as u8, count as u8]].concat();
+            app.push((0xE2, [&head[..], chunk].concat()));
+        }
     }
-    encoder.write_image(bytes_u8(img)?, img.width, img.height, color)?;
+    let density = match meta.density.and_then(metadata::Density::to_jfif) {
+        Some((unit, x, y)) => {
+            let unit = match unit {
+                DensityUnit::Inch => 1,
+                DensityUnit::Centimeter => 2,
+                _ => 0,
+            };
+            (unit, x, y)
+        }
+        None => (0, 1, 1),
+    };
+    let app: Vec<(u8, &[u8])> = app.iter().map(|(m, p)| (*m, &p[..])).collect();
+    let markers = jpeg::Markers { density, app: &app };
+    let options = jpeg::EncodeOptions {
+        quality: opts.quality.clamp(1, 100),
+        subsampling: opts.subsampling,
+        progressive: opts.progressive,
+        optimize: opts.optimize,
+    };
+    jpeg::encode(
+        bytes_u8(img)?,
+        img.width,
+        img.height,
+        img.channels,
+        &options,
+        &markers,
+        out,
+    )
+    .map_err(|e| anyhow!(e))?;
     if let Some(xmp) = &meta.xmp {
         metadata::jpeg_insert_xmp(out, xmp).map_err(|e| anyhow!(e))?;
     }

@@ -9,6 +9,7 @@
 use png::text_metadata::{ITXtChunk, TEXtChunk, ZTXtChunk};
 
 use super::image::{Image, Samples};
+use super::jpeg::Subsampling;
 
 /// The metadata of one image. Each part is kept byte for byte as read.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -378,6 +379,8 @@ pub(crate) struct JpegHeaders {
     pub density: Option<Density>,
     /// The quality the file was written with, estimated (see [`estimate_quality`]).
     pub quality: Option<u8>,
+    /// A YCbCr frame's chroma subsampling (None for gray and for layouts gpukit does not write).
+    pub subsampling: Option<Subsampling>,
 }
 
 /// Walks the segments from SOI to the first scan.
@@ -402,6 +405,17 @@ pub(crate) fn jpeg_headers(bytes: &[u8]) -> JpegHeaders {
                 if let Some(t) = luma_table(payload) {
                     found.quality = Some(estimate_quality(&t));
                 }
+            }
+            // SOF0 to SOF15 but DHT (C4), JPG (C8) and DAC (CC): precision, height, width,
+            // components, then (id, factors, table) for each.
+            0xC0..=0xCF
+                if !matches!(marker, 0xC4 | 0xC8 | 0xCC)
+                    && payload.len() >= 15
+                    && payload[5] == 3
+                    && payload[10] == 0x11
+                    && payload[13] == 0x11 =>
+            {
+                found.subsampling = Subsampling::from_factors(payload[7] >> 4, payload[7] & 15);
             }
             _ => {}
         }

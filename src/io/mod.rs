@@ -3,6 +3,7 @@
 pub mod array;
 pub mod frames;
 pub mod image;
+pub mod jpeg;
 pub mod json;
 pub mod metadata;
 pub mod output;

@@ -66,6 +66,7 @@ pub(super) fn decode(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
         damage,
         metadata,
         jpeg_quality: None,
+        jpeg_subsampling: None,
     })
 }
 

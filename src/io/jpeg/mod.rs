@@ -1,0 +1,332 @@
+//! gpukit's JPEG encoder: libjpeg-turbo's arithmetic step for step (fixed-point RGB to YCbCr,
+//! biased chroma downsampling, the integer `islow` DCT, quantisation by reciprocals, IJG
+//! quality scaling, Annex K or optimal Huffman tables, its progressive script), so its files
+//! are byte for byte those of libjpeg-turbo (`cjpeg -dct int`, Pillow, OpenCV) at the same
+//! settings, and a GPU port can be checked against it (docs/fidelity.md).
+
+mod color;
+mod dct;
+mod huffman;
+mod progressive;
+
+use huffman::{BitWriter, Table};
+
+/// Chroma subsampling: how many luma samples share one chroma sample across and down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Subsampling {
+    /// None: every pixel has its own chroma.
+    S444,
+    /// Half the chroma columns.
+    S422,
+    /// Half the chroma columns and rows (libjpeg's, Pillow's and OpenCV's default).
+    S420,
+}
+
+impl Subsampling {
+    /// The default for a new JPEG: 4:2:0, as cjpeg, Pillow and OpenCV write.
+    pub const DEFAULT: Subsampling = Subsampling::S420;
+
+    /// The luma component's sampling factors (the chroma components' are 1x1).
+    pub fn luma_factors(self) -> (u8, u8) {
+        match self {
+            Subsampling::S444 => (1, 1),
+            Subsampling::S422 => (2, 1),
+            Subsampling::S420 => (2, 2),
+        }
+    }
+
+    /// The subsampling of a frame whose luma has factors (h, v) and chroma 1x1; None for
+    /// others (gpukit then writes the default).
+    pub fn from_factors(h: u8, v: u8) -> Option<Subsampling> {
+        match (h, v) {
+            (1, 1) => Some(Subsampling::S444),
+            (2, 1) => Some(Subsampling::S422),
+            (2, 2) => Some(Subsampling::S420),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Subsampling::S444 => "4:4:4",
+            Subsampling::S422 => "4:2:2",
+            Subsampling::S420 => "4:2:0",
+        }
+    }
+}
+
+impl std::str::FromStr for Subsampling {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Subsampling, String> {
+        match s.replace(':', "").as_str() {
+            "444" => Ok(Subsampling::S444),
+            "422" => Ok(Subsampling::S422),
+            "420" => Ok(Subsampling::S420),
+            _ => Err(format!("{s:?}: expected 444, 422 or 420")),
+        }
+    }
+}
+
+/// How a JPEG is encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncodeOptions {
+    /// 1 to 100, the IJG scale.
+    pub quality: u8,
+    /// Ignored for gray images.
+    pub subsampling: Subsampling,
+    /// libjpeg's default progressive script (`jpeg_simple_progression`); its tables are
+    /// always optimised, as libjpeg does.
+    pub progressive: bool,
+    /// Huffman tables made for the image (two passes) instead of Annex K's.
+    pub optimize: bool,
+}
+
+/// What goes before the frame: JFIF's density and the application segments.
+pub struct Markers<'a> {
+    /// JFIF density: unit (0 none, 1 dpi, 2 per cm) and the two densities.
+    pub density: (u8, u16, u16),
+    /// (marker, payload) of segments written after APP0, in order (EXIF, ICC).
+    pub app: &'a [(u8, &'a [u8])],
+}
+
+/// The quantisation tables' source (T.81 Annex K.1), natural order.
+const STD_LUMA_QT: [u16; 64] = [
+    16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56,
+    14, 17, 22, 29, 51, 87, 80, 62, 18, 22, 37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113,
+    92, 49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99,
+];
+const STD_CHROMA_QT: [u16; 64] = [
+    17, 18, 24, 47, 99, 99, 99, 99, 18, 21, 26, 66, 99, 99, 99, 99, 24, 26, 56, 99, 99, 99, 99, 99,
+    47, 66, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
+    99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
+];
+
+/// jcparam.c's `jpeg_set_quality(quality, force_baseline = TRUE)`: the table scaled by
+/// 5000/q below 50 and 200 - 2q from 50, each entry rounded, within 1 and 255.
+pub(crate) fn quant_table(base: &[u16; 64], quality: u8) -> [u16; 64] {
+    let q = u32::from(quality.clamp(1, 100));
+    let scale = if q < 50 { 5000 / q } else { 200 - 2 * q };
+    base.map(|b| ((u32::from(b) * scale + 50) / 100).clamp(1, 255) as u16)
+}
+
+/// One component of the frame: its sampling factors, tables and quantised blocks.
+struct Component {
+    id: u8,
+    h: usize,
+    v: usize,
+    /// Quantisation and Huffman table index (0 luma, 1 chroma).
+    table: usize,
+    /// Blocks with image samples, across and down.
+    wblocks: usize,
+    hblocks: usize,
+    /// Blocks across and down padded to whole MCUs (the dummy blocks of interleaved scans).
+    pw: usize,
+    ph: usize,
+    /// pw x ph blocks, row by row, natural order in each.
+    coefs: Vec<[i16; 64]>,
+}
+
+/// Encodes 8-bit gray (`channels` 1) or RGB (3) samples as a JFIF file: SOI, APP0 (JFIF 1.01
+/// with the density), the application segments as given, then the frame.
+pub fn encode(
+    samples: &[u8],
+    width: u32,
+    height: u32,
+    channels: u8,
+    opts: &EncodeOptions,
+    markers: &Markers,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    if width == 0 || height == 0 || width > 65535 || height > 65535 {
+        return Err(format!(
+            "JPEG holds 1 to 65535 pixels a side, not {width}x{height}"
+        ));
+    }
+    if channels != 1 && channels != 3 {
+        return Err("JPEG stores neither alpha nor 16-bit samples".into());
+    }
+    let (w, h) = (width as usize, height as usize);
+    if samples.len() != w * h * channels as usize {
+        return Err("sample count differs from the image size".into());
+    }
+    let tables = [
+        quant_table(&STD_LUMA_QT, opts.quality),
+        quant_table(&STD_CHROMA_QT, opts.quality),
+    ];
+    let (lh, lv) = if channels == 1 {
+        (1, 1)
+    } else {
+        let (a, b) = opts.subsampling.luma_factors();
+        (a as usize, b as usize)
+    };
+    let mut comps = component_layout(w, h, channels, lh, lv);
+    let planes = color::planes(samples, w, h, channels, &comps_shape(&comps), lh, lv);
+    for (c, plane) in comps.iter_mut().zip(&planes) {
+        quantise(c, &plane.data, plane.stride, &tables[c.table]);
+    }
+
+    out.extend_from_slice(&[0xFF, 0xD8]);
+    let (unit, dx, dy) = markers.density;
+    out.extend_from_slice(&[0xFF, 0xE0, 0, 16, b'J', b'F', b'I', b'F', 0, 1, 1, unit]);
+    out.extend_from_slice(&dx.to_be_bytes());
+    out.extend_from_slice(&dy.to_be_bytes());
+    out.extend_from_slice(&[0, 0]);
+    for (marker, payload) in markers.app {
+        let len = payload.len() + 2;
+        if len > 65535 {
+            return Err(format!(
+                "an APP{} segment of {} bytes is over JPEG's 65533",
+                marker - 0xE0,
+                payload.len()
+            ));
+        }
+        out.extend_from_slice(&[0xFF, *marker, (len >> 8) as u8, len as u8]);
+        out.extend_from_slice(payload);
+    }
+    let used_tables = if channels == 1 { 1 } else { 2 };
+    for (t, table) in tables.iter().enumerate().take(used_tables) {
+        out.extend_from_slice(&[0xFF, 0xDB, 0, 67, t as u8]);
+        out.extend(huffman::ZIGZAG.iter().map(|&z| table[z] as u8));
+    }
+    let sof = if opts.progressive { 0xC2 } else { 0xC0 };
+    let len = 8 + 3 * comps.len();
+    out.extend_from_slice(&[0xFF, sof, 0, len as u8, 8]);
+    out.extend_from_slice(&(height as u16).to_be_bytes());
+    out.extend_from_slice(&(width as u16).to_be_bytes());
+    out.push(comps.len() as u8);
+    for c in &comps {
+        out.extend_from_slice(&[c.id, (c.h << 4 | c.v) as u8, c.table as u8]);
+    }
+    if opts.progressive {
+        progressive::encode(&comps, out);
+    } else {
+        baseline(&comps, opts.optimize, out);
+    }
+    out.extend_from_slice(&[0xFF, 0xD9]);
+    Ok(())
+}
+
+/// The components of a gray (one, 1x1) or YCbCr frame (luma lh x lv, chroma 1x1), with
+/// libjpeg's block counts (jcmaster.c's `initial_setup`).
+fn component_layout(w: usize, h: usize, channels: u8, lh: usize, lv: usize) -> Vec<Component> {
+    let mcus_x = w.div_ceil(8 * lh);
+    let mcus_y = h.div_ceil(8 * lv);
+    let one = |id: u8, ch: usize, cv: usize, table: usize| Component {
+        id,
+        h: ch,
+        v: cv,
+        table,
+        wblocks: (w * ch).div_ceil(8 * lh),
+        hblocks: (h * cv).div_ceil(8 * lv),
+        pw: mcus_x * ch,
+        ph: mcus_y * cv,
+        coefs: Vec::new(),
+    };
+    if channels == 1 {
+        vec![one(1, 1, 1, 0)]
+    } else {
+        vec![one(1, lh, lv, 0), one(2, 1, 1, 1), one(3, 1, 1, 1)]
+    }
+}
+
+/// Each component's sample plane size: its blocks with image samples, in samples.
+fn comps_shape(comps: &[Component]) -> Vec<(usize, usize)> {
+    comps
+        .iter()
+        .map(|c| (c.wblocks * 8, c.hblocks * 8))
+        .collect()
+}
+
+/// DCT and quantisation of a component's plane, then its dummy blocks (jccoefct.c): zero
+/// AC, and the DC of the last real block to their left (right edge) or of the MCU's last
+/// block in the row above (bottom edge).
+fn quantise(c: &mut Component, plane: &[u8], stride: usize, table: &[u16; 64]) {
+    let div = dct::Divisors::new(table);
+    c.coefs = vec![[0i16; 64]; c.pw * c.ph];
+    for by in 0..c.hblocks {
+        let row = &mut c.coefs[by * c.pw..by * c.pw + c.wblocks];
+        dct::block_row(&plane[by * 8 * stride..], stride, &div, row);
+        for bx in c.wblocks..c.pw {
+            c.coefs[by * c.pw + bx][0] = c.coefs[by * c.pw + bx - 1][0];
+        }
+    }
+    for by in c.hblocks..c.ph {
+        for mcu in 0..c.pw / c.h {
+            let dc = c.coefs[(by - 1) * c.pw + mcu * c.h + c.h - 1][0];
+            for bi in 0..c.h {
+                c.coefs[by * c.pw + mcu * c.h + bi][0] = dc;
+            }
+        }
+    }
+}
+
+/// The blocks of a scan in coding order, each with its component: an interleaved scan goes
+/// MCU by MCU (dummy blocks included), a one-component scan over its real blocks only.
+fn scan_order<'a>(comps: &'a [&'a Component], mut f: impl FnMut(usize, &'a [i16; 64])) {
+    if let [c] = comps {
+        for by in 0..c.hblocks {
+            for bx in 0..c.wblocks {
+                f(0, &c.coefs[by * c.pw + bx]);
+            }
+        }
+        return;
+    }
+    let (mx, my) = (comps[0].pw / comps[0].h, comps[0].ph / comps[0].v);
+    for y in 0..my {
+        for x in 0..mx {
+            for (i, c) in comps.iter().enumerate() {
+                for by in 0..c.v {
+                    for bx in 0..c.h {
+                        f(i, &c.coefs[(y * c.v + by) * c.pw + x * c.h + bx]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One sequential scan of every component: DHT, SOS, the entropy-coded data.
+fn baseline(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
+    let all: Vec<&Component> = comps.iter().collect();
+    let ntables = if comps.len() == 1 { 1 } else { 2 };
+    let (dc, ac): (Vec<Table>, Vec<Table>) = if optimize {
+        let mut dcf = vec![[0u64; 256]; ntables];
+        let mut acf = vec![[0u64; 256]; ntables];
+        let mut last = vec![0i32; comps.len()];
+        scan_order(&all, |i, b| {
+            let t = comps[i].table;
+            huffman::count_block(b, &mut last[i], &mut dcf[t], &mut acf[t]);
+        });
+        (
+            dcf.iter().map(Table::optimal).collect(),
+            acf.iter().map(Table::optimal).collect(),
+        )
+    } else {
+        (
+            vec![Table::std_dc_luma(), Table::std_dc_chroma()],
+            vec![Table::std_ac_luma(), Table::std_ac_chroma()],
+        )
+    };
+    for t in 0..ntables {
+        dc[t].write_dht(t as u8, out);
+        ac[t].write_dht(0x10 | t as u8, out);
+    }
+    let len = 6 + 2 * comps.len();
+    out.extend_from_slice(&[0xFF, 0xDA, 0, len as u8, comps.len() as u8]);
+    for c in comps {
+        out.extend_from_slice(&[c.id, (c.table << 4 | c.table) as u8]);
+    }
+    out.extend_from_slice(&[0, 63, 0]);
+    let dcc: Vec<_> = dc.iter().map(Table::codes).collect();
+    let acc: Vec<_> = ac.iter().map(Table::codes).collect();
+    let mut last = vec![0i32; comps.len()];
+    let mut w = BitWriter::new(out);
+    scan_order(&all, |i, b| {
+        let t = comps[i].table;
+        huffman::encode_block(&mut w, b, &mut last[i], &dcc[t], &acc[t]);
+    });
+    w.finish();
+}
+
+#[cfg(test)]
+mod tests;
