@@ -16,5 +16,6 @@ mod matmul;
 #[cfg(unix)]
 mod output;
 mod property;
+mod resize;
 mod scan;
 mod tune;
