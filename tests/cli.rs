@@ -52,7 +52,9 @@ fn unknown_bench_op_is_usage_error() {
     run(&["bench", "warp"])
         .code(2)
         .one_error_line("invalid value 'warp'")
-        .one_error_line("[possible values: copy, blur, histogram, scan, matmul, compare, all]");
+        .one_error_line(
+            "[possible values: copy, blur, histogram, scan, matmul, compare, resize, all]",
+        );
 }
 
 #[cfg(target_os = "linux")]
