@@ -9,12 +9,12 @@ mod histogram;
 mod inputs;
 mod matmul;
 mod merge;
+mod outputs;
 mod scan;
 pub mod term;
 pub(crate) mod tune;
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -318,6 +318,67 @@ impl Ctx {
     }
 }
 
+impl crate::batch::driver::Env for Ctx {
+    fn note(&self, msg: &str) {
+        Ctx::note(self, msg);
+    }
+
+    fn detail(&self, msg: &str) {
+        Ctx::detail(self, msg);
+    }
+
+    fn warn(&self, msg: &str) {
+        Ctx::warn(self, msg);
+    }
+
+    fn error(&self, msg: &str) {
+        eprintln!("{} {msg}", term::error_prefix());
+    }
+
+    fn quiet(&self) -> bool {
+        self.global.quiet
+    }
+
+    fn progress(&self, len: u64, hidden: bool) -> indicatif::ProgressBar {
+        term::progress(len, hidden)
+    }
+
+    fn read_options(&self) -> crate::io::image::ReadOptions {
+        Ctx::read_options(self)
+    }
+
+    fn estimate(&self, gpu_saving: std::time::Duration) {
+        Ctx::estimate(self, gpu_saving);
+    }
+
+    fn several_devices(&self) -> bool {
+        matches!(
+            self.global.device,
+            Some(DeviceSelector::All | DeviceSelector::List(_))
+        )
+    }
+
+    fn open_engines(&self, several: bool, timings: &mut Timings) -> Result<Vec<Engine>> {
+        if several {
+            self.work_engines(timings)
+        } else {
+            Ok(vec![self.work_engine(timings)?])
+        }
+    }
+
+    fn report_timings(&self, timings: &Timings) {
+        Ctx::report_timings(self, timings);
+    }
+
+    fn accept(
+        &self,
+        path: &std::path::Path,
+        decoded: crate::io::image::Decoded,
+    ) -> crate::io::image::Image {
+        Ctx::accept(self, path, decoded)
+    }
+}
+
 /// A cache's place from its flags: `--no-...` turns it off, a file flag names it, else the
 /// user's cache folder (the tune cache and the pipeline cache alike).
 fn cache_source(off: bool, file: &Option<std::path::PathBuf>) -> crate::tune::Source {
@@ -408,10 +469,4 @@ fn clap_error(e: clap::Error) -> Result<Status> {
     }
 }
 
-/// Writes `text` to stdout; a closed pipe surfaces as an error `main` treats as success.
-pub fn print_stdout(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(())
-}
+pub use crate::io::print_stdout;

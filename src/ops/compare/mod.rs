@@ -12,7 +12,8 @@
 //!
 //! Files: `reference` (the CPU reference and the integer pixel arithmetic), `antialiasing`
 //! (pixelmatch's anti-aliasing test), `gpu` (the GPU pass and its plan), `ssim`, `metrics`
-//! (MAE, RMSE, PSNR from the counts), `bench`, `tune` (the pass's shape, [`Tunables`]).
+//! (MAE, RMSE, PSNR from the counts), `verdict` (the `--fail-on` limits, verdicts and the
+//! reports of `gpukit compare`), `bench`, `tune` (the pass's shape, [`Tunables`]).
 
 mod antialiasing;
 mod bench;
@@ -21,6 +22,7 @@ mod metrics;
 mod reference;
 mod ssim;
 mod tune;
+pub mod verdict;
 
 use std::ops::Range;
 
