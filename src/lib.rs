@@ -1,4 +1,4 @@
-//! gpukit: shared-memory WGSL compute pipelines (blur, histogram, scan, matmul) on a headless
+//! gpukit: shared-memory WGSL compute pipelines (the ops of [`ops::REGISTRY`]) on a headless
 //! wgpu device, with CPU references that define the results and serve as a fallback.
 //!
 //! Data flows one way: [`cli`] parses flags and calls [`ops`], which plan the work and call

@@ -27,7 +27,7 @@ pub use ctx::Ctx;
 pub use exit::Status;
 use term::ColorChoice;
 
-/// Shared-memory WGSL compute pipelines on a headless GPU: blur, histogram, scan, matmul.
+/// Shared-memory WGSL compute pipelines on a headless GPU: the image and array operations below.
 #[derive(Debug, Parser)]
 #[command(name = "gpukit", version, after_help = exit::HELP, max_term_width = 100)]
 pub struct Cli {

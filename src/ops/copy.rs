@@ -13,6 +13,7 @@ pub const OP: super::Op = super::Op {
     bench: bench_cases,
     tune: None,
     shaders,
+    command: false,
 };
 
 fn shaders() -> Vec<super::ShaderCase> {

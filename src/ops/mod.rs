@@ -43,6 +43,8 @@ pub struct Op {
     pub tune: Option<TuneFn>,
     /// Every shader variant it builds, for the shader tests (which need no GPU).
     pub shaders: fn() -> Vec<ShaderCase>,
+    /// Whether a subcommand does its work (`copy` is a bench baseline only).
+    pub command: bool,
 }
 
 /// A shader variant an op builds, and the uniform structs it shares with Rust.
@@ -95,6 +97,17 @@ pub fn find(name: &str) -> Option<&'static Op> {
     REGISTRY.iter().find(|op| op.name == name)
 }
 
+/// The ops whose subcommand does work on files, by name: "blur, histogram, ..." (the help
+/// texts that name them).
+pub fn command_names() -> String {
+    let names: Vec<&str> = REGISTRY
+        .iter()
+        .filter(|op| op.command)
+        .map(|op| op.name)
+        .collect();
+    names.join(", ")
+}
+
 /// The ops that have something to tune.
 pub fn tunable() -> impl Iterator<Item = &'static Op> {
     REGISTRY.iter().filter(|op| op.tune.is_some())
@@ -143,6 +156,38 @@ mod tests {
             }
         }
         assert!(checked >= 20, "{checked} variants");
+    }
+
+    /// Every file of wgsl/ is a kernel some op builds, and every snippet of wgsl/shared/ is
+    /// imported by one: a file no op owns is dead, or an op forgot to list it in `shaders()`.
+    #[test]
+    fn every_wgsl_file_belongs_to_some_op() {
+        let mut kernels = std::collections::BTreeSet::new();
+        let mut snippets = std::collections::BTreeSet::new();
+        for op in REGISTRY {
+            for case in (op.shaders)() {
+                kernels.insert(case.shader.name.to_string());
+                let c = compose(&case.shader, &case.variant).unwrap();
+                snippets.extend(c.snippets);
+            }
+        }
+        let listed = |dir: &str| -> std::collections::BTreeSet<String> {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter_map(|n| n.strip_suffix(".wgsl").map(str::to_string))
+                .collect()
+        };
+        let files: std::collections::BTreeSet<String> =
+            listed("wgsl").into_iter().map(|n| n + ".wgsl").collect();
+        assert_eq!(files, kernels, "wgsl/ against the kernels the ops build");
+        assert_eq!(
+            listed("wgsl/shared"),
+            snippets,
+            "wgsl/shared/ against the imports"
+        );
+        assert!(files.len() >= 15, "{files:?}");
     }
 
     /// The estimates behind the engine choice, against hand-computed thread times: each op's

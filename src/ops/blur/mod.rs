@@ -32,6 +32,7 @@ pub const OP: super::Op = super::Op {
     bench: bench::cases,
     tune: Some(tune::tune),
     shaders: plan::shaders,
+    command: true,
 };
 
 /// Box (the window mean) or gaussian.

@@ -43,6 +43,7 @@ pub const OP: super::Op = super::Op {
     bench: bench::cases,
     tune: Some(tune::tune),
     shaders: gpu::shaders,
+    command: true,
 };
 
 /// pixelmatch's YIQ coefficients (0.29889531, 0.58662247, 0.11448223 / 0.59597799,

@@ -43,6 +43,7 @@ pub const OP: super::Op = super::Op {
     bench: bench::cases,
     tune: Some(tune::tune),
     shaders,
+    command: true,
 };
 
 fn shaders() -> Vec<super::ShaderCase> {

@@ -26,6 +26,7 @@ pub const OP: super::Op = super::Op {
     bench: bench::cases,
     tune: Some(tune::tune),
     shaders: plan::shaders,
+    command: true,
 };
 
 /// The element type A and B are multiplied in. Accumulation is f32 either way.

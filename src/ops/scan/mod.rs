@@ -40,6 +40,7 @@ pub const OP: super::Op = super::Op {
     bench: bench::cases,
     tune: Some(tune::tune),
     shaders: plan::shaders,
+    command: true,
 };
 
 /// Invocations per workgroup by default (`Tunables::wg_size`).
