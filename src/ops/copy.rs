@@ -34,6 +34,8 @@ struct CopyParams {
     n_vec4: u32,
 }
 
+crate::ops::params_layout!(CopyParams { n_vec4 });
+
 /// The CPU reference: a copy.
 pub fn reference(data: &[u32]) -> Vec<u32> {
     data.to_vec()

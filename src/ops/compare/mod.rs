@@ -41,7 +41,7 @@ pub use tune::{Tunables, MAX_GROUP_UNITS};
 pub const OP: super::Op = super::Op {
     name: "compare",
     bench: bench::cases,
-    tune: Some(tune::tune),
+    tune: Some(crate::tune::tune::<tune::Tuning>),
     shaders: gpu::shaders,
     command: true,
 };

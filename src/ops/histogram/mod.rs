@@ -41,7 +41,7 @@ pub use tune::Tunables;
 pub const OP: super::Op = super::Op {
     name: "histogram",
     bench: bench::cases,
-    tune: Some(tune::tune),
+    tune: Some(crate::tune::tune::<tune::Tuning>),
     shaders,
     command: true,
 };
