@@ -9,7 +9,8 @@ use clap::Args;
 use super::inputs::InputArgs;
 use super::{Ctx, Status};
 use crate::batch::histogram::{self, Settings};
-use crate::io::json::{JsonDest, JsonSink};
+use crate::io::json::{Document, JsonDest, JsonSink};
+use crate::ops::histogram::doc::HistogramDoc;
 
 #[derive(Debug, Args)]
 pub struct HistogramArgs {
@@ -65,7 +66,10 @@ fn parse_size(s: &str) -> Result<PlotSize, String> {
 pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     if args.merge {
         let sink = JsonSink::open(args.json.as_ref().unwrap_or(&JsonDest::Stdout))?;
-        sink.write(&super::merge::histograms(&args.input.inputs)?)?;
+        sink.write_value(&super::merge::with_schema(
+            super::merge::histograms(&args.input.inputs)?,
+            HistogramDoc::SCHEMA,
+        ))?;
         return Ok(Status::Success);
     }
     let inputs: Vec<PathBuf> = args

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::{Metrics, Rect};
 use crate::io::image;
+use crate::io::json::Document;
 
 /// A metric a `--fail-on` limit applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -151,6 +152,10 @@ pub struct PairReport<'a> {
     pub pair: PairDoc,
 }
 
+impl<'a> Document for PairReport<'a> {
+    const SCHEMA: &'static str = "gpukit.compare/1";
+}
+
 #[derive(Serialize)]
 pub struct Settings<'a> {
     pub threshold: Option<f64>,
@@ -173,6 +178,10 @@ pub struct FolderReport<'a> {
     /// Relative paths only under EXPECTED, and only under ACTUAL.
     pub missing: Vec<String>,
     pub extra: Vec<String>,
+}
+
+impl<'a> Document for FolderReport<'a> {
+    const SCHEMA: &'static str = "gpukit.compare-folder/1";
 }
 
 pub fn doc_with(mut doc: PairDoc, h: image::Header, metrics: Metrics) -> PairDoc {

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::{channel_stats, ChannelStats, Histogram};
 use crate::io::image;
+use crate::io::json::Document;
 
 /// The JSON document of `gpukit histogram --json`. Documented in docs/formats.md.
 #[derive(Serialize)]
@@ -17,6 +18,10 @@ pub struct HistogramDoc {
     pub failed: Vec<FailedDoc>,
     /// Only with --sum, and only when every input was counted; null otherwise.
     pub sum: Option<SumDoc>,
+}
+
+impl Document for HistogramDoc {
+    const SCHEMA: &'static str = "gpukit.histogram/1";
 }
 
 #[derive(Serialize)]
