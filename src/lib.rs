@@ -1,4 +1,4 @@
-//! gpukit: shared-memory WGSL compute pipelines (blur, histogram, scan, matmul) on a headless
+//! gpukit: shared-memory WGSL compute pipelines (the ops of [`ops::REGISTRY`]) on a headless
 //! wgpu device, with CPU references that define the results and serve as a fallback.
 //!
 //! Data flows one way: [`cli`] parses flags and calls [`ops`], which plan the work and call
@@ -24,3 +24,16 @@ impl std::fmt::Display for UsageError {
 }
 
 impl std::error::Error for UsageError {}
+
+/// Whether the error is a closed stdout (`gpukit ... | head`), which is not a failure.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Whether the error is a [`UsageError`] anywhere in its chain (exit code 2).
+pub fn is_usage(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| e.is::<UsageError>())
+}

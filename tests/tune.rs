@@ -56,7 +56,8 @@ fn quick_tune_writes_a_cache_that_the_ops_then_use() {
     let c = cache.to_str().unwrap();
     let r = run(&["tune", "--quick", "--tune-cache", c]);
     r.code(0);
-    for op in ["blur", "histogram", "scan", "matmul", "compare"] {
+    let tunable: Vec<&str> = gpukit::ops::tunable().map(|op| op.name).collect();
+    for &op in &tunable {
         assert!(
             r.stdout
                 .lines()
@@ -69,7 +70,7 @@ fn quick_tune_writes_a_cache_that_the_ops_then_use() {
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
     assert_eq!(doc["quick"], true);
-    for op in ["blur", "histogram", "scan", "matmul", "compare"] {
+    for &op in &tunable {
         assert_eq!(doc["ops"][op].as_array().unwrap().len(), 1, "{op}");
     }
 
@@ -272,7 +273,10 @@ fn unknown_op_is_a_usage_error() {
     run(&["tune", "sort", "--quick"])
         .code(2)
         .one_error_line("invalid value 'sort'")
-        .one_error_line("[possible values: blur, histogram, scan, matmul, compare, all]");
+        .one_error_line(&format!(
+            "[possible values: {}, all]",
+            crate::cli::registry_names(|op| op.tune.is_some())
+        ));
 }
 
 fn noise(len: usize, seed: u32) -> Vec<u32> {

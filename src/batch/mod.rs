@@ -1,6 +1,10 @@
 //! Batches of files: the inputs (files, folders, globs, lists), the pipeline that decodes and
 //! encodes on all cores around one engine, and the report of what became of each file.
 
+pub mod compare;
+pub mod driver;
+pub mod histogram;
+pub mod images;
 pub mod inputs;
 pub mod outputs;
 pub mod pipeline;

@@ -23,7 +23,7 @@ struct DevicesDoc {
     /// Where `bench` and `tune` run when no --device is given: "gpu" (the adapter marked
     /// default) or "cpu".
     default_engine: &'static str,
-    /// Where the commands that do work (blur, histogram, scan, matmul, compare) run: "cpu"
+    /// Where the commands that do work (every op's but copy's, `ops::command_names`) run: "cpu"
     /// also when the default adapter is a software rasteriser (docs/cli.md).
     work_engine: &'static str,
     cpu_engine: CpuEngineDoc,
@@ -74,9 +74,12 @@ pub fn run(ctx: &Ctx, args: DevicesArgs) -> Result<Status> {
                     "[cpu] gpukit's native CPU engine, {} threads{}\n",
                     doc.cpu_engine.threads,
                     if doc.work_engine == "cpu" {
-                        "  (runs blur, histogram, scan, matmul, compare: the default adapter is a software rasteriser)"
+                        format!(
+                            "  (runs {}: the default adapter is a software rasteriser)",
+                            crate::ops::command_names()
+                        )
                     } else {
-                        "  (runs jobs too small to open a GPU for, and --backend cpu)"
+                        "  (runs jobs too small to open a GPU for, and --backend cpu)".into()
                     }
                 );
             }

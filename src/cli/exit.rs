@@ -16,7 +16,7 @@ pub enum Status {
 impl Status {
     /// The status for an error that ended the run.
     pub fn of_error(err: &anyhow::Error) -> Status {
-        if err.chain().any(|e| e.is::<crate::UsageError>()) {
+        if crate::is_usage(err) {
             Status::Usage
         } else {
             Status::Failure
@@ -30,13 +30,7 @@ impl From<Status> for ExitCode {
     }
 }
 
-/// Whether the error is a closed stdout (`gpukit ... | head`), which is not a failure.
-pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| {
-        e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
-}
+pub use crate::is_broken_pipe;
 
 pub const HELP: &str = "\
 Exit codes:

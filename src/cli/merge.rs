@@ -37,7 +37,7 @@ pub fn run(_ctx: &Ctx, args: MergeArgs) -> Result<Status> {
     let merged = if histogram {
         with_schema(
             histograms(&args.inputs)?,
-            super::histogram::HistogramDoc::SCHEMA,
+            crate::ops::histogram::doc::HistogramDoc::SCHEMA,
         )
     } else {
         with_schema(reports(&args.inputs)?, crate::batch::report::Report::SCHEMA)
@@ -46,10 +46,17 @@ pub fn run(_ctx: &Ctx, args: MergeArgs) -> Result<Status> {
     Ok(Status::Success)
 }
 
-/// A merged document with its schema, which is that of the documents merged.
-pub fn with_schema(mut doc: Value, schema: &str) -> Value {
-    doc["schema"] = schema.into();
-    doc
+/// A merged document with its schema, which is that of the documents merged, first (where
+/// every document gpukit writes has it, so that a merge equals the unsharded run's byte for
+/// byte).
+pub fn with_schema(doc: Value, schema: &str) -> Value {
+    let Value::Object(fields) = doc else {
+        return doc;
+    };
+    let mut out = Map::new();
+    out.insert("schema".into(), schema.into());
+    out.extend(fields.into_iter().filter(|(k, _)| k != "schema"));
+    Value::Object(out)
 }
 
 /// A usage error when one document is given twice (by any name): its counts would be added
@@ -189,10 +196,6 @@ pub fn histograms(paths: &[PathBuf]) -> Result<Value> {
     for p in paths {
         docs.push((p.as_path(), read(p)?));
     }
-    disjoint(docs.iter().flat_map(|(p, d)| {
-        let listed = ["inputs", "failed"].map(|k| d[k].as_array().into_iter().flatten());
-        listed.into_iter().flatten().map(move |e| (*p, e))
-    }))?;
     widen_to_union(&mut docs)?;
     let (first_path, first) = docs
         .first()
@@ -214,6 +217,11 @@ pub fn histograms(paths: &[PathBuf]) -> Result<Value> {
         inputs.extend(array(doc, "inputs", path)?.iter().cloned());
         failed.extend(array(doc, "failed", path)?.iter().cloned());
     }
+    // After the bins and alpha: documents of other runs are told apart by those first.
+    disjoint(docs.iter().flat_map(|(p, d)| {
+        let listed = ["inputs", "failed"].map(|k| d[k].as_array().into_iter().flatten());
+        listed.into_iter().flatten().map(move |e| (*p, e))
+    }))?;
     let by_path = |v: &Value| PathBuf::from(v["path"].as_str().unwrap_or_default());
     inputs.sort_by_key(by_path);
     failed.sort_by_key(by_path);

@@ -75,7 +75,9 @@ pub fn run(ctx: &Ctx, args: TuneArgs) -> Result<Status> {
     let mut tuned = std::collections::BTreeMap::new();
     for op in ops {
         let tune = op.tune.expect("only tunable ops are accepted");
-        let result = tune(&engine, level, &mut |msg| bar.set_message(msg.to_string()))?;
+        let result = tune(op.name, &engine, level, &mut |msg| {
+            bar.set_message(msg.to_string())
+        })?;
         trials.extend(result.trials);
         tuned.insert(op.name.to_string(), result.entries);
         bar.inc(1);

@@ -31,29 +31,9 @@ macro_rules! shader {
     };
 }
 
-/// The snippets `// import: NAME` lines may name, by file name without `.wgsl`.
-const SNIPPETS: &[(&str, Shader)] = &[
-    ("grid", crate::shader!("shared/grid")),
-    ("lane_subgroup", crate::shader!("shared/lane_subgroup")),
-    ("lane_workgroup", crate::shader!("shared/lane_workgroup")),
-    ("blur_pass", crate::shader!("shared/blur_pass")),
-    ("scan_op", crate::shader!("shared/scan_op")),
-    ("scan_workgroup", crate::shader!("shared/scan_workgroup")),
-    ("scan_subgroup", crate::shader!("shared/scan_subgroup")),
-    (
-        "compare_workgroup",
-        crate::shader!("shared/compare_workgroup"),
-    ),
-    (
-        "compare_subgroup",
-        crate::shader!("shared/compare_subgroup"),
-    ),
-    ("compare_words", crate::shader!("shared/compare_words")),
-    (
-        "compare_words_vec4",
-        crate::shader!("shared/compare_words_vec4"),
-    ),
-];
+/// The snippets `// import: NAME` lines may name, by file name without `.wgsl`: every file of
+/// wgsl/shared/, listed by build.rs.
+const SNIPPETS: &[(&str, Shader)] = include!(concat!(env!("OUT_DIR"), "/snippets.rs"));
 
 /// A named variant of a shader: the file's defaults with a few declarations changed.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -91,6 +71,8 @@ impl Variant {
 pub struct Composed {
     pub label: String,
     pub source: String,
+    /// The snippets of wgsl/shared/ it imported, by name.
+    pub snippets: Vec<String>,
 }
 
 /// `shader` as `variant` makes it: imports resolved, declarations set, extensions enabled.
@@ -109,7 +91,12 @@ pub fn compose(shader: &Shader, variant: &Variant) -> Result<Composed> {
     } else {
         format!("{stem}[{}]", variant.name)
     };
-    Ok(Composed { label, source })
+    let snippets = done.iter().map(|s| s.to_string()).collect();
+    Ok(Composed {
+        label,
+        source,
+        snippets,
+    })
 }
 
 /// Appends `shader`'s lines to `out`, each `// import: NAME` line replaced by its snippet

@@ -340,7 +340,14 @@ pub fn note_inputs<'p>(paths: impl IntoIterator<Item = &'p Path>) {
             continue;
         }
         if let Some(id) = file_id(path) {
-            known.entry(id).or_insert_with(|| path.to_path_buf());
+            // A path noted before under this identity that is no longer this file (removed,
+            // its inode given to this one) gives way to this one.
+            let stale = known
+                .get(&id)
+                .is_some_and(|old| file_id(old).as_ref() != Some(&id));
+            if stale || !known.contains_key(&id) {
+                known.insert(id, path.to_path_buf());
+            }
         }
     }
 }

@@ -13,6 +13,7 @@ pub const OP: super::Op = super::Op {
     bench: bench_cases,
     tune: None,
     shaders,
+    command: false,
 };
 
 fn shaders() -> Vec<super::ShaderCase> {
@@ -32,6 +33,8 @@ const VEC_PER_THREAD: u32 = 1;
 struct CopyParams {
     n_vec4: u32,
 }
+
+crate::ops::params_layout!(CopyParams { n_vec4 });
 
 /// The CPU reference: a copy.
 pub fn reference(data: &[u32]) -> Vec<u32> {

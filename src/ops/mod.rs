@@ -3,6 +3,18 @@
 //! tunables. [`REGISTRY`] lists them; `gpukit bench`, `gpukit tune` and their `--help` are
 //! made from it. docs/ARCHITECTURE.md has the checklist for adding one.
 
+/// Implements [`ParamsLayout`] for a `#[repr(C)]` params struct from its fields' names (its
+/// padding left out): `params_layout!(CopyParams { n_vec4 });`.
+macro_rules! params_layout {
+    ($t:ty { $($field:ident),* $(,)? }) => {
+        impl $crate::ops::ParamsLayout for $t {
+            const FIELDS: &'static [(&'static str, usize)] =
+                &[$((stringify!($field), std::mem::offset_of!($t, $field))),*];
+        }
+    };
+}
+pub(crate) use params_layout;
+
 pub mod blur;
 pub mod compare;
 pub mod copy;
@@ -30,8 +42,9 @@ pub fn cpu_time(thread_ns: f64, max_threads: usize) -> Duration {
     Duration::try_from_secs_f64(thread_ns * 1e-9 / threads as f64).unwrap_or(Duration::MAX)
 }
 
-/// An op's tuning: the search on an engine at a level; `progress` hears what is measured.
-pub type TuneFn = fn(&Engine, Level, &mut dyn FnMut(&str)) -> Result<OpResult>;
+/// An op's tuning: the search (given the op's name) on an engine at a level; `progress` hears
+/// what is measured. Each op's is [`crate::tune::tune`] over its [`crate::tune::OpTuning`].
+pub type TuneFn = fn(&'static str, &Engine, Level, &mut dyn FnMut(&str)) -> Result<OpResult>;
 
 /// What an op plugs into the tools that drive every op.
 pub struct Op {
@@ -44,29 +57,49 @@ pub struct Op {
     pub tune: Option<TuneFn>,
     /// Every shader variant it builds, for the shader tests (which need no GPU).
     pub shaders: fn() -> Vec<ShaderCase>,
+    /// Whether a subcommand does its work (`copy` is a bench baseline only).
+    pub command: bool,
+}
+
+/// A Rust `#[repr(C)]` struct that a WGSL uniform struct mirrors: its fields' names and byte
+/// offsets, padding left out, which the shader test holds against the WGSL struct's members
+/// (made with `params_layout!`).
+pub trait ParamsLayout {
+    const FIELDS: &'static [(&'static str, usize)];
+}
+
+/// A WGSL struct's Rust twin: its size and its fields (names and byte offsets).
+pub struct Twin {
+    pub name: &'static str,
+    pub size: usize,
+    pub fields: &'static [(&'static str, usize)],
 }
 
 /// A shader variant an op builds, and the uniform structs it shares with Rust.
 pub struct ShaderCase {
     pub shader: Shader,
     pub variant: Variant,
-    /// Each WGSL struct of the shader that mirrors a Rust `#[repr(C)]` struct, with the Rust
-    /// struct's size in bytes: the two must agree.
-    pub structs: Vec<(&'static str, usize)>,
+    /// Each WGSL struct of the shader that mirrors a Rust `#[repr(C)]` struct: the two must
+    /// agree in size and in each field's name and offset.
+    pub structs: Vec<Twin>,
 }
 
 impl ShaderCase {
     /// `shader` as it is, its `Params` the Rust struct `P`.
-    pub fn params<P>(shader: Shader) -> ShaderCase {
+    pub fn params<P: ParamsLayout>(shader: Shader) -> ShaderCase {
         ShaderCase::variant::<P>(shader, Variant::default())
     }
 
     /// A variant of `shader`, its `Params` the Rust struct `P`.
-    pub fn variant<P>(shader: Shader, variant: Variant) -> ShaderCase {
+    pub fn variant<P: ParamsLayout>(shader: Shader, variant: Variant) -> ShaderCase {
         ShaderCase {
             shader,
             variant,
-            structs: vec![("Params", std::mem::size_of::<P>())],
+            structs: vec![Twin {
+                name: "Params",
+                size: std::mem::size_of::<P>(),
+                fields: P::FIELDS,
+            }],
         }
     }
 }
@@ -131,6 +164,17 @@ pub fn find(name: &str) -> Option<&'static Op> {
     REGISTRY.iter().find(|op| op.name == name)
 }
 
+/// The ops whose subcommand does work on files, by name: "blur, histogram, ..." (the help
+/// texts that name them).
+pub fn command_names() -> String {
+    let names: Vec<&str> = REGISTRY
+        .iter()
+        .filter(|op| op.command)
+        .map(|op| op.name)
+        .collect();
+    names.join(", ")
+}
+
 /// The ops that have something to tune.
 pub fn tunable() -> impl Iterator<Item = &'static Op> {
     REGISTRY.iter().filter(|op| op.tune.is_some())
@@ -158,20 +202,32 @@ mod tests {
                 naga::valid::Validator::new(flags, caps)
                     .validate(&module)
                     .unwrap_or_else(|e| panic!("{}: {:?}", c.label, e.into_inner()));
-                for (name, rust_size) in &case.structs {
-                    let span = module
+                for twin in &case.structs {
+                    let (name, rust_size) = (twin.name, twin.size);
+                    let (span, members) = module
                         .types
                         .iter()
                         .find_map(|(_, t)| match (&t.name, &t.inner) {
-                            (Some(n), naga::TypeInner::Struct { span, .. }) if n == name => {
-                                Some(*span)
+                            (Some(n), naga::TypeInner::Struct { span, members }) if n == name => {
+                                Some((*span, members))
                             }
                             _ => None,
                         })
                         .unwrap_or_else(|| panic!("{}: no struct {name}", c.label));
                     assert_eq!(
-                        span as usize, *rust_size,
+                        span as usize, rust_size,
                         "{}: struct {name} is {span} bytes in WGSL, {rust_size} in Rust",
+                        c.label
+                    );
+                    // Each field by name and byte offset, padding (`_...`) left out.
+                    let wgsl: Vec<(&str, usize)> = members
+                        .iter()
+                        .map(|m| (m.name.as_deref().unwrap_or(""), m.offset as usize))
+                        .filter(|(n, _)| !n.starts_with('_'))
+                        .collect();
+                    assert_eq!(
+                        wgsl, twin.fields,
+                        "{}: struct {name}'s fields (name, offset) in WGSL against Rust",
                         c.label
                     );
                 }
@@ -179,6 +235,38 @@ mod tests {
             }
         }
         assert!(checked >= 20, "{checked} variants");
+    }
+
+    /// Every file of wgsl/ is a kernel some op builds, and every snippet of wgsl/shared/ is
+    /// imported by one: a file no op owns is dead, or an op forgot to list it in `shaders()`.
+    #[test]
+    fn every_wgsl_file_belongs_to_some_op() {
+        let mut kernels = std::collections::BTreeSet::new();
+        let mut snippets = std::collections::BTreeSet::new();
+        for op in REGISTRY {
+            for case in (op.shaders)() {
+                kernels.insert(case.shader.name.to_string());
+                let c = compose(&case.shader, &case.variant).unwrap();
+                snippets.extend(c.snippets);
+            }
+        }
+        let listed = |dir: &str| -> std::collections::BTreeSet<String> {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter_map(|n| n.strip_suffix(".wgsl").map(str::to_string))
+                .collect()
+        };
+        let files: std::collections::BTreeSet<String> =
+            listed("wgsl").into_iter().map(|n| n + ".wgsl").collect();
+        assert_eq!(files, kernels, "wgsl/ against the kernels the ops build");
+        assert_eq!(
+            listed("wgsl/shared"),
+            snippets,
+            "wgsl/shared/ against the imports"
+        );
+        assert!(files.len() >= 15, "{files:?}");
     }
 
     /// The estimates behind the engine choice, against hand-computed thread times: each op's

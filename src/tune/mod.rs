@@ -29,7 +29,7 @@ use crate::bench::{self, Clock, Config, Unit};
 use crate::io::image::Image;
 pub use cache::{Cache, Entry, StageTime};
 pub use lookup::{choice, Settings, Source, Tuned};
-pub use search::{gpu_of, Search};
+pub use search::{gpu_of, tune, OpTuning, Search};
 
 /// A candidate whose screening median is this many times the best so far is dropped.
 const DROP_FACTOR: f64 = 1.3;

@@ -23,6 +23,48 @@ pub fn gpu_of(engine: &Engine) -> anyhow::Result<&Gpu> {
     }
 }
 
+/// What an op's tuning is made of: its size classes, its stages of candidates, the check of
+/// a candidate against the CPU reference and the timed case. [`tune`] runs the one search
+/// over it; the registry's `tune` is `tune::<the op's impl>`.
+pub trait OpTuning {
+    /// The op's shape, which the search chooses.
+    type Tunables: Tunable;
+    /// The sizes measured at `level` on `gpu`.
+    fn classes(gpu: &Gpu, level: Level) -> Vec<SizeClass>;
+    /// The stages, each a set of candidates around the best so far.
+    fn stages() -> Vec<Stage<Self::Tunables>>;
+    /// A candidate on a small input: `Ok(None)` when it equals the CPU reference,
+    /// `Ok(Some(why))` when it does not, `Err` when it cannot run here.
+    fn verify(engine: &Engine, gpu: &Gpu, t: &Self::Tunables) -> Result<Option<String>>;
+    /// The benchmark case of a size class and stage, shaped by a candidate.
+    fn case<'g>(
+        gpu: &'g Gpu,
+        class: &SizeClass,
+        stage: &'static str,
+        t: &Self::Tunables,
+    ) -> Result<Case<'g>>;
+}
+
+/// `gpukit tune OP`: the search over `O` on `engine` (a GPU), `op` its registry name.
+pub fn tune<O: OpTuning>(
+    op: &'static str,
+    engine: &Engine,
+    level: Level,
+    progress: &mut dyn FnMut(&str),
+) -> Result<OpResult> {
+    let gpu = gpu_of(engine)?;
+    Search {
+        engine,
+        gpu,
+        op,
+        level,
+        stages: O::stages(),
+        verify: &mut |t| O::verify(engine, gpu, t),
+        case: &mut |class, stage, t| O::case(gpu, class, stage, t),
+    }
+    .run(&O::classes(gpu, level), progress)
+}
+
 /// One op's search over its stages and size classes.
 pub struct Search<'s, 'g, T> {
     pub engine: &'g Engine,

@@ -30,8 +30,9 @@ pub use tune::Tunables;
 pub const OP: super::Op = super::Op {
     name: "blur",
     bench: bench::cases,
-    tune: Some(tune::tune),
+    tune: Some(crate::tune::tune::<tune::Tuning>),
     shaders: plan::shaders,
+    command: true,
 };
 
 /// Box (the window mean) or gaussian.
@@ -186,7 +187,7 @@ impl GpuOptions {
     /// The kernels' shape for an image of `pixels` on `gpu`.
     fn tunables(&self, gpu: &Gpu, pixels: usize) -> Tunables {
         self.tunables
-            .or_else(|| crate::tune::choice(gpu, "blur", pixels as f64, Tunables::check))
+            .or_else(|| crate::tune::choice(gpu, OP.name, pixels as f64, Tunables::check))
             .unwrap_or(Tunables::DEFAULT)
     }
 }

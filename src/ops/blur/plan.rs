@@ -28,6 +28,8 @@ struct PackParams {
     _pad: [u32; 3],
 }
 
+crate::ops::params_layout!(PackParams { pixels });
+
 /// Threads per workgroup of wgsl/blur_pack.wgsl (keep in sync with PACK_WG).
 const PACK_WG: u64 = 64;
 
@@ -56,6 +58,19 @@ struct PassParams {
     seg_len: u32,
     _pad: [u32; 2],
 }
+
+crate::ops::params_layout!(PassParams {
+    lines,
+    len,
+    out_start,
+    out_end,
+    in_base,
+    in_line_stride,
+    out_base,
+    out_pos_stride,
+    radius,
+    seg_len
+});
 
 /// Positions one workgroup walks along a line. Lines are split into segments so that a
 /// 2160-row image gives the GPU hundreds of workgroups, not 68. Each box segment pays

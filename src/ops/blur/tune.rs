@@ -8,9 +8,7 @@ use super::{reference, GpuOptions, Kind, Options};
 use crate::bench::{self, Case, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
 use crate::io::image::Image;
-use crate::tune::{
-    self, max_invocations, pow2, Level, OpResult, Search, SizeClass, Stage, Tunable,
-};
+use crate::tune::{self, max_invocations, pow2, Level, OpTuning, SizeClass, Stage, Tunable};
 
 /// The shape of the blur kernels' work, which `gpukit tune` chooses per adapter and size.
 /// Results are bit-identical for every choice.
@@ -106,22 +104,31 @@ impl Tunable for Tunables {
 }
 
 /// `gpukit tune blur`: the box and gaussian shapes on image sizes of 2^18 to 2^23 pixels.
-pub(super) fn tune(
-    engine: &Engine,
-    level: Level,
-    progress: &mut dyn FnMut(&str),
-) -> Result<OpResult> {
-    let gpu = crate::tune::gpu_of(engine)?;
-    Search {
-        engine,
-        gpu,
-        op: "blur",
-        level,
-        stages: stages(),
-        verify: &mut |t| verify(engine, t),
-        case: &mut |class, stage, t| case(gpu, class, stage, t),
+pub(super) struct Tuning;
+
+impl OpTuning for Tuning {
+    type Tunables = Tunables;
+
+    fn classes(_: &Gpu, level: Level) -> Vec<SizeClass> {
+        tune::image_classes(level)
     }
-    .run(&tune::image_classes(level), progress)
+
+    fn stages() -> Vec<Stage<Tunables>> {
+        stages()
+    }
+
+    fn verify(engine: &Engine, _: &Gpu, t: &Tunables) -> Result<Option<String>> {
+        verify(engine, t)
+    }
+
+    fn case<'g>(
+        gpu: &'g Gpu,
+        class: &SizeClass,
+        stage: &'static str,
+        t: &Tunables,
+    ) -> Result<Case<'g>> {
+        case(gpu, class, stage, t)
+    }
 }
 
 /// The filters blur is timed and checked with: box r = 15 for the box stages, gaussian
@@ -231,7 +238,7 @@ fn case<'g>(
         Kind::Gaussian { .. } => format!("{w}x{h} RGBA8 gaussian sigma=5"),
     };
     Ok(Case::gpu(
-        "blur",
+        super::OP.name,
         name,
         Unit::Gpixps,
         (w * h) as f64,

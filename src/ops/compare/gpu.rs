@@ -86,6 +86,20 @@ struct Params {
     groups: u32,
 }
 
+crate::ops::params_layout!(Params {
+    width,
+    height,
+    row0,
+    rows,
+    buf_px0,
+    n_ignore,
+    t0,
+    t1,
+    t2,
+    t3,
+    groups
+});
+
 /// Comparisons on a GPU.
 pub struct CompareGpu<'g> {
     gpu: &'g Gpu,
@@ -146,7 +160,9 @@ impl<'g> CompareGpu<'g> {
         let gpu = self.gpu;
         let t = opts
             .tunables
-            .or_else(|| crate::tune::choice(gpu, "compare", img.pixels() as f64, Tunables::check))
+            .or_else(|| {
+                crate::tune::choice(gpu, super::OP.name, img.pixels() as f64, Tunables::check)
+            })
             .unwrap_or_else(|| Tunables::for_pixels(img.pixels() as u64));
         t.check(&gpu.limits)?;
         let subgroups = self.subgroups_fit(t.wg_size);

@@ -12,7 +12,8 @@
 //!
 //! Files: `reference` (the CPU reference and the integer pixel arithmetic), `antialiasing`
 //! (pixelmatch's anti-aliasing test), `gpu` (the GPU pass and its plan), `ssim`, `metrics`
-//! (MAE, RMSE, PSNR from the counts), `bench`, `tune` (the pass's shape, [`Tunables`]).
+//! (MAE, RMSE, PSNR from the counts), `verdict` (the `--fail-on` limits, verdicts and the
+//! reports of `gpukit compare`), `bench`, `tune` (the pass's shape, [`Tunables`]).
 
 mod align;
 mod antialiasing;
@@ -22,6 +23,7 @@ mod metrics;
 mod reference;
 mod ssim;
 mod tune;
+pub mod verdict;
 
 use std::ops::Range;
 
@@ -41,8 +43,9 @@ pub use tune::{Tunables, MAX_GROUP_UNITS};
 pub const OP: super::Op = super::Op {
     name: "compare",
     bench: bench::cases,
-    tune: Some(tune::tune),
+    tune: Some(crate::tune::tune::<tune::Tuning>),
     shaders: gpu::shaders,
+    command: true,
 };
 
 /// pixelmatch's YIQ coefficients as it gives them (0.29889531, 0.58662247, 0.11448223 /

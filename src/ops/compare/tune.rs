@@ -7,9 +7,7 @@ use super::{bench, reference, CompareGpu, Options};
 use crate::bench::Case;
 use crate::gpu::{Engine, Gpu, Timings};
 use crate::io::image::Image;
-use crate::tune::{
-    self, max_invocations, pow2, Level, OpResult, Search, SizeClass, Stage, Tunable,
-};
+use crate::tune::{self, max_invocations, pow2, Level, OpTuning, SizeClass, Stage, Tunable};
 
 /// The most units of 4 pixels one workgroup compares (65536 pixels): its 32-bit sums stay
 /// exact (65536 * 65535 < 2^32). A capped pass gets more workgroups where it would exceed
@@ -123,22 +121,31 @@ impl Tunable for Tunables {
 }
 
 /// `gpukit tune compare`: the pass's shape on RGB8 pairs of 2^18 to 2^23 pixels.
-pub(super) fn tune(
-    engine: &Engine,
-    level: Level,
-    progress: &mut dyn FnMut(&str),
-) -> Result<OpResult> {
-    let gpu = crate::tune::gpu_of(engine)?;
-    Search {
-        engine,
-        gpu,
-        op: "compare",
-        level,
-        stages: stages(),
-        verify: &mut |t| verify(gpu, t),
-        case: &mut |class, stage, t| case(gpu, class, stage, t),
+pub(super) struct Tuning;
+
+impl OpTuning for Tuning {
+    type Tunables = Tunables;
+
+    fn classes(_: &Gpu, level: Level) -> Vec<SizeClass> {
+        tune::image_classes(level)
     }
-    .run(&tune::image_classes(level), progress)
+
+    fn stages() -> Vec<Stage<Tunables>> {
+        stages()
+    }
+
+    fn verify(_: &Engine, gpu: &Gpu, t: &Tunables) -> Result<Option<String>> {
+        verify(gpu, t)
+    }
+
+    fn case<'g>(
+        gpu: &'g Gpu,
+        class: &SizeClass,
+        stage: &'static str,
+        t: &Tunables,
+    ) -> Result<Case<'g>> {
+        case(gpu, class, stage, t)
+    }
 }
 
 /// The stage timed with the diff image drawn (the others count only).

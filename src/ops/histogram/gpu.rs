@@ -39,6 +39,14 @@ struct ChunkParams {
     n_ranges: u32,
 }
 
+crate::ops::params_layout!(ChunkParams {
+    n_pixels,
+    tile_units,
+    n_tiles,
+    bins,
+    n_ranges
+});
+
 /// Keep in sync with `Params` in wgsl/histogram_reduce.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -51,12 +59,23 @@ struct ReduceParams {
     accumulate: u32,
 }
 
+crate::ops::params_layout!(ReduceParams {
+    entries,
+    n_in,
+    fan_in,
+    n_out,
+    blocks,
+    accumulate
+});
+
 /// Keep in sync with `Params` in wgsl/histogram_total.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct TotalParams {
     entries: u32,
 }
+
+crate::ops::params_layout!(TotalParams { entries });
 
 /// The passes of one segment size: the chunk pass and the reduce levels.
 pub(super) struct SegmentPasses {

@@ -67,9 +67,13 @@ impl<'g> Histogrammer<'g> {
             Histogrammer::Gpu { hg, fixed } => {
                 if !*fixed {
                     let gpu = hg.gpu();
-                    let t =
-                        crate::tune::choice(gpu, "histogram", img.pixels() as f64, Tunables::check)
-                            .unwrap_or_else(|| Tunables::default_for(&gpu.limits));
+                    let t = crate::tune::choice(
+                        gpu,
+                        super::OP.name,
+                        img.pixels() as f64,
+                        Tunables::check,
+                    )
+                    .unwrap_or_else(|| Tunables::default_for(&gpu.limits));
                     hg.set_tunables(t);
                 }
                 hg.histogram(img, channels, timings)

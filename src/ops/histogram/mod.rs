@@ -11,10 +11,11 @@
 //!
 //! Files: `reference` (the CPU reference), `stats`, `gpu` (the GPU passes and their plan),
 //! `geometry` (how a layout is cut into tiles, segments and bin ranges),
-//! `histogrammer` (many images on one engine, with a running total), `plot`, `tune`,
-//! `bench`.
+//! `histogrammer` (many images on one engine, with a running total), `plot`, `doc` (the JSON
+//! document and the summary), `tune`, `bench`.
 
 mod bench;
+pub mod doc;
 pub mod engine;
 mod geometry;
 mod gpu;
@@ -40,8 +41,9 @@ pub use tune::Tunables;
 pub const OP: super::Op = super::Op {
     name: "histogram",
     bench: bench::cases,
-    tune: Some(tune::tune),
+    tune: Some(crate::tune::tune::<tune::Tuning>),
     shaders,
+    command: true,
 };
 
 fn shaders() -> Vec<super::ShaderCase> {

@@ -30,6 +30,15 @@ struct ScaleParams {
     bottom_mask: u32,
 }
 
+crate::ops::params_layout!(ScaleParams {
+    width,
+    bins,
+    channels,
+    plotted,
+    top_mask,
+    bottom_mask
+});
+
 /// Keep in sync with `Params` in wgsl/histogram_plot.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -44,6 +53,17 @@ struct PlotParams {
     separator: [f32; 4],
     palette: [[f32; 4]; 16],
 }
+
+crate::ops::params_layout!(PlotParams {
+    width,
+    height,
+    top_height,
+    gap,
+    top_mask,
+    bottom_mask,
+    separator,
+    palette
+});
 
 /// Separator rows between the two panels.
 const PLOT_GAP: u32 = 2;

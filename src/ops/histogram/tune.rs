@@ -7,7 +7,7 @@ use super::{reference, Channels, HistogramGpu};
 use crate::bench::{self, Case};
 use crate::gpu::{Engine, Gpu, Timings};
 use crate::io::image::Image;
-use crate::tune::{self, pow2, Level, OpResult, Search, SizeClass, Stage, Tunable};
+use crate::tune::{self, pow2, Level, OpTuning, SizeClass, Stage, Tunable};
 
 // The defaults of `Tunables`. The chunk pass: invocations per workgroup (capped by the adapter), sub-histograms
 // per workgroup (capped by workgroup storage), and tiles per image aimed at (two
@@ -98,22 +98,31 @@ impl Tunable for Tunables {
 }
 
 /// `gpukit tune histogram`: the kernels' shape on RGBA8 images of 2^18 to 2^23 pixels.
-pub(super) fn tune(
-    engine: &Engine,
-    level: Level,
-    progress: &mut dyn FnMut(&str),
-) -> Result<OpResult> {
-    let gpu = crate::tune::gpu_of(engine)?;
-    Search {
-        engine,
-        gpu,
-        op: "histogram",
-        level,
-        stages: stages(),
-        verify: &mut |t| verify(gpu, t),
-        case: &mut |class, _, t| case(gpu, class, t),
+pub(super) struct Tuning;
+
+impl OpTuning for Tuning {
+    type Tunables = Tunables;
+
+    fn classes(_: &Gpu, level: Level) -> Vec<SizeClass> {
+        tune::image_classes(level)
     }
-    .run(&tune::image_classes(level), progress)
+
+    fn stages() -> Vec<Stage<Tunables>> {
+        stages()
+    }
+
+    fn verify(_: &Engine, gpu: &Gpu, t: &Tunables) -> Result<Option<String>> {
+        verify(gpu, t)
+    }
+
+    fn case<'g>(
+        gpu: &'g Gpu,
+        class: &SizeClass,
+        _: &'static str,
+        t: &Tunables,
+    ) -> Result<Case<'g>> {
+        case(gpu, class, t)
+    }
 }
 
 fn stages() -> Vec<Stage<Tunables>> {

@@ -24,8 +24,9 @@ pub use tune::Tunables;
 pub const OP: super::Op = super::Op {
     name: "matmul",
     bench: bench::cases,
-    tune: Some(tune::tune),
+    tune: Some(crate::tune::tune::<tune::Tuning>),
     shaders: plan::shaders,
+    command: true,
 };
 
 /// The element type A and B are multiplied in. Accumulation is f32 either way.
@@ -168,7 +169,7 @@ impl Options {
         let Dims { m, n, k } = p.dims;
         let size = ((m * n * k) as f64).cbrt();
         self.tile
-            .or_else(|| crate::tune::choice(gpu, "matmul", size, Tunables::check))
+            .or_else(|| crate::tune::choice(gpu, OP.name, size, Tunables::check))
             .unwrap_or_else(|| Tunables::for_limits(&gpu.limits))
     }
 

@@ -25,6 +25,16 @@ struct MatmulParams {
     _pad: u32,
 }
 
+crate::ops::params_layout!(MatmulParams {
+    m,
+    n,
+    k,
+    lda4,
+    ldb4,
+    ldc4,
+    accumulate
+});
+
 /// The variant of wgsl/matmul.wgsl for `precision`: f16 inputs enable f16 and change the
 /// element type.
 pub(super) fn variant(precision: Precision) -> Variant {

@@ -5,7 +5,7 @@ use anyhow::{ensure, Result};
 use super::{exact, outside_bound, Dims, Matmul, MatmulPlan, Options, Precision};
 use crate::bench::{self, Case, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
-use crate::tune::{pow2, Level, OpResult, Search, SizeClass, Stage, Tunable};
+use crate::tune::{pow2, Level, OpTuning, SizeClass, Stage, Tunable};
 
 /// The tiling of the kernel: the single place its sizes are chosen. C is cut into BM x BN
 /// tiles, one per workgroup; each step stages BM x BK of A and BK x BN of B in workgroup
@@ -137,22 +137,31 @@ impl Tunable for Tunables {
 }
 
 /// `gpukit tune matmul`: the tiling on f32 products of 256^3 to 4096^3.
-pub(super) fn tune(
-    engine: &Engine,
-    level: Level,
-    progress: &mut dyn FnMut(&str),
-) -> Result<OpResult> {
-    let gpu = crate::tune::gpu_of(engine)?;
-    Search {
-        engine,
-        gpu,
-        op: "matmul",
-        level,
-        stages: stages(),
-        verify: &mut |t| verify(engine, t),
-        case: &mut |class, _, t| case(gpu, class, t),
+pub(super) struct Tuning;
+
+impl OpTuning for Tuning {
+    type Tunables = Tunables;
+
+    fn classes(_: &Gpu, level: Level) -> Vec<SizeClass> {
+        classes(level)
     }
-    .run(&classes(level), progress)
+
+    fn stages() -> Vec<Stage<Tunables>> {
+        stages()
+    }
+
+    fn verify(engine: &Engine, _: &Gpu, t: &Tunables) -> Result<Option<String>> {
+        verify(engine, t)
+    }
+
+    fn case<'g>(
+        gpu: &'g Gpu,
+        class: &SizeClass,
+        _: &'static str,
+        t: &Tunables,
+    ) -> Result<Case<'g>> {
+        case(gpu, class, t)
+    }
 }
 
 /// n^3 products: 128 quick; 256, 1024 and 4096 in full.
@@ -281,7 +290,7 @@ fn case<'g>(gpu: &'g Gpu, class: &SizeClass, t: &Tunables) -> Result<Case<'g>> {
     };
     let plan = MatmulPlan::new(gpu, &p, &options)?;
     Ok(Case::gpu(
-        "matmul",
+        super::OP.name,
         format!("f32 {}", class.label),
         Unit::Tflops,
         dims.flops(),

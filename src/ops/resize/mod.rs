@@ -30,6 +30,7 @@ pub const OP: super::Op = super::Op {
     bench: bench::cases,
     tune: None,
     shaders: plan::shaders,
+    command: false,
 };
 
 /// The largest output side: the decoder's default limit on an input side (docs/cli.md).

@@ -38,8 +38,9 @@ pub use tune::Tunables;
 pub const OP: super::Op = super::Op {
     name: "scan",
     bench: bench::cases,
-    tune: Some(tune::tune),
+    tune: Some(crate::tune::tune::<tune::Tuning>),
     shaders: plan::shaders,
+    command: true,
 };
 
 /// Invocations per workgroup by default (`Tunables::wg_size`).
@@ -146,7 +147,7 @@ impl Options {
     pub fn resolved(&self, gpu: &Gpu, n: usize) -> Options {
         let t = self
             .tunables
-            .or_else(|| crate::tune::choice(gpu, "scan", n as f64, Tunables::check))
+            .or_else(|| crate::tune::choice(gpu, OP.name, n as f64, Tunables::check))
             .unwrap_or(Tunables::DEFAULT);
         Options {
             tunables: Some(t),

@@ -15,6 +15,8 @@ struct ReduceParams {
     n: u32,
 }
 
+crate::ops::params_layout!(ReduceParams { n });
+
 /// Keep in sync with `Params` in wgsl/scan_block.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -25,6 +27,13 @@ struct BlockParams {
     /// `NO_TOTAL` below a segment's top level.
     total_slot: u32,
 }
+
+crate::ops::params_layout!(BlockParams {
+    n,
+    inclusive,
+    carry_base,
+    total_slot
+});
 
 const NO_TOTAL: u32 = u32::MAX;
 

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use super::{reference, Mode, Op, Options, ScanPlan, VEC_PER_THREAD, WG_SIZE};
 use crate::bench::{self, Case, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
-use crate::tune::{max_invocations, pow2, Level, OpResult, Search, SizeClass, Stage, Tunable};
+use crate::tune::{max_invocations, pow2, Level, OpTuning, SizeClass, Stage, Tunable};
 
 /// The shape of the scan kernels' work, which `gpukit tune` chooses per adapter and size.
 /// Results are the same for every choice (within docs/scan.md's bound for f32 sums, which
@@ -72,22 +72,31 @@ impl Tunable for Tunables {
 }
 
 /// `gpukit tune scan`: the kernels' shape on 2^16 to 2^28 u32.
-pub(super) fn tune(
-    engine: &Engine,
-    level: Level,
-    progress: &mut dyn FnMut(&str),
-) -> Result<OpResult> {
-    let gpu = crate::tune::gpu_of(engine)?;
-    Search {
-        engine,
-        gpu,
-        op: "scan",
-        level,
-        stages: stages(),
-        verify: &mut |t| verify(engine, t),
-        case: &mut |class, _, t| case(gpu, class, t),
+pub(super) struct Tuning;
+
+impl OpTuning for Tuning {
+    type Tunables = Tunables;
+
+    fn classes(gpu: &Gpu, level: Level) -> Vec<SizeClass> {
+        classes(gpu, level)
     }
-    .run(&classes(gpu, level), progress)
+
+    fn stages() -> Vec<Stage<Tunables>> {
+        stages()
+    }
+
+    fn verify(engine: &Engine, _: &Gpu, t: &Tunables) -> Result<Option<String>> {
+        verify(engine, t)
+    }
+
+    fn case<'g>(
+        gpu: &'g Gpu,
+        class: &SizeClass,
+        _: &'static str,
+        t: &Tunables,
+    ) -> Result<Case<'g>> {
+        case(gpu, class, t)
+    }
 }
 
 /// Elements: 2^16 quick; 2^16, 2^20, 2^24 and (where a 1 GiB buffer fits) 2^28 in full.
@@ -160,7 +169,7 @@ fn case<'g>(gpu: &'g Gpu, class: &SizeClass, t: &Tunables) -> Result<Case<'g>> {
     let data: &Vec<u32> = class.input(|| (0..n as u32).map(|i| i % 1000).collect());
     plan.upload(gpu, data);
     Ok(Case::gpu(
-        "scan",
+        super::OP.name,
         format!("u32 sum {}", class.label),
         Unit::Gelemps,
         n as f64,

@@ -1,0 +1,704 @@
+//! Golden-image checks: two images compared (decoded on two threads while the engine opens),
+//! or two folders paired by relative path and compared through the batch driver, with the
+//! verdicts, the diff images and the JSON report of `gpukit compare`.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result};
+
+use super::driver::{Engines, Env, Run};
+use super::pipeline::{Pipeline, Stages};
+use crate::gpu::{Engine, Timings};
+use crate::io::image::{self, Image};
+use crate::io::json::{JsonDest, JsonSink};
+use crate::io::output::{same_file, PendingFile};
+use crate::ops::compare::verdict::{
+    doc_with, finish, folder_verdict, summary_line, FolderReport, Limit, Metric, PairDoc,
+    PairReport, Settings, Verdict,
+};
+use crate::ops::compare::{self as op, Comparison, Options, Rect};
+
+/// What to compare and what to write (checked flags).
+pub struct Request {
+    /// The expected (golden) image, or a folder of them.
+    pub expected: PathBuf,
+    /// The actual image, or a folder paired with `expected`'s by relative path.
+    pub actual: PathBuf,
+    /// The diff image, or in folder mode a folder of them.
+    pub diff: Option<PathBuf>,
+    pub threshold: Option<f64>,
+    pub fail_on: Vec<Limit>,
+    pub ignore: Vec<Rect>,
+    pub antialiasing: bool,
+    pub ssim: bool,
+    pub allow_size_change: bool,
+    pub json: Option<JsonDest>,
+    /// Folder mode: pairs decoded at once.
+    pub jobs: Option<u32>,
+}
+
+/// The checked plan of a run.
+struct Plan {
+    opts: Options,
+    limits: Vec<Limit>,
+    ssim: bool,
+    allow_size_change: bool,
+}
+
+/// Compares two images or two folders as `req` asks: the verdict (an error verdict for an
+/// input that could not be read in folder mode, or a pair that could not be compared with
+/// a report asked for).
+pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
+    let plan = Plan {
+        opts: Options {
+            threshold: args.threshold,
+            antialiasing: args.antialiasing,
+            ignore: args.ignore.clone(),
+            diff: args.diff.is_some(),
+            tunables: None,
+        },
+        ssim: args.ssim || args.fail_on.iter().any(|l| l.metric == Metric::Ssim),
+        limits: args.fail_on.clone(),
+        allow_size_change: args.allow_size_change,
+    };
+    let settings = Settings {
+        threshold: args.threshold,
+        antialiasing: args.antialiasing,
+        ignore: &args.ignore,
+        fail_on: &args.fail_on,
+    };
+    if image::is_stdin(&args.expected) && image::is_stdin(&args.actual) {
+        anyhow::bail!(crate::UsageError(
+            "EXPECTED and ACTUAL are both `-`: stdin holds one image".into()
+        ));
+    }
+    if let (Some(diff), Some(json)) = (&args.diff, &args.json) {
+        let json = json.path().unwrap_or(Path::new("-"));
+        crate::io::output::refuse_shared_output(("--diff", diff), ("--json", json))?;
+    }
+    crate::io::output::note_inputs([args.expected.as_path(), args.actual.as_path()]);
+    let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
+    let missing = [&args.expected, &args.actual]
+        .into_iter()
+        .find(|p| !image::is_stdin(p) && !p.exists());
+    let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
+    let trouble = if let Some(path) = missing {
+        Some(format!("{}: no such file or folder", path.display()))
+    } else if e_dir != a_dir {
+        Some(format!(
+            "{}: compare two images or two folders, not one of each",
+            if e_dir { &args.actual } else { &args.expected }.display()
+        ))
+    } else {
+        None
+    };
+    if let Some(trouble) = trouble {
+        // Still a report, status error, for a CI job that reads it whatever the exit code.
+        if let Some(sink) = sink {
+            env.error(&trouble);
+            write_error(sink, settings, &args, trouble)?;
+            return Ok(Verdict::Error);
+        }
+        anyhow::bail!(trouble);
+    }
+    let mut timings = Timings::default();
+    let status = if e_dir {
+        compare_folders(env, &args, &plan, settings, sink, &mut timings)?
+    } else {
+        let diff = match &args.diff {
+            Some(p) => Some((PendingFile::create(p)?, image::output_format(p)?)),
+            None => None,
+        };
+        let pair = (args.expected.as_path(), args.actual.as_path());
+        let doc = match compare_pair(env, &plan, pair, diff, &mut timings) {
+            Ok(doc) => doc,
+            // Trouble is still reported in the JSON, as folder mode does, for a CI job that
+            // reads the report whatever the exit code.
+            Err(e) if sink.is_some() && !crate::is_broken_pipe(&e) => {
+                env.error(&format!("{e:#}"));
+                write_error(
+                    sink.expect("checked above"),
+                    settings,
+                    &args,
+                    format!("{e:#}"),
+                )?;
+                return Ok(Verdict::Error);
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(w) = doc.unchecked_warning() {
+            env.warn(&w);
+        }
+        if !sink.as_ref().is_some_and(JsonSink::is_stdout) {
+            crate::io::print_stdout(&summary_line(&doc))?;
+        }
+        let status = if doc.status == Verdict::Match {
+            Verdict::Match
+        } else {
+            Verdict::Mismatch
+        };
+        if let Some(sink) = sink {
+            sink.write(&PairReport {
+                gpukit_version: env!("CARGO_PKG_VERSION"),
+                settings,
+                pair: doc,
+            })?;
+        }
+        status
+    };
+    env.report_timings(&timings);
+    Ok(status)
+}
+
+/// The JSON report of a pair that could not be compared: status `error`, the trouble as
+/// its reason.
+fn write_error(sink: JsonSink, settings: Settings, args: &Request, trouble: String) -> Result<()> {
+    let pair = PairDoc {
+        status: Verdict::Error,
+        reason: Some(trouble),
+        ..PairDoc::new(&args.expected, &args.actual)
+    };
+    sink.write(&PairReport {
+        gpukit_version: env!("CARGO_PKG_VERSION"),
+        settings,
+        pair,
+    })
+}
+
+/// Reads two image files at once, on two threads (decoding dominates a comparison), while
+/// the engine opens on a third when it is not open yet.
+fn load_pair(
+    env: &dyn Env,
+    expected: &Path,
+    actual: &Path,
+    engine: &OnceLock<Engine>,
+    timings: &mut Timings,
+) -> Result<(Image, Image)> {
+    let need_engine = engine.get().is_none();
+    let (opened, pair) = std::thread::scope(|s| {
+        let opening = need_engine.then(|| {
+            s.spawn(|| {
+                let mut t = Timings::default();
+                (open_engine(env, &mut t), t)
+            })
+        });
+        let other = s.spawn(|| env.load_image(actual));
+        let a = timings.phase("decode", || env.load_image(expected));
+        let b = other.join().expect("decoding does not panic");
+        let opened = opening.map(|o| {
+            let (engine, t) = o.join().expect("opening the device does not panic");
+            timings.merge(&t);
+            engine
+        });
+        (opened, a.and_then(|a| Ok((a, b?))))
+    });
+    let pair = pair?;
+    if let Some(opened) = opened {
+        // One pair, so one call: the cell is empty here.
+        let _ = engine.set(opened?);
+    }
+    Ok(pair)
+}
+
+/// The engine for compare. A software rasteriser (Mesa lavapipe, WARP) picked by default is
+/// slower than the CPU engine on the same cores, so compare runs on the CPU engine then,
+/// without opening the device; one named with --device or --backend is used as asked (the
+/// tests do).
+fn open_engine(env: &dyn Env, timings: &mut Timings) -> Result<Engine> {
+    let mut engines = env.open_engines(false, timings)?;
+    Ok(engines.remove(0))
+}
+
+/// Tells the engine choice the job's size: `pairs` pairs like the one whose expected image is
+/// `first` (nothing when its header cannot be read: decoding it will say why). Only a regular
+/// file is read twice: a pipe's bytes would be gone.
+fn estimate(env: &dyn Env, plan: &Plan, first: &Path, pairs: usize) {
+    if !image::is_regular_file(first) {
+        return;
+    }
+    if let Ok(h) = image::probe(first) {
+        let pixels = u64::from(h.width) * u64::from(h.height) * pairs as u64;
+        env.estimate(plan.opts.cpu_estimate(pixels));
+    }
+}
+
+/// Whether two files hold the same bytes (then their pixels are the same without decoding).
+/// Only regular files are compared so: a pipe or stdin can be read only once, to decode.
+fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
+    let regular = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file());
+    if !(regular(a) && regular(b)) {
+        return Ok(false);
+    }
+    let len = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.len())
+            .with_context(|| format!("{}: cannot read", p.display()))
+    };
+    if len(a)? != len(b)? {
+        return Ok(false);
+    }
+    let read = |p: &Path| std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()));
+    Ok(read(a)? == read(b)?)
+}
+
+/// A pair read and checked: known already, or two images of one layout for the engine.
+enum Prepared {
+    /// Byte-identical files (metrics from the header), or a size or layout mismatch.
+    Known(PairDoc),
+    /// The images to compare, of one layout and size (`doc.reason` says what was done).
+    Images { doc: PairDoc, aligned: op::Aligned },
+}
+
+/// A pair after the engine: known already, or the engine's counts and diff image.
+enum Measured {
+    Known(PairDoc),
+    Compared {
+        doc: PairDoc,
+        a: Image,
+        b: Image,
+        cmp: Box<Comparison>,
+    },
+}
+
+/// Reads the pair `expected`, `actual` with `load` unless their bytes are identical, and
+/// checks that their layouts can be compared.
+fn prepare(
+    env: &dyn Env,
+    plan: &Plan,
+    (expected, actual): (&Path, &Path),
+    load: impl FnOnce() -> Result<(Image, Image)>,
+    timings: &mut Timings,
+) -> Result<Prepared> {
+    let mut doc = PairDoc::new(expected, actual);
+    // Byte-identical files: every metric is known from the header alone.
+    if timings.phase("read", || same_bytes(expected, actual))? {
+        let h = image::probe(expected)?;
+        let layout = op::layout_name(h.channels, h.bit_depth);
+        doc.expected_layout = Some(layout.clone());
+        doc.actual_layout = Some(layout);
+        let metrics = op::identical(&h, &plan.opts.ignore, plan.ssim);
+        return Ok(Prepared::Known(finish(
+            doc_with(doc, h, metrics),
+            &plan.limits,
+        )));
+    }
+    let (a, b) = load()?;
+    let aligned = match op::align(a, b, plan.allow_size_change) {
+        Ok(aligned) => aligned,
+        Err(reason) => {
+            doc.status = Verdict::SizeMismatch;
+            doc.reason = Some(reason);
+            return Ok(Prepared::Known(doc));
+        }
+    };
+    let [e, a] = &aligned.layouts;
+    let mut notes = Vec::new();
+    if aligned.promoted {
+        notes.push(format!(
+            "layout differs: {e} expected, {a} actual; compared as {}",
+            op::layout_name(4, aligned.a.bit_depth())
+        ));
+    }
+    if let Some(s) = aligned.size_change {
+        let (w, h) = (aligned.a.width, aligned.a.height);
+        notes.push(format!(
+            "size differs: {}x{} expected, {}x{} actual; compared the common {w}x{h} area, \
+             and the pixels only one image has differ",
+            s.expected.0, s.expected.1, s.actual.0, s.actual.1
+        ));
+    }
+    doc.expected_layout = Some(e.clone());
+    doc.actual_layout = Some(a.clone());
+    if !notes.is_empty() {
+        doc.reason = Some(notes.join("; "));
+        env.note(&format!("{}: {}", doc.actual, notes.join("; ")));
+    }
+    Ok(Prepared::Images { doc, aligned })
+}
+
+/// The engine's part: the counts and the diff image.
+fn measure(
+    engine: &Engine,
+    plan: &Plan,
+    prepared: Prepared,
+    timings: &mut Timings,
+) -> Result<Measured> {
+    Ok(match prepared {
+        Prepared::Known(doc) => Measured::Known(doc),
+        Prepared::Images { doc, aligned } => {
+            let (a, b) = (aligned.a, aligned.b);
+            let mut cmp = op::run(engine, (&a, &b), &plan.opts, timings)?;
+            if let Some(s) = aligned.size_change {
+                cmp = s.extend(cmp, &plan.opts.ignore);
+            }
+            Measured::Compared {
+                doc,
+                a,
+                b,
+                cmp: Box::new(cmp),
+            }
+        }
+    })
+}
+
+/// The host's part after the engine: SSIM when asked for, the metrics and the verdict; and
+/// the diff image when one was asked for and the pair does not match.
+fn conclude(plan: &Plan, measured: Measured, timings: &mut Timings) -> (PairDoc, Option<Image>) {
+    let (doc, a, b, cmp) = match measured {
+        Measured::Known(doc) => return (doc, None),
+        Measured::Compared { doc, a, b, cmp } => (doc, a, b, cmp),
+    };
+    let ssim = if plan.ssim && cmp.counts.pixels > cmp.counts.ignored {
+        timings.phase("ssim", || op::ssim(&a, &b, &plan.opts.ignore))
+    } else {
+        None
+    };
+    let metrics = op::metrics(&cmp.counts, a.channels, a.max_value(), ssim);
+    let header = image::Header {
+        width: a.width,
+        height: a.height,
+        channels: a.channels,
+        bit_depth: a.bit_depth(),
+    };
+    let doc = finish(doc_with(doc, header, metrics), &plan.limits);
+    let diff = cmp.diff.filter(|_| doc.status == Verdict::Mismatch);
+    (doc, diff)
+}
+
+/// Compares one pair of files (the two decoded on two threads while the engine opens); the
+/// diff image goes to `diff` when they do not match.
+fn compare_pair(
+    env: &dyn Env,
+    plan: &Plan,
+    (expected, actual): (&Path, &Path),
+    diff: Option<(PendingFile, ::image::ImageFormat)>,
+    timings: &mut Timings,
+) -> Result<PairDoc> {
+    estimate(env, plan, expected, 1);
+    let engine = OnceLock::new();
+    let prepared = {
+        let t = &mut *timings;
+        let load = || load_pair(env, expected, actual, &engine, t);
+        let mut own = Timings::default();
+        let prepared = prepare(env, plan, (expected, actual), load, &mut own)?;
+        timings.merge(&own);
+        prepared
+    };
+    let measured = match prepared {
+        Prepared::Known(doc) => Measured::Known(doc),
+        images => measure(
+            engine.get().expect("opened by load_pair"),
+            plan,
+            images,
+            timings,
+        )?,
+    };
+    let (mut doc, image) = conclude(plan, measured, timings);
+    if let (Some((pending, format)), Some(img)) = (diff, image) {
+        doc.diff = Some(pending.path().display().to_string());
+        timings.phase("encode", || image::save_to(pending, format, img))?;
+    }
+    Ok(doc)
+}
+
+/// Extensions of the image files folder mode pairs up.
+const IMAGE_EXTENSIONS: &[&str] = &[
+    "png", "jpg", "jpeg", "webp", "tif", "tiff", "bmp", "gif", "pnm", "pbm", "pgm", "ppm", "pam",
+    "tga", "qoi", "ico",
+];
+
+/// Where each pair's diff image goes under `dir`: its relative path with the extension
+/// `.png`, or with `.png` added to its name where two pairs would otherwise share one
+/// (`x.png` and `x.bmp` give `x.png.png` and `x.bmp.png`).
+fn diff_paths(dir: &Path, both: &[&PathBuf]) -> Vec<PathBuf> {
+    let plain: Vec<PathBuf> = both.iter().map(|r| r.with_extension("png")).collect();
+    let mut uses = std::collections::HashMap::<&PathBuf, usize>::new();
+    for p in &plain {
+        *uses.entry(p).or_default() += 1;
+    }
+    let shared = |p: &PathBuf| uses[p] > 1;
+    both.iter()
+        .zip(&plain)
+        .map(|(rel, p)| {
+            if shared(p) {
+                let mut name = rel.as_os_str().to_owned();
+                name.push(".png");
+                dir.join(name)
+            } else {
+                dir.join(p)
+            }
+        })
+        .collect()
+}
+
+/// The image files under `root`, as sorted relative paths, passing over the folder `skip`
+/// (the --diff folder). Links to folders are followed, but never into a folder already
+/// listed or one that holds the link (a loop): those are left out with a warning.
+fn image_files(env: &dyn Env, root: &Path, skip: Option<&Path>) -> Result<Vec<PathBuf>> {
+    use crate::io::output::file_id;
+    let mut out = Vec::new();
+    // Each folder to list with the identities of the folders above it (itself included).
+    let mut stack = vec![(PathBuf::new(), Vec::from_iter(file_id(root)))];
+    while let Some((rel, chain)) = stack.pop() {
+        let dir = root.join(&rel);
+        let entries = std::fs::read_dir(&dir)
+            .with_context(|| format!("{}: cannot list the folder", dir.display()))?;
+        for e in entries {
+            let e = e.with_context(|| format!("{}: cannot list the folder", dir.display()))?;
+            let path = rel.join(e.file_name());
+            let full = root.join(&path);
+            if full.is_dir() {
+                let Some(id) = file_id(&full) else { continue };
+                let linked = e.file_type().is_ok_and(|t| t.is_symlink());
+                if chain.contains(&id) || (linked && holds(&full, &dir)) {
+                    env.warn(&format!(
+                        "{}: left out, a link to a folder that holds it (it would loop)",
+                        full.display()
+                    ));
+                    continue;
+                }
+                if !skip.is_some_and(|s| super::same_folder(&full, s)) {
+                    let mut below = chain.clone();
+                    below.push(id);
+                    stack.push((path, below));
+                }
+            } else if full
+                .extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| IMAGE_EXTENSIONS.contains(&x.to_ascii_lowercase().as_str()))
+            {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    crate::io::output::note_inputs(
+        out.iter()
+            .map(|p| root.join(p))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(PathBuf::as_path),
+    );
+    Ok(out)
+}
+
+/// Whether the folder `link` leads to holds `dir` (is it or one of its ancestors).
+fn holds(link: &Path, dir: &Path) -> bool {
+    match (std::fs::canonicalize(link), std::fs::canonicalize(dir)) {
+        (Ok(to), Ok(dir)) => dir.starts_with(to),
+        _ => false,
+    }
+}
+
+/// Whether `path` (which may not exist yet) lies inside the folder `folder`, by identity:
+/// one of its existing ancestors is that folder.
+fn inside(path: &Path, folder: &Path) -> bool {
+    let Some(id) = crate::io::output::file_id(folder) else {
+        return false;
+    };
+    // The deepest part of `path` that exists, with links and `..` resolved.
+    let Some(real) = path
+        .ancestors()
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                a
+            }
+        })
+        .find_map(|a| std::fs::canonicalize(a).ok())
+    else {
+        return false;
+    };
+    real.ancestors()
+        .any(|a| crate::io::output::file_id(a).as_ref() == Some(&id))
+}
+
+/// Compares the pairs `both` of the two folders through the batch pipeline: each pair's two
+/// files decode on a thread of the pool, the engine (opened on its own thread while the
+/// first pairs decode) counts, and the pool computes SSIM and writes the diff image (as PNG,
+/// at the pair's relative path under the --diff folder). A pair that fails is reported on
+/// stderr and listed with status `error`. The documents come back in the order of `both`.
+fn compare_pairs(
+    env: &dyn Env,
+    args: &Request,
+    plan: &Plan,
+    (both, diffs): (&[&PathBuf], Option<&[PathBuf]>),
+    hide: bool,
+    timings: &mut Timings,
+) -> Result<Vec<PairDoc>> {
+    // Each pair with where its diff image goes.
+    let items: Vec<(&PathBuf, Option<&PathBuf>)> = both
+        .iter()
+        .enumerate()
+        .map(|(i, rel)| (*rel, diffs.map(|d| &d[i])))
+        .collect();
+    let engines = Engines::new(false);
+    let stages = Stages {
+        decode: |&(rel, _): &(&PathBuf, Option<&PathBuf>)| {
+            let (e, a) = (args.expected.join(rel), args.actual.join(rel));
+            let mut t = Timings::default();
+            let load = || Ok((env.load_image(&e)?, env.load_image(&a)?));
+            prepare(env, plan, (&e, &a), load, &mut t)
+        },
+        start: |engine, _| Ok(engine),
+        engine: |engine: &mut &Engine,
+                 t: &mut Timings,
+                 &(rel, _): &(&PathBuf, Option<&PathBuf>),
+                 prepared| {
+            measure(engine, plan, prepared, t)
+                .with_context(|| args.actual.join(rel).display().to_string())
+        },
+        encode: |&(rel, diff): &(&PathBuf, Option<&PathBuf>), measured: Measured| {
+            let mut t = Timings::default();
+            let (mut doc, image) = conclude(plan, measured, &mut t);
+            if let (Some(path), Some(img)) = (diff, image) {
+                let (e, a) = (args.expected.join(rel), args.actual.join(rel));
+                if same_file(path, &e) || same_file(path, &a) {
+                    anyhow::bail!(
+                        "{}: the diff image would replace an image compared; refusing",
+                        path.display()
+                    );
+                }
+                let parent = path.parent().expect("a file in a folder");
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("{}: cannot create", parent.display()))?;
+                let pending = PendingFile::create(path)?;
+                doc.diff = Some(path.display().to_string());
+                image::save_to(pending, ::image::ImageFormat::Png, img)?;
+            }
+            Ok(doc)
+        },
+        finish: |_, _: &mut Timings| Ok(()),
+    };
+    let batch = Run {
+        env,
+        pipeline: Pipeline::new(args.jobs.map(|j| j as usize)),
+        engines: &engines,
+        hide,
+    };
+    let name = |(rel, _): &(&PathBuf, Option<&PathBuf>)| rel.display().to_string();
+    let warn = |_: usize, r: &Result<PairDoc>| {
+        if let Some(w) = r.as_ref().ok().and_then(PairDoc::unchecked_warning) {
+            env.warn(&w);
+        }
+    };
+    let driven = batch.drive(&items, name, stages, |_| true, warn)?;
+    for (phase, d) in driven.stage_times().phases() {
+        if phase != "engine" {
+            timings.add(phase, d);
+        }
+    }
+    for t in &driven.engine_timings {
+        timings.merge(t);
+    }
+    let docs = driven.outcomes.into_iter().zip(both).map(|(outcome, rel)| {
+        outcome.result.unwrap_or_else(|err| PairDoc {
+            status: Verdict::Error,
+            reason: Some(format!("{err:#}")),
+            ..PairDoc::new(&args.expected.join(rel), &args.actual.join(rel))
+        })
+    });
+    Ok(docs.collect())
+}
+
+fn compare_folders(
+    env: &dyn Env,
+    args: &Request,
+    plan: &Plan,
+    settings: Settings,
+    sink: Option<JsonSink>,
+    timings: &mut Timings,
+) -> Result<Verdict> {
+    if let Some(dir) = &args.diff {
+        if crate::io::output::names_stream(dir) || (dir.exists() && !dir.is_dir()) {
+            anyhow::bail!(crate::UsageError(format!(
+                "{}: in folder mode --diff names a folder",
+                dir.display()
+            )));
+        }
+        for (folder, name) in [(&args.expected, "EXPECTED"), (&args.actual, "ACTUAL")] {
+            if super::same_folder(dir, folder) {
+                anyhow::bail!(crate::UsageError(format!(
+                    "{}: --diff names the {name} folder; its diff images would replace the \
+                     images compared",
+                    dir.display()
+                )));
+            }
+        }
+        if inside(dir, &args.expected) {
+            anyhow::bail!(crate::UsageError(format!(
+                "{}: --diff lies inside the EXPECTED folder {}; diff images would be written \
+                 among (and over) the golden images: give a folder outside it",
+                dir.display(),
+                args.expected.display()
+            )));
+        }
+    }
+    // A --diff folder inside either folder holds diff images, not images to compare.
+    let skip = args.diff.as_deref();
+    let expected = image_files(env, &args.expected, skip)?;
+    let actual = image_files(env, &args.actual, skip)?;
+    if expected.is_empty() && actual.is_empty() {
+        anyhow::bail!(
+            "{} and {}: no image files in either folder, nothing to compare",
+            args.expected.display(),
+            args.actual.display()
+        );
+    }
+    // Both lists are sorted: a lookup is a binary search, not a scan of the other folder.
+    let has = |list: &[PathBuf], p: &PathBuf| list.binary_search(p).is_ok();
+    let missing: Vec<&PathBuf> = expected.iter().filter(|p| !has(&actual, p)).collect();
+    let extra: Vec<&PathBuf> = actual.iter().filter(|p| !has(&expected, p)).collect();
+    let both: Vec<&PathBuf> = expected.iter().filter(|p| has(&actual, p)).collect();
+    let diffs = args.diff.as_ref().map(|dir| diff_paths(dir, &both));
+    if let Some(first) = both.first() {
+        estimate(env, plan, &args.expected.join(first), both.len());
+    }
+    let json_stdout = sink.as_ref().is_some_and(JsonSink::is_stdout);
+    let files = if both.is_empty() {
+        Vec::new()
+    } else {
+        compare_pairs(
+            env,
+            args,
+            plan,
+            (&both, diffs.as_deref()),
+            env.quiet() || json_stdout,
+            timings,
+        )?
+    };
+    let mut text = String::new();
+    for doc in files.iter().filter(|d| d.status != Verdict::Error) {
+        text += &summary_line(doc);
+    }
+    for p in &missing {
+        text += &format!("{}: MISSING from {}\n", p.display(), args.actual.display());
+    }
+    for p in &extra {
+        text += &format!("{}: EXTRA in {}\n", p.display(), args.actual.display());
+    }
+    let status = folder_verdict(&files, missing.is_empty() && extra.is_empty());
+    if !json_stdout {
+        crate::io::print_stdout(&text)?;
+    }
+    if let Some(sink) = sink {
+        let show = |v: Vec<&PathBuf>| v.iter().map(|p| p.display().to_string()).collect();
+        sink.write(&FolderReport {
+            gpukit_version: env!("CARGO_PKG_VERSION"),
+            settings,
+            expected: args.expected.display().to_string(),
+            actual: args.actual.display().to_string(),
+            status,
+            files,
+            missing: show(missing),
+            extra: show(extra),
+        })?;
+    }
+    Ok(match status {
+        Verdict::Match => Verdict::Match,
+        Verdict::Error => Verdict::Error,
+        _ => Verdict::Mismatch,
+    })
+}

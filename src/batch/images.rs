@@ -1,0 +1,447 @@
+//! Image-to-image batches (blur, and any op that makes one image of another, of the same size
+//! or not): inputs paired with outputs up front, each decoded with its metadata, the op run on
+//! the engines, the result encoded with the metadata kept, `--skip-existing`, the per-file
+//! `--report` and the batch's timings. The op comes in as an [`ImageOp`].
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use image::ImageFormat;
+
+use super::driver::{Engines, Env, Run};
+use super::inputs::Item;
+use super::pipeline::{Pipeline, StageTimes, Stages};
+use super::report::{FileRecord, FileStatus, Report};
+use super::{outputs, Outcome};
+use crate::gpu::{Engine, Timings};
+use crate::io::image::{self as img_io, Header, Image, WriteOptions};
+use crate::io::jpeg::Subsampling;
+use crate::io::json::{JsonDest, JsonSink};
+use crate::io::metadata::Metadata;
+use crate::io::output::{self, PendingFile};
+
+/// An op that makes one image of another: what the batch needs to know of it.
+pub trait ImageOp: Sync {
+    /// Its name in the `--report` document.
+    fn name(&self) -> &'static str;
+    /// A worker on `engine`; each engine thread holds one for the whole batch, so that it
+    /// may keep its GPU plan from one image to the next.
+    fn worker<'e>(&'e self, engine: &'e Engine) -> Box<dyn ImageWorker + 'e>;
+    /// What a GPU would save against the native CPU engine on `files` images like `header`.
+    fn gpu_saving(&self, header: &Header, files: u32) -> Duration;
+    /// The output's metadata, from the input's (`input` is the input's width and height):
+    /// as it is by default; an op that changes the size scales what depends on it.
+    fn metadata(&self, _input: (u32, u32), _output: &Image, _metadata: &mut Metadata) {}
+}
+
+/// An op on one engine, image after image.
+pub trait ImageWorker {
+    /// The op's result for `image`, adding phases (and GPU passes) to `timings`.
+    fn run(&mut self, image: &Image, timings: &mut Timings) -> Result<Image>;
+}
+
+/// Where and how the outputs are written (checked by [`run`] before any file is read).
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {
+    /// One named output (`-`: stdout).
+    pub output: Option<PathBuf>,
+    /// Each output under this folder at its input's relative path.
+    pub out_dir: Option<PathBuf>,
+    /// The format (an extension) with `out_dir` or on stdout.
+    pub out_format: Option<String>,
+    pub skip_existing: bool,
+    pub overwrite: bool,
+    /// The per-file report's destination.
+    pub report: Option<JsonDest>,
+    /// Drop the metadata.
+    pub strip: bool,
+    /// Turn the pixels upright by their EXIF orientation.
+    pub auto_orient: bool,
+    pub quality: Option<u8>,
+    pub compression: Option<u8>,
+    /// JPEG chroma subsampling (default: a JPEG input's own, else 4:2:0).
+    pub subsampling: Option<Subsampling>,
+    /// Progressive JPEG.
+    pub progressive: bool,
+    /// JPEG Huffman tables optimized for each image (`Some(false)`: the standard's).
+    pub optimize: Option<bool>,
+}
+
+/// What travels with an image from decoder to encoder.
+struct Carried {
+    metadata: Metadata,
+    write: WriteOptions,
+}
+
+/// One file of the batch.
+struct Job {
+    input: PathBuf,
+    output: PathBuf,
+    format: ImageFormat,
+}
+
+/// Runs `op` over the items `list` gives (called with the output folder, which it passes
+/// over) on `pipeline`, writing each result. Returns whether every file was done (or
+/// skipped); a file's failure is reported and the batch goes on.
+pub fn run(
+    env: &dyn Env,
+    op: &dyn ImageOp,
+    out: &Outputs,
+    mut pipeline: Pipeline,
+    list: impl FnOnce(Option<&Path>) -> Result<Vec<Item>>,
+) -> Result<bool> {
+    if let (Some(o), Some(report)) = (&out.output, &out.report) {
+        let report = report.path().unwrap_or(Path::new("-"));
+        output::refuse_shared_output(("-o", o), ("--report", report))?;
+    }
+    // Opened before the inputs are listed and the output folder is made, so a bad path
+    // fails at once and leaves nothing behind.
+    let report_sink = out
+        .report
+        .as_ref()
+        .map(|r| JsonSink::open_as(r, "--report"))
+        .transpose()?;
+    let jobs = jobs(out, list(out.out_dir.as_deref())?)?;
+    if jobs.is_empty() {
+        env.note("this shard holds none of the inputs");
+        return Ok(true);
+    }
+    // `-o`'s output is created before the work, so an unwritable place fails before any
+    // decoding; removed on any error, it leaves nothing behind.
+    // `--overwrite` lets an output replace its input; any other input is refused.
+    let create = |p: &Path| match out.overwrite {
+        true => PendingFile::create_over_input(p),
+        false => PendingFile::create(p),
+    };
+    // `IN -o IN` (`blur IN -o IN`) replaces its one input on purpose (docs/cli.md).
+    let named = match &out.output {
+        Some(_) if output::same_file(&jobs[0].output, &jobs[0].input) => {
+            Some(PendingFile::create_over_input(&jobs[0].output)?)
+        }
+        Some(_) => Some(create(&jobs[0].output)?),
+        None => None,
+    };
+    let named = std::sync::Mutex::new(named);
+    let started = Instant::now();
+    let (mut records, todo) = skip_existing(&jobs, out.skip_existing);
+    if todo.iter().any(|&i| jobs[i].format == ImageFormat::Gif) {
+        env.warn(
+            "GIF holds at most 256 colours: the outputs are reduced to a palette, not exact \
+             (.png, .webp or .tif keep every colour)",
+        );
+    }
+    // Engine threads sharing the device: each copies its image into staging and the result
+    // out on the host, so with several threads one copies while another's image is on the
+    // device.
+    pipeline.engines = (pipeline.jobs / 4).clamp(1, 4);
+    let devices = Engines::new(true);
+    let mut device_timings = Timings::default();
+    if env.several_devices() {
+        // Several devices: opened first, so that each gets engine threads of its own (a
+        // slower one takes fewer images, since every thread takes the next when free).
+        let n = devices.get(env, &mut device_timings)?.len();
+        pipeline.engines = pipeline.engines.max(n);
+    }
+    let read = env.read_options();
+    // The job's size for the engine choice, from the first file to do: the batch is taken to
+    // be that many files like it (a wrong guess costs speed, never results: engines agree).
+    // Only a regular file is read twice: a pipe's bytes would be gone.
+    let first = todo.first().map(|&i| &jobs[i]);
+    if let Some(job) = first.filter(|j| img_io::is_regular_file(&j.input)) {
+        if let Ok(h) = img_io::probe_with(&job.input, &read) {
+            let files = u32::try_from(todo.len()).unwrap_or(u32::MAX);
+            env.estimate(op.gpu_saving(&h, files));
+        }
+    }
+    let hide =
+        env.quiet() || jobs.len() == 1 || report_sink.as_ref().is_some_and(JsonSink::is_stdout);
+    let stages = Stages {
+        decode: |&i: &usize| {
+            let job = &jobs[i];
+            let decoded = img_io::load_with(&job.input, &read)?;
+            Ok(prepare(out, job.format, decoded, |d| {
+                env.accept(&job.input, d)
+            }))
+        },
+        start: |engine, _| Ok(op.worker(engine)),
+        engine: |w: &mut Box<dyn ImageWorker + '_>,
+                 timings: &mut Timings,
+                 &i: &usize,
+                 (image, mut carried): (Image, Carried)| {
+            let job = &jobs[i];
+            env.detail(&format!(
+                "{}: {}x{}, {} channels, {}-bit",
+                job.input.display(),
+                image.width,
+                image.height,
+                image.channels,
+                image.bit_depth()
+            ));
+            img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
+            let made = w
+                .run(&image, timings)
+                .with_context(|| format!("{}", job.input.display()))?;
+            op.metadata((image.width, image.height), &made, &mut carried.metadata);
+            Ok((made, carried))
+        },
+        encode: |&i: &usize, (made, carried): (Image, Carried)| {
+            let job = &jobs[i];
+            outputs::create_parent(&job.output)?;
+            let created = named.lock().expect("no encoder panics").take();
+            let pending = match created {
+                Some(p) => p,
+                None => create(&job.output)?,
+            };
+            env.detail(&pending.describe());
+            env.detail(&format!(
+                "{}: {}{}",
+                job.output.display(),
+                match job.format {
+                    ImageFormat::Jpeg => format!(
+                        "quality {}, {}{}, ",
+                        carried.write.quality,
+                        carried.write.subsampling.name(),
+                        if carried.write.progressive {
+                            ", progressive"
+                        } else {
+                            ""
+                        }
+                    ),
+                    ImageFormat::Png => format!("compression {}, ", carried.write.compression),
+                    _ => String::new(),
+                },
+                carried.metadata.describe()
+            ));
+            img_io::save_to_with(pending, job.format, made, &carried.metadata, &carried.write)
+        },
+        finish: |_, _: &mut Timings| Ok(()),
+    };
+    let batch = Run {
+        env,
+        pipeline,
+        engines: &devices,
+        hide,
+    };
+    let name = |&i: &usize| jobs[i].input.display().to_string();
+    let not_pipe = |e: &anyhow::Error| !crate::is_broken_pipe(e);
+    let driven = batch.drive(&todo, name, stages, not_pipe, |_, _| {})?;
+    let stage_times = driven.stage_times();
+    for outcome in driven.outcomes {
+        let i = todo[outcome.index];
+        records[i] = Some(ended(&jobs[i], outcome)?);
+    }
+    let records: Vec<FileRecord> = records
+        .into_iter()
+        .map(|r| r.expect("every file ends"))
+        .collect();
+    env.report_timings(&batch_timings(
+        stage_times,
+        device_timings,
+        driven.engine_timings,
+    ));
+    let names = devices.opened().iter().map(Engine::describe).collect();
+    let report = Report::new(op.name(), names, records, started.elapsed());
+    if jobs.len() > 1 {
+        env.note(&report.summary_line());
+    }
+    let failed = report.summary.failed;
+    if let Some(sink) = report_sink {
+        sink.write(&report)?;
+    }
+    Ok(failed == 0)
+}
+
+/// Inputs paired with their outputs, checked up front (nothing is created but the output
+/// folder).
+fn jobs(out: &Outputs, items: Vec<Item>) -> Result<Vec<Job>> {
+    let usage = |m: String| anyhow::Error::new(crate::UsageError(m));
+    let outputs = match (&out.output, &out.out_dir) {
+        (Some(o), _) => {
+            if items.len() > 1 {
+                return Err(usage(format!(
+                    "-o names one output but {} inputs were given; use --out-dir",
+                    items.len()
+                )));
+            }
+            if out.out_format.is_some() && !output::names_stream(o) {
+                return Err(usage(format!(
+                    "{}: --out-format applies to --out-dir and to -o - (a file's extension names its format)",
+                    o.display()
+                )));
+            }
+            img_io::output_format(o)?;
+            if output::names_stream(o) {
+                PendingFile::create(o)?.refuse_terminal("a binary image")?;
+            }
+            vec![o.clone()]
+        }
+        (None, Some(dir)) => {
+            let format = out.out_format.as_deref();
+            outputs::under_dir(&items, dir, format, out.overwrite)?
+        }
+        (None, None) => unreachable!("clap requires -o or --out-dir"),
+    };
+    let jobs = items
+        .into_iter()
+        .zip(outputs)
+        .map(|(item, output)| {
+            let format = match &out.out_format {
+                Some(ext) if output::names_stream(&output) => {
+                    img_io::output_format(Path::new(&format!("x.{ext}")))?
+                }
+                _ => img_io::output_format(&output)?,
+            };
+            Ok(Job {
+                input: item.path,
+                output,
+                format,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    check_encoding(out, &jobs)?;
+    if let Some(dir) = &out.out_dir {
+        output::prepare_folder(dir)?;
+    }
+    Ok(jobs)
+}
+
+/// `--quality`, `--compression` and the JPEG flags must apply to some output.
+fn check_encoding(out: &Outputs, jobs: &[Job]) -> Result<()> {
+    let usage = |m: &str| Err(crate::UsageError(m.into()).into());
+    let any = |f: ImageFormat| jobs.iter().any(|j| j.format == f);
+    if out.quality.is_some() && !jobs.is_empty() && !any(ImageFormat::Jpeg) {
+        return if any(ImageFormat::WebP) {
+            usage("--quality: WebP output is lossless (gpukit has no lossy WebP encoder); --quality applies to JPEG")
+        } else {
+            usage("--quality applies to JPEG output only")
+        };
+    }
+    if out.compression.is_some() && !jobs.is_empty() && !any(ImageFormat::Png) {
+        return usage("--compression applies to PNG output only");
+    }
+    let jpeg_flag = if out.subsampling.is_some() {
+        Some("--subsampling")
+    } else if out.progressive {
+        Some("--progressive")
+    } else if out.optimize.is_some() {
+        Some("--jpeg-tables")
+    } else {
+        None
+    };
+    if let Some(flag) = jpeg_flag.filter(|_| !jobs.is_empty() && !any(ImageFormat::Jpeg)) {
+        return usage(&format!("{flag} applies to JPEG output only"));
+    }
+    Ok(())
+}
+
+/// What is written with a decoded input: its metadata (none with --strip) and the
+/// settings, after turning it upright with --auto-orient.
+fn prepare(
+    out: &Outputs,
+    format: ImageFormat,
+    mut decoded: img_io::Decoded,
+    accept: impl FnOnce(img_io::Decoded) -> Image,
+) -> (Image, Carried) {
+    let mut metadata = std::mem::take(&mut decoded.metadata);
+    let jpeg_quality = decoded.jpeg_quality;
+    let jpeg_subsampling = decoded.jpeg_subsampling;
+    let mut image = accept(decoded);
+    if out.auto_orient {
+        image = metadata.auto_orient(image);
+    }
+    if out.strip {
+        metadata = Metadata::default();
+    }
+    // A JPEG input's own quality and subsampling when it is written as JPEG again.
+    let kept = jpeg_quality.filter(|_| format == ImageFormat::Jpeg);
+    let kept_subsampling = jpeg_subsampling.filter(|_| format == ImageFormat::Jpeg);
+    let write = WriteOptions {
+        quality: out
+            .quality
+            .or(kept)
+            .unwrap_or(WriteOptions::DEFAULT_QUALITY),
+        compression: out.compression.unwrap_or(WriteOptions::DEFAULT_COMPRESSION),
+        subsampling: out
+            .subsampling
+            .or(kept_subsampling)
+            .unwrap_or(Subsampling::DEFAULT),
+        progressive: out.progressive,
+        optimize: out.optimize.unwrap_or(WriteOptions::DEFAULT_OPTIMIZE),
+    };
+    (image, Carried { metadata, write })
+}
+
+/// The batch's `--timings`, in the order an image goes: opening the devices, decoding and
+/// waiting for an engine (summed over the files), the engine threads' phases (planning, upload,
+/// compute, download on a GPU), then waiting for an encoder and encoding.
+fn batch_timings(stages: StageTimes, device: Timings, engines: Vec<Timings>) -> Timings {
+    // Opening the engine comes first, whichever thread did it: slots in the order it goes.
+    let opening = ["instance", "adapters", "device"];
+    let mut timings = Timings::default();
+    for phase in opening {
+        timings.add(phase, std::time::Duration::ZERO);
+    }
+    timings.merge(&device);
+    let [decode, wait, _engine, encode_wait, encode] = stages.phases();
+    for (phase, d) in [decode, wait] {
+        timings.add(phase, d);
+    }
+    for t in &engines {
+        timings.merge(t);
+    }
+    for (phase, d) in [encode_wait, encode] {
+        timings.add(phase, d);
+    }
+    // Slots left empty (the native CPU engine opens no device) are not phases.
+    timings
+        .phases
+        .retain(|(p, ms)| !opening.contains(&p.as_str()) || *ms > 0.0);
+    timings
+}
+
+/// The records of the files whose output exists already (`--skip-existing`), and the
+/// indices of the files to do.
+fn skip_existing(jobs: &[Job], skip: bool) -> (Vec<Option<FileRecord>>, Vec<usize>) {
+    let mut records = vec![None; jobs.len()];
+    let mut todo = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        // A folder where the output should be is no output: writing it fails, and says so.
+        let done = job.output.symlink_metadata().is_ok() && !job.output.is_dir();
+        if skip && done {
+            records[i] = Some(record(job, FileStatus::Skipped, None, None));
+        } else {
+            todo.push(i);
+        }
+    }
+    (records, todo)
+}
+
+/// The record of a file that went through the pipeline. A closed stdout (`-o - | head`)
+/// ends the run, quietly.
+fn ended(job: &Job, outcome: Outcome<()>) -> Result<FileRecord> {
+    let (status, error) = match outcome.result {
+        Ok(()) => (FileStatus::Ok, None),
+        Err(e) if crate::is_broken_pipe(&e) => return Err(e),
+        Err(e) => (FileStatus::Failed, Some(format!("{e:#}"))),
+    };
+    let mut r = record(job, status, error, Some(outcome.times));
+    r.device = outcome.engine;
+    Ok(r)
+}
+
+fn record(
+    job: &Job,
+    status: FileStatus,
+    error: Option<String>,
+    times: Option<StageTimes>,
+) -> FileRecord {
+    FileRecord {
+        input: job.input.display().to_string(),
+        output: Some(job.output.display().to_string()),
+        status,
+        error,
+        times,
+        device: None,
+    }
+}
