@@ -310,7 +310,11 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         true => PendingFile::create_over_input(p),
         false => PendingFile::create(p),
     };
+    // `blur IN -o IN` replaces its one input on purpose (docs/cli.md).
     let named = match &args.output {
+        Some(_) if output::same_file(&jobs[0].output, &jobs[0].input) => {
+            Some(PendingFile::create_over_input(&jobs[0].output)?)
+        }
         Some(_) => Some(create(&jobs[0].output)?),
         None => None,
     };
@@ -358,7 +362,14 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         decode: |&i: &usize| {
             let job = &jobs[i];
             let decoded = img_io::load_with(&job.input, &read)?;
-            Ok(args.prepare(job.format, decoded, |d| ctx.accept(&job.input, d)))
+            let (image, mut carried) =
+                args.prepare(job.format, decoded, |d| ctx.accept(&job.input, d));
+            if job.format == ImageFormat::Jpeg {
+                for dropped in carried.metadata.fit_jpeg() {
+                    ctx.warn(&format!("{}: {dropped}", job.output.display()));
+                }
+            }
+            Ok((image, carried))
         },
         start: |n| -> Result<EngineState<'_>> {
             let mut timings = Timings::default();

@@ -175,10 +175,6 @@ pub fn histograms(paths: &[PathBuf]) -> Result<Value> {
     for p in paths {
         docs.push((p.as_path(), read(p)?));
     }
-    disjoint(docs.iter().flat_map(|(p, d)| {
-        let listed = ["inputs", "failed"].map(|k| d[k].as_array().into_iter().flatten());
-        listed.into_iter().flatten().map(move |e| (*p, e))
-    }))?;
     widen_to_union(&mut docs)?;
     let (first_path, first) = docs
         .first()
@@ -200,6 +196,11 @@ pub fn histograms(paths: &[PathBuf]) -> Result<Value> {
         inputs.extend(array(doc, "inputs", path)?.iter().cloned());
         failed.extend(array(doc, "failed", path)?.iter().cloned());
     }
+    // After the bins and alpha: documents of other runs are told apart by those first.
+    disjoint(docs.iter().flat_map(|(p, d)| {
+        let listed = ["inputs", "failed"].map(|k| d[k].as_array().into_iter().flatten());
+        listed.into_iter().flatten().map(move |e| (*p, e))
+    }))?;
     let by_path = |v: &Value| PathBuf::from(v["path"].as_str().unwrap_or_default());
     inputs.sort_by_key(by_path);
     failed.sort_by_key(by_path);
