@@ -601,19 +601,20 @@ fn messages_name_the_file_once_with_the_right_hint() {
     r.code(1).one_error_line("cut.png");
     assert_eq!(r.stderr.matches("cut.png").count(), 1, "{}", r.stderr);
 
-    // A float64 .npy: matmul takes float32 or float16, and says only that.
+    // A complex .npy: matmul takes real numbers as float32, and says only that.
     let mut npy = b"\x93NUMPY\x01\x00".to_vec();
-    let mut header = "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1), }".to_string();
+    let mut header = "{'descr': '<c16', 'fortran_order': False, 'shape': (1, 1), }".to_string();
     let total = (10 + header.len() + 1).next_multiple_of(64);
     header += &" ".repeat(total - 10 - header.len() - 1);
     header.push('\n');
     npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
     npy.extend_from_slice(header.as_bytes());
-    npy.extend_from_slice(&1.0f64.to_le_bytes());
+    npy.extend_from_slice(&[0; 16]);
     std::fs::write(d.join("a.npy"), npy).unwrap();
     let r = run_in(Some(d), &["--backend", "cpu", "matmul", "a.npy", "a.npy"]);
-    r.code(1)
-        .one_error_line("a.npy: dtype <f8 is not supported by matmul (float32 or float16)");
+    r.code(1).one_error_line(
+        "a.npy: dtype <c16 is not supported by matmul (real numbers, read as float32)",
+    );
     assert!(!r.stderr.contains("int32"), "{}", r.stderr);
 
     run(&["devices", "--device", "nonsense"])
@@ -773,7 +774,7 @@ fn merge_refuses_documents_that_overlap() {
 // Issue 24: checks up front and messages that say what is wrong: a read-only --out-dir
 // before any decoding, gray+alpha to BMP (its alpha was dropped with exit 0), a gray image
 // against an RGB one of another size (said the layout differed), `[1.0]` as u32 (said "1 is
-// not an integer"), and a file named `-` in --files-from (was read from stdin).
+// not an integer"; now taken), and a file named `-` in --files-from (was read from stdin).
 #[test]
 fn checks_come_first_and_messages_say_what_is_wrong() {
     use std::os::unix::fs::PermissionsExt;
@@ -828,10 +829,17 @@ fn checks_come_first_and_messages_say_what_is_wrong() {
         r.stdout
     );
 
-    std::fs::write(d.join("f.json"), "[1.0]").unwrap();
+    // A whole float is taken as the integer it is (main's numpy work); one that is not says
+    // so with its point kept, not as a bare integer.
+    std::fs::write(d.join("f.json"), "[1.0, 2.0]").unwrap();
+    cpu(&["scan", "f.json", "--dtype", "u32", "-o", "s.json"]).code(0);
+    let sums: Vec<u32> =
+        serde_json::from_str(&std::fs::read_to_string(d.join("s.json")).unwrap()).unwrap();
+    assert_eq!(sums, [0, 1]);
+    std::fs::write(d.join("f.json"), "[1.5]").unwrap();
     cpu(&["scan", "f.json", "--dtype", "u32", "-o", "s.json"])
         .code(1)
-        .one_error_line("1.0 is written as a float, and u32 takes integers only");
+        .one_error_line("1.5 is not an integer (u32)");
 
     std::fs::write(d.join("-"), &img).unwrap();
     std::fs::write(d.join("list.txt"), "-\n").unwrap();
