@@ -46,10 +46,17 @@ pub fn run(_ctx: &Ctx, args: MergeArgs) -> Result<Status> {
     Ok(Status::Success)
 }
 
-/// A merged document with its schema, which is that of the documents merged.
-pub fn with_schema(mut doc: Value, schema: &str) -> Value {
-    doc["schema"] = schema.into();
-    doc
+/// A merged document with its schema, which is that of the documents merged: its first key,
+/// as every document gpukit writes has it (keys keep their order: serde_json's
+/// preserve_order).
+pub fn with_schema(doc: Value, schema: &str) -> Value {
+    let Value::Object(fields) = doc else {
+        return doc;
+    };
+    let mut out = Map::new();
+    out.insert("schema".into(), schema.into());
+    out.extend(fields.into_iter().filter(|(k, _)| k != "schema"));
+    Value::Object(out)
 }
 
 /// A usage error when one document is given twice (by any name): its counts would be added
