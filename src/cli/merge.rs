@@ -126,11 +126,13 @@ pub fn reports(paths: &[PathBuf]) -> Result<Value> {
         .iter()
         .map(|p| Ok((p.as_path(), read(p)?)))
         .collect::<Result<Vec<_>>>()?;
+    // A file skipped in one report (a --skip-existing re-run) may be done in another.
     disjoint(docs.iter().flat_map(|(p, d)| {
         d["files"]
             .as_array()
             .into_iter()
             .flatten()
+            .filter(|f| f["status"] != "skipped")
             .map(move |f| (*p, f))
     }))?;
     for (path, doc) in docs {
