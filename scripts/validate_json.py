@@ -58,9 +58,7 @@ def main():
     doc("merged.json", "merge", "shard0.json", "shard1.json", "--json", "merged.json")
     doc("report.json", *cpu, "blur", "a.png", "b.png", "bad.png", "--out-dir", "blurred", "-r", "2", "--report", "report.json", ok=(1,))
     doc("report2.json", *cpu, "blur", "a.png", "b.png", "--out-dir", "blurred", "-r", "2", "--skip-existing", "--report", "report2.json")
-    # Merged shards are disjoint (merge refuses two documents listing one file).
-    doc("report3.json", *cpu, "blur", os.path.join("out", "b.png"), "--out-dir", "blurred3", "-r", "2", "--report", "report3.json")
-    doc("merged-reports.json", "merge", "report.json", "report3.json", "--json", "merged-reports.json")
+    doc("merged-reports.json", "merge", "report.json", "report2.json", "--json", "merged-reports.json")
     doc("cmp.json", *cpu, "compare", "a.png", "b.png", "--json", "cmp.json", ok=(1,))
     doc("cmp-match.json", *cpu, "compare", "a.png", "a.png", "--ssim", "--diff", "d.png", "--json", "cmp-match.json")
     doc("cmp-error.json", *cpu, "compare", "a.png", "bad.png", "--json", "cmp-error.json", ok=(2,))

@@ -909,3 +909,60 @@ fn no_device_and_no_thread_are_errors_not_panics() {
     }
     assert!(empty(&d.join("o")));
 }
+
+// Issue 24: one folder --recursive cannot list failed the whole batch, with a message that
+// named the folder twice; it fails as one input now, and the others are done.
+#[test]
+fn an_unreadable_subfolder_fails_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir();
+    let d = dir.path();
+    for sub in ["in/ok", "in/locked"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    std::fs::copy(fixture("hopper.png"), d.join("in/a.png")).unwrap();
+    std::fs::copy(fixture("hopper.png"), d.join("in/ok/c.png")).unwrap();
+    std::fs::copy(fixture("hopper.png"), d.join("in/locked/b.png")).unwrap();
+    for p in [d, &d.join("in"), &d.join("in/ok")] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    for f in ["in/a.png", "in/ok/c.png"] {
+        std::fs::set_permissions(d.join(f), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    std::fs::set_permissions(d.join("in/locked"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let out = gpukit_as_nobody()
+        .current_dir(d)
+        .args([
+            "--backend",
+            "cpu",
+            "histogram",
+            "in",
+            "--recursive",
+            "--json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    std::fs::set_permissions(d.join("in/locked"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let done: Vec<&str> = doc["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(done, ["in/a.png", "in/ok/c.png"]);
+    let failed = doc["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1);
+    let line = err
+        .lines()
+        .find(|l| l.contains("in/locked"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("in/locked: cannot list the folder: Permission denied"),
+        "{line}"
+    );
+    assert_eq!(line.matches("in/locked").count(), 1, "{line}");
+}

@@ -606,10 +606,11 @@ fn encoding_options_that_apply_to_no_output_are_usage_errors() {
     }
 }
 
-// JPEG's segments hold 64 KiB: a larger EXIF (possible in PNG) fails the file with a clear
-// line instead of a corrupt length field, and --strip gets past it.
+// JPEG's segments hold 64 KiB: a larger EXIF (possible in PNG) is dropped with one warning
+// line (issue 24: it failed the file) instead of a corrupt length field; the image is
+// written, and --strip says nothing.
 #[test]
-fn exif_too_large_for_jpeg_is_a_clear_error() {
+fn exif_too_large_for_jpeg_is_dropped_with_a_warning() {
     let dir = tempdir();
     let input = dir.path().join("in.png");
     let mut big = exif(1);
@@ -627,9 +628,14 @@ fn exif_too_large_for_jpeg_is_a_clear_error() {
     w.finish().unwrap();
     let out = dir.path().join("out.jpg");
     run(&["blur", s(&input), "-o", s(&out)])
-        .code(1)
-        .one_error_line("its EXIF (70000 bytes) is more than a JPEG segment holds");
-    assert!(!out.exists());
-    run(&["blur", s(&input), "--strip", "-o", s(&out)]).code(0);
+        .code(0)
+        .one_error_line(
+            "out.jpg: its EXIF (70000 bytes) is more than a JPEG segment holds (64 KiB); dropped",
+        );
+    assert_eq!(read_jpeg(&out).exif, None);
+    std::fs::remove_file(&out).unwrap();
+    let r = run(&["blur", s(&input), "--strip", "-o", s(&out)]);
+    r.code(0);
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
     assert_eq!(read_jpeg(&out).exif, None);
 }

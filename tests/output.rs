@@ -774,7 +774,7 @@ fn merge_refuses_documents_that_overlap() {
 // Issue 24: checks up front and messages that say what is wrong: a read-only --out-dir
 // before any decoding, gray+alpha to BMP (its alpha was dropped with exit 0), a gray image
 // against an RGB one of another size (said the layout differed), `[1.0]` as u32 (said "1 is
-// not an integer"), and a file named `-` in --files-from (was read from stdin).
+// not an integer"; now taken), and a file named `-` in --files-from (was read from stdin).
 #[test]
 fn checks_come_first_and_messages_say_what_is_wrong() {
     use std::os::unix::fs::PermissionsExt;
@@ -838,6 +838,17 @@ fn checks_come_first_and_messages_say_what_is_wrong() {
     cpu(&["scan", "h.json", "--dtype", "u32", "-o", "s.json"])
         .code(1)
         .one_error_line("h.json: element [0]: 1.5 is not an integer (u32)");
+    // A whole float is taken as the integer it is (main's numpy work); one that is not says
+    // so with its point kept, not as a bare integer.
+    std::fs::write(d.join("f.json"), "[1.0, 2.0]").unwrap();
+    cpu(&["scan", "f.json", "--dtype", "u32", "-o", "s.json"]).code(0);
+    let sums: Vec<u32> =
+        serde_json::from_str(&std::fs::read_to_string(d.join("s.json")).unwrap()).unwrap();
+    assert_eq!(sums, [0, 1]);
+    std::fs::write(d.join("f.json"), "[1.5]").unwrap();
+    cpu(&["scan", "f.json", "--dtype", "u32", "-o", "s.json"])
+        .code(1)
+        .one_error_line("1.5 is not an integer (u32)");
 
     std::fs::write(d.join("-"), &img).unwrap();
     std::fs::write(d.join("list.txt"), "-\n").unwrap();

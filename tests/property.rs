@@ -104,3 +104,34 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    // Issue 24: images of every format whose end can be found, one after another with any
+    // blank space between, split back into exactly those images (BMP, WebP and TIFF frames
+    // used to run to the end of the stream).
+    #[test]
+    fn a_stream_of_images_splits_back_into_them(
+        parts in prop::collection::vec((0usize..6, 1u32..9, 1u32..9, any::<u32>(), 0usize..4), 1..6)
+    ) {
+        use gpukit::io::frames::FrameStream;
+        use image::ImageFormat as F;
+        const FORMATS: [F; 6] = [F::Png, F::Jpeg, F::Bmp, F::WebP, F::Tiff, F::Pnm];
+        const BLANK: [&[u8]; 4] = [b"", b"\n", b"\r\n\n", b" \t\n"];
+        let mut stream = Vec::new();
+        let mut frames = Vec::new();
+        for (f, w, h, seed, blank) in parts {
+            let mut next = crate::util::xorshift(seed);
+            let img = Image::new_u8(w, h, 3, (0..w * h * 3).map(|_| next() as u8).collect());
+            let mut bytes = Vec::new();
+            gpukit::io::image::encode(img, FORMATS[f], &mut bytes).unwrap();
+            stream.extend_from_slice(BLANK[blank]);
+            stream.extend_from_slice(&bytes);
+            frames.push(bytes);
+        }
+        let mut s = FrameStream::new(&stream[..], 1 << 24);
+        let got: Vec<Vec<u8>> = std::iter::from_fn(|| s.next_frame().unwrap()).collect();
+        prop_assert_eq!(got, frames);
+    }
+}

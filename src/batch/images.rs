@@ -160,9 +160,14 @@ pub fn run(
         decode: |&i: &usize| {
             let job = &jobs[i];
             let decoded = img_io::load_with(&job.input, &read)?;
-            Ok(prepare(out, job.format, decoded, |d| {
-                env.accept(&job.input, d)
-            }))
+            let (image, mut carried) =
+                prepare(out, job.format, decoded, |d| env.accept(&job.input, d));
+            if job.format == ImageFormat::Jpeg {
+                for dropped in carried.metadata.fit_jpeg() {
+                    env.warn(&format!("{}: {dropped}", job.output.display()));
+                }
+            }
+            Ok((image, carried))
         },
         start: |engine, _| Ok(op.worker(engine)),
         engine: |w: &mut Box<dyn ImageWorker + '_>,

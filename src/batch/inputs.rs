@@ -172,7 +172,25 @@ fn folder(
                 ));
                 continue;
             }
-            Err(e) => return Err(e).with_context(|| format!("{name}: cannot list the folder")),
+            // A folder below that cannot be listed fails as one input of the batch (its
+            // reading says why), not the whole batch.
+            Err(e) if e.depth() > 0 && e.path().is_some_and(Path::is_dir) => {
+                let path = e.path().unwrap_or(dir).to_path_buf();
+                let rel = path
+                    .strip_prefix(dir)
+                    .expect("walkdir yields paths below its root")
+                    .to_path_buf();
+                items.push(Item { path, rel });
+                continue;
+            }
+            Err(e) => {
+                let at = e.path().unwrap_or(dir).display().to_string();
+                let why = match e.io_error() {
+                    Some(io) => io.to_string(),
+                    None => e.to_string(),
+                };
+                bail!("{at}: cannot list the folder: {why}")
+            }
         };
         if entry.file_type().is_dir() || !has_image_extension(entry.path()) {
             continue;

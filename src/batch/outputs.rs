@@ -40,6 +40,10 @@ pub fn under_dir(
         let mut out = dir.join(&item.rel);
         if let Some(ext) = format {
             out.set_extension(ext);
+        } else if item.path.is_dir() {
+            // A folder --recursive could not list: it fails when read, and is never written;
+            // its name only needs a format.
+            out.set_extension("png");
         }
         if let Some(first) = seen.insert(out.clone(), &item.path) {
             return Err(usage(format!(

@@ -46,9 +46,9 @@ pub fn run(_ctx: &Ctx, args: MergeArgs) -> Result<Status> {
     Ok(Status::Success)
 }
 
-/// A merged document with its schema, which is that of the documents merged, first (where
-/// every document gpukit writes has it, so that a merge equals the unsharded run's byte for
-/// byte).
+/// A merged document with its schema, which is that of the documents merged: its first key,
+/// as every document gpukit writes has it (keys keep their order: serde_json's
+/// preserve_order).
 pub fn with_schema(doc: Value, schema: &str) -> Value {
     let Value::Object(fields) = doc else {
         return doc;
@@ -126,11 +126,13 @@ pub fn reports(paths: &[PathBuf]) -> Result<Value> {
         .iter()
         .map(|p| Ok((p.as_path(), read(p)?)))
         .collect::<Result<Vec<_>>>()?;
+    // A file skipped in one report (a --skip-existing re-run) may be done in another.
     disjoint(docs.iter().flat_map(|(p, d)| {
         d["files"]
             .as_array()
             .into_iter()
             .flatten()
+            .filter(|f| f["status"] != "skipped")
             .map(move |f| (*p, f))
     }))?;
     for (path, doc) in docs {

@@ -628,6 +628,13 @@ fn read_input(path: &Path, opts: &ReadOptions) -> Result<Vec<u8>> {
         return only_image(first, &mut stream);
     }
     let name = path.display();
+    // A folder among a batch's inputs is one a --recursive walk could not list.
+    if path.is_dir() {
+        match std::fs::read_dir(path) {
+            Err(e) => bail!("{name}: cannot list the folder: {e}; the images in it are not read"),
+            Ok(_) => bail!("{name}: is a folder, not an image"),
+        }
+    }
     let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot read"))?;
     super::output::note_input(path);
     let mut bytes = Vec::new();

@@ -526,10 +526,34 @@ pub(crate) fn jpeg_segment_fits(what: &str, prefix: usize, len: usize) -> Result
     Ok(())
 }
 
+impl Metadata {
+    /// Drops an EXIF block or XMP packet too large for one JPEG segment (64 KiB), so that the
+    /// image is still written as JPEG; says what was dropped, one line each, for a warning.
+    pub fn fit_jpeg(&mut self) -> Vec<String> {
+        let mut dropped = Vec::new();
+        if let Some(e) = self.exif.take() {
+            match jpeg_segment_fits("EXIF", b"Exif\0\0".len(), e.len()) {
+                Ok(()) => self.exif = Some(e),
+                Err(why) => dropped.push(why.replace("; --strip drops it", "; dropped")),
+            }
+        }
+        if let Some(x) = self.xmp.take() {
+            match jpeg_segment_fits("XMP", XMP_NS.len(), x.len()) {
+                Ok(()) => self.xmp = Some(x),
+                Err(why) => dropped.push(why.replace("; --strip drops it", "; dropped")),
+            }
+        }
+        dropped
+    }
+}
+
+/// The name an XMP packet's JPEG APP1 segment starts with.
+const XMP_NS: &[u8] = b"http://ns.adobe.com/xap/1.0/\0";
+
 /// Inserts an XMP packet as an APP1 segment after a JPEG's leading APPn segments (where the
 /// encoder put JFIF, EXIF and the ICC profile).
 pub(crate) fn jpeg_insert_xmp(jpeg: &mut Vec<u8>, xmp: &[u8]) -> Result<(), String> {
-    const NS: &[u8] = b"http://ns.adobe.com/xap/1.0/\0";
+    const NS: &[u8] = XMP_NS;
     jpeg_segment_fits("XMP", NS.len(), xmp.len())?;
     let len16 = (2 + NS.len() + xmp.len()) as u16;
     // After SOI and every APPn that follows it.
@@ -548,6 +572,30 @@ pub(crate) fn jpeg_insert_xmp(jpeg: &mut Vec<u8>, xmp: &[u8]) -> Result<(), Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Issue 24: more than 64 KiB of EXIF or XMP failed the whole file when written as JPEG;
+    // the block that cannot fit is dropped with a warning, the rest is kept.
+    #[test]
+    fn blocks_too_large_for_a_jpeg_segment_are_dropped_with_a_line_each() {
+        let small_xmp = b"<x:xmpmeta/>".to_vec();
+        let mut m = Metadata {
+            exif: Some(vec![0; 70_000]),
+            xmp: Some(small_xmp.clone()),
+            ..Metadata::default()
+        };
+        let dropped = m.fit_jpeg();
+        assert_eq!(dropped.len(), 1, "{dropped:?}");
+        assert!(dropped[0].contains("EXIF (70000 bytes)"), "{}", dropped[0]);
+        assert!(dropped[0].ends_with("dropped"), "{}", dropped[0]);
+        assert_eq!((m.exif, m.xmp.as_ref()), (None, Some(&small_xmp)));
+        let mut m = Metadata {
+            exif: Some(vec![0; 1000]),
+            xmp: Some(vec![b' '; 65_600]),
+            ..Metadata::default()
+        };
+        assert_eq!(m.fit_jpeg().len(), 1);
+        assert!(m.exif.is_some() && m.xmp.is_none());
+    }
 
     #[test]
     fn orientation_is_read_and_reset_in_either_byte_order() {
