@@ -482,7 +482,7 @@ enum Measured {
         doc: PairDoc,
         a: Image,
         b: Image,
-        cmp: Comparison,
+        cmp: Box<Comparison>,
     },
 }
 
@@ -554,7 +554,12 @@ fn measure(
             if let Some(s) = aligned.size_change {
                 cmp = s.extend(cmp, &plan.opts.ignore);
             }
-            Measured::Compared { doc, a, b, cmp }
+            Measured::Compared {
+                doc,
+                a,
+                b,
+                cmp: Box::new(cmp),
+            }
         }
     })
 }
