@@ -1,4 +1,5 @@
-//! `compare`: how two images of one layout differ. Exact integer counts and sums per channel
+//! `compare`: how two images differ, pixels not layouts ([`align`] promotes two layouts to
+//! RGBA and handles sizes that differ; [`run`] compares one layout and size). Exact integer counts and sums per channel
 //! (differing samples, largest absolute difference, sums of absolute and squared differences),
 //! the number of differing pixels (exact equality, or pixelmatch's YIQ distance over a
 //! threshold, with optional anti-aliasing detection), MAE, RMSE, PSNR and SSIM derived from
@@ -6,11 +7,12 @@
 //!
 //! The counts and the diff image come from one GPU pass, `compare` (wgsl/compare.wgsl), over
 //! strips of rows, with per-workgroup partials summed on the host; [`reference`] is the CPU
-//! reference, pixel for pixel the same arithmetic. The perceptual distance is defined in
-//! integers so both agree exactly on every adapter. SSIM ([`ssim`]) is computed on the host
+//! reference, pixel for pixel the same arithmetic. pixelmatch's perceptual test is decided
+//! exactly in integers (128-bit distances), so both give pixelmatch's answer on every adapter. SSIM ([`ssim`]) is computed on the host
 //! in f64, so it is the same whichever engine ran the counts.
 //!
-//! Files: `reference` (the CPU reference and the integer pixel arithmetic), `antialiasing`
+//! Files: `align` (promotion, size changes), `reference` (the CPU reference and the integer
+//! pixel arithmetic), `antialiasing`
 //! (pixelmatch's anti-aliasing test), `gpu` (the GPU pass and its plan), `ssim`, `metrics`
 //! (MAE, RMSE, PSNR from the counts), `verdict` (the `--fail-on` limits, verdicts and the
 //! reports of `gpukit compare`), `bench`, `tune` (the pass's shape, [`Tunables`]).
