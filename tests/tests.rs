@@ -12,6 +12,7 @@ mod devices;
 mod fidelity;
 mod histogram;
 mod input;
+mod jpeg;
 mod matmul;
 #[cfg(unix)]
 mod output;
