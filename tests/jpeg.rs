@@ -225,17 +225,18 @@ fn blur_writes_libjpeg_turbos_bytes() {
 }
 
 /// Decoded by zune-jpeg (another implementation than the encoder), the output is close to
-/// its input: bounds a little under what libjpeg-turbo reaches on the same image.
+/// its input: libjpeg-turbo's own files at these settings, decoded by libjpeg-turbo (Pillow),
+/// reach 35.40, 38.91, 32.22 and 52.46 dB on this image; the bounds are 0.1 dB under.
 #[test]
 fn round_trips_within_a_psnr_bound() {
     let dir = tempdir();
     let input = fixture("hopper.png");
     let want = pixels(&input);
     for (args, bound) in [
-        (&["--quality", "90"][..], 36.0),
-        (&["--quality", "90", "--subsampling", "444"][..], 39.0),
-        (&["--quality", "75", "--progressive"][..], 33.0),
-        (&["--quality", "100", "--subsampling", "444"][..], 48.0),
+        (&["--quality", "90"][..], 35.30),
+        (&["--quality", "90", "--subsampling", "444"][..], 38.81),
+        (&["--quality", "75", "--progressive"][..], 32.12),
+        (&["--quality", "100", "--subsampling", "444"][..], 52.36),
     ] {
         let out = dir.path().join("out.jpg");
         let mut argv = vec!["blur", s(&input), "-r", "0", "-o", s(&out)];
