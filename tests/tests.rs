@@ -12,8 +12,10 @@ mod devices;
 mod fidelity;
 mod histogram;
 mod input;
+mod install;
 mod jpeg;
 mod matmul;
+mod npy;
 #[cfg(unix)]
 mod output;
 mod property;
