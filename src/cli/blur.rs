@@ -435,7 +435,11 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
                     ImageFormat::Jpeg => format!(
                         "quality {}, {}{}, ",
                         carried.write.quality,
-                        carried.write.subsampling.name(),
+                        if blurred.channels == 1 {
+                            "gray"
+                        } else {
+                            carried.write.subsampling.name()
+                        },
                         if carried.write.progressive {
                             ", progressive"
                         } else {
