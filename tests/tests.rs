@@ -13,6 +13,7 @@ mod fidelity;
 mod histogram;
 mod input;
 mod install;
+mod jpeg;
 mod matmul;
 mod npy;
 #[cfg(unix)]

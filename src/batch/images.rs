@@ -206,7 +206,11 @@ pub fn run(
                     ImageFormat::Jpeg => format!(
                         "quality {}, {}{}, ",
                         carried.write.quality,
-                        carried.write.subsampling.name(),
+                        if made.channels == 1 {
+                            "gray"
+                        } else {
+                            carried.write.subsampling.name()
+                        },
                         if carried.write.progressive {
                             ", progressive"
                         } else {

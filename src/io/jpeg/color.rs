@@ -119,7 +119,7 @@ pub(super) fn planes(
 ) -> Vec<Plane> {
     if channels == 1 {
         let (pw, ph) = shapes[0];
-        let mut data = vec![0u8; pw * ph];
+        let mut data = super::scratch::bytes(pw * ph);
         for (src, dst) in samples.chunks_exact(w).zip(data.chunks_exact_mut(pw)) {
             dst[..w].copy_from_slice(src);
         }
@@ -130,9 +130,9 @@ pub(super) fn planes(
     let (cw, ch) = shapes[1];
     let stride = shapes[0].0.max(cw * lh);
     let rows = shapes[0].1.max(ch * lv);
-    let mut y = vec![0u8; stride * rows];
-    let mut cb = vec![0u8; stride * rows];
-    let mut cr = vec![0u8; stride * rows];
+    let mut y = super::scratch::bytes(stride * rows);
+    let mut cb = super::scratch::bytes(stride * rows);
+    let mut cr = super::scratch::bytes(stride * rows);
     convert_rows(samples, w, [&mut y, &mut cb, &mut cr], stride);
     for p in [&mut y, &mut cb, &mut cr] {
         expand(p, stride, w, h);
@@ -144,10 +144,11 @@ pub(super) fn planes(
     let mut out = vec![Plane { data: y, stride }];
     for p in [cb, cr] {
         let mut plane = Plane {
-            data: vec![0u8; cw * ch],
+            data: super::scratch::bytes(cw * ch),
             stride: cw,
         };
         downsample(&p, stride, lv, groups, &mut plane);
+        super::scratch::give_bytes(p);
         out.push(plane);
     }
     out

@@ -127,16 +127,17 @@ impl Divisors {
 }
 
 /// Forward DCT and quantisation of one 8x8 block of samples (`rows[r][c]`, 0 to 255), the
-/// quantised coefficients in natural order.
+/// quantised coefficients in zigzag order (as the entropy coder reads them).
 #[inline(always)]
 fn block_body(rows: &[[u8; 8]; 8], div: &Divisors, out: &mut [i16; 64]) {
-    // Pass 1 (rows) with lanes = rows: v[k][row] is sample (row, k).
+    // Pass 1 (rows) wants lanes = rows: load rows as lanes of columns, then transpose.
     let mut v = [[0i32; 8]; 8];
     for (r, row) in rows.iter().enumerate() {
-        for k in 0..8 {
-            v[k][r] = i32::from(row[k]) - 128;
+        for c in 0..8 {
+            v[r][c] = i32::from(row[c]) - 128;
         }
     }
+    let v = transpose(&v);
     let mut p1 = [[0i32; 8]; 8];
     dct_1d(&v, &mut p1, true);
     // p1[k][row] is row `row`'s output k; pass 2 (columns) wants lanes = columns.
@@ -144,10 +145,14 @@ fn block_body(rows: &[[u8; 8]; 8], div: &Divisors, out: &mut [i16; 64]) {
     let mut p2 = [[0i32; 8]; 8];
     dct_1d(&cols, &mut p2, false);
     // p2[k][col] is coefficient (k, col): natural order.
-    for (i, (&x, o)) in p2.as_flattened().iter().zip(out.iter_mut()).enumerate() {
+    let mut q = [0i16; 64];
+    for (i, (&x, q)) in p2.as_flattened().iter().zip(q.iter_mut()).enumerate() {
         let a = x.unsigned_abs();
-        let q = (((a + div.corr[i]) * div.recip[i]) >> div.shift[i]) as i32;
-        *o = if x < 0 { -q } else { q } as i16;
+        let m = (((a + div.corr[i]) * div.recip[i]) >> div.shift[i]) as i32;
+        *q = if x < 0 { -m } else { m } as i16;
+    }
+    for (o, &z) in out.iter_mut().zip(super::huffman::ZIGZAG.iter()) {
+        *o = q[z as usize];
     }
 }
 

@@ -278,14 +278,25 @@ impl<'a> BitWriter<'a> {
 }
 
 /// The zigzag order: `ZIGZAG[k]` is the natural index of the k-th coefficient.
-pub(super) const ZIGZAG: [usize; 64] = [
+pub(super) const ZIGZAG: [u8; 64] = [
     0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20,
     13, 6, 7, 14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59,
     52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
 ];
 
-/// Codes one block (jchuff.c's `encode_one_block`): the DC difference, then the AC run
-/// lengths and values in zigzag order, ZRL for 16 zeros, EOB after the last nonzero.
+/// Bit k set where coefficient k (zigzag order) of the block is not zero, DC excluded.
+#[inline(always)]
+fn ac_mask(block: &[i16; 64]) -> u64 {
+    let mut mask = 0u64;
+    for (k, &c) in block.iter().enumerate() {
+        mask |= u64::from(c != 0) << k;
+    }
+    mask & !1
+}
+
+/// Codes one block (jchuff.c's `encode_one_block`), coefficients in zigzag order: the DC
+/// difference, then the AC run lengths and values, ZRL for 16 zeros, EOB after the last
+/// nonzero. Each symbol's code and its value bits go out in one write.
 #[inline(always)]
 pub(super) fn encode_block(
     w: &mut BitWriter,
@@ -297,30 +308,27 @@ pub(super) fn encode_block(
     let diff = i32::from(block[0]) - *last_dc;
     *last_dc = i32::from(block[0]);
     let n = nbits(diff);
-    w.put(dc.code[n as usize], u32::from(dc.size[n as usize]));
-    if n > 0 {
-        let v = if diff < 0 { diff - 1 } else { diff };
-        w.put((v as u32) & ((1 << n) - 1), n);
-    }
-    let mut run = 0u32;
-    for &z in &ZIGZAG[1..] {
-        let c = i32::from(block[z]);
-        if c == 0 {
-            run += 1;
-            continue;
-        }
+    let v = if diff < 0 { diff - 1 } else { diff } as u32 & ((1u32 << n) - 1);
+    let size = u32::from(dc.size[n as usize]);
+    w.put(dc.code[n as usize] << n | v, size + n);
+    let mut mask = ac_mask(block);
+    let mut prev = 0u32;
+    while mask != 0 {
+        let k = mask.trailing_zeros();
+        mask &= mask - 1;
+        let mut run = k - prev - 1;
+        prev = k;
         while run > 15 {
             w.put(ac.code[0xF0], u32::from(ac.size[0xF0]));
             run -= 16;
         }
+        let c = i32::from(block[k as usize]);
         let n = nbits(c);
+        let v = if c < 0 { c - 1 } else { c } as u32 & ((1u32 << n) - 1);
         let sym = ((run << 4) + n) as usize;
-        w.put(ac.code[sym], u32::from(ac.size[sym]));
-        let v = if c < 0 { c - 1 } else { c };
-        w.put((v as u32) & ((1 << n) - 1), n);
-        run = 0;
+        w.put(ac.code[sym] << n | v, u32::from(ac.size[sym]) + n);
     }
-    if run > 0 {
+    if prev != 63 {
         w.put(ac.code[0], u32::from(ac.size[0]));
     }
 }
@@ -336,21 +344,20 @@ pub(super) fn count_block(
     let diff = i32::from(block[0]) - *last_dc;
     *last_dc = i32::from(block[0]);
     dc[nbits(diff) as usize] += 1;
-    let mut run = 0u32;
-    for &z in &ZIGZAG[1..] {
-        let c = i32::from(block[z]);
-        if c == 0 {
-            run += 1;
-            continue;
-        }
+    let mut mask = ac_mask(block);
+    let mut prev = 0u32;
+    while mask != 0 {
+        let k = mask.trailing_zeros();
+        mask &= mask - 1;
+        let mut run = k - prev - 1;
+        prev = k;
         while run > 15 {
             ac[0xF0] += 1;
             run -= 16;
         }
-        ac[((run << 4) + nbits(c)) as usize] += 1;
-        run = 0;
+        ac[((run << 4) + nbits(i32::from(block[k as usize]))) as usize] += 1;
     }
-    if run > 0 {
+    if prev != 63 {
         ac[0] += 1;
     }
 }

@@ -8,6 +8,7 @@ mod color;
 mod dct;
 mod huffman;
 mod progressive;
+mod scratch;
 
 use huffman::{BitWriter, Table};
 
@@ -122,7 +123,7 @@ struct Component {
     /// Blocks across and down padded to whole MCUs (the dummy blocks of interleaved scans).
     pw: usize,
     ph: usize,
-    /// pw x ph blocks, row by row, natural order in each.
+    /// pw x ph blocks, row by row, zigzag order in each.
     coefs: Vec<[i16; 64]>,
 }
 
@@ -161,9 +162,12 @@ pub fn encode(
     };
     let mut comps = component_layout(w, h, channels, lh, lv);
     let planes = color::planes(samples, w, h, channels, &comps_shape(&comps), lh, lv);
-    for (c, plane) in comps.iter_mut().zip(&planes) {
+    for (c, plane) in comps.iter_mut().zip(planes) {
         quantise(c, &plane.data, plane.stride, &tables[c.table]);
+        scratch::give_bytes(plane.data);
     }
+    // Room for the file at about 2 bits a sample, so it seldom grows (and copies) on the way.
+    out.reserve(samples.len() / 4 + 1024);
 
     out.extend_from_slice(&[0xFF, 0xD8]);
     let (unit, dx, dy) = markers.density;
@@ -186,7 +190,7 @@ pub fn encode(
     let used_tables = if channels == 1 { 1 } else { 2 };
     for (t, table) in tables.iter().enumerate().take(used_tables) {
         out.extend_from_slice(&[0xFF, 0xDB, 0, 67, t as u8]);
-        out.extend(huffman::ZIGZAG.iter().map(|&z| table[z] as u8));
+        out.extend(huffman::ZIGZAG.iter().map(|&z| table[z as usize] as u8));
     }
     let sof = if opts.progressive { 0xC2 } else { 0xC0 };
     let len = 8 + 3 * comps.len();
@@ -203,6 +207,9 @@ pub fn encode(
         baseline(&comps, opts.optimize, out);
     }
     out.extend_from_slice(&[0xFF, 0xD9]);
+    for c in comps {
+        scratch::give_blocks(c.coefs);
+    }
     Ok(())
 }
 
@@ -242,18 +249,21 @@ fn comps_shape(comps: &[Component]) -> Vec<(usize, usize)> {
 /// block in the row above (bottom edge).
 fn quantise(c: &mut Component, plane: &[u8], stride: usize, table: &[u16; 64]) {
     let div = dct::Divisors::new(table);
-    c.coefs = vec![[0i16; 64]; c.pw * c.ph];
+    c.coefs = scratch::blocks(c.pw * c.ph);
     for by in 0..c.hblocks {
         let row = &mut c.coefs[by * c.pw..by * c.pw + c.wblocks];
         dct::block_row(&plane[by * 8 * stride..], stride, &div, row);
         for bx in c.wblocks..c.pw {
-            c.coefs[by * c.pw + bx][0] = c.coefs[by * c.pw + bx - 1][0];
+            let dc = c.coefs[by * c.pw + bx - 1][0];
+            c.coefs[by * c.pw + bx] = [0; 64];
+            c.coefs[by * c.pw + bx][0] = dc;
         }
     }
     for by in c.hblocks..c.ph {
         for mcu in 0..c.pw / c.h {
             let dc = c.coefs[(by - 1) * c.pw + mcu * c.h + c.h - 1][0];
             for bi in 0..c.h {
+                c.coefs[by * c.pw + mcu * c.h + bi] = [0; 64];
                 c.coefs[by * c.pw + mcu * c.h + bi][0] = dc;
             }
         }

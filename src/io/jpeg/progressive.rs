@@ -2,7 +2,7 @@
 //! and jcphuff.c's scan coding (DC first and refinement, AC spectral selection with EOB runs,
 //! AC refinement with buffered correction bits), each scan with tables made for it.
 
-use super::huffman::{nbits, BitWriter, Codes, Table, ZIGZAG};
+use super::huffman::{nbits, BitWriter, Codes, Table};
 use super::{scan_order, Component};
 
 /// One scan: components (indices), spectral band Ss..=Se, successive approximation Ah, Al.
@@ -141,8 +141,7 @@ fn code_scan<S: Sink>(comps: &[Component], sc: &Scan, s: &mut S) {
     scan_order(&members, |_, b| {
         if sc.ah == 0 {
             let mut r = 0;
-            for k in sc.ss..=sc.se {
-                let x = b[ZIGZAG[k]];
+            for &x in &b[sc.ss..=sc.se] {
                 let v = shifted(x, sc.al);
                 if v == 0 {
                     r += 1;
@@ -169,7 +168,7 @@ fn code_scan<S: Sink>(comps: &[Component], sc: &Scan, s: &mut S) {
         let mut abs = [0i32; 64];
         let mut last_new = 0;
         for k in sc.ss..=sc.se {
-            abs[k] = shifted(b[ZIGZAG[k]], sc.al);
+            abs[k] = shifted(b[k], sc.al);
             if abs[k] == 1 {
                 last_new = k;
             }
@@ -197,7 +196,7 @@ fn code_scan<S: Sink>(comps: &[Component], sc: &Scan, s: &mut S) {
             }
             eob.emit(s, table);
             s.symbol(table, ((r << 4) + 1) as u8);
-            s.bits(u32::from(b[ZIGZAG[k]] >= 0), 1);
+            s.bits(u32::from(b[k] >= 0), 1);
             for &bit in &br {
                 s.bits(u32::from(bit), 1);
             }
