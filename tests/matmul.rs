@@ -545,7 +545,8 @@ fn bad_inputs_fail_in_one_line_naming_the_file() {
     w("big.csv", b"1,70000\n3,4\n");
     let ints = Array {
         shape: vec![2, 2],
-        data: Data::I32(vec![1, 2, 3, 4]),
+        // 2^24 + 1: no float32 holds it (smaller integers are read as floats exactly).
+        data: Data::I32(vec![1, 2, 3, 16_777_217]),
     };
     w("ints.npy", &encoded(Format::Npy, &ints));
 
@@ -581,7 +582,7 @@ fn bad_inputs_fail_in_one_line_naming_the_file() {
         d,
         &["ints.npy", "b.csv"],
         1,
-        "ints.npy: dtype i32 is not supported by matmul",
+        "ints.npy: element [1, 1]: 16777217 is not exactly a float32",
     );
     fails(
         d,

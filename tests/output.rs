@@ -608,19 +608,20 @@ fn messages_name_the_file_once_with_the_right_hint() {
     r.code(1).one_error_line("cut.png");
     assert_eq!(r.stderr.matches("cut.png").count(), 1, "{}", r.stderr);
 
-    // A float64 .npy: matmul takes float32 or float16, and says only that.
+    // A complex .npy: matmul takes real numbers as float32, and says only that.
     let mut npy = b"\x93NUMPY\x01\x00".to_vec();
-    let mut header = "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1), }".to_string();
+    let mut header = "{'descr': '<c16', 'fortran_order': False, 'shape': (1, 1), }".to_string();
     let total = (10 + header.len() + 1).next_multiple_of(64);
     header += &" ".repeat(total - 10 - header.len() - 1);
     header.push('\n');
     npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
     npy.extend_from_slice(header.as_bytes());
-    npy.extend_from_slice(&1.0f64.to_le_bytes());
+    npy.extend_from_slice(&[0; 16]);
     std::fs::write(d.join("a.npy"), npy).unwrap();
     let r = run_in(Some(d), &["--backend", "cpu", "matmul", "a.npy", "a.npy"]);
-    r.code(1)
-        .one_error_line("a.npy: dtype <f8 is not supported by matmul (float32 or float16)");
+    r.code(1).one_error_line(
+        "a.npy: dtype <c16 is not supported by matmul (real numbers, read as float32)",
+    );
     assert!(!r.stderr.contains("int32"), "{}", r.stderr);
 
     run(&["devices", "--device", "nonsense"])

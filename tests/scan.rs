@@ -622,33 +622,21 @@ fn bad_inputs_fail_in_one_line_and_write_nothing() {
         1,
         "m.npy: expected a 1-D array, got shape [2, 2]",
     );
-    let big = npy_with(">u4", "(2,)", &[0; 8]);
+    // Big-endian, float64 and float16 arrays are read now (tests/npy.rs); what is no real
+    // number is not, and a value that does not fit the asked dtype is named.
+    let complex = npy_with("<c8", "(1,)", &[0; 8]);
     fails(
-        &[("b.npy", &big)],
-        &["b.npy"],
+        &[("c.npy", &complex)],
+        &["c.npy"],
         1,
-        "b.npy: big-endian dtype >u4",
+        "c.npy: dtype <c8 is not supported by scan (real numbers, read as uint32, int32 or float32)",
     );
-    let f64s = npy_with("<f8", "(1,)", &[0; 8]);
-    fails(
-        &[("d.npy", &f64s)],
-        &["d.npy"],
-        1,
-        "d.npy: dtype <f8 is not supported",
-    );
-    let f16s = npy_with("<f2", "(2,)", &[0; 4]);
-    fails(
-        &[("h.npy", &f16s)],
-        &["h.npy"],
-        1,
-        "h.npy: float16 is not supported by scan",
-    );
-    let i32s = npy_with("<i4", "(1,)", &[0; 4]);
+    let i32s = npy_with("<i4", "(1,)", &(-1i32).to_le_bytes());
     fails(
         &[("i.npy", &i32s)],
         &["i.npy", "--dtype", "u32"],
         1,
-        "i.npy: holds i32 but u32",
+        "i.npy: element [0]: -1 does not fit u32",
     );
     fails(
         &[("v.json", b"[1, 2,, 3]")],

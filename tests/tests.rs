@@ -12,7 +12,9 @@ mod devices;
 mod fidelity;
 mod histogram;
 mod input;
+mod install;
 mod matmul;
+mod npy;
 #[cfg(unix)]
 mod output;
 mod property;

@@ -53,6 +53,10 @@ pub struct Report {
     pub summary: Summary,
 }
 
+impl crate::io::json::Document for Report {
+    const SCHEMA: &'static str = "gpukit.batch-report/1";
+}
+
 impl Report {
     /// A report of `files` (in input order) for a batch that took `elapsed`.
     pub fn new(

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::{print_stdout, term, Ctx, Status};
 use crate::bench::{self, Case, Config, Measurement, Sizes};
 use crate::gpu::{Engine, Timings};
-use crate::io::json::{JsonDest, JsonSink};
+use crate::io::json::{Document, JsonDest, JsonSink};
 use crate::ops::{self, Op};
 
 #[derive(Debug, Args)]
@@ -48,6 +48,10 @@ struct BenchDoc<'a> {
     warmup_ms: u64,
     reps: u32,
     results: &'a [Measurement],
+}
+
+impl<'a> Document for BenchDoc<'a> {
+    const SCHEMA: &'static str = "gpukit.bench/1";
 }
 
 pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {

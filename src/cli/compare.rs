@@ -14,7 +14,7 @@ use super::{exit, print_stdout, term, Ctx, Status};
 use crate::batch::{self, Pipeline, Stages};
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self, Image};
-use crate::io::json::{JsonDest, JsonSink};
+use crate::io::json::{Document, JsonDest, JsonSink};
 use crate::io::output::{same_file, PendingFile};
 use crate::ops::compare::{self as op, Comparison, Metrics, Options, Rect};
 
@@ -220,6 +220,10 @@ struct PairReport<'a> {
     pair: PairDoc,
 }
 
+impl<'a> Document for PairReport<'a> {
+    const SCHEMA: &'static str = "gpukit.compare/1";
+}
+
 #[derive(Serialize)]
 struct Settings<'a> {
     threshold: Option<f64>,
@@ -242,6 +246,10 @@ struct FolderReport<'a> {
     /// Relative paths only under EXPECTED, and only under ACTUAL.
     missing: Vec<String>,
     extra: Vec<String>,
+}
+
+impl<'a> Document for FolderReport<'a> {
+    const SCHEMA: &'static str = "gpukit.compare-folder/1";
 }
 
 /// The checked plan of a run.

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{print_stdout, Ctx, Status};
 use crate::gpu::{list_adapters, AdapterReport, BackendChoice, DeviceSelector};
-use crate::io::json::{JsonDest, JsonSink};
+use crate::io::json::{Document, JsonDest, JsonSink};
 
 #[derive(Debug, Args)]
 pub struct DevicesArgs {
@@ -27,6 +27,10 @@ struct DevicesDoc {
     /// also when the default adapter is a software rasteriser (docs/cli.md).
     work_engine: &'static str,
     cpu_engine: CpuEngineDoc,
+}
+
+impl Document for DevicesDoc {
+    const SCHEMA: &'static str = "gpukit.devices/1";
 }
 
 /// gpukit's native CPU engine, an entry beside the adapters.

@@ -15,7 +15,7 @@ use crate::batch::report::Summary;
 use crate::batch::Stages;
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self, Image};
-use crate::io::json::{JsonDest, JsonSink};
+use crate::io::json::{Document, JsonDest, JsonSink};
 use crate::io::output::{self, PendingFile};
 use crate::ops::histogram::{
     channel_stats, check_bins, ChannelStats, Channels, Histogram, Histogrammer,
@@ -74,7 +74,7 @@ fn parse_size(s: &str) -> Result<PlotSize, String> {
 
 /// The JSON document of `gpukit histogram --json`. Documented in docs/formats.md.
 #[derive(Serialize)]
-struct HistogramDoc {
+pub(super) struct HistogramDoc {
     gpukit_version: &'static str,
     bins: u32,
     alpha: bool,
@@ -83,6 +83,10 @@ struct HistogramDoc {
     failed: Vec<FailedDoc>,
     /// Only with --sum, and only when every input was counted; null otherwise.
     sum: Option<SumDoc>,
+}
+
+impl Document for HistogramDoc {
+    const SCHEMA: &'static str = "gpukit.histogram/1";
 }
 
 #[derive(Serialize)]
@@ -184,7 +188,10 @@ struct EngineState<'e> {
 pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     if args.merge {
         let sink = JsonSink::open(args.json.as_ref().unwrap_or(&JsonDest::Stdout))?;
-        sink.write(&super::merge::histograms(&args.input.inputs)?)?;
+        sink.write_value(&super::merge::with_schema(
+            super::merge::histograms(&args.input.inputs)?,
+            HistogramDoc::SCHEMA,
+        ))?;
         return Ok(Status::Success);
     }
     let inputs: Vec<PathBuf> = args

@@ -70,17 +70,12 @@ fn open_sink(args: &MatmulArgs) -> Result<(PendingFile, Format)> {
 fn read(path: &Path, precision: Precision) -> Result<(Vec<f32>, usize, usize)> {
     let format = input_format(path)?;
     let name = path.display();
-    // Text and JSON are read as f32; a .npy keeps its dtype, which must be a float.
-    let hint = (format != Format::Npy).then_some(DType::F32);
-    let Array { shape, data } = array::read_matrix(path, format, hint)
-        .map_err(|e| array::name_dtypes(e, path, "matmul", "float32 or float16"))?;
+    // Every format is read as f32 (a float16 .npy as it is: its values are all f32 values).
+    let Array { shape, data } = array::read_matrix(path, format, Some(DType::F32))
+        .map_err(|e| array::name_dtypes(e, path, "matmul", "real numbers, read as float32"))?;
     let values = match data {
         Data::F32(v) => v,
-        Data::F16(_) => data.to_f32(),
-        other => bail!(
-            "{name}: dtype {} is not supported by matmul (float32 or float16)",
-            other.dtype().name()
-        ),
+        other => other.to_f32(),
     };
     let cols = shape[1];
     if precision == Precision::F16 {

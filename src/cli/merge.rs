@@ -9,7 +9,7 @@ use clap::Args;
 use serde_json::{Map, Value};
 
 use super::{Ctx, Status};
-use crate::io::json::{JsonDest, JsonSink};
+use crate::io::json::{Document, JsonDest, JsonSink};
 use crate::ops::histogram::channel_stats;
 
 #[derive(Debug, Args)]
@@ -25,13 +25,27 @@ pub struct MergeArgs {
 pub fn run(_ctx: &Ctx, args: MergeArgs) -> Result<Status> {
     let sink = JsonSink::open(args.json.as_ref().unwrap_or(&JsonDest::Stdout))?;
     let first = read(&args.inputs[0])?;
-    let merged = if first.get("bins").is_some() {
-        histograms(&args.inputs)?
-    } else {
-        reports(&args.inputs)?
+    // By the first document's schema; one written before documents had one, by its keys.
+    let histogram = match first["schema"].as_str() {
+        Some(s) => s.starts_with("gpukit.histogram/"),
+        None => first.get("bins").is_some(),
     };
-    sink.write(&merged)?;
+    let merged = if histogram {
+        with_schema(
+            histograms(&args.inputs)?,
+            super::histogram::HistogramDoc::SCHEMA,
+        )
+    } else {
+        with_schema(reports(&args.inputs)?, crate::batch::report::Report::SCHEMA)
+    };
+    sink.write_value(&merged)?;
     Ok(Status::Success)
+}
+
+/// A merged document with its schema, which is that of the documents merged.
+pub fn with_schema(mut doc: Value, schema: &str) -> Value {
+    doc["schema"] = schema.into();
+    doc
 }
 
 fn read(path: &Path) -> Result<Value> {

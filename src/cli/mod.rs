@@ -5,6 +5,7 @@ mod blur;
 mod compare;
 mod devices;
 pub mod exit;
+mod generate;
 mod histogram;
 mod inputs;
 mod matmul;
@@ -37,8 +38,9 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options every subcommand takes.
+/// Options every subcommand takes, shown under their own heading in every subcommand's help.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Adapter to use: its index in `gpukit devices` or a part of its name.
     #[arg(long, global = true, env = "GPUKIT_DEVICE", value_name = "N|NAME")]
@@ -94,6 +96,8 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Blur images with a separable box or gaussian filter (bit-exact on every adapter).
     Blur(blur::BlurArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) on stdout.
+    Completions(generate::CompletionsArgs),
     /// Compare images (or folders of them) against expected ones: counts, PSNR, SSIM, a diff
     /// image; exits 0 on a match, 1 on a mismatch, 2 on trouble, as cmp does.
     Compare(compare::CompareArgs),
@@ -101,6 +105,9 @@ pub enum Command {
     Devices(devices::DevicesArgs),
     /// Measure the kernels on synthetic inputs (GPU time from timestamp queries).
     Bench(bench::BenchArgs),
+    /// Print gpukit's man page, or a subcommand's, in roff on stdout (`gpukit man blur |
+    /// man -l -`), or write them all into a folder (--out-dir).
+    Man(generate::ManArgs),
     /// Per-channel histograms of images (red, green, blue, luminance or gray), exact, with
     /// statistics, JSON and a plot.
     Histogram(histogram::HistogramArgs),
@@ -353,10 +360,12 @@ where
     };
     match cli.command {
         Command::Blur(args) => blur::run(&ctx, args),
+        Command::Completions(args) => generate::completions(args),
         Command::Compare(args) => compare::run(&ctx, args),
         Command::Devices(args) => devices::run(&ctx, args),
         Command::Bench(args) => bench::run(&ctx, args),
         Command::Histogram(args) => histogram::run(&ctx, args),
+        Command::Man(args) => generate::man(args),
         Command::Merge(args) => merge::run(&ctx, args),
         Command::Matmul(args) => matmul::run(&ctx, args),
         Command::Scan(args) => scan::run(&ctx, args),

@@ -102,8 +102,14 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
     ctx.detail(&dest.0.describe());
     let mut timings = Timings::default();
     let data = timings.phase("decode", || {
-        array::read_vector(&args.input, format, args.dtype.map(io_dtype))
-            .map_err(|e| array::name_dtypes(e, &args.input, "scan", "uint32, int32 or float32"))
+        array::read_vector(&args.input, format, args.dtype.map(io_dtype)).map_err(|e| {
+            array::name_dtypes(
+                e,
+                &args.input,
+                "scan",
+                "real numbers, read as uint32, int32 or float32",
+            )
+        })
     })?;
     let opts = Options {
         op: args.op,
@@ -133,10 +139,13 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
         Data::U32(v) => Data::U32(scan::run(&engine, &v, &opts, &mut timings)?),
         Data::I32(v) => Data::I32(scan::run(&engine, &v, &opts, &mut timings)?),
         Data::F32(v) => Data::F32(scan::run(&engine, &v, &opts, &mut timings)?),
-        Data::F16(_) => bail!(
-            "{}: float16 is not supported by scan (uint32, int32 or float32)",
-            args.input.display()
-        ),
+        // float16 values are all float32 values: scanned as float32.
+        Data::F16(v) => Data::F32(scan::run(
+            &engine,
+            &v.iter().map(|x| x.to_f32()).collect::<Vec<_>>(),
+            &opts,
+            &mut timings,
+        )?),
     };
     let out = Array::vector(out);
     let (file, out_format) = dest;

@@ -56,9 +56,108 @@ pub fn progress(len: u64, hidden: bool) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {per_sec:.1} eta {eta} {wide_msg}")
-            .expect("static template is valid"),
-    );
+    bar.set_style(progress_style(color()));
     bar
+}
+
+/// The bar's look: plain unless `color`. The rate is a key of its own, since `{per_sec:.1}`
+/// in an indicatif template is a colour style (colour 1, red), not a precision.
+fn progress_style(color: bool) -> ProgressStyle {
+    let template = if color {
+        "{bar:30.cyan/blue} {pos}/{len} {rate} eta {eta} {wide_msg}"
+    } else {
+        "{bar:30} {pos}/{len} {rate} eta {eta} {wide_msg}"
+    };
+    ProgressStyle::with_template(template)
+        .expect("static template is valid")
+        .with_key(
+            "rate",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.1}/s", state.per_sec());
+            },
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use indicatif::{ProgressBar, ProgressDrawTarget, TermLike};
+
+    use super::progress_style;
+
+    /// A terminal that keeps what is written to it.
+    #[derive(Debug, Clone, Default)]
+    struct Screen(Arc<Mutex<String>>);
+
+    impl TermLike for Screen {
+        fn width(&self) -> u16 {
+            100
+        }
+        fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.write_str(s)?;
+            self.write_str("\n")
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            self.0.lock().unwrap().push_str(s);
+            Ok(())
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn drawn(color: bool) -> String {
+        let screen = Screen::default();
+        let bar = ProgressBar::with_draw_target(
+            Some(10),
+            ProgressDrawTarget::term_like(Box::new(screen.clone())),
+        );
+        bar.set_style(progress_style(color));
+        bar.inc(3);
+        bar.force_draw();
+        let text = screen.0.lock().unwrap().clone();
+        text
+    }
+
+    // `{per_sec:.1}` drew the rate red with four decimals, even under --color never.
+    #[test]
+    fn the_rate_is_plain_without_colour() {
+        let text = drawn(false);
+        assert!(text.contains(" 3/10 "), "{text:?}");
+        assert!(
+            !text.contains('\x1b'),
+            "escape codes without colour: {text:?}"
+        );
+        let rate = text
+            .split(" 3/10 ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap();
+        let number = rate
+            .strip_suffix("/s")
+            .unwrap_or_else(|| panic!("{rate:?}"));
+        let decimals = number
+            .split('.')
+            .nth(1)
+            .unwrap_or_else(|| panic!("{rate:?}"));
+        assert_eq!(decimals.len(), 1, "{rate:?}");
+    }
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{print_stdout, term, Ctx, Status};
 use crate::bench::Clock;
 use crate::gpu::{Engine, Gpu, Timings};
-use crate::io::json::{JsonDest, JsonSink};
+use crate::io::json::{Document, JsonDest, JsonSink};
 use crate::ops::{self, Op};
 use crate::tune::{self, cache, Cache, Entry, Level, Trial};
 
@@ -36,6 +36,10 @@ struct TuneDoc<'a> {
     trials: &'a [Trial],
     /// Op name to its entries, as in the cache.
     choices: &'a std::collections::BTreeMap<String, Vec<Entry>>,
+}
+
+impl<'a> Document for TuneDoc<'a> {
+    const SCHEMA: &'static str = "gpukit.tune/1";
 }
 
 pub fn run(ctx: &Ctx, args: TuneArgs) -> Result<Status> {

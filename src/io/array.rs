@@ -1,4 +1,5 @@
-//! Numeric arrays on disk: `.npy` (little-endian u32, i32, f32, f16; C or Fortran order),
+//! Numeric arrays on disk: `.npy` (every real dtype numpy writes, either byte order, C or
+//! Fortran order; converted to u32, i32, f32 or f16 where the values fit),
 //! `.json` (nested arrays of numbers), text (`.txt`, `.csv`: numbers separated by commas,
 //! spaces or newlines; one row per line for matrices) and raw `.bin` (with a dtype).
 //! Arrays are held in C order whatever the file's order.
@@ -274,10 +275,29 @@ enum TextShape {
 /// Text: numbers separated by commas or whitespace, shaped by `how`.
 fn parse_text(bytes: &[u8], dtype: Option<DType>, how: TextShape) -> Result<Array> {
     let text = std::str::from_utf8(bytes).map_err(|_| anyhow!("not UTF-8 text"))?;
+    let tokens = |line: &str| -> Vec<String> {
+        line.split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    // A CSV's header row: a first line none of whose fields is a number (`x,y,z`, `"a","b"`).
+    // A line with a number among its fields is data, and a bad field in it an error.
+    let header = text
+        .lines()
+        .position(|l| !tokens(l).is_empty())
+        .filter(|&at| {
+            let first = text.lines().nth(at).unwrap_or_default();
+            let data_follows = text.lines().skip(at + 1).any(|l| !tokens(l).is_empty());
+            data_follows && tokens(first).iter().all(|t| Number::parse(t).is_none())
+        });
     let mut flat = Vec::new();
     let mut rows = Vec::new();
     let mut lines = Vec::new();
     for (lineno, line) in text.lines().enumerate() {
+        if Some(lineno) == header {
+            continue;
+        }
         let before = flat.len();
         for (col, tok) in line
             .split(|c: char| c == ',' || c.is_whitespace())
@@ -375,12 +395,29 @@ impl std::fmt::Display for Number {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         match self {
             Number::Int(v) => write!(f, "{v}"),
+            // Very large and very small magnitudes in exponent form (1e300, not 301 digits).
+            Number::BigInt(v) | Number::Float(v)
+                if v.is_finite() && *v != 0.0 && !(1e-4..1e16).contains(&v.abs()) =>
+            {
+                write!(f, "{v:e}")
+            }
             Number::BigInt(v) | Number::Float(v) => write!(f, "{v}"),
         }
     }
 }
 
-fn index_of(flat: usize, shape: &[usize]) -> String {
+/// The index of the `flat`-th stored element: C order, or Fortran order (first axis fastest).
+fn index_of_stored(flat: usize, shape: &[usize], fortran: bool) -> String {
+    if !fortran {
+        return index_of(flat, shape);
+    }
+    let reversed: Vec<usize> = shape.iter().rev().copied().collect();
+    let mut idx = index_of_parts(flat, &reversed);
+    idx.reverse();
+    format!("{idx:?}")
+}
+
+fn index_of_parts(flat: usize, shape: &[usize]) -> Vec<usize> {
     let mut idx = vec![0; shape.len()];
     let mut rest = flat;
     for (d, &n) in shape.iter().enumerate().rev() {
@@ -389,7 +426,11 @@ fn index_of(flat: usize, shape: &[usize]) -> String {
             rest /= n;
         }
     }
-    format!("{idx:?}")
+    idx
+}
+
+fn index_of(flat: usize, shape: &[usize]) -> String {
+    format!("{:?}", index_of_parts(flat, shape))
 }
 
 fn json_flatten(
@@ -439,23 +480,34 @@ fn numbers_to_data(
     dtype: Option<DType>,
     at: impl Fn(usize) -> String,
 ) -> Result<Data> {
+    values_to_data(nums.len(), |i| nums[i], dtype, at)
+}
+
+/// [`numbers_to_data`] over `len` values that `get` gives one at a time (a .npy's elements
+/// are converted without a copy of them all as [`Number`]s). An integer becomes a float only
+/// where the float holds it exactly; a float becomes an integer only where it is one.
+fn values_to_data(
+    len: usize,
+    get: impl Fn(usize) -> Number,
+    dtype: Option<DType>,
+    at: impl Fn(usize) -> String,
+) -> Result<Data> {
     let (u32_max, i32_min, i32_max) = (u32::MAX as i128, i32::MIN as i128, i32::MAX as i128);
     let dtype = match dtype {
         Some(d) => d,
-        None if nums.iter().all(|n| n.int_in(0, u32_max).is_some()) => DType::U32,
-        None if nums.iter().all(|n| n.int_in(i32_min, i32_max).is_some()) => DType::I32,
-        None if nums.iter().all(Number::is_int) => {
-            let neg = nums.iter().any(|n| n.as_f64() < 0.0);
+        None if (0..len).all(|i| get(i).int_in(0, u32_max).is_some()) => DType::U32,
+        None if (0..len).all(|i| get(i).int_in(i32_min, i32_max).is_some()) => DType::I32,
+        None if (0..len).all(|i| get(i).is_int()) => {
+            let neg = (0..len).any(|i| get(i).as_f64() < 0.0);
             let (lo, hi) = if neg {
                 (i32_min, i32_max)
             } else {
                 (0, u32_max)
             };
-            let i = nums
-                .iter()
-                .position(|n| n.int_in(lo, hi).is_none())
+            let i = (0..len)
+                .position(|i| get(i).int_in(lo, hi).is_none())
                 .expect("some integer is out of range");
-            let range = match (neg, nums[i].as_f64() > 0.0) {
+            let range = match (neg, get(i).as_f64() > 0.0) {
                 (false, _) => "u32",
                 (true, false) => "i32",
                 // It would fit u32, but the negative values need i32.
@@ -465,49 +517,62 @@ fn numbers_to_data(
                 "{}: {} does not fit {range} (the integer types gpukit takes); \
                  give --dtype f32 to read the values as floats",
                 at(i),
-                nums[i]
+                get(i)
             )
         }
         None => DType::F32,
     };
     let int = |i: usize, lo: i128, hi: i128| -> Result<i128> {
-        match nums[i] {
+        match get(i) {
             n @ (Number::Int(_) | Number::BigInt(_)) => n
                 .int_in(lo, hi)
                 .ok_or_else(|| anyhow!("{}: {n} does not fit {}", at(i), dtype.name())),
+            // A float with no fraction is that integer (numpy's float arrays of counts).
+            Number::Float(f) if f.is_finite() && f.fract() == 0.0 => Number::Int(f as i128)
+                .int_in(lo, hi)
+                .ok_or_else(|| anyhow!("{}: {} does not fit {}", at(i), get(i), dtype.name())),
             Number::Float(f) => bail!("{}: {f} is not an integer ({})", at(i), dtype.name()),
         }
     };
     Ok(match dtype {
         DType::U32 => Data::U32(
-            (0..nums.len())
+            (0..len)
                 .map(|i| int(i, 0, u32_max).map(|v| v as u32))
                 .collect::<Result<_>>()?,
         ),
         DType::I32 => Data::I32(
-            (0..nums.len())
+            (0..len)
                 .map(|i| int(i, i32_min, i32_max).map(|v| v as i32))
                 .collect::<Result<_>>()?,
         ),
         // A finite value past f32's largest would become infinite: refused, as an integer
         // past u32 is (an infinite literal, or one past f64's range, stays infinite).
         DType::F32 => Data::F32(
-            (0..nums.len())
+            (0..len)
                 .map(|i| {
-                    let (v, f) = (nums[i].as_f64(), nums[i].as_f64() as f32);
+                    let n = get(i);
+                    let (v, f) = (n.as_f64(), n.as_f64() as f32);
                     if v.is_finite() && f.is_infinite() {
                         bail!(
                             "{}: {} is outside float32's range (largest magnitude {:e})",
                             at(i),
-                            nums[i],
+                            n,
                             f32::MAX
                         );
+                    }
+                    if let Number::Int(int) = n {
+                        if f as i128 != int {
+                            bail!(
+                                "{}: {int} is not exactly a float32 (the nearest is {f})",
+                                at(i)
+                            );
+                        }
                     }
                     Ok(f)
                 })
                 .collect::<Result<_>>()?,
         ),
-        DType::F16 => Data::F16(nums.iter().map(|n| f16::from_f64(n.as_f64())).collect()),
+        DType::F16 => Data::F16((0..len).map(|i| f16::from_f64(get(i).as_f64())).collect()),
     })
 }
 
@@ -539,25 +604,107 @@ pub fn name_dtypes(err: anyhow::Error, path: &Path, op: &str, takes: &str) -> an
     }
 }
 
+/// An element type of a .npy file, from its header's `descr` (`<i8`, `|b1`, `>f4`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NpyElem {
+    Bool,
+    Int { bytes: usize, signed: bool },
+    Float { bytes: usize },
+}
+
+impl NpyElem {
+    /// The element type and whether it is stored big-endian; None for what is no real number
+    /// (complex, strings, objects, dates).
+    fn parse(descr: &str) -> Option<(NpyElem, bool)> {
+        let (order, code) = descr.split_at_checked(1)?;
+        let big = match order {
+            "<" | "|" | "=" => false,
+            ">" => true,
+            _ => return None,
+        };
+        let (kind, bytes) = code.split_at_checked(1)?;
+        let bytes: usize = bytes.parse().ok()?;
+        let elem = match (kind, bytes) {
+            ("b", 1) => NpyElem::Bool,
+            ("u", 1 | 2 | 4 | 8) => NpyElem::Int {
+                bytes,
+                signed: false,
+            },
+            ("i", 1 | 2 | 4 | 8) => NpyElem::Int {
+                bytes,
+                signed: true,
+            },
+            ("f", 2 | 4 | 8) => NpyElem::Float { bytes },
+            _ => return None,
+        };
+        Some((elem, big && bytes > 1))
+    }
+
+    fn size(self) -> usize {
+        match self {
+            NpyElem::Bool => 1,
+            NpyElem::Int { bytes, .. } | NpyElem::Float { bytes } => bytes,
+        }
+    }
+
+    /// The dtype gpukit holds these elements in as they are, with no conversion.
+    fn native(self) -> Option<DType> {
+        match self {
+            NpyElem::Int {
+                bytes: 4,
+                signed: false,
+            } => Some(DType::U32),
+            NpyElem::Int {
+                bytes: 4,
+                signed: true,
+            } => Some(DType::I32),
+            NpyElem::Float { bytes: 4 } => Some(DType::F32),
+            NpyElem::Float { bytes: 2 } => Some(DType::F16),
+            _ => None,
+        }
+    }
+
+    /// The element at the start of `b` (little-endian unless `big`).
+    fn get(self, b: &[u8], big: bool) -> Number {
+        let mut le = [0u8; 8];
+        let n = self.size();
+        le[..n].copy_from_slice(&b[..n]);
+        if big {
+            le[..n].reverse();
+        }
+        let bits = u64::from_le_bytes(le);
+        match self {
+            NpyElem::Bool => Number::Int(i128::from(bits != 0)),
+            NpyElem::Int {
+                bytes,
+                signed: false,
+            } => Number::Int(i128::from(bits & (u64::MAX >> (64 - 8 * bytes)))),
+            NpyElem::Int {
+                bytes,
+                signed: true,
+            } => {
+                // Sign-extend from the element's width.
+                let shift = 64 - 8 * bytes;
+                Number::Int(i128::from(((bits << shift) as i64) >> shift))
+            }
+            NpyElem::Float { bytes: 2 } => Number::Float(f16::from_bits(bits as u16).to_f64()),
+            NpyElem::Float { bytes: 4 } => Number::Float(f64::from(f32::from_bits(bits as u32))),
+            NpyElem::Float { .. } => Number::Float(f64::from_bits(bits)),
+        }
+    }
+}
+
+/// A .npy file of any real dtype numpy writes (bool, int8..int64, uint8..uint64,
+/// float16..float64; either byte order; C or Fortran order). Elements gpukit holds as they
+/// are (little-endian u4, i4, f4, f2) are taken as they are unless `want` differs; others are
+/// converted to `want`, or without it integers and bools to u32 or i32 (as text is) and floats
+/// to f32, each value checked to fit (an integer exactly, a float within range).
 fn parse_npy(bytes: &[u8], want: Option<DType>) -> Result<Array> {
     let header = npy::Header::parse(bytes).map_err(|e| anyhow!("not a valid .npy file: {e}"))?;
     let reader = &bytes[header.data_offset..];
     let descr = header.descr.as_str();
-    let dtype = match descr {
-        "<u4" | "|u4" => DType::U32,
-        "<i4" | "|i4" => DType::I32,
-        "<f4" | "|f4" => DType::F32,
-        "<f2" | "|f2" => DType::F16,
-        d if d.starts_with('>') => {
-            bail!("big-endian dtype {d} is not supported (use a little-endian array)")
-        }
-        d => bail!(UnsupportedDtype(d.to_string())),
-    };
-    if let Some(w) = want {
-        if w != dtype {
-            bail!("holds {} but {} was asked for", dtype.name(), w.name());
-        }
-    }
+    let (elem, big) =
+        NpyElem::parse(descr).ok_or_else(|| anyhow!(UnsupportedDtype(descr.to_string())))?;
     let shape = header
         .shape
         .iter()
@@ -567,11 +714,12 @@ fn parse_npy(bytes: &[u8], want: Option<DType>) -> Result<Array> {
     // Every size computed from the header is checked: a hostile shape must not wrap around.
     let need = shape
         .iter()
-        .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d))
+        .try_fold(elem.size(), |acc, &d| acc.checked_mul(d))
         .ok_or_else(|| {
             anyhow!(
                 "shape {shape:?} of {} elements overflows (the file holds {} bytes of data)",
-                dtype.name(),
+                elem.native()
+                    .map_or(descr.to_owned(), |d| d.name().to_owned()),
                 reader.len()
             )
         })?;
@@ -581,7 +729,30 @@ fn parse_npy(bytes: &[u8], want: Option<DType>) -> Result<Array> {
             reader.len()
         );
     }
-    let data = Data::from_bytes(dtype, &reader[..need]);
+    let raw = &reader[..need];
+    let data = match (elem.native(), big, want) {
+        (Some(native), false, None) => Data::from_bytes(native, raw),
+        (Some(native), false, Some(w)) if w == native => Data::from_bytes(native, raw),
+        _ => {
+            let to = want.or(elem.native()).or(match elem {
+                NpyElem::Float { .. } => Some(DType::F32),
+                // Integers and bools: u32 or i32 as they fit, as text is read.
+                _ => None,
+            });
+            let size = elem.size();
+            values_to_data(
+                need / size,
+                |i| elem.get(&raw[i * size..], big),
+                to,
+                |i| {
+                    format!(
+                        "element {}",
+                        index_of_stored(i, &shape, header.fortran_order)
+                    )
+                },
+            )?
+        }
+    };
     let data = if header.fortran_order && shape.len() > 1 {
         fortran_to_c(data, &shape)
     } else {
@@ -1126,6 +1297,22 @@ mod tests {
         let a = parse(&buf, Format::Npy, None).unwrap();
         assert_eq!(a.shape, vec![2, 3]);
         assert_eq!(a.data, Data::F32(vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]));
+    }
+
+    #[test]
+    fn a_csv_header_row_is_skipped_and_a_bad_field_is_not() {
+        let a = parse_matrix(b"x,y\n1,2\n3,4\n", Format::Text, None).unwrap();
+        assert_eq!((a.shape, a.data), (vec![2, 2], Data::U32(vec![1, 2, 3, 4])));
+        let a = parse(b"\"value\"\n1.5\n2\n", Format::Text, None).unwrap();
+        assert_eq!(a.data, Data::F32(vec![1.5, 2.0]));
+        // Data lines' errors keep their line numbers; a field that is not a number among
+        // numbers is an error, and so is a file of words alone.
+        let e = parse(b"x,y\n1,2\n3,z\n", Format::Text, None).unwrap_err();
+        assert_eq!(e.to_string(), "line 3, value 2: \"z\" is not a number");
+        let e = parse(b"x3,1,2\n4,5,6\n", Format::Text, None).unwrap_err();
+        assert_eq!(e.to_string(), "line 1, value 1: \"x3\" is not a number");
+        let e = parse(b"hello\n", Format::Text, None).unwrap_err();
+        assert_eq!(e.to_string(), "line 1, value 1: \"hello\" is not a number");
     }
 
     #[test]

@@ -75,9 +75,33 @@ impl JsonSink {
         self.0.describe()
     }
 
-    pub fn write<T: Serialize>(self, value: &T) -> Result<()> {
+    /// Writes `doc` with its `schema` first (`{"schema": "gpukit.histogram/1", ...}`).
+    pub fn write<T: Document>(self, doc: &T) -> Result<()> {
+        #[derive(Serialize)]
+        struct Versioned<'a, T> {
+            schema: &'static str,
+            #[serde(flatten)]
+            doc: &'a T,
+        }
+        self.write_value(&Versioned {
+            schema: T::SCHEMA,
+            doc,
+        })
+    }
+
+    /// Writes a document built as a JSON value, which carries its own `schema` (`merge`'s,
+    /// the schema of the documents it merged).
+    pub fn write_value<T: Serialize>(self, value: &T) -> Result<()> {
         let mut text = serde_json::to_string_pretty(value).context("serialising JSON")?;
         text.push('\n');
         self.0.commit_bytes(text.as_bytes())
     }
+}
+
+/// A JSON document gpukit writes. Its `schema` names the document and its version
+/// (`gpukit.histogram/1`); docs/schemas/NAME.schema.json is its JSON Schema, against which
+/// scripts/validate_json.py checks real outputs in CI. A change that can break a reader (a
+/// field removed, renamed or retyped) bumps the version; a field added does not.
+pub trait Document: Serialize {
+    const SCHEMA: &'static str;
 }
