@@ -120,7 +120,12 @@ impl ResizePlan {
                 in_w: w,
                 out_w: ow,
                 ksize: pass.axis.ksize as u32,
-                n_samples: (u64::from(ow) * u64::from(oh) * c) as u32,
+                n_samples: u32::try_from(u64::from(ow) * u64::from(oh) * c).map_err(|_| {
+                    anyhow::anyhow!(
+                        "{}: over 2^32 samples a pass; --backend cpu resizes it",
+                        img.describe()
+                    )
+                })?,
                 n_words: n_words as u32,
                 _pad: [0; 3],
             };
