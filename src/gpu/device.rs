@@ -103,7 +103,7 @@ pub struct DeviceRequest {
     pub backend: Option<BackendChoice>,
     pub device: Option<DeviceSelector>,
     /// Where the ops find this device's tuned shapes (the tune cache is per adapter).
-    pub tune: crate::tune::Settings,
+    pub tune: super::cache_files::Settings,
     /// Where the device keeps its compiled pipelines between runs (off by default).
     pub pipelines: pipeline_cache::Settings,
     /// Run on gpukit's native CPU engine rather than on a software rasteriser (Mesa
@@ -122,7 +122,7 @@ impl Default for DeviceRequest {
         DeviceRequest {
             backend: None,
             device: None,
-            tune: crate::tune::Settings::default(),
+            tune: super::cache_files::Settings::default(),
             pipelines: pipeline_cache::Settings::off(),
             prefer_native_cpu: false,
             gpu_saving: None,
@@ -490,7 +490,7 @@ pub struct Gpu {
     pub(crate) pipeline_cache: Option<PipelineCache>,
     /// How the ops read this adapter's tune cache; the cache itself, read on first use.
     /// This layer only holds them: what a choice means is the ops' business.
-    pub tune: crate::tune::Settings,
+    pub tune: super::cache_files::Settings,
     pub(crate) tuned: std::sync::OnceLock<crate::tune::Tuned>,
 }
 

@@ -1,6 +1,7 @@
 //! The GPU layer: the only module that talks to wgpu. It opens a headless device, builds
 //! pipelines from wgsl/, moves data and times passes. It knows nothing of images or arrays.
 
+pub mod cache_files;
 mod device;
 mod kernel;
 pub mod pipeline_cache;

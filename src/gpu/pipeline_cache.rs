@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::cache_files::{cache_dir, AdapterKey};
 use crate::io::output::write_atomic;
-use crate::tune::cache::{cache_dir, AdapterKey};
 
 /// Where the pipeline cache is and who hears about it: the tune cache's settings (`Off`,
 /// [`Settings::off`], is the library's default here and `--no-pipeline-cache`; `UserCache`
 /// the adapter's file beside its tune cache; `File` is `--pipeline-cache` or
 /// GPUKIT_PIPELINE_CACHE).
-pub use crate::tune::{Settings, Source};
+pub use super::cache_files::{Settings, Source};
 
 /// Says `msg` about the pipeline cache to whoever hears notes (`-v`).
 fn note(settings: &Settings, msg: &str) {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
+pub use crate::gpu::cache_files::{cache_dir, AdapterKey};
 use crate::gpu::Gpu;
 use crate::io::output::write_atomic;
 
@@ -17,67 +18,6 @@ const MAX_BYTES: u64 = 16 << 20;
 
 /// The version of the file's layout; a file of another version is ignored.
 pub const FORMAT: u32 = 1;
-
-/// What a cache is valid for: one adapter, driver and backend. Any difference makes a cache
-/// stale (a driver update can move the best choice, or break one).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AdapterKey {
-    pub name: String,
-    pub vendor_id: u32,
-    pub device_id: u32,
-    pub driver: String,
-    pub driver_info: String,
-    pub backend: String,
-}
-
-impl AdapterKey {
-    pub fn of(gpu: &Gpu) -> AdapterKey {
-        AdapterKey::from_info(&gpu.info)
-    }
-
-    /// The key of an adapter, before a device is open on it.
-    pub fn from_info(info: &wgpu::AdapterInfo) -> AdapterKey {
-        AdapterKey {
-            name: info.name.clone(),
-            vendor_id: info.vendor,
-            device_id: info.device,
-            driver: info.driver.clone(),
-            driver_info: info.driver_info.clone(),
-            backend: format!("{:?}", info.backend).to_lowercase(),
-        }
-    }
-
-    /// The tune cache's file name in the cache folder:
-    /// `tune-<name>-<vendor>-<device>-<backend>.json`, the name lower-cased with runs of
-    /// other characters as one `-`.
-    pub fn file_name(&self) -> String {
-        format!("tune-{}.json", self.stem())
-    }
-
-    /// The pipeline cache's file name beside it: `pipelines-<name>-<vendor>-<device>-<backend>.bin`
-    /// (`crate::gpu`'s pipeline cache).
-    pub fn pipeline_file_name(&self) -> String {
-        format!("pipelines-{}.bin", self.stem())
-    }
-
-    fn stem(&self) -> String {
-        let mut slug = String::new();
-        for c in self.name.chars() {
-            if c.is_ascii_alphanumeric() {
-                slug.push(c.to_ascii_lowercase());
-            } else if !slug.ends_with('-') {
-                slug.push('-');
-            }
-        }
-        format!(
-            "{}-{:04x}-{:04x}-{}",
-            slug.trim_matches('-'),
-            self.vendor_id,
-            self.device_id,
-            self.backend
-        )
-    }
-}
 
 /// One op's timing on one case, default against tuned, as measured by `gpukit tune`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -219,30 +159,6 @@ impl Cache {
         let mut text = serde_json::to_string_pretty(self).context("serialising the cache")?;
         text.push('\n');
         write_atomic(path, text.as_bytes())
-    }
-}
-
-/// The user's cache folder for gpukit: `$XDG_CACHE_HOME/gpukit` (an absolute path) or
-/// `~/.cache/gpukit` on Linux and other Unix systems, `~/Library/Caches/gpukit` on macOS,
-/// `%LOCALAPPDATA%\gpukit` on Windows. The rules of the `dirs` crate, written out here.
-pub fn cache_dir() -> Result<PathBuf> {
-    let env_dir = |var: &str| {
-        std::env::var_os(var)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    let base = if cfg!(windows) {
-        env_dir("LOCALAPPDATA")
-    } else if cfg!(target_os = "macos") {
-        env_dir("HOME").map(|h| h.join("Library/Caches"))
-    } else {
-        env_dir("XDG_CACHE_HOME").or_else(|| env_dir("HOME").map(|h| h.join(".cache")))
-    };
-    match base {
-        Some(b) => Ok(b.join("gpukit")),
-        None => {
-            bail!("no cache folder: HOME (or XDG_CACHE_HOME) is not set")
-        }
     }
 }
 

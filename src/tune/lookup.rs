@@ -10,40 +10,8 @@ use anyhow::Result;
 use serde::de::DeserializeOwned;
 
 use super::cache::{self, Cache};
+pub use crate::gpu::cache_files::{Settings, Source};
 use crate::gpu::Gpu;
-
-/// Where the ops look for tuned shapes.
-#[derive(Clone, Debug, Default)]
-pub enum Source {
-    /// The adapter's file in the user's cache folder (docs/tune.md), when there is one.
-    #[default]
-    UserCache,
-    /// This file (`--tune-cache`, GPUKIT_TUNE_CACHE); a missing one is reported.
-    File(PathBuf),
-    /// No cache: every op takes its defaults (`--no-tune-cache`).
-    Off,
-}
-
-/// How the ops read the tune cache of a device, and who hears about it.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub source: Source,
-    /// Hears which shape each op takes and why (`-v`); `None` says nothing.
-    pub note: Option<fn(&str)>,
-    /// Hears why a cache, or a choice in it, is ignored (stale, corrupt, unfit here).
-    pub warn: fn(&str),
-}
-
-impl Default for Settings {
-    /// The user's cache, silently.
-    fn default() -> Self {
-        Settings {
-            source: Source::default(),
-            note: None,
-            warn: |_| {},
-        }
-    }
-}
 
 impl Settings {
     /// No tune cache: the ops' defaults (what the tests use, so that no user's cache changes
