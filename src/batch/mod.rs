@@ -6,6 +6,7 @@ pub mod driver;
 pub mod histogram;
 pub mod images;
 pub mod inputs;
+pub mod merge;
 pub mod outputs;
 pub mod pipeline;
 pub mod report;

@@ -66,8 +66,8 @@ fn parse_size(s: &str) -> Result<PlotSize, String> {
 pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     if args.merge {
         let sink = JsonSink::open(args.json.as_ref().unwrap_or(&JsonDest::Stdout))?;
-        sink.write_value(&super::merge::with_schema(
-            super::merge::histograms(&args.input.inputs)?,
+        sink.write_value(&crate::batch::merge::with_schema(
+            crate::batch::merge::histograms(&args.input.inputs)?,
             HistogramDoc::SCHEMA,
         ))?;
         return Ok(Status::Success);
