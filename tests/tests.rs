@@ -18,5 +18,6 @@ mod npy;
 #[cfg(unix)]
 mod output;
 mod property;
+mod resize;
 mod scan;
 mod tune;

@@ -20,6 +20,7 @@ pub mod compare;
 pub mod copy;
 pub mod histogram;
 pub mod matmul;
+pub mod resize;
 pub mod scan;
 
 use std::borrow::Cow;
@@ -111,6 +112,7 @@ pub const REGISTRY: &[Op] = &[
     scan::OP,
     matmul::OP,
     compare::OP,
+    resize::OP,
 ];
 
 /// An image's samples as the bytes a kernel reads (`Gpu::write_padded` writes them): 8-bit as

@@ -1,0 +1,274 @@
+//! `resize`: the reference against Pillow's goldens (fixtures/resize/), the native CPU engine
+//! against the reference, every GPU path bit for bit against the CPU engine, and the sizes
+//! refused as usage errors.
+
+use std::path::Path;
+
+use gpukit::gpu::{Engine, Timings};
+use gpukit::io::image::{self, Image, Samples};
+use gpukit::ops::resize::{self, Filter, Options, Size};
+use gpukit::UsageError;
+
+use crate::util::{dump_mismatch, engine, random_image};
+
+fn exact(width: u32, height: u32) -> Size {
+    Size::Exact { width, height }
+}
+
+/// The largest difference between two images' samples (None if their shapes differ).
+fn max_diff(a: &Image, b: &Image) -> Option<u32> {
+    if (a.width, a.height, a.channels) != (b.width, b.height, b.channels) {
+        return None;
+    }
+    Some(match (&a.samples, &b.samples) {
+        (Samples::U8(x), Samples::U8(y)) => x
+            .iter()
+            .zip(y)
+            .map(|(&p, &q)| p.abs_diff(q) as u32)
+            .max()
+            .unwrap_or(0),
+        (Samples::U16(x), Samples::U16(y)) => x
+            .iter()
+            .zip(y)
+            .map(|(&p, &q)| p.abs_diff(q) as u32)
+            .max()
+            .unwrap_or(0),
+        _ => return None,
+    })
+}
+
+/// Every case of fixtures/resize/cases.txt: (input, options, Pillow's output, its name).
+fn golden_cases() -> Vec<(Image, Options, Image, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/resize");
+    let list = std::fs::read_to_string(dir.join("cases.txt")).unwrap();
+    let cases: Vec<_> = list
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (w, h) = resize::parse_dims(f[2]).unwrap();
+            let options = Options::new(exact(w, h), f[1].parse().unwrap());
+            let input = image::load(&dir.join(f[0])).unwrap();
+            let want = image::load(&dir.join(f[3])).unwrap();
+            (input, options, want, l.to_string())
+        })
+        .collect();
+    assert_eq!(cases.len(), 128, "cases in fixtures/resize/cases.txt");
+    cases
+}
+
+// Pillow's bytes, on every 8-bit case; its 16-bit resampling sums in f64 with unquantised
+// weights, gpukit's in integers with 22-bit weights: within one level (docs/resize.md).
+#[test]
+fn reference_equals_pillow_goldens() {
+    let mut bad = Vec::new();
+    let mut sixteen = 0;
+    for (input, options, want, name) in golden_cases() {
+        let got = resize::reference(&input, &options).unwrap();
+        let d = max_diff(&got, &want);
+        let limit = if input.bit_depth() == 16 { 1 } else { 0 };
+        if input.bit_depth() == 16 {
+            sixteen += 1;
+        }
+        if d.is_none_or(|d| d > limit) {
+            bad.push(format!("{name}: max difference {d:?}"));
+        }
+    }
+    assert_eq!(sixteen, 10);
+    assert!(
+        bad.is_empty(),
+        "{} of the goldens differ:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn gpu_equals_pillow_goldens_on_8_bit_images() {
+    let mut bad = Vec::new();
+    for (input, options, want, name) in golden_cases() {
+        if input.bit_depth() != 8 {
+            continue;
+        }
+        let got = resize::run(engine(), &input, &options, &mut Timings::default()).unwrap();
+        if got != want {
+            bad.push(format!(
+                "{name}: max difference {:?}",
+                max_diff(&got, &want)
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{} differ:\n{}", bad.len(), bad.join("\n"));
+}
+
+type Dims = (u32, u32);
+
+/// Shapes that reach every path: both passes either way round, one pass, none; rows whose
+/// samples end inside a word; workgroup tiles that cross rows (short rows) and spans too long
+/// for workgroup memory (a 4097-wide row to 3); 1x1; the tall path (height first).
+const SHAPES: &[(Dims, Dims)] = &[
+    ((1, 1), (1, 1)),
+    ((1, 1), (5, 3)),
+    ((7, 9), (3, 2)),
+    ((33, 17), (71, 40)),
+    ((64, 48), (16, 12)),
+    ((64, 48), (64, 13)),
+    ((64, 48), (23, 48)),
+    ((5, 3), (2, 1)),
+    ((4097, 2), (3, 2)),
+    ((4097, 3), (1021, 5)),
+    ((300, 7), (1200, 3)),
+    ((2, 301), (3, 40)),
+    ((3, 400), (2, 31)),
+];
+
+fn images(seed: u32) -> Vec<Image> {
+    let mut out = Vec::new();
+    for (k, &((w, h), _)) in SHAPES.iter().enumerate() {
+        for channels in 1..=4u8 {
+            for bits in [8, 16] {
+                out.push(random_image(
+                    w,
+                    h,
+                    channels,
+                    bits,
+                    seed + k as u32 * 8 + u32::from(channels) * 2 + bits,
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn each_case(mut f: impl FnMut(&Image, &Options, String)) {
+    let imgs = images(17);
+    for filter in Filter::ALL {
+        for img in &imgs {
+            let &(_, (w, h)) = SHAPES
+                .iter()
+                .find(|(i, _)| *i == (img.width, img.height))
+                .unwrap();
+            let what = format!("{} to {w}x{h} {}", img.describe(), filter.name());
+            f(img, &Options::new(exact(w, h), filter), what);
+        }
+    }
+}
+
+#[test]
+fn cpu_engine_equals_reference() {
+    each_case(|img, options, what| {
+        let want = resize::reference(img, options).unwrap();
+        let got = resize::run(&Engine::Cpu, img, options, &mut Timings::default()).unwrap();
+        assert!(
+            got == want,
+            "{what}: engine and reference differ by {:?}",
+            max_diff(&got, &want)
+        );
+    });
+}
+
+#[test]
+fn every_gpu_path_equals_the_cpu_engine() {
+    each_case(|img, options, what| {
+        let cpu = resize::run(&Engine::Cpu, img, options, &mut Timings::default()).unwrap();
+        let gpu = resize::run(engine(), img, options, &mut Timings::default()).unwrap();
+        if gpu != cpu {
+            let dir = dump_mismatch(&what, "png", &gpu, &cpu, |p, i| {
+                let _ = image::save(p, i.clone());
+            });
+            panic!(
+                "{what}: GPU and CPU differ by {:?}; written to {}",
+                max_diff(&gpu, &cpu),
+                dir.display()
+            );
+        }
+    });
+}
+
+// An image resized to its own size is returned as it is: Pillow copies it (no premultiply
+// round trip).
+#[test]
+fn same_size_is_an_exact_copy() {
+    let img = random_image(9, 5, 4, 8, 3);
+    for e in [&Engine::Cpu, engine()] {
+        let out = resize::run(
+            e,
+            &img,
+            &Options::new(exact(9, 5), Filter::Lanczos3),
+            &mut Timings::default(),
+        )
+        .unwrap();
+        assert_eq!(out, img);
+    }
+}
+
+#[test]
+fn derived_sizes_round_to_the_nearest_pixel() {
+    assert_eq!(Size::Width(512).resolve(2048, 1536).unwrap(), (512, 384));
+    assert_eq!(Size::Height(100).resolve(640, 480).unwrap(), (133, 100));
+    // 3 * 0.5 = 1.5 rounds up; a side never goes below 1.
+    assert_eq!(Size::Scale(0.5).resolve(3, 1).unwrap(), (2, 1));
+    assert_eq!(Size::Width(1).resolve(1000, 10).unwrap(), (1, 1));
+    // Fit inside 100x100: the longer side is 100.
+    assert_eq!(
+        Size::Fit {
+            width: 100,
+            height: 100
+        }
+        .resolve(400, 300)
+        .unwrap(),
+        (100, 75)
+    );
+    assert_eq!(
+        Size::Fit {
+            width: 100,
+            height: 100
+        }
+        .resolve(30, 60)
+        .unwrap(),
+        (50, 100)
+    );
+    // An input too large for the factor fails that input, not the command.
+    let e = Size::Scale(1000.0).resolve(2000, 10).unwrap_err();
+    assert!(e.downcast_ref::<UsageError>().is_none(), "{e}");
+}
+
+#[test]
+fn bad_sizes_are_usage_errors() {
+    let usage = |r: anyhow::Result<Size>| {
+        let e = r.unwrap_err();
+        assert!(e.downcast_ref::<UsageError>().is_some(), "{e:#}");
+        e.to_string()
+    };
+    let m = usage(Size::from_flags(Some((0, 10)), None, None, None, None));
+    assert!(m.contains("width 0"), "{m}");
+    usage(Size::from_flags(None, None, Some(0), None, None));
+    usage(Size::from_flags(
+        Some((1 << 21, 10)),
+        None,
+        None,
+        None,
+        None,
+    ));
+    usage(Size::from_flags(None, None, None, Some(0.0), None));
+    usage(Size::from_flags(None, None, None, Some(-2.0), None));
+    usage(Size::from_flags(None, None, None, Some(f64::NAN), None));
+    usage(Size::from_flags(None, None, None, Some(1e300), None));
+    let m = usage(Size::from_flags(
+        Some((10, 10)),
+        None,
+        None,
+        Some(2.0),
+        None,
+    ));
+    assert!(m.contains("one of"), "{m}");
+    usage(Size::from_flags(None, Some(3), None, None, Some((4, 4))));
+    usage(Size::from_flags(None, None, None, None, None));
+    assert!(resize::parse_dims("-3x4").is_err());
+    assert!(resize::parse_dims("3x").is_err());
+    assert_eq!(resize::parse_dims("640x480"), Ok((640, 480)));
+    assert_eq!(
+        Size::from_flags(None, Some(3), Some(4), None, None).unwrap(),
+        exact(3, 4)
+    );
+}
