@@ -26,6 +26,7 @@ pub use reference::reference;
 
 /// `resize` in the registry.
 pub const OP: super::Op = super::Op {
+    command: true,
     name: "resize",
     bench: bench::cases,
     tune: None,

@@ -25,6 +25,13 @@ struct ResizeParams {
     n_words: u32,
     _pad: [u32; 3],
 }
+crate::ops::params_layout!(ResizeParams {
+    in_w,
+    out_w,
+    ksize,
+    n_samples,
+    n_words
+});
 
 /// Every variant the op builds (the shader's constants are all overridable).
 pub(super) fn shaders() -> Vec<ShaderCase> {
