@@ -481,6 +481,92 @@ fn strip_drops_all_metadata() {
     assert_eq!(read_webp(&wout), (None, None, None));
 }
 
+// --keep chooses what travels, per format; --keep none is --strip; bad lists and
+// --strip with --keep are usage errors; --out-dir - makes no folder named -.
+#[test]
+fn keep_chooses_the_metadata_that_travels() {
+    let dir = tempdir();
+    let input = dir.path().join("in.png");
+    png_with_metadata(&input, &picture(8, 5), 6);
+    let out = dir.path().join("out.png");
+    run(&[
+        "blur",
+        s(&input),
+        "-r",
+        "1",
+        "--keep",
+        "icc,resolution",
+        "-o",
+        s(&out),
+    ])
+    .code(0);
+    let m = read_png(&out);
+    assert_eq!(m.icc, Some(icc()));
+    assert_eq!(m.exif, None);
+    assert!(m.dims.is_some());
+    assert!(m.text.is_empty(), "{:?}", m.text);
+
+    let jin = dir.path().join("in.jpg");
+    jpeg_with_metadata(&jin, &picture(8, 8), 80, 6);
+    let jout = dir.path().join("out.jpg");
+    run(&[
+        "blur",
+        s(&jin),
+        "-r",
+        "1",
+        "--keep",
+        "exif-no-gps,xmp",
+        "-o",
+        s(&jout),
+    ])
+    .code(0);
+    let j = read_jpeg(&jout);
+    // The input's EXIF has no GPS directory: it travels as it is.
+    assert_eq!(
+        (j.icc, j.exif, j.xmp),
+        (None, Some(exif(6)), Some(XMP.to_vec()))
+    );
+    assert_eq!(j.density, (0, 1, 1));
+
+    let none = dir.path().join("none.jpg");
+    run(&["blur", s(&jin), "-r", "1", "--keep", "none", "-o", s(&none)]).code(0);
+    let n = read_jpeg(&none);
+    assert_eq!(
+        (n.icc, n.exif, n.xmp, n.density),
+        (None, None, None, (0, 1, 1))
+    );
+
+    let bad = dir.path().join("bad.jpg");
+    run(&[
+        "blur",
+        s(&jin),
+        "-r",
+        "1",
+        "--keep",
+        "icc,gps",
+        "-o",
+        s(&bad),
+    ])
+    .code(2)
+    .one_error_line("unknown \"gps\"");
+    run(&[
+        "blur",
+        s(&jin),
+        "-r",
+        "1",
+        "--keep",
+        "icc",
+        "--strip",
+        "-o",
+        s(&bad),
+    ])
+    .code(2);
+    run(&["blur", s(&jin), "-r", "1", "--out-dir", "-"])
+        .code(2)
+        .one_error_line("a folder, not -");
+    assert!(!bad.exists());
+}
+
 // A 3x2 image (a b c / d e f) as each EXIF orientation stores it, and what it looks like
 // upright, written out by hand.
 #[test]

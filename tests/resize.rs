@@ -272,3 +272,114 @@ fn bad_sizes_are_usage_errors() {
         exact(3, 4)
     );
 }
+
+/// `gpukit resize` on Pillow's golden inputs gives Pillow's pixels, each filter, through a
+/// batch with --out-dir and through -o, on the native CPU engine and on the GPU.
+#[test]
+fn the_command_writes_pillows_pixels() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/resize");
+    let tmp = crate::util::tempdir();
+    let input = dir.join("rgb_37x23.png");
+    for backend in ["cpu", "vulkan"] {
+        for filter in ["lanczos3", "bicubic", "bilinear", "box", "nearest"] {
+            let out = tmp.path().join(format!("{backend}-{filter}.png"));
+            crate::util::run(&[
+                "--backend",
+                backend,
+                "resize",
+                input.to_str().unwrap(),
+                "--size",
+                "13x8",
+                "--filter",
+                filter,
+                "-o",
+                out.to_str().unwrap(),
+            ])
+            .code(0);
+            let want = image::load(&dir.join(format!("rgb_37x23_{filter}_13x8.png"))).unwrap();
+            let got = image::load(&out).unwrap();
+            assert_eq!(max_diff(&got, &want), Some(0), "{backend} {filter}");
+        }
+    }
+    // A folder, the width alone: 37x23 to 61 wide keeps the aspect ratio (61x38).
+    let folder = tmp.path().join("in");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::copy(&input, folder.join("a.png")).unwrap();
+    let out_dir = tmp.path().join("out");
+    crate::util::run(&[
+        "--backend",
+        "cpu",
+        "resize",
+        folder.to_str().unwrap(),
+        "--width",
+        "61",
+        "--out-dir",
+        out_dir.to_str().unwrap(),
+    ])
+    .code(0);
+    let got = image::load(&out_dir.join("a.png")).unwrap();
+    assert_eq!((got.width, got.height), (61, 38));
+}
+
+/// The resolution is scaled with the pixels (a 300 dpi image halved is 150 dpi), so that the
+/// picture keeps its printed size.
+#[test]
+fn the_resolution_follows_the_size() {
+    use gpukit::io::metadata::{Density, DensityUnit, Metadata};
+    let tmp = crate::util::tempdir();
+    let input = tmp.path().join("dpi.png");
+    let meta = Metadata {
+        density: Some(Density {
+            x: 300,
+            y: 200,
+            unit: DensityUnit::Inch,
+        }),
+        ..Metadata::default()
+    };
+    let file = gpukit::io::output::PendingFile::create(&input).unwrap();
+    image::save_to_with(
+        file,
+        ::image::ImageFormat::Png,
+        random_image(40, 30, 3, 8, 5),
+        &meta,
+        &image::WriteOptions::default(),
+    )
+    .unwrap();
+    let out = tmp.path().join("half.png");
+    crate::util::run(&[
+        "--backend",
+        "cpu",
+        "resize",
+        input.to_str().unwrap(),
+        "--scale",
+        "0.5",
+        "-o",
+        out.to_str().unwrap(),
+    ])
+    .code(0);
+    let read = image::load_with(&out, &image::ReadOptions::default()).unwrap();
+    assert_eq!((read.image.width, read.image.height), (20, 15));
+    let d = read.metadata.density.expect("a resolution");
+    // PNG stores pixels per metre: 150 and 100 dpi, within the metre's rounding.
+    let per_inch = |v: u32| match d.unit {
+        DensityUnit::Meter => (f64::from(v) * 0.0254).round() as u32,
+        DensityUnit::Inch => v,
+        u => panic!("unit {u:?}"),
+    };
+    assert_eq!((per_inch(d.x), per_inch(d.y)), (150, 100));
+}
+
+/// Bad sizes fail as usage errors before any input is read (this one does not exist).
+#[test]
+fn bad_size_flags_fail_before_any_input_is_read() {
+    for (args, needle) in [
+        (vec!["--width", "0"], "width 0 is out of range"),
+        (vec!["--size", "10x10", "--scale", "2"], "give one of"),
+        (vec![], "no output size"),
+        (vec!["--size", "10by10"], "expected WIDTHxHEIGHT"),
+    ] {
+        let mut all = vec!["resize", "no-such-file.png", "-o", "x.png"];
+        all.extend(args);
+        crate::util::run(&all).code(2).one_error_line(needle);
+    }
+}

@@ -54,8 +54,8 @@ pub struct Outputs {
     pub overwrite: bool,
     /// The per-file report's destination.
     pub report: Option<JsonDest>,
-    /// Drop the metadata.
-    pub strip: bool,
+    /// The metadata kept (`--keep`; `--strip` keeps none).
+    pub keep: crate::io::metadata::Keep,
     /// Turn the pixels upright by their EXIF orientation.
     pub auto_orient: bool,
     pub quality: Option<u8>,
@@ -359,9 +359,7 @@ fn prepare(
     if out.auto_orient {
         image = metadata.auto_orient(image);
     }
-    if out.strip {
-        metadata = Metadata::default();
-    }
+    metadata = out.keep.apply(metadata);
     // A JPEG input's own quality and subsampling when it is written as JPEG again.
     let kept = jpeg_quality.filter(|_| format == ImageFormat::Jpeg);
     let kept_subsampling = jpeg_subsampling.filter(|_| format == ImageFormat::Jpeg);

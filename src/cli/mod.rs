@@ -12,6 +12,7 @@ mod inputs;
 mod matmul;
 mod merge;
 mod outputs;
+mod resize;
 mod scan;
 pub mod term;
 pub(crate) mod tune;
@@ -116,6 +117,9 @@ pub enum Command {
     /// Merge the JSON documents of shards (histogram --json, blur --report) into the one an
     /// unsharded run writes (docs/scale-out.md).
     Merge(merge::MergeArgs),
+    /// Resize images as Pillow's Image.resize does, byte for byte (lanczos3, bicubic,
+    /// bilinear, box, nearest), on every engine.
+    Resize(resize::ResizeArgs),
     /// Prefix sum, min or max of an array (exclusive or inclusive; u32, i32, f32).
     Scan(scan::ScanArgs),
     /// Measure the kernels' workgroup sizes and tile shapes on this adapter and cache the
@@ -169,6 +173,7 @@ where
         Command::Man(args) => generate::man(args),
         Command::Merge(args) => merge::run(&ctx, args),
         Command::Matmul(args) => matmul::run(&ctx, args),
+        Command::Resize(args) => resize::run(&ctx, args),
         Command::Scan(args) => scan::run(&ctx, args),
         Command::Tune(args) => tune::run(&ctx, args),
     }

@@ -9,6 +9,7 @@ use crate::batch::images::Outputs;
 use crate::io::image::{self as img_io, WriteOptions};
 use crate::io::jpeg::Subsampling;
 use crate::io::json::JsonDest;
+use crate::io::metadata::Keep;
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("destination").required(true).args(["output", "out_dir"])))]
@@ -19,7 +20,7 @@ pub struct OutputArgs {
     output: Option<PathBuf>,
     /// Write each output into DIR under its input's path below the folder or glob it came
     /// from (created when missing).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = out_dir)]
     out_dir: Option<PathBuf>,
     /// With --out-dir: write this format (an extension: png, jpg, webp, tif, ...) instead of
     /// the input's; with `-o -`: the format written to stdout (default png).
@@ -37,9 +38,13 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE|-")]
     report: Option<JsonDest>,
     /// Drop the metadata (ICC profile, EXIF, XMP, resolution, PNG text), which is otherwise
-    /// kept wherever the output format holds it (docs/fidelity.md).
-    #[arg(long)]
+    /// kept wherever the output format holds it (docs/fidelity.md); `--keep none`.
+    #[arg(long, conflicts_with = "keep")]
     strip: bool,
+    /// Keep only this metadata: a list of icc, exif, exif-no-gps (EXIF without where the
+    /// picture was taken), xmp, resolution, text; or all (the default), or none.
+    #[arg(long, value_name = "LIST", value_parser = Keep::parse)]
+    keep: Option<Keep>,
     /// Turn the pixels upright by their EXIF orientation and set it to 1, as ImageMagick's
     /// -auto-orient and vips autorot do.
     #[arg(long)]
@@ -79,7 +84,11 @@ impl OutputArgs {
             skip_existing: self.skip_existing,
             overwrite: self.overwrite,
             report: self.report.clone(),
-            strip: self.strip,
+            keep: if self.strip {
+                Keep::NONE
+            } else {
+                self.keep.unwrap_or(Keep::ALL)
+            },
             auto_orient: self.auto_orient,
             quality: self.quality,
             compression: self.compression,
@@ -107,4 +116,13 @@ fn out_format(s: &str) -> Result<String, String> {
     img_io::output_format(Path::new(&format!("x.{ext}")))
         .map(|_| ext)
         .map_err(|e| e.to_string().replacen("x.", ".", 1))
+}
+
+/// A folder: `-` is refused (stdout takes one image: `-o -`), so that no folder named `-` is
+/// made.
+fn out_dir(s: &str) -> Result<PathBuf, String> {
+    if s == "-" {
+        return Err("a folder, not - (one image goes to stdout with -o -)".into());
+    }
+    Ok(PathBuf::from(s))
 }

@@ -213,6 +213,153 @@ pub(crate) fn exif_body(exif: &[u8]) -> &[u8] {
     exif.strip_prefix(b"Exif\0\0").unwrap_or(exif)
 }
 
+/// What of the metadata an output keeps: `--keep icc,exif,xmp,resolution,text` (any of them;
+/// `exif-no-gps` is EXIF without its GPS directory), `--keep all` (the default), `--keep none`
+/// (= `--strip`). docs/fidelity.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keep {
+    pub icc: bool,
+    pub exif: bool,
+    /// EXIF's GPS directory (where the picture was taken), when `exif` is kept.
+    pub gps: bool,
+    pub xmp: bool,
+    pub resolution: bool,
+    pub text: bool,
+}
+
+/// Everything, as without `--keep`.
+impl Default for Keep {
+    fn default() -> Keep {
+        Keep::ALL
+    }
+}
+
+impl Keep {
+    pub const ALL: Keep = Keep {
+        icc: true,
+        exif: true,
+        gps: true,
+        xmp: true,
+        resolution: true,
+        text: true,
+    };
+    pub const NONE: Keep = Keep {
+        icc: false,
+        exif: false,
+        gps: false,
+        xmp: false,
+        resolution: false,
+        text: false,
+    };
+
+    /// A comma-separated list of `icc`, `exif`, `exif-no-gps`, `xmp`, `resolution`, `text`,
+    /// or `all`, or `none`.
+    pub fn parse(s: &str) -> Result<Keep, String> {
+        let mut keep = Keep::NONE;
+        for part in s.split(',').map(str::trim) {
+            match part {
+                "all" => keep = Keep::ALL,
+                "none" => {}
+                "icc" => keep.icc = true,
+                "exif" => (keep.exif, keep.gps) = (true, true),
+                "exif-no-gps" => keep.exif = true,
+                "xmp" => keep.xmp = true,
+                "resolution" => keep.resolution = true,
+                "text" => keep.text = true,
+                _ => {
+                    return Err(format!(
+                        "unknown {part:?}: a list of icc, exif, exif-no-gps, xmp, resolution, \
+                         text, or all, or none"
+                    ))
+                }
+            }
+        }
+        Ok(keep)
+    }
+
+    /// `metadata` less what is not kept. EXIF without GPS whose GPS directory cannot be found
+    /// safely (a malformed structure) is dropped whole rather than passed on with it.
+    pub fn apply(self, mut m: Metadata) -> Metadata {
+        if !self.icc {
+            m.icc_profile = None;
+        }
+        m.exif = match m.exif.take() {
+            Some(e) if self.exif && self.gps => Some(e),
+            Some(e) if self.exif => without_gps(&e),
+            _ => None,
+        };
+        if !self.xmp {
+            m.xmp = None;
+        }
+        if !self.resolution {
+            m.density = None;
+        }
+        if !self.text {
+            m.text = PngText::default();
+        }
+        m
+    }
+}
+
+/// The EXIF tag of the GPS directory's offset (GPSInfo).
+const TAG_GPS_IFD: u16 = 0x8825;
+
+/// `exif` (a TIFF structure, as [`Metadata::exif`] holds it) with its GPS directory gone: the
+/// GPSInfo entry taken out of the first directory, and the GPS directory and every value it
+/// points to overwritten with zeros, so that no coordinate is left in the bytes. The same
+/// length and every other offset unchanged. `None` when the structure is malformed; EXIF
+/// without a GPS directory comes back as it is.
+pub fn without_gps(exif: &[u8]) -> Option<Vec<u8>> {
+    let ifd0 = Ifd0::parse(exif)?;
+    let Some(entry) = ifd0.entry(TAG_GPS_IFD) else {
+        return Some(exif.to_vec());
+    };
+    let gps = ifd0.u32_at(entry + 8)? as usize;
+    let n0 = usize::from(ifd0.u16_at(ifd0.at)?);
+    let n_gps = usize::from(ifd0.u16_at(gps)?);
+    // Every value of the GPS directory stored outside its entry, and the directory itself.
+    let mut zero = Vec::with_capacity(n_gps + 1);
+    zero.push(gps..gps.checked_add(2 + 12 * n_gps + 4)?);
+    for i in 0..n_gps {
+        let e = gps + 2 + 12 * i;
+        let size = match ifd0.u16_at(e + 2)? {
+            1 | 2 | 6 | 7 => 1,
+            3 | 8 => 2,
+            4 | 9 | 11 | 13 => 4,
+            5 | 10 | 12 => 8,
+            _ => return None,
+        } * ifd0.u32_at(e + 4)? as usize;
+        if size > 4 {
+            let at = ifd0.u32_at(e + 8)? as usize;
+            zero.push(at..at.checked_add(size)?);
+        }
+    }
+    let end0 = (ifd0.at + 2 + 12 * n0).checked_add(4)?;
+    if zero
+        .iter()
+        .chain([&(ifd0.at..end0)])
+        .any(|r| r.end > exif.len())
+    {
+        return None;
+    }
+    let mut out = exif.to_vec();
+    // The first directory without the entry: the entries after it and the next-directory
+    // offset move up 12 bytes, the count goes down by one, the freed 12 bytes are zeros.
+    out.copy_within(entry + 12..end0, entry);
+    out[end0 - 12..end0].fill(0);
+    let count = (n0 - 1) as u16;
+    let count = if ifd0.big_endian {
+        count.to_be_bytes()
+    } else {
+        count.to_le_bytes()
+    };
+    out[ifd0.at..ifd0.at + 2].copy_from_slice(&count);
+    for r in zero {
+        out[r].fill(0);
+    }
+    Some(out)
+}
+
 /// The TIFF tag XMP is stored under (XMLPacket).
 pub const TIFF_TAG_XMP: u16 = 700;
 const TAG_ORIENTATION: u16 = 0x0112;
@@ -595,6 +742,77 @@ mod tests {
         };
         assert_eq!(m.fit_jpeg().len(), 1);
         assert!(m.exif.is_some() && m.xmp.is_none());
+    }
+
+    /// A little-endian EXIF block: IFD0 with Orientation 6, GPSInfo and one more tag
+    /// (Software), then the GPS directory with a latitude (3 RATIONALs, stored outside it).
+    fn exif_with_gps() -> Vec<u8> {
+        let mut b = b"II*\0".to_vec();
+        b.extend(8u32.to_le_bytes());
+        // IFD0 at 8: 3 entries, then the next-IFD offset 0.
+        b.extend(3u16.to_le_bytes());
+        let entry = |b: &mut Vec<u8>, tag: u16, ty: u16, count: u32, value: u32| {
+            b.extend(tag.to_le_bytes());
+            b.extend(ty.to_le_bytes());
+            b.extend(count.to_le_bytes());
+            b.extend(value.to_le_bytes());
+        };
+        entry(&mut b, 0x0112, 3, 1, 6);
+        entry(&mut b, 0x0131, 2, 4, u32::from_le_bytes(*b"gpk\0"));
+        entry(&mut b, 0x8825, 4, 1, 50);
+        b.extend(0u32.to_le_bytes());
+        assert_eq!(b.len(), 50);
+        // The GPS IFD at 50: GPSLatitudeRef "N", GPSLatitude 3 RATIONALs at 80.
+        b.extend(2u16.to_le_bytes());
+        entry(&mut b, 0x0001, 2, 2, u32::from_le_bytes(*b"N\0\0\0"));
+        entry(&mut b, 0x0002, 5, 3, 80);
+        b.extend(0u32.to_le_bytes());
+        assert_eq!(b.len(), 80);
+        for v in [52u32, 1, 31, 1, 4711, 100] {
+            b.extend(v.to_le_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn exif_without_gps_keeps_the_rest_and_no_coordinate() {
+        let exif = exif_with_gps();
+        let out = without_gps(&exif).unwrap();
+        assert_eq!(out.len(), exif.len());
+        let m = Metadata {
+            exif: Some(out.clone()),
+            ..Metadata::default()
+        };
+        assert_eq!(m.orientation(), Some(6));
+        let ifd = Ifd0::parse(&out).unwrap();
+        assert_eq!(ifd.entry(TAG_GPS_IFD), None);
+        assert!(ifd.entry(0x0131).is_some());
+        // Nothing of the GPS directory is left: the latitude's 4711 and its "N" are gone.
+        assert!(!out.windows(4).any(|w| w == 4711u32.to_le_bytes()));
+        assert!(!out[50..].iter().any(|&b| b != 0), "{:?}", &out[50..]);
+        // Without GPS it is unchanged; malformed, it is None (dropped by Keep::apply).
+        assert_eq!(without_gps(&out).unwrap(), out);
+        assert_eq!(without_gps(&exif[..60]), None);
+        let kept = Keep::parse("icc,exif-no-gps").unwrap().apply(Metadata {
+            exif: Some(exif[..60].to_vec()),
+            xmp: Some(b"x".to_vec()),
+            ..Metadata::default()
+        });
+        assert_eq!((kept.exif, kept.xmp), (None, None));
+    }
+
+    #[test]
+    fn keep_lists_parse() {
+        assert_eq!(Keep::parse("all"), Ok(Keep::ALL));
+        assert_eq!(Keep::parse("none"), Ok(Keep::NONE));
+        let k = Keep::parse("icc, exif-no-gps,resolution").unwrap();
+        assert_eq!(
+            (k.icc, k.exif, k.gps, k.xmp, k.resolution, k.text),
+            (true, true, false, false, true, false)
+        );
+        assert!(Keep::parse("icc,gps")
+            .unwrap_err()
+            .contains("unknown \"gps\""));
     }
 
     #[test]

@@ -26,11 +26,11 @@ pub use reference::reference;
 
 /// `resize` in the registry.
 pub const OP: super::Op = super::Op {
+    command: true,
     name: "resize",
     bench: bench::cases,
     tune: None,
     shaders: plan::shaders,
-    command: false,
 };
 
 /// The largest output side: the decoder's default limit on an input side (docs/cli.md).

@@ -25,7 +25,6 @@ struct ResizeParams {
     n_words: u32,
     _pad: [u32; 3],
 }
-
 crate::ops::params_layout!(ResizeParams {
     in_w,
     out_w,
