@@ -132,6 +132,59 @@ fn the_avx2_colour_conversion_equals_its_scalar_twin() {
     assert_eq!(a, b);
 }
 
+#[test]
+fn the_avx2_subsampled_planes_equal_their_scalar_twin() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        return;
+    }
+    // Odd sizes: the right and bottom edges expanded, row h of an odd-height 4:2:0 repeated.
+    for (w, h, lv) in [
+        (37usize, 5usize, 2usize),
+        (37, 5, 1),
+        (16, 16, 2),
+        (1, 1, 2),
+    ] {
+        let rgb = noise(w * h * 3, 13);
+        let (cw, ch) = (w.div_ceil(16) * 8, h.div_ceil(8 * lv) * 8);
+        let (stride, rows) = (2 * cw, h.div_ceil(8) * 8);
+        let planes = || {
+            [(stride, rows), (cw, ch), (cw, ch)].map(|(s, r)| color::Plane {
+                data: vec![0u8; s * r],
+                stride: s,
+            })
+        };
+        let [mut a0, mut a1, mut a2] = planes();
+        color::subsampled_scalar(&rgb, w, h, lv, [&mut a0, &mut a1, &mut a2]);
+        let [mut b0, mut b1, mut b2] = planes();
+        // SAFETY: AVX2 is present (checked above).
+        unsafe { color::subsampled_avx2(&rgb, w, h, lv, [&mut b0, &mut b1, &mut b2]) };
+        for (a, b) in [(a0, b0), (a1, b1), (a2, b2)] {
+            assert_eq!(a.data, b.data, "{w}x{h}, lv {lv}");
+        }
+    }
+}
+
+/// 4:2:0 by hand: a 2x2 RGB block's Y as it is, its Cb and Cr the rounded means (bias 1).
+#[test]
+fn subsampling_averages_each_2x2_group_with_libjpegs_bias() {
+    // Red, then three black pixels. Cr of red is 255, of black 128: (255 + 3 * 128 + 1) >> 2.
+    let rgb = [255u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    let mut p = [(16usize, 8usize), (8, 8), (8, 8)].map(|(s, r)| color::Plane {
+        data: vec![0u8; s * r],
+        stride: s,
+    });
+    let [y, cb, cr] = &mut p;
+    color::subsampled_scalar(&rgb, 2, 2, 2, [y, cb, cr]);
+    assert_eq!(&p[0].data[..3], &[76, 0, 0]);
+    assert_eq!(&p[0].data[16..19], &[0, 0, 0]);
+    // Cb of red: 85 (above); black 128: (85 + 3 * 128 + 1) >> 2 = 117.
+    assert_eq!(p[1].data[0], 117);
+    assert_eq!(p[2].data[0], 160);
+    // Right of the image, the edge (black): (4 * 128 + 2) >> 2; rows below repeat row 0.
+    assert_eq!(&p[2].data[1..8], &[128; 7]);
+    assert!(p[2].data.chunks(8).all(|row| row == &p[2].data[..8]));
+}
+
 /// jccolor.c by hand: white, black, pure red.
 #[test]
 fn colour_conversion_matches_hand_computed_values() {
