@@ -161,10 +161,28 @@ pub fn encode(
         (a as usize, b as usize)
     };
     let mut comps = component_layout(w, h, channels, lh, lv);
-    let planes = color::planes(samples, w, h, channels, &comps_shape(&comps), lh, lv);
-    for (c, plane) in comps.iter_mut().zip(planes) {
-        quantise(c, &plane.data, plane.stride, &tables[c.table]);
-        scratch::give_bytes(plane.data);
+    let mut strips = color::Strips::new(w, h, channels, &comps_shape(&comps), lh, lv);
+    let divisors = tables.map(|t| dct::Divisors::new(&t));
+    for c in comps.iter_mut() {
+        c.coefs = scratch::blocks(c.pw * c.ph);
+    }
+    // MCU row by MCU row: its samples made, then their DCT while they are still in cache.
+    for m in 0..h.div_ceil(8 * lv) {
+        strips.fill(samples, m);
+        for (c, strip) in comps.iter_mut().zip(&strips.planes) {
+            for k in 0..c.v {
+                let by = m * c.v + k;
+                if by < c.hblocks {
+                    let row = &mut c.coefs[by * c.pw..by * c.pw + c.wblocks];
+                    let at = k * 8 * strip.stride;
+                    dct::block_row(&strip.data[at..], strip.stride, &divisors[c.table], row);
+                }
+            }
+        }
+    }
+    strips.give_back();
+    for c in comps.iter_mut() {
+        pad(c);
     }
     // Room for the file at about 2 bits a sample, so it seldom grows (and copies) on the way.
     out.reserve(samples.len() / 4 + 1024);
@@ -244,15 +262,10 @@ fn comps_shape(comps: &[Component]) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// DCT and quantisation of a component's plane, then its dummy blocks (jccoefct.c): zero
-/// AC, and the DC of the last real block to their left (right edge) or of the MCU's last
-/// block in the row above (bottom edge).
-fn quantise(c: &mut Component, plane: &[u8], stride: usize, table: &[u16; 64]) {
-    let div = dct::Divisors::new(table);
-    c.coefs = scratch::blocks(c.pw * c.ph);
+/// A component's dummy blocks (jccoefct.c): zero AC, and the DC of the last real block to
+/// their left (right edge) or of the MCU's last block in the row above (bottom edge).
+fn pad(c: &mut Component) {
     for by in 0..c.hblocks {
-        let row = &mut c.coefs[by * c.pw..by * c.pw + c.wblocks];
-        dct::block_row(&plane[by * 8 * stride..], stride, &div, row);
         for bx in c.wblocks..c.pw {
             let dc = c.coefs[by * c.pw + bx - 1][0];
             c.coefs[by * c.pw + bx] = [0; 64];
