@@ -285,6 +285,7 @@ fn pad(c: &mut Component) {
 
 /// The blocks of a scan in coding order, each with its component: an interleaved scan goes
 /// MCU by MCU (dummy blocks included), a one-component scan over its real blocks only.
+#[inline(always)]
 fn scan_order<'a>(comps: &'a [&'a Component], mut f: impl FnMut(usize, &'a [i16; 64])) {
     if let [c] = comps {
         for by in 0..c.hblocks {
@@ -308,8 +309,38 @@ fn scan_order<'a>(comps: &'a [&'a Component], mut f: impl FnMut(usize, &'a [i16;
     }
 }
 
-/// One sequential scan of every component: DHT, SOS, the entropy-coded data.
+/// One sequential scan of every component: DHT, SOS, the entropy-coded data. Built twice:
+/// portable, and with AVX2 (the zero test of a block's coefficients) and BMI1/LZCNT (the
+/// bit counts) where the CPU has them.
 fn baseline(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("bmi1")
+        && std::arch::is_x86_feature_detected!("lzcnt")
+    {
+        // SAFETY: the features are present (checked just above).
+        unsafe { baseline_avx2(comps, optimize, out) };
+        return;
+    }
+    baseline_body(comps, optimize, out, huffman::ac_mask);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,lzcnt")]
+unsafe fn baseline_avx2(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
+    // SAFETY: AVX2 is present (the caller checked).
+    baseline_body(comps, optimize, out, |b| unsafe {
+        huffman::ac_mask_avx2(b)
+    });
+}
+
+#[inline(always)]
+fn baseline_body(
+    comps: &[Component],
+    optimize: bool,
+    out: &mut Vec<u8>,
+    mask: impl Fn(&[i16; 64]) -> u64,
+) {
     let all: Vec<&Component> = comps.iter().collect();
     let ntables = if comps.len() == 1 { 1 } else { 2 };
     let (dc, ac): (Vec<Table>, Vec<Table>) = if optimize {
@@ -318,7 +349,7 @@ fn baseline(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
         let mut last = vec![0i32; comps.len()];
         scan_order(&all, |i, b| {
             let t = comps[i].table;
-            huffman::count_block(b, &mut last[i], &mut dcf[t], &mut acf[t]);
+            huffman::count_block(b, mask(b), &mut last[i], &mut dcf[t], &mut acf[t]);
         });
         (
             dcf.iter().map(Table::optimal).collect(),
@@ -346,7 +377,7 @@ fn baseline(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
     let mut w = BitWriter::new(out);
     scan_order(&all, |i, b| {
         let t = comps[i].table;
-        huffman::encode_block(&mut w, b, &mut last[i], &dcc[t], &acc[t]);
+        huffman::encode_block(&mut w, b, mask(b), &mut last[i], &dcc[t], &acc[t]);
     });
     w.finish();
 }

@@ -175,6 +175,37 @@ fn subsampling_averages_each_2x2_group_with_libjpegs_bias() {
     assert!(cr.data.chunks(8).all(|row| row == &cr.data[..8]));
 }
 
+#[test]
+fn the_avx2_nonzero_mask_equals_its_scalar_twin() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        return;
+    }
+    // Blocks from dense to empty, extreme values included, with a hand-made one.
+    let bytes = noise(64 * 200, 5);
+    for (i, b) in bytes.chunks_exact(64).enumerate() {
+        let keep = i % 9;
+        let block: [i16; 64] = std::array::from_fn(|k| match b[k] % 9 {
+            x if x < keep as u8 => [i16::MIN, -1, 1, i16::MAX, 7][k % 5],
+            _ => 0,
+        });
+        // SAFETY: AVX2 is present (checked above).
+        assert_eq!(
+            unsafe { huffman::ac_mask_avx2(&block) },
+            huffman::ac_mask(&block)
+        );
+    }
+    let mut block = [0i16; 64];
+    block[0] = 5;
+    block[1] = -1;
+    block[17] = 300;
+    block[63] = 2;
+    // SAFETY: AVX2 is present (checked above).
+    assert_eq!(
+        unsafe { huffman::ac_mask_avx2(&block) },
+        1 << 1 | 1 << 17 | 1 << 63
+    );
+}
+
 /// jccolor.c by hand: white, black, pure red.
 #[test]
 fn colour_conversion_matches_hand_computed_values() {
