@@ -140,30 +140,24 @@ fn code_scan<S: Sink>(comps: &[Component], sc: &Scan, s: &mut S) {
     let mut br: Vec<u8> = Vec::with_capacity(64);
     scan_order(&members, |_, b| {
         if sc.ah == 0 {
-            // The band's nonzero coefficients (after the point transform) as a bit mask,
-            // visited by trailing-zero counts; `prev` is the last one coded.
-            let mut mask = 0u64;
-            for (k, &x) in b.iter().enumerate().take(sc.se + 1).skip(sc.ss) {
-                mask |= u64::from(shifted(x, sc.al) != 0) << k;
-            }
-            let mut prev = sc.ss as u32 - 1;
-            while mask != 0 {
-                let k = mask.trailing_zeros();
-                mask &= mask - 1;
-                let mut r = k - prev - 1;
-                prev = k;
+            let mut r = 0;
+            for &x in &b[sc.ss..=sc.se] {
+                let v = shifted(x, sc.al);
+                if v == 0 {
+                    r += 1;
+                    continue;
+                }
                 eob.emit(s, table);
                 while r > 15 {
                     s.symbol(table, 0xF0);
                     r -= 16;
                 }
-                let x = b[k as usize];
-                let v = shifted(x, sc.al);
                 let n = nbits(v);
                 s.symbol(table, ((r << 4) + n) as u8);
                 s.bits(if x < 0 { !v as u32 } else { v as u32 }, n);
+                r = 0;
             }
-            if prev != sc.se as u32 {
+            if r > 0 {
                 eob.run += 1;
                 if eob.run == 0x7FFF {
                     eob.emit(s, table);
