@@ -1,8 +1,10 @@
-//! The encoder's sample planes: jccolor.c's fixed-point RGB to YCbCr, jcsample.c's
-//! downsampling (alternating rounding bias) and libjpeg's edge expansion (the last column
-//! and row repeated to whole blocks; a subsampled plane's last row repeated to whole MCUs).
+//! The encoder's samples, one MCU row at a time: jccolor.c's fixed-point RGB to YCbCr,
+//! jcsample.c's downsampling (alternating rounding bias) and libjpeg's edge expansion (the
+//! last column and row repeated to whole blocks; a subsampled plane's last row repeated to
+//! whole MCUs). A strip is small enough to stay in cache until the DCT reads it, and no
+//! image-sized plane is ever made.
 
-/// A component's samples, `stride` across (at least its blocks' width), row by row.
+/// A component's samples in one MCU row, `stride` across (at least its blocks' width).
 pub(super) struct Plane {
     pub data: Vec<u8>,
     pub stride: usize,
@@ -10,7 +12,7 @@ pub(super) struct Plane {
 
 /// jccolor.c's `rgb_ycc_convert` for one row of `rgb`: FIX(x) = round(x * 2^16).
 #[inline(always)]
-fn convert_row(rgb: &[u8], y: &mut [u8], cb: &mut [u8], cr: &mut [u8]) {
+pub(super) fn convert_row(rgb: &[u8], y: &mut [u8], cb: &mut [u8], cr: &mut [u8]) {
     const HALF: i32 = 1 << 15;
     const OFFSET: i32 = (128 << 16) + HALF - 1;
     for (((p, y), cb), cr) in rgb
@@ -26,130 +28,207 @@ fn convert_row(rgb: &[u8], y: &mut [u8], cb: &mut [u8], cr: &mut [u8]) {
     }
 }
 
-pub(super) fn convert_rows_scalar(rgb: &[u8], w: usize, out: [&mut [u8]; 3], stride: usize) {
-    let [y, cb, cr] = out;
-    for (row, ((y, cb), cr)) in rgb.chunks_exact(3 * w).zip(
-        y.chunks_exact_mut(stride)
-            .zip(cb.chunks_exact_mut(stride))
-            .zip(cr.chunks_exact_mut(stride)),
-    ) {
-        convert_row(row, y, cb, cr);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-pub(super) unsafe fn convert_rows_avx2(rgb: &[u8], w: usize, out: [&mut [u8]; 3], stride: usize) {
-    let [y, cb, cr] = out;
-    for (row, ((y, cb), cr)) in rgb.chunks_exact(3 * w).zip(
-        y.chunks_exact_mut(stride)
-            .zip(cb.chunks_exact_mut(stride))
-            .zip(cr.chunks_exact_mut(stride)),
-    ) {
-        convert_row(row, y, cb, cr);
-    }
-}
-
-/// RGB rows to Y, Cb and Cr planes `stride` wide (the first `w` samples of each row).
-pub(super) fn convert_rows(rgb: &[u8], w: usize, out: [&mut [u8]; 3], stride: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is present (checked just above).
-        unsafe { convert_rows_avx2(rgb, w, out, stride) };
-        return;
-    }
-    convert_rows_scalar(rgb, w, out, stride);
-}
-
-/// Repeats each row's sample `w - 1` to the end of the row, and row `h - 1` to the end of
-/// the plane (jcsample.c's `expand_right_edge`, jcprep.c's `expand_bottom_edge`).
-fn expand(data: &mut [u8], stride: usize, w: usize, h: usize) {
-    for row in data.chunks_exact_mut(stride).take(h) {
-        let last = row[w - 1];
-        row[w..].fill(last);
-    }
-    let (top, bottom) = data.split_at_mut(h * stride);
-    let last = &top[(h - 1) * stride..];
-    for row in bottom.chunks_exact_mut(stride) {
-        row.copy_from_slice(last);
-    }
-}
-
-/// jcsample.c's `h2v1_downsample` and `h2v2_downsample` (`v` 1 or 2): each output sample the
-/// mean of its 2 or 4 inputs, rounded with a bias alternating 0,1 (h2v1) or 1,2 (h2v2).
-fn downsample(full: &[u8], stride: usize, v: usize, rows: usize, out: &mut Plane) {
-    let ow = out.stride;
-    for (i, o) in out.data.chunks_exact_mut(ow).take(rows).enumerate() {
-        let a = &full[i * v * stride..][..2 * ow];
-        if v == 1 {
-            for (j, o) in o.iter_mut().enumerate() {
+/// jcsample.c's `h2v1_downsample` (`b` None) and `h2v2_downsample` of one output row: each
+/// sample the mean of its 2 or 4 inputs, rounded with a bias alternating 0,1 (h2v1) or 1,2
+/// (h2v2).
+#[inline(always)]
+fn downsample_row(a: &[u8], b: Option<&[u8]>, out: &mut [u8]) {
+    let a = &a[..2 * out.len()];
+    match b {
+        None => {
+            for (j, (o, p)) in out.iter_mut().zip(a.chunks_exact(2)).enumerate() {
                 let bias = (j & 1) as u16;
-                *o = ((u16::from(a[2 * j]) + u16::from(a[2 * j + 1]) + bias) >> 1) as u8;
+                *o = ((u16::from(p[0]) + u16::from(p[1]) + bias) >> 1) as u8;
             }
-        } else {
-            let b = &full[(i * 2 + 1) * stride..][..2 * ow];
-            for (j, o) in o.iter_mut().enumerate() {
+        }
+        Some(b) => {
+            let b = &b[..2 * out.len()];
+            for (j, ((o, p), q)) in out
+                .iter_mut()
+                .zip(a.chunks_exact(2))
+                .zip(b.chunks_exact(2))
+                .enumerate()
+            {
                 let bias = 1 + (j & 1) as u16;
-                let s = u16::from(a[2 * j])
-                    + u16::from(a[2 * j + 1])
-                    + u16::from(b[2 * j])
-                    + u16::from(b[2 * j + 1]);
+                let s = u16::from(p[0]) + u16::from(p[1]) + u16::from(q[0]) + u16::from(q[1]);
                 *o = ((s + bias) >> 2) as u8;
             }
         }
     }
-    // Rows past the image's last row group repeat the last downsampled row (jcprep.c).
-    let (top, bottom) = out.data.split_at_mut(rows * ow);
-    let last = &top[(rows - 1) * ow..];
-    for row in bottom.chunks_exact_mut(ow) {
-        row.copy_from_slice(last);
+}
+
+/// The strips of one frame: gray (one component), or Y, Cb, Cr with the chroma subsampled
+/// lh x lv (1x1, 2x1 or 2x2); Y is 8 * lv rows, the others 8.
+pub(super) struct Strips {
+    pub planes: Vec<Plane>,
+    w: usize,
+    h: usize,
+    lv: usize,
+    /// Two full-width Cb rows, then two Cr rows, before downsampling.
+    chroma_rows: Vec<u8>,
+}
+
+impl Strips {
+    /// `shapes[c]` = (width, height) in samples of component c's blocks.
+    pub(super) fn new(
+        w: usize,
+        h: usize,
+        channels: u8,
+        shapes: &[(usize, usize)],
+        lh: usize,
+        lv: usize,
+    ) -> Strips {
+        let plane = |stride: usize, rows: usize| Plane {
+            data: super::scratch::bytes(stride * rows),
+            stride,
+        };
+        let (planes, chroma_rows) = if channels == 1 {
+            (vec![plane(shapes[0].0, 8)], Vec::new())
+        } else {
+            let cw = shapes[1].0;
+            // Luma wide enough for its blocks and for the chroma's inputs.
+            let stride = shapes[0].0.max(cw * lh);
+            let rows = if lh == 1 {
+                Vec::new()
+            } else {
+                super::scratch::bytes(4 * stride)
+            };
+            (
+                vec![plane(stride, 8 * lv), plane(cw, 8), plane(cw, 8)],
+                rows,
+            )
+        };
+        Strips {
+            planes,
+            w,
+            h,
+            lv,
+            chroma_rows,
+        }
+    }
+
+    /// Fills the strips with MCU row `m` of `samples` (gray or RGB, as made for).
+    pub(super) fn fill(&mut self, samples: &[u8], m: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is present (checked just above).
+            unsafe { self.fill_avx2(samples, m) };
+            return;
+        }
+        self.fill_scalar(samples, m);
+    }
+
+    /// The portable build of `fill` (and the twin the AVX2 build is tested against).
+    pub(super) fn fill_scalar(&mut self, samples: &[u8], m: usize) {
+        self.fill_body(samples, m);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn fill_avx2(&mut self, samples: &[u8], m: usize) {
+        self.fill_body(samples, m);
+    }
+
+    #[inline(always)]
+    fn fill_body(&mut self, samples: &[u8], m: usize) {
+        let (w, h, lv) = (self.w, self.h, self.lv);
+        if self.planes.len() == 1 {
+            // Gray: rows copied, their right edge expanded; rows past the image repeat the last.
+            let p = &mut self.planes[0];
+            let stride = p.stride;
+            for t in 0..8 {
+                let r = m * 8 + t;
+                if r >= h {
+                    copy_row(&mut p.data, stride, h - 1 - m * 8, t);
+                    continue;
+                }
+                let row = &mut p.data[t * stride..][..stride];
+                row[..w].copy_from_slice(&samples[r * w..][..w]);
+                let last = row[w - 1];
+                row[w..].fill(last);
+            }
+            return;
+        }
+        let [y, cb, cr] = &mut self.planes[..] else {
+            unreachable!("three components")
+        };
+        let (stride, cw) = (y.stride, cb.stride);
+        if self.chroma_rows.is_empty() {
+            // 4:4:4: each row converted straight into the three strips.
+            for t in 0..8 {
+                let r = m * 8 + t;
+                if r >= h {
+                    for p in [&mut *y, &mut *cb, &mut *cr] {
+                        copy_row(&mut p.data, stride, h - 1 - m * 8, t);
+                    }
+                    continue;
+                }
+                let [yr, cbr, crr] =
+                    [&mut *y, &mut *cb, &mut *cr].map(|p| &mut p.data[t * stride..][..stride]);
+                convert_row(&samples[r * 3 * w..][..3 * w], yr, cbr, crr);
+                for row in [yr, cbr, crr] {
+                    let last = row[w - 1];
+                    row[w..].fill(last);
+                }
+            }
+            return;
+        }
+        // Subsampled: row group g is image rows g * lv to g * lv + lv - 1 (row h, for an odd
+        // height at 4:2:0, is row h - 1 again); groups past the image repeat the last.
+        let groups = h.div_ceil(lv);
+        let (cb_rows, cr_rows) = self.chroma_rows.split_at_mut(2 * stride);
+        for k in 0..8 {
+            let g = m * 8 + k;
+            if g >= groups {
+                copy_row(&mut cb.data, cw, groups - 1 - m * 8, k);
+                copy_row(&mut cr.data, cw, groups - 1 - m * 8, k);
+                for j in 0..lv {
+                    copy_row(&mut y.data, stride, h - 1 - m * 8 * lv, k * lv + j);
+                }
+                continue;
+            }
+            for j in 0..lv {
+                let t = k * lv + j;
+                if g * lv + j >= h {
+                    copy_row(&mut y.data, stride, t - 1, t);
+                    let (a, b) = cb_rows.split_at_mut(stride);
+                    b.copy_from_slice(a);
+                    let (a, b) = cr_rows.split_at_mut(stride);
+                    b.copy_from_slice(a);
+                    continue;
+                }
+                let yr = &mut y.data[t * stride..][..stride];
+                let cbr = &mut cb_rows[j * stride..][..stride];
+                let crr = &mut cr_rows[j * stride..][..stride];
+                convert_row(&samples[(g * lv + j) * 3 * w..][..3 * w], yr, cbr, crr);
+                for row in [yr, cbr, crr] {
+                    let last = row[w - 1];
+                    row[w..].fill(last);
+                }
+            }
+            let (cb_below, cr_below) = if lv == 2 {
+                (Some(&cb_rows[stride..]), Some(&cr_rows[stride..]))
+            } else {
+                (None, None)
+            };
+            downsample_row(cb_rows, cb_below, &mut cb.data[k * cw..][..cw]);
+            downsample_row(cr_rows, cr_below, &mut cr.data[k * cw..][..cw]);
+        }
+    }
+
+    /// Hands the strips' buffers back for the next image on this thread.
+    pub(super) fn give_back(self) {
+        for p in self.planes {
+            super::scratch::give_bytes(p.data);
+        }
+        if !self.chroma_rows.is_empty() {
+            super::scratch::give_bytes(self.chroma_rows);
+        }
     }
 }
 
-/// The planes of each component, `shapes[c]` = (width, height) of its blocks in samples:
-/// gray as it is, RGB as Y at full size (lh x lv of the chroma's) and Cb, Cr subsampled.
-pub(super) fn planes(
-    samples: &[u8],
-    w: usize,
-    h: usize,
-    channels: u8,
-    shapes: &[(usize, usize)],
-    lh: usize,
-    lv: usize,
-) -> Vec<Plane> {
-    if channels == 1 {
-        let (pw, ph) = shapes[0];
-        let mut data = super::scratch::bytes(pw * ph);
-        for (src, dst) in samples.chunks_exact(w).zip(data.chunks_exact_mut(pw)) {
-            dst[..w].copy_from_slice(src);
-        }
-        expand(&mut data, pw, w, h);
-        return vec![Plane { data, stride: pw }];
-    }
-    // Full-size planes wide and tall enough for luma's blocks and for the chroma's inputs.
-    let (cw, ch) = shapes[1];
-    let stride = shapes[0].0.max(cw * lh);
-    let rows = shapes[0].1.max(ch * lv);
-    let mut y = super::scratch::bytes(stride * rows);
-    let mut cb = super::scratch::bytes(stride * rows);
-    let mut cr = super::scratch::bytes(stride * rows);
-    convert_rows(samples, w, [&mut y, &mut cb, &mut cr], stride);
-    for p in [&mut y, &mut cb, &mut cr] {
-        expand(p, stride, w, h);
-    }
-    if lh == 1 && lv == 1 {
-        return [y, cb, cr].map(|data| Plane { data, stride }).into();
-    }
-    let groups = h.div_ceil(lv);
-    let mut out = vec![Plane { data: y, stride }];
-    for p in [cb, cr] {
-        let mut plane = Plane {
-            data: super::scratch::bytes(cw * ch),
-            stride: cw,
-        };
-        downsample(&p, stride, lv, groups, &mut plane);
-        super::scratch::give_bytes(p);
-        out.push(plane);
-    }
-    out
+/// Row `to` of rows `stride` wide becomes a copy of row `from`.
+#[inline(always)]
+fn copy_row(data: &mut [u8], stride: usize, from: usize, to: usize) {
+    data.copy_within(from * stride..(from + 1) * stride, to * stride);
 }

@@ -286,7 +286,7 @@ pub(super) const ZIGZAG: [u8; 64] = [
 
 /// Bit k set where coefficient k (zigzag order) of the block is not zero, DC excluded.
 #[inline(always)]
-fn ac_mask(block: &[i16; 64]) -> u64 {
+pub(super) fn ac_mask(block: &[i16; 64]) -> u64 {
     let mut mask = 0u64;
     for (k, &c) in block.iter().enumerate() {
         mask |= u64::from(c != 0) << k;
@@ -294,13 +294,35 @@ fn ac_mask(block: &[i16; 64]) -> u64 {
     mask & !1
 }
 
+/// `ac_mask` in AVX2: the 64 coefficients compared with zero 16 at a time, packed to bytes
+/// and their signs gathered.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(super) unsafe fn ac_mask_avx2(block: &[i16; 64]) -> u64 {
+    use std::arch::x86_64::*;
+    let p = block.as_ptr() as *const __m256i;
+    let z = _mm256_setzero_si256();
+    // SAFETY: four 32-byte loads within the block's 128 bytes.
+    let e: [__m256i; 4] =
+        std::array::from_fn(|i| _mm256_cmpeq_epi16(_mm256_loadu_si256(p.add(i)), z));
+    // packs interleaves the two inputs by 128-bit lane; the permute puts them back in order.
+    let lo = _mm256_permute4x64_epi64(_mm256_packs_epi16(e[0], e[1]), 0xD8);
+    let hi = _mm256_permute4x64_epi64(_mm256_packs_epi16(e[2], e[3]), 0xD8);
+    let zeros = u64::from(_mm256_movemask_epi8(lo) as u32)
+        | u64::from(_mm256_movemask_epi8(hi) as u32) << 32;
+    !zeros & !1
+}
+
 /// Codes one block (jchuff.c's `encode_one_block`), coefficients in zigzag order: the DC
 /// difference, then the AC run lengths and values, ZRL for 16 zeros, EOB after the last
-/// nonzero. Each symbol's code and its value bits go out in one write.
+/// nonzero. Each symbol's code and its value bits go out in one write. `mask` is the block's
+/// `ac_mask`.
 #[inline(always)]
 pub(super) fn encode_block(
     w: &mut BitWriter,
     block: &[i16; 64],
+    mask: u64,
     last_dc: &mut i32,
     dc: &Codes,
     ac: &Codes,
@@ -311,7 +333,7 @@ pub(super) fn encode_block(
     let v = if diff < 0 { diff - 1 } else { diff } as u32 & ((1u32 << n) - 1);
     let size = u32::from(dc.size[n as usize]);
     w.put(dc.code[n as usize] << n | v, size + n);
-    let mut mask = ac_mask(block);
+    let mut mask = mask;
     let mut prev = 0u32;
     while mask != 0 {
         let k = mask.trailing_zeros();
@@ -337,6 +359,7 @@ pub(super) fn encode_block(
 #[inline(always)]
 pub(super) fn count_block(
     block: &[i16; 64],
+    mask: u64,
     last_dc: &mut i32,
     dc: &mut [u64; 256],
     ac: &mut [u64; 256],
@@ -344,7 +367,7 @@ pub(super) fn count_block(
     let diff = i32::from(block[0]) - *last_dc;
     *last_dc = i32::from(block[0]);
     dc[nbits(diff) as usize] += 1;
-    let mut mask = ac_mask(block);
+    let mut mask = mask;
     let mut prev = 0u32;
     while mask != 0 {
         let k = mask.trailing_zeros();

@@ -161,10 +161,28 @@ pub fn encode(
         (a as usize, b as usize)
     };
     let mut comps = component_layout(w, h, channels, lh, lv);
-    let planes = color::planes(samples, w, h, channels, &comps_shape(&comps), lh, lv);
-    for (c, plane) in comps.iter_mut().zip(planes) {
-        quantise(c, &plane.data, plane.stride, &tables[c.table]);
-        scratch::give_bytes(plane.data);
+    let mut strips = color::Strips::new(w, h, channels, &comps_shape(&comps), lh, lv);
+    let divisors = tables.map(|t| dct::Divisors::new(&t));
+    for c in comps.iter_mut() {
+        c.coefs = scratch::blocks(c.pw * c.ph);
+    }
+    // MCU row by MCU row: its samples made, then their DCT while they are still in cache.
+    for m in 0..h.div_ceil(8 * lv) {
+        strips.fill(samples, m);
+        for (c, strip) in comps.iter_mut().zip(&strips.planes) {
+            for k in 0..c.v {
+                let by = m * c.v + k;
+                if by < c.hblocks {
+                    let row = &mut c.coefs[by * c.pw..by * c.pw + c.wblocks];
+                    let at = k * 8 * strip.stride;
+                    dct::block_row(&strip.data[at..], strip.stride, &divisors[c.table], row);
+                }
+            }
+        }
+    }
+    strips.give_back();
+    for c in comps.iter_mut() {
+        pad(c);
     }
     // Room for the file at about 2 bits a sample, so it seldom grows (and copies) on the way.
     out.reserve(samples.len() / 4 + 1024);
@@ -244,15 +262,10 @@ fn comps_shape(comps: &[Component]) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// DCT and quantisation of a component's plane, then its dummy blocks (jccoefct.c): zero
-/// AC, and the DC of the last real block to their left (right edge) or of the MCU's last
-/// block in the row above (bottom edge).
-fn quantise(c: &mut Component, plane: &[u8], stride: usize, table: &[u16; 64]) {
-    let div = dct::Divisors::new(table);
-    c.coefs = scratch::blocks(c.pw * c.ph);
+/// A component's dummy blocks (jccoefct.c): zero AC, and the DC of the last real block to
+/// their left (right edge) or of the MCU's last block in the row above (bottom edge).
+fn pad(c: &mut Component) {
     for by in 0..c.hblocks {
-        let row = &mut c.coefs[by * c.pw..by * c.pw + c.wblocks];
-        dct::block_row(&plane[by * 8 * stride..], stride, &div, row);
         for bx in c.wblocks..c.pw {
             let dc = c.coefs[by * c.pw + bx - 1][0];
             c.coefs[by * c.pw + bx] = [0; 64];
@@ -272,6 +285,7 @@ fn quantise(c: &mut Component, plane: &[u8], stride: usize, table: &[u16; 64]) {
 
 /// The blocks of a scan in coding order, each with its component: an interleaved scan goes
 /// MCU by MCU (dummy blocks included), a one-component scan over its real blocks only.
+#[inline(always)]
 fn scan_order<'a>(comps: &'a [&'a Component], mut f: impl FnMut(usize, &'a [i16; 64])) {
     if let [c] = comps {
         for by in 0..c.hblocks {
@@ -295,8 +309,38 @@ fn scan_order<'a>(comps: &'a [&'a Component], mut f: impl FnMut(usize, &'a [i16;
     }
 }
 
-/// One sequential scan of every component: DHT, SOS, the entropy-coded data.
+/// One sequential scan of every component: DHT, SOS, the entropy-coded data. Built twice:
+/// portable, and with AVX2 (the zero test of a block's coefficients) and BMI1/LZCNT (the
+/// bit counts) where the CPU has them.
 fn baseline(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("bmi1")
+        && std::arch::is_x86_feature_detected!("lzcnt")
+    {
+        // SAFETY: the features are present (checked just above).
+        unsafe { baseline_avx2(comps, optimize, out) };
+        return;
+    }
+    baseline_body(comps, optimize, out, huffman::ac_mask);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,lzcnt")]
+unsafe fn baseline_avx2(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
+    // SAFETY: AVX2 is present (the caller checked).
+    baseline_body(comps, optimize, out, |b| unsafe {
+        huffman::ac_mask_avx2(b)
+    });
+}
+
+#[inline(always)]
+fn baseline_body(
+    comps: &[Component],
+    optimize: bool,
+    out: &mut Vec<u8>,
+    mask: impl Fn(&[i16; 64]) -> u64,
+) {
     let all: Vec<&Component> = comps.iter().collect();
     let ntables = if comps.len() == 1 { 1 } else { 2 };
     let (dc, ac): (Vec<Table>, Vec<Table>) = if optimize {
@@ -305,7 +349,7 @@ fn baseline(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
         let mut last = vec![0i32; comps.len()];
         scan_order(&all, |i, b| {
             let t = comps[i].table;
-            huffman::count_block(b, &mut last[i], &mut dcf[t], &mut acf[t]);
+            huffman::count_block(b, mask(b), &mut last[i], &mut dcf[t], &mut acf[t]);
         });
         (
             dcf.iter().map(Table::optimal).collect(),
@@ -333,7 +377,7 @@ fn baseline(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
     let mut w = BitWriter::new(out);
     scan_order(&all, |i, b| {
         let t = comps[i].table;
-        huffman::encode_block(&mut w, b, &mut last[i], &dcc[t], &acc[t]);
+        huffman::encode_block(&mut w, b, mask(b), &mut last[i], &dcc[t], &acc[t]);
     });
     w.finish();
 }

@@ -14,9 +14,14 @@ thread_local! {
 
 /// A buffer of `n` bytes (contents unspecified: the caller writes every one).
 pub(super) fn bytes(n: usize) -> Vec<u8> {
-    let mut v = BYTES.with(|b| b.borrow_mut().pop()).unwrap_or_default();
-    v.resize(n, 0);
-    v
+    match BYTES.with(|b| b.borrow_mut().pop()) {
+        Some(mut v) => {
+            v.resize(n, 0);
+            v
+        }
+        // Zeroed by the allocator (fresh pages from the kernel), not by a pass over them.
+        None => vec![0; n],
+    }
 }
 
 pub(super) fn give_bytes(v: Vec<u8>) {
@@ -30,9 +35,13 @@ pub(super) fn give_bytes(v: Vec<u8>) {
 
 /// `n` blocks (contents unspecified: the caller writes every one).
 pub(super) fn blocks(n: usize) -> Vec<[i16; 64]> {
-    let mut v = BLOCKS.with(|b| b.borrow_mut().pop()).unwrap_or_default();
-    v.resize(n, [0; 64]);
-    v
+    match BLOCKS.with(|b| b.borrow_mut().pop()) {
+        Some(mut v) => {
+            v.resize(n, [0; 64]);
+            v
+        }
+        None => vec![[0; 64]; n],
+    }
 }
 
 pub(super) fn give_blocks(v: Vec<[i16; 64]>) {

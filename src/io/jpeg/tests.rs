@@ -103,33 +103,107 @@ fn the_avx2_dct_equals_its_scalar_twin() {
     if !std::arch::is_x86_feature_detected!("avx2") {
         return;
     }
-    let plane = noise(64 * 8 * 4, 7);
+    // Noise, then the extremes: flat 0, flat 255, columns and rows alternating 0 and 255.
+    let mut plane = noise(64 * 8 * 4, 7);
+    plane.extend((0..64 * 8).map(|_| 0u8));
+    plane.extend((0..64 * 8).map(|_| 255u8));
+    plane.extend((0..64 * 8).map(|i| if i % 2 == 0 { 0u8 } else { 255 }));
+    plane.extend((0..64 * 8).map(|i| if (i / 64) % 2 == 0 { 255u8 } else { 0 }));
     for q in [1u8, 50, 90, 100] {
         let div = dct::Divisors::new(&quant_table(&STD_LUMA_QT, q));
-        let mut a = vec![[0i16; 64]; 8];
-        let mut b = vec![[0i16; 64]; 8];
-        dct::block_row_scalar(&plane, 64, &div, &mut a);
-        // SAFETY: AVX2 is present (checked above).
-        unsafe { dct::block_row_avx2(&plane, 64, &div, &mut b) };
-        assert_eq!(a, b, "quality {q}");
+        for band in plane.chunks_exact(64 * 8) {
+            let mut a = vec![[0i16; 64]; 8];
+            let mut b = vec![[0i16; 64]; 8];
+            dct::block_row_scalar(band, 64, &div, &mut a);
+            // SAFETY: AVX2 is present (checked above).
+            unsafe { dct::block_row_avx2(band, 64, &div, &mut b) };
+            assert_eq!(a, b, "quality {q}");
+        }
     }
 }
 
 #[test]
-fn the_avx2_colour_conversion_equals_its_scalar_twin() {
+fn the_avx2_strips_equal_their_scalar_twin() {
     if !std::arch::is_x86_feature_detected!("avx2") {
         return;
     }
-    let (w, h) = (37, 5);
-    let rgb = noise(w * h * 3, 11);
-    let mut a = vec![vec![0u8; 40 * h]; 3];
-    let mut b = a.clone();
-    let [a0, a1, a2] = &mut a[..] else { panic!() };
-    color::convert_rows_scalar(&rgb, w, [a0, a1, a2], 40);
-    let [b0, b1, b2] = &mut b[..] else { panic!() };
+    // Gray, 4:4:4, 4:2:2, 4:2:0 at odd sizes: the right and bottom edges expanded, row h of
+    // an odd-height 4:2:0 repeated, MCU rows past the image.
+    for (w, h) in [(37usize, 21usize), (16, 16), (1, 1), (70, 9)] {
+        for (channels, lh, lv) in [(1u8, 1usize, 1usize), (3, 1, 1), (3, 2, 1), (3, 2, 2)] {
+            let samples = noise(w * h * channels as usize, 13);
+            let comps = component_layout(w, h, channels, lh, lv);
+            let shapes = comps_shape(&comps);
+            let mut a = color::Strips::new(w, h, channels, &shapes, lh, lv);
+            let mut b = color::Strips::new(w, h, channels, &shapes, lh, lv);
+            for m in 0..h.div_ceil(8 * lv) {
+                a.fill_scalar(&samples, m);
+                // SAFETY: AVX2 is present (checked above).
+                unsafe { b.fill_avx2(&samples, m) };
+                for (pa, pb) in a.planes.iter().zip(&b.planes) {
+                    assert_eq!(
+                        pa.data, pb.data,
+                        "{w}x{h}, {channels} channels, {lh}x{lv}, row {m}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// 4:2:0 by hand: a 2x2 RGB image's Y as it is, its Cb and Cr the rounded means (bias 1,
+/// then 2), the edges repeated to the whole MCU.
+#[test]
+fn subsampling_averages_each_2x2_group_with_libjpegs_bias() {
+    // Red, then three black pixels. Cr of red is 255, of black 128: (255 + 3 * 128 + 1) >> 2.
+    let rgb = [255u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    let shapes = comps_shape(&component_layout(2, 2, 3, 2, 2));
+    assert_eq!(shapes, [(8, 8), (8, 8), (8, 8)]);
+    let mut s = color::Strips::new(2, 2, 3, &shapes, 2, 2);
+    s.fill_scalar(&rgb, 0);
+    let [y, cb, cr] = &s.planes[..] else { panic!() };
+    assert_eq!((y.stride, cb.stride, cr.stride), (16, 8, 8));
+    assert_eq!(&y.data[..3], &[76, 0, 0]);
+    assert_eq!(&y.data[16..19], &[0, 0, 0]);
+    // Rows below the image repeat its last row.
+    assert!(y.data[16..].chunks(16).all(|row| row == [0; 16]));
+    // Cb of red: 85 (below); black 128: (85 + 3 * 128 + 1) >> 2 = 117.
+    assert_eq!(cb.data[0], 117);
+    assert_eq!(cr.data[0], 160);
+    // Right of the image, the edge (black): (4 * 128 + 2) >> 2; rows below repeat row 0.
+    assert_eq!(&cr.data[1..8], &[128; 7]);
+    assert!(cr.data.chunks(8).all(|row| row == &cr.data[..8]));
+}
+
+#[test]
+fn the_avx2_nonzero_mask_equals_its_scalar_twin() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        return;
+    }
+    // Blocks from dense to empty, extreme values included, with a hand-made one.
+    let bytes = noise(64 * 200, 5);
+    for (i, b) in bytes.chunks_exact(64).enumerate() {
+        let keep = i % 9;
+        let block: [i16; 64] = std::array::from_fn(|k| match b[k] % 9 {
+            x if x < keep as u8 => [i16::MIN, -1, 1, i16::MAX, 7][k % 5],
+            _ => 0,
+        });
+        // SAFETY: AVX2 is present (checked above).
+        assert_eq!(
+            unsafe { huffman::ac_mask_avx2(&block) },
+            huffman::ac_mask(&block)
+        );
+    }
+    let mut block = [0i16; 64];
+    block[0] = 5;
+    block[1] = -1;
+    block[17] = 300;
+    block[63] = 2;
     // SAFETY: AVX2 is present (checked above).
-    unsafe { color::convert_rows_avx2(&rgb, w, [b0, b1, b2], 40) };
-    assert_eq!(a, b);
+    assert_eq!(
+        unsafe { huffman::ac_mask_avx2(&block) },
+        1 << 1 | 1 << 17 | 1 << 63
+    );
 }
 
 /// jccolor.c by hand: white, black, pure red.
@@ -137,7 +211,7 @@ fn the_avx2_colour_conversion_equals_its_scalar_twin() {
 fn colour_conversion_matches_hand_computed_values() {
     let rgb = [255u8, 255, 255, 0, 0, 0, 255, 0, 0];
     let (mut y, mut cb, mut cr) = ([0u8; 3], [0u8; 3], [0u8; 3]);
-    color::convert_rows_scalar(&rgb, 3, [&mut y, &mut cb, &mut cr], 3);
+    color::convert_row(&rgb, &mut y, &mut cb, &mut cr);
     assert_eq!(y, [255, 0, 76]); // 0.299 * 255 = 76.2
     assert_eq!(cb, [128, 128, 85]); // 128 - 0.16874 * 255 = 84.97
     assert_eq!(cr, [128, 128, 255]); // 128 + 0.5 * 255 = 255.5, floor after the -1 bias
