@@ -35,6 +35,20 @@ fn exclusive_sums(v: &[u32]) -> Vec<u32> {
     scan::reference(v, scan::Op::Sum, scan::Mode::Exclusive)
 }
 
+/// `gpukit --backend vulkan scan INPUT -o OUTPUT` with GPUKIT_TUNE_CACHE=CACHE (tuned shapes
+/// are the adapter's: name it, or the native CPU engine runs instead).
+fn scan_with_cache(input: &Path, output: &Path, cache: &Path) -> Run {
+    let args = [
+        "--backend",
+        "vulkan",
+        "scan",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+    ];
+    run_env(&args, &[("GPUKIT_TUNE_CACHE", cache)])
+}
+
 fn run_env(args: &[&str], env: &[(&str, &Path)]) -> Run {
     let mut cmd = gpukit();
     cmd.args(args);
@@ -225,15 +239,7 @@ fn corrupt_stale_and_unfit_caches_are_ignored_with_a_warning() {
         if !text.is_empty() {
             std::fs::write(&cache, text).unwrap();
         }
-        let args = [
-            "--backend",
-            "vulkan",
-            "scan",
-            input.to_str().unwrap(),
-            "-o",
-            output.to_str().unwrap(),
-        ];
-        let r = run_env(&args, &[("GPUKIT_TUNE_CACHE", &cache)]);
+        let r = scan_with_cache(&input, &output, &cache);
         r.code(0).one_error_line(warning);
         assert!(r.stderr.starts_with("gpukit: warning:"), "{}", r.stderr);
         assert_eq!(read_u32_npy(&output), exclusive_sums(&values()));
@@ -254,15 +260,7 @@ fn corrupt_stale_and_unfit_caches_are_ignored_with_a_warning() {
     doc["ops"]["scan"][0]["choice"] = serde_json::json!({ "wg_size": 48, "vec_per_thread": 4 });
     std::fs::write(&cache, doc.to_string()).unwrap();
     // Tuned shapes are the adapter's: name it, or the native CPU engine runs instead.
-    let args = [
-        "--backend",
-        "vulkan",
-        "scan",
-        input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-    ];
-    let r = run_env(&args, &[("GPUKIT_TUNE_CACHE", &cache)]);
+    let r = scan_with_cache(&input, &output, &cache);
     r.code(0)
         .one_error_line("ignoring its scan choice for 2^16");
     assert_eq!(read_u32_npy(&output), exclusive_sums(&values()));
@@ -504,15 +502,7 @@ fn cache_values_past_u32_and_huge_caches_are_refused() {
     let file = std::fs::File::create(&cache).unwrap();
     file.set_len(3 << 30).unwrap();
     drop(file);
-    let args = [
-        "--backend",
-        "vulkan",
-        "scan",
-        input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-    ];
-    let r = run_env(&args, &[("GPUKIT_TUNE_CACHE", &cache)]);
+    let r = scan_with_cache(&input, &output, &cache);
     r.code(0)
         .one_error_line("huge.json: larger than 16 MiB, not a gpukit tune cache");
     assert_eq!(read_u32_npy(&output), exclusive_sums(&values()));
