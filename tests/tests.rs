@@ -22,3 +22,4 @@ mod property;
 mod resize;
 mod scan;
 mod tune;
+mod video;

@@ -11,6 +11,7 @@ pub mod outputs;
 pub mod pipeline;
 pub mod report;
 pub mod shard;
+pub mod video;
 
 pub use inputs::{expand, same_folder, Expanded, InputOptions, Item};
 pub use pipeline::{Outcome, Pipeline, StageTimes, Stages};

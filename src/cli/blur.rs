@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 
 use super::inputs::InputArgs;
 use super::outputs::OutputArgs;
+use super::video::VideoArgs;
 use super::{Ctx, Status};
 use crate::batch::images::{self, ImageOp, ImageWorker};
 use crate::gpu::{Engine, Timings};
@@ -27,6 +28,13 @@ pub struct BlurArgs {
     input: InputArgs,
     #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    video: VideoArgs,
+    /// On a Y'CbCr frame stream: the chroma planes' radius, in their own samples. Default:
+    /// the radius scaled to their subsampling across (half, rounded up, for 4:2:0 and 4:2:2);
+    /// give the radius itself to blur as ffmpeg's avgblur and gblur do (docs/blur.md).
+    #[arg(long, value_name = "R")]
+    chroma_radius: Option<u32>,
     /// Window radius in pixels: 2R+1 taps each way. Default: 3 for box; ceil(3 sigma) for gaussian.
     #[arg(short, long, value_name = "R")]
     radius: Option<u32>,
@@ -103,9 +111,58 @@ impl ImageWorker for Blurrer<'_> {
 }
 
 pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
-    let op = BlurOp(args.params()?);
+    let params = args.params()?;
+    // A .y4m output asks for a frame stream, whatever the input holds.
+    let y4m_out = args
+        .output
+        .outputs()
+        .output
+        .is_some_and(|o| o.extension().is_some_and(|e| e.eq_ignore_ascii_case("y4m")));
+    let required = y4m_out.then_some("a .y4m output");
+    if let Some(stream) = args.video.stream(&args.input.inputs, required)? {
+        return blur_stream(ctx, &args, params, stream);
+    }
+    if args.chroma_radius.is_some() {
+        anyhow::bail!(crate::UsageError(
+            "--chroma-radius applies to Y'CbCr frame streams (Y4M, raw yuv)".into()
+        ));
+    }
+    let op = BlurOp(params);
     let list = |exclude: Option<&std::path::Path>| args.input.items(ctx, exclude);
     let pipeline = args.input.pipeline();
     let ok = images::run(ctx, &op, &args.output.outputs(), pipeline, list)?;
     Ok(if ok { Status::Success } else { Status::Failure })
+}
+
+/// `blur` on a frame stream: frames in, blurred frames out in the same format, to `-o`.
+fn blur_stream(
+    ctx: &Ctx,
+    args: &BlurArgs,
+    luma: Options,
+    stream: crate::batch::video::Stream,
+) -> Result<Status> {
+    use crate::batch::video::{blur_frames, chroma_options};
+    let Some(path) = args.output.outputs().output else {
+        anyhow::bail!(crate::UsageError(
+            "a frame stream is blurred into one output: give -o FILE or -o - (stdout)".into()
+        ));
+    };
+    let chroma = chroma_options(luma, stream.reader.format(), args.chroma_radius);
+    chroma.check()?;
+    let out = crate::io::output::PendingFile::create(&path)?;
+    out.refuse_terminal("a video stream")?;
+    let mut ran = None;
+    out.commit_with(|w| {
+        ran = Some(blur_frames(ctx, stream, luma, chroma, w)?);
+        Ok(())
+    })?;
+    if let Some(ran) = ran.filter(|_| ctx.global.verbose > 0) {
+        ctx.note(&format!(
+            "{} frames in {:.2} s ({:.1} frames/s)",
+            ran.frames,
+            ran.elapsed.as_secs_f64(),
+            ran.frames as f64 / ran.elapsed.as_secs_f64().max(1e-9)
+        ));
+    }
+    Ok(Status::Success)
 }

@@ -7,6 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::inputs::InputArgs;
+use super::video::VideoArgs;
 use super::{Ctx, Status};
 use crate::batch::histogram::{self, Settings};
 use crate::io::json::{Document, JsonDest, JsonSink};
@@ -16,6 +17,19 @@ use crate::ops::histogram::doc::HistogramDoc;
 pub struct HistogramArgs {
     #[command(flatten)]
     input: InputArgs,
+    #[command(flatten)]
+    video: VideoArgs,
+    /// One histogram per frame of a frame stream (Y4M, raw frames): a JSON line each, to
+    /// --json or stdout, written as each frame is done (docs/histogram.md).
+    #[arg(long, conflicts_with_all = ["merge", "sum", "plot"])]
+    per_frame: bool,
+    /// With --per-frame: draw every frame's histogram into a stream of plots, Y4M (4:4:4) or
+    /// PNG images one after another (--plot-format), for ffmpeg to encode (`-`: stdout).
+    #[arg(long, value_name = "FILE|-", requires = "per_frame")]
+    plot_frames: Option<PathBuf>,
+    /// The format of --plot-frames: y4m or png.
+    #[arg(long, value_enum, default_value_t = PlotFormatArg::Y4m, requires = "plot_frames")]
+    plot_format: PlotFormatArg,
     /// The inputs are histogram JSON documents of shards of one run (`--json`): write the
     /// document of the whole run (docs/scale-out.md), to --json or stdout.
     #[arg(long, conflicts_with_all = ["plot", "sum", "alpha"])]
@@ -40,6 +54,12 @@ pub struct HistogramArgs {
     /// The plot's size in pixels, each side 16 to 16384.
     #[arg(long, value_name = "WxH", default_value = "1024x512", value_parser = parse_size)]
     plot_size: PlotSize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PlotFormatArg {
+    Y4m,
+    Png,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +92,9 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
         ))?;
         return Ok(Status::Success);
     }
+    if args.per_frame || args.video.is_raw() {
+        return per_frame(ctx, &args);
+    }
     let inputs: Vec<PathBuf> = args
         .input
         .items(ctx, None)?
@@ -93,6 +116,88 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
     };
     let ok = histogram::run(ctx, &settings, &inputs, args.input.pipeline())?;
     Ok(if ok { Status::Success } else { Status::Failure })
+}
+
+/// `--per-frame` on a frame stream: a JSON line per frame, and the plots' stream.
+fn per_frame(ctx: &Ctx, args: &HistogramArgs) -> Result<Status> {
+    use crate::batch::video::PlotFormat;
+    use crate::io::output::PendingFile;
+    if !args.per_frame {
+        anyhow::bail!(crate::UsageError(
+            "--raw frames are counted with --per-frame (one histogram a frame)".into()
+        ));
+    }
+    let stream = args
+        .video
+        .stream(&args.input.inputs, Some("--per-frame"))?
+        .expect("a stream is required");
+    let json_path = match (&args.json, &args.plot_frames) {
+        (Some(JsonDest::File(p)), _) => Some(p.clone()),
+        (Some(JsonDest::Stdout), _) | (None, None) => Some(PathBuf::from("-")),
+        (None, Some(_)) => None,
+    };
+    if let (Some(j), Some(p)) = (&json_path, &args.plot_frames) {
+        crate::io::output::refuse_shared_output(("--json", j), ("--plot-frames", p))?;
+    }
+    let json = json_path.map(|p| PendingFile::create(&p)).transpose()?;
+    let plot = args
+        .plot_frames
+        .as_ref()
+        .map(|p| PendingFile::create(p))
+        .transpose()?;
+    if let Some(p) = &plot {
+        p.refuse_terminal("a video stream")?;
+    }
+    let size = (args.plot_size.width, args.plot_size.height);
+    let format = match args.plot_format {
+        PlotFormatArg::Y4m => PlotFormat::Y4m,
+        PlotFormatArg::Png => PlotFormat::Png,
+    };
+    let spec = (args.bins, args.alpha, size, format);
+    let mut ran = None;
+    match (json, plot) {
+        (Some(j), Some(p)) => p.commit_with(|pw| {
+            j.commit_with(|jw| {
+                ran = Some(count(ctx, stream, spec, Some(jw), Some(pw))?);
+                Ok(())
+            })
+        })?,
+        (Some(j), None) => j.commit_with(|jw| {
+            ran = Some(count(ctx, stream, spec, Some(jw), None)?);
+            Ok(())
+        })?,
+        (None, Some(p)) => p.commit_with(|pw| {
+            ran = Some(count(ctx, stream, spec, None, Some(pw))?);
+            Ok(())
+        })?,
+        (None, None) => unreachable!("the JSON lines go to stdout without --plot-frames"),
+    }
+    if let Some(ran) = ran.filter(|_| ctx.global.verbose > 0) {
+        ctx.note(&format!(
+            "{} frames in {:.2} s ({:.1} frames/s)",
+            ran.frames,
+            ran.elapsed.as_secs_f64(),
+            ran.frames as f64 / ran.elapsed.as_secs_f64().max(1e-9)
+        ));
+    }
+    Ok(Status::Success)
+}
+
+/// Counts the stream's frames into the JSON lines and the plots.
+fn count<'w>(
+    ctx: &Ctx,
+    stream: crate::batch::video::Stream,
+    (bins, alpha, size, format): (u32, bool, (u32, u32), crate::batch::video::PlotFormat),
+    json: Option<&'w mut dyn std::io::Write>,
+    plot: Option<&'w mut dyn std::io::Write>,
+) -> Result<crate::batch::video::Ran> {
+    let out = crate::batch::video::PerFrame {
+        bins,
+        alpha,
+        json,
+        plot: plot.map(|w| (w, size, format)),
+    };
+    crate::batch::video::histogram_frames(ctx, stream, out)
 }
 
 #[cfg(test)]

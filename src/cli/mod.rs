@@ -16,6 +16,7 @@ mod resize;
 mod scan;
 pub mod term;
 pub(crate) mod tune;
+mod video;
 
 use std::ffi::OsString;
 use std::sync::OnceLock;

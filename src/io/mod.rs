@@ -8,6 +8,7 @@ pub mod json;
 pub mod metadata;
 pub mod output;
 mod tiff;
+pub mod video;
 
 /// Writes `text` to stdout; a closed pipe surfaces as an error `main` treats as success.
 pub fn print_stdout(text: &str) -> anyhow::Result<()> {

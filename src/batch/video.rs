@@ -1,0 +1,456 @@
+//! Frame streams through an op: one thread reads frames, worker threads (several frames in
+//! flight on one engine) run the op on them, and the caller's thread writes the results in
+//! frame order as each is done. Frames in flight are bounded by tokens (memory is bounded
+//! whatever the stream's length). `histogram --per-frame` and `blur` on a stream run here.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::driver::Env;
+use crate::gpu::{Engine, Timings};
+use crate::io::image::Image;
+use crate::io::video::{PixFmt, VideoFormat, VideoReader, VideoWriter};
+use crate::ops::blur::{Blurrer, Options as BlurOptions};
+use crate::ops::histogram::doc::{channel_docs, ChannelDoc};
+use crate::ops::histogram::{check_bins, plot_cpu, Channels, Histogrammer};
+
+/// Frames assumed in a stream whose length cannot be known (a pipe, a FIFO), for the engine
+/// choice: ten seconds at 30 frames a second.
+pub const ASSUMED_STREAM_FRAMES: u64 = 300;
+
+/// A frame stream opened for reading: its frames, what messages call it, and how many frames
+/// it holds when that is known (a regular file's size over a frame's).
+pub struct Stream {
+    pub reader: VideoReader<Box<dyn BufRead + Send>>,
+    pub name: String,
+    pub frames: Option<u64>,
+}
+
+impl Stream {
+    /// The frames the engine choice counts on.
+    pub fn expected_frames(&self) -> u64 {
+        self.frames.unwrap_or(ASSUMED_STREAM_FRAMES).max(1)
+    }
+}
+
+/// A frame as the reader hands it on: its index from 0 and its bytes.
+type RawFrame = (u64, Vec<u8>);
+
+/// A worker's side of the stream: the next frame to work on, and where its result goes.
+pub struct Jobs<O> {
+    frames: Arc<Mutex<Receiver<RawFrame>>>,
+    results: Sender<(u64, Result<O>)>,
+}
+
+impl<O> Jobs<O> {
+    /// The next frame (its index from 0 and bytes), `None` when the stream has ended or the
+    /// run stopped.
+    pub fn next(&self) -> Option<(u64, Vec<u8>)> {
+        self.frames.lock().ok()?.recv().ok()
+    }
+
+    /// Hands frame `index`'s result on; false when the run has stopped.
+    pub fn done(&self, index: u64, result: Result<O>) -> bool {
+        self.results.send((index, result)).is_ok()
+    }
+}
+
+/// What a stream run did: frames, and the wall time from the first frame read.
+pub struct Ran {
+    pub frames: u64,
+    pub elapsed: Duration,
+}
+
+/// Runs the stream's frames through `workers` worker threads that `spawn` starts (each takes
+/// frames from its [`Jobs`] until `None`), with at most `in_flight` frames read and not yet
+/// written; `write` gets each result in frame order. The first error (reading, a frame's
+/// work, writing) ends the run: the reader and the workers are left to stop on their own
+/// (a reader blocked on a silent upstream does not hold the process).
+pub fn run_frames<O: Send + 'static>(
+    stream: Stream,
+    workers: usize,
+    in_flight: usize,
+    spawn: impl Fn(Jobs<O>),
+    mut write: impl FnMut(u64, O) -> Result<()>,
+) -> Result<Ran> {
+    let Stream {
+        mut reader, name, ..
+    } = stream;
+    let started = Instant::now();
+    let in_flight = in_flight.max(workers).max(1);
+    let (token_tx, token_rx) = mpsc::sync_channel::<()>(in_flight);
+    for _ in 0..in_flight {
+        token_tx.send(()).expect("room for every token");
+    }
+    let (frame_tx, frame_rx): (SyncSender<RawFrame>, _) = mpsc::sync_channel(in_flight);
+    let (result_tx, result_rx) = mpsc::channel::<(u64, Result<O>)>();
+    let read_error: Arc<Mutex<Option<anyhow::Error>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let (read_error, stop) = (read_error.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("gpukit-read".into())
+            .spawn(move || loop {
+                if token_rx.recv().is_err() || stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                match reader.next_frame() {
+                    Ok(Some(frame)) => {
+                        if frame_tx.send(frame).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        *read_error.lock().expect("read error lock") = Some(e);
+                        return;
+                    }
+                }
+            })
+            .context("cannot start a thread")?;
+    }
+    let frames = Arc::new(Mutex::new(frame_rx));
+    for _ in 0..workers {
+        spawn(Jobs {
+            frames: frames.clone(),
+            results: result_tx.clone(),
+        });
+    }
+    drop(result_tx);
+    let mut pending = BTreeMap::new();
+    let mut next = 0u64;
+    let fail = |e: anyhow::Error| {
+        stop.store(true, Ordering::Relaxed);
+        Err(e)
+    };
+    for (index, result) in result_rx {
+        pending.insert(index, result);
+        while let Some(result) = pending.remove(&next) {
+            match result.and_then(|o| write(next, o)) {
+                Ok(()) => {}
+                Err(e) => return fail(e.context(name.clone())),
+            }
+            next += 1;
+            // The token comes back: one more frame may be read.
+            let _ = token_tx.send(());
+        }
+    }
+    if let Some(e) = read_error.lock().expect("read error lock").take() {
+        return fail(e.context(name));
+    }
+    if next == 0 {
+        return fail(anyhow::anyhow!("{name}: the stream holds no frames"));
+    }
+    Ok(Ran {
+        frames: next,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// How many frames a stream keeps in flight on an engine: the GPU overlaps one frame's
+/// upload, another's passes and a third's download with threads of its own; the native CPU
+/// engine blurs each frame on every core and keeps a second frame ready.
+pub fn workers_for(engine: &Engine) -> usize {
+    match engine {
+        Engine::Gpu(_) => 3,
+        Engine::Cpu => 2,
+    }
+}
+
+/// One line of `histogram --per-frame` (docs/schemas/histogram-frame.schema.json).
+#[derive(Serialize)]
+pub struct FrameDoc {
+    pub schema: &'static str,
+    /// The frame's index, from 0.
+    pub frame: u64,
+    /// Its time in seconds from the stream's frame rate; null when the stream has none.
+    pub time: Option<f64>,
+    pub width: u32,
+    pub height: u32,
+    pub pixels: u64,
+    pub bins: u32,
+    pub channels: Vec<ChannelDoc>,
+}
+
+/// The schema every line of `histogram --per-frame` names.
+pub const FRAME_SCHEMA: &str = "gpukit.histogram-frame/1";
+
+/// How `histogram --per-frame` writes its plots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlotFormat {
+    /// A Y4M stream, 4:4:4 full range (BT.601).
+    Y4m,
+    /// PNG images one after another (`ffmpeg -f image2pipe`).
+    Png,
+}
+
+/// What `histogram --per-frame` writes.
+pub struct PerFrame<'w> {
+    pub bins: u32,
+    pub alpha: bool,
+    /// Where the JSON lines go.
+    pub json: Option<&'w mut dyn Write>,
+    /// Where the plots go, their size and format.
+    pub plot: Option<(&'w mut dyn Write, (u32, u32), PlotFormat)>,
+}
+
+/// A frame counted: its JSON line and its plot.
+struct Counted {
+    line: Option<Vec<u8>>,
+    plot: Option<Vec<u8>>,
+}
+
+/// `histogram --per-frame`: every frame's histogram, its JSON line and its plot written as
+/// each frame is done, in frame order.
+pub fn histogram_frames(env: &dyn Env, stream: Stream, out: PerFrame<'_>) -> Result<Ran> {
+    let format = stream.reader.format().clone();
+    check_bins(out.bins, format.bit_depth)?;
+    let channels = Channels::of(
+        match format.pix {
+            PixFmt::Gray => 1,
+            PixFmt::Rgba => 4,
+            _ => 3,
+        },
+        out.alpha,
+    );
+    let frames = stream.expected_frames();
+    env.estimate(crate::ops::histogram::cpu_estimate(
+        u64::from(format.width) * u64::from(format.height) * frames,
+    ));
+    let engine = open_engine(env)?;
+    env.detail(&format!("{}: {}", stream.name, format.describe()));
+    let (bins, want_line) = (out.bins, out.json.is_some());
+    let plot_spec = out.plot.as_ref().map(|(_, size, f)| (*size, *f));
+    let PerFrame { json, plot, .. } = out;
+    let mut json = json;
+    let (mut plot_out, plot_header) = match plot {
+        Some((w, (pw, ph), PlotFormat::Y4m)) => (
+            Some(w),
+            Some(VideoWriter::y4m_header(pw, ph, format.rate, false)),
+        ),
+        Some((w, _, PlotFormat::Png)) => (Some(w), None),
+        None => (None, None),
+    };
+    let mut plot_writer = plot_out
+        .as_mut()
+        .map(|w| VideoWriter::with_header(&mut **w, plot_header.clone()));
+    let shared = Arc::new(format.clone());
+    let spawn = |jobs: Jobs<Counted>| {
+        let (engine, format) = (engine.clone(), shared.clone());
+        std::thread::spawn(move || {
+            let mut hist = Histogrammer::new(&engine, bins);
+            let mut timings = Timings::default();
+            while let Some((index, bytes)) = jobs.next() {
+                let result: Result<Counted> = (|| {
+                    let img = format.to_image(&bytes);
+                    drop(bytes);
+                    let h = hist.histogram(&img, channels, &mut timings)?;
+                    let line = want_line
+                        .then(|| {
+                            let doc = FrameDoc {
+                                schema: FRAME_SCHEMA,
+                                frame: index,
+                                time: format.time_of(index),
+                                width: format.width,
+                                height: format.height,
+                                pixels: h.pixels,
+                                bins: h.bins,
+                                channels: channel_docs(&h),
+                            };
+                            let mut line = serde_json::to_vec(&doc)?;
+                            line.push(b'\n');
+                            Ok::<_, anyhow::Error>(line)
+                        })
+                        .transpose()?;
+                    let plot = match plot_spec {
+                        Some(((w, h2), f)) => Some(plot_bytes(&plot_cpu(&h, w, h2), f)?),
+                        None => None,
+                    };
+                    Ok(Counted { line, plot })
+                })();
+                if !jobs.done(index, result.with_context(|| format!("frame {index}"))) {
+                    return;
+                }
+            }
+        });
+    };
+    let workers = workers_for(&engine);
+    let ran = run_frames(stream, workers, 2 * workers, spawn, |_, c: Counted| {
+        if let (Some(w), Some(line)) = (json.as_mut(), c.line) {
+            w.write_all(&line)?;
+            w.flush()?;
+        }
+        if let (Some(w), Some(plot)) = (plot_writer.as_mut(), c.plot) {
+            w.frame(&plot)?;
+            w.flush()?;
+        }
+        Ok(())
+    })?;
+    Ok(ran)
+}
+
+/// A plot as one frame of the plot stream: Y'CbCr 4:4:4 planes for Y4M, a PNG file for PNG.
+fn plot_bytes(img: &Image, format: PlotFormat) -> Result<Vec<u8>> {
+    match format {
+        PlotFormat::Png => {
+            let mut out = Vec::new();
+            crate::io::image::encode(img.clone(), ::image::ImageFormat::Png, &mut out)?;
+            Ok(out)
+        }
+        PlotFormat::Y4m => Ok(rgb_to_yuv444(img)),
+    }
+}
+
+/// An 8-bit RGB or RGBA image as full-range BT.601 Y'CbCr 4:4:4 planes (JPEG's integer
+/// factors; alpha dropped):
+/// Y = (19595 R + 38470 G + 7471 B + 2^15) >> 16,
+/// Cb = 128 + ((-11059 R - 21709 G + 32768 B + 2^15) >> 16),
+/// Cr = 128 + ((32768 R - 27439 G - 5329 B + 2^15) >> 16), each clamped to 0..=255.
+pub fn rgb_to_yuv444(img: &Image) -> Vec<u8> {
+    let crate::io::image::Samples::U8(s) = &img.samples else {
+        unreachable!("the plot is 8-bit");
+    };
+    let (n, c) = (img.pixels(), img.channels as usize);
+    let mut out = vec![0u8; 3 * n];
+    let (y, rest) = out.split_at_mut(n);
+    let (cb, cr) = rest.split_at_mut(n);
+    let f = |v: i32| (v + (1 << 15)) >> 16;
+    for (i, p) in s.chunks_exact(c).enumerate() {
+        let (r, g, b) = (i32::from(p[0]), i32::from(p[1]), i32::from(p[2]));
+        y[i] = f(19595 * r + 38470 * g + 7471 * b).clamp(0, 255) as u8;
+        cb[i] = (128 + f(-11059 * r - 21709 * g + 32768 * b)).clamp(0, 255) as u8;
+        cr[i] = (128 + f(32768 * r - 27439 * g - 5329 * b)).clamp(0, 255) as u8;
+    }
+    out
+}
+
+/// The radius a chroma plane is blurred with: `radius` scaled to the plane's subsampling
+/// across (half, rounded up, for 4:2:0 and 4:2:2), unless `chroma` gives it.
+pub fn chroma_options(
+    options: BlurOptions,
+    format: &VideoFormat,
+    chroma: Option<u32>,
+) -> BlurOptions {
+    let PixFmt::Yuv { x, .. } = format.pix else {
+        return options;
+    };
+    let radius = chroma.unwrap_or((options.radius + (1 << x) - 1) >> x);
+    let kind = match options.kind {
+        crate::ops::blur::Kind::Gaussian { sigma } if chroma.is_none() => {
+            crate::ops::blur::Kind::Gaussian {
+                sigma: sigma / f64::from(1u32 << x),
+            }
+        }
+        crate::ops::blur::Kind::Gaussian { sigma } => crate::ops::blur::Kind::Gaussian {
+            sigma: sigma * f64::from(radius) / f64::from(options.radius.max(1)),
+        },
+        k => k,
+    };
+    BlurOptions {
+        kind,
+        radius,
+        ..options
+    }
+}
+
+/// `blur` on a stream: every frame's planes blurred (chroma with `chroma`'s options) and
+/// written to `out` in the input's format, in order.
+pub fn blur_frames(
+    env: &dyn Env,
+    stream: Stream,
+    luma: BlurOptions,
+    chroma: BlurOptions,
+    out: &mut dyn Write,
+) -> Result<Ran> {
+    let format = stream.reader.format().clone();
+    let frames = stream.expected_frames();
+    let saving = format
+        .planes()
+        .iter()
+        .map(|p| {
+            let o = if p.chroma { chroma } else { luma };
+            o.gpu_saving(p.width, p.height, p.channels, format.bit_depth, 1)
+        })
+        .sum::<Duration>()
+        .checked_mul(frames.min(u64::from(u32::MAX)) as u32)
+        .unwrap_or(Duration::MAX);
+    env.estimate(saving);
+    let engine = open_engine(env)?;
+    env.detail(&format!("{}: {}", stream.name, format.describe()));
+    let shared = Arc::new(format.clone());
+    let spawn = |jobs: Jobs<Vec<u8>>| {
+        let (engine, format) = (engine.clone(), shared.clone());
+        std::thread::spawn(move || {
+            // One blurrer for the luma-sized planes and one for the chroma ones, so that each
+            // keeps its GPU plan from frame to frame.
+            let mut blur_luma = Blurrer::new(&engine, luma);
+            let mut blur_chroma = Blurrer::new(&engine, chroma);
+            let mut timings = Timings::default();
+            while let Some((index, bytes)) = jobs.next() {
+                let result: Result<Vec<u8>> = (|| {
+                    let planes = format.split(&bytes);
+                    drop(bytes);
+                    let mut blurred = Vec::with_capacity(planes.len());
+                    for (plane, img) in format.planes().iter().zip(&planes) {
+                        let b = match plane.chroma {
+                            true => &mut blur_chroma,
+                            false => &mut blur_luma,
+                        };
+                        blurred.push(b.run(img, &mut timings)?);
+                    }
+                    Ok(format.join(&blurred))
+                })();
+                if !jobs.done(index, result.with_context(|| format!("frame {index}"))) {
+                    return;
+                }
+            }
+        });
+    };
+    let workers = workers_for(&engine);
+    let mut writer = VideoWriter::new(out, &format);
+    let ran = run_frames(stream, workers, 2 * workers, spawn, |_, frame: Vec<u8>| {
+        writer.frame(&frame)?;
+        Ok(())
+    })?;
+    writer.flush()?;
+    Ok(ran)
+}
+
+/// The one engine a stream runs on, shared by its workers.
+fn open_engine(env: &dyn Env) -> Result<Arc<Engine>> {
+    let mut timings = Timings::default();
+    let mut engines = env.open_engines(false, &mut timings)?;
+    Ok(Arc::new(engines.remove(0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plot_frames_convert_by_hand() {
+        let img = Image::new_u8(3, 1, 3, vec![255, 255, 255, 0, 0, 0, 255, 0, 0]);
+        // White: Y 255, Cb = Cr = 128; black: 0, 128, 128; red: Y 76, Cb 85, Cr 255.
+        assert_eq!(
+            rgb_to_yuv444(&img),
+            [255, 0, 76, 128, 128, 85, 128, 128, 255]
+        );
+    }
+
+    #[test]
+    fn chroma_radius_follows_the_subsampling() {
+        let f = VideoFormat::raw(4, 4, "yuv420p").unwrap();
+        let o = BlurOptions::new(crate::ops::blur::Kind::Box, 15, 1);
+        assert_eq!(chroma_options(o, &f, None).radius, 8);
+        assert_eq!(chroma_options(o, &f, Some(15)).radius, 15);
+        let f = VideoFormat::raw(4, 4, "yuv444p").unwrap();
+        assert_eq!(chroma_options(o, &f, None).radius, 15);
+    }
+}

@@ -1,0 +1,129 @@
+//! The frame-stream options `histogram` and `blur` share (`--raw`, `--pix-fmt`), and telling
+//! a frame stream (Y4M, raw frames) from images on the command line: Y4M is sniffed by its
+//! signature on stdin and in a regular file; raw frames are named.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::batch::video::Stream;
+use crate::io::image::{input_name, is_stdin};
+use crate::io::video::{is_y4m, VideoFormat, VideoReader};
+
+#[derive(Debug, Args)]
+pub struct VideoArgs {
+    /// The input is raw video frames of this size, one after another with nothing between
+    /// them (`ffmpeg -f rawvideo`); --pix-fmt gives their layout. (Y4M needs no flag: it is
+    /// known by its signature.)
+    #[arg(long, value_name = "WxH", value_parser = parse_frame_size, requires = "pix_fmt")]
+    raw: Option<(u32, u32)>,
+    /// Raw frames' pixel format, as ffmpeg names it: rgb24, rgba, gray, gray16le, yuv420p,
+    /// yuv422p, yuv444p.
+    #[arg(long, value_name = "FMT", requires = "raw")]
+    pix_fmt: Option<String>,
+}
+
+fn parse_frame_size(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("expected WIDTHxHEIGHT, like 1920x1080; got {s:?}");
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let side = |v: &str| v.trim().parse::<u32>().ok().filter(|&v| v > 0);
+    Ok((side(w).ok_or_else(bad)?, side(h).ok_or_else(bad)?))
+}
+
+impl VideoArgs {
+    /// Whether raw frames were named.
+    pub fn is_raw(&self) -> bool {
+        self.raw.is_some()
+    }
+
+    /// The input as a frame stream, if it is one: raw frames when named; else a Y4M stream
+    /// on stdin or in a regular file (its first byte is `Y`, which begins no image format).
+    /// `None`: the inputs are images. `required`: an option that needs a stream was given.
+    pub fn stream(&self, inputs: &[PathBuf], required: Option<&str>) -> Result<Option<Stream>> {
+        let wanted = self.raw.is_some() || required.is_some();
+        let [path] = inputs else {
+            if wanted {
+                anyhow::bail!(crate::UsageError(format!(
+                    "{}: give one input, the frame stream (`-` for stdin)",
+                    required.unwrap_or("--raw")
+                )));
+            }
+            return Ok(None);
+        };
+        let name = input_name(path);
+        let (mut reader, size): (Box<dyn BufRead + Send>, Option<u64>) = if is_stdin(path) {
+            (
+                Box::new(BufReader::with_capacity(1 << 20, std::io::stdin())),
+                None,
+            )
+        } else {
+            let meta = std::fs::metadata(path).with_context(|| format!("{name}: cannot open"))?;
+            if !wanted && !meta.is_file() {
+                // A FIFO read to sniff it could not be read again as images.
+                return Ok(None);
+            }
+            let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot open"))?;
+            let size = meta.is_file().then_some(meta.len());
+            (Box::new(BufReader::with_capacity(1 << 20, file)), size)
+        };
+        if let Some((w, h)) = self.raw {
+            let pix = self.pix_fmt.as_deref().expect("clap requires --pix-fmt");
+            let format = VideoFormat::raw(w, h, pix)?;
+            let frames = size.map(|s| s / format.frame_bytes().max(1));
+            return Ok(Some(Stream {
+                reader: VideoReader::raw(reader, format),
+                name,
+                frames,
+            }));
+        }
+        let first = if is_stdin(path) {
+            // Stdin's own buffer holds what is peeked here, for the image reader too.
+            let mut lock = std::io::stdin().lock();
+            lock.fill_buf().map(|b| b.first().copied())
+        } else {
+            reader.fill_buf().map(|b| b.first().copied())
+        }
+        .with_context(|| format!("{name}: cannot read"))?;
+        if first != Some(b'Y') || (!is_stdin(path) && !starts_y4m(path)) {
+            if let Some(option) = required {
+                if first.is_none() {
+                    anyhow::bail!("{name}: the stream is empty: no frames");
+                }
+                anyhow::bail!(crate::UsageError(format!(
+                    "{name}: {option} reads a Y4M stream or raw frames (--raw WxH --pix-fmt FMT)"
+                )));
+            }
+            return Ok(None);
+        }
+        let reader = VideoReader::y4m(reader).with_context(|| name.clone())?;
+        let frames = size.map(|s| s / (reader.format().frame_bytes() + 6).max(1));
+        Ok(Some(Stream {
+            reader,
+            name,
+            frames,
+        }))
+    }
+}
+
+/// Whether the file at `path` begins with Y4M's signature.
+fn starts_y4m(path: &Path) -> bool {
+    let mut head = [0u8; 10];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| is_y4m(&head))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_size_parses() {
+        assert_eq!(parse_frame_size("64x48"), Ok((64, 48)));
+        for bad in ["64", "0x4", "ax4", "64x"] {
+            assert!(parse_frame_size(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,666 @@
+//! Video frame streams: YUV4MPEG2 (Y4M, as `ffmpeg -f yuv4mpegpipe` writes it) and raw frames
+//! of a named size and pixel format, read one frame at a time in bounded memory and written
+//! back in the same format; a frame's planes as gray (or interleaved RGB) images for the ops,
+//! and Y'CbCr frames as RGB by the stream's range and matrix (docs/formats.md, "Frame streams").
+
+use std::io::{BufRead, ErrorKind, Read, Write};
+
+use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
+
+use super::image::Image;
+
+/// The signature every Y4M stream begins with.
+pub const Y4M_SIGNATURE: &[u8] = b"YUV4MPEG2 ";
+
+/// How a frame's samples are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PixFmt {
+    /// One plane of gray samples (Y4M `Cmono`, `Cmono16`; raw `gray`, `gray16le`).
+    Gray,
+    /// Interleaved red, green, blue (raw `rgb24`).
+    Rgb,
+    /// Interleaved red, green, blue, alpha (raw `rgba`).
+    Rgba,
+    /// Planar Y', Cb, Cr with the chroma planes subsampled by 2^x across and 2^y down
+    /// (4:2:0: 1, 1; 4:2:2: 1, 0; 4:4:4: 0, 0).
+    Yuv { x: u8, y: u8 },
+}
+
+/// Y'CbCr's range: limited (video: Y' 16 to 235, chroma 16 to 240, scaled for 16 bits) or
+/// full (0 to the maximum).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Range {
+    Limited,
+    Full,
+}
+
+/// Y'CbCr's matrix: the luma weights of R' and B'.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Matrix {
+    Bt601,
+    Bt709,
+}
+
+impl Matrix {
+    /// (Kr, Kb).
+    fn weights(self) -> (f64, f64) {
+        match self {
+            Matrix::Bt601 => (0.299, 0.114),
+            Matrix::Bt709 => (0.2126, 0.0722),
+        }
+    }
+}
+
+/// What every frame of a stream is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VideoFormat {
+    pub width: u32,
+    pub height: u32,
+    pub pix: PixFmt,
+    /// 8 or 16 (16-bit samples are little-endian, in Y4M as in `gray16le`).
+    pub bit_depth: u32,
+    /// Frames per second as a fraction, when the stream says (Y4M's `F`).
+    pub rate: Option<(u64, u64)>,
+    pub range: Range,
+    pub matrix: Matrix,
+    /// The Y4M header line (without its newline), written again ahead of the output's
+    /// frames; `None` for raw frames.
+    pub y4m_header: Option<String>,
+}
+
+/// One plane of a frame: its size and samples per pixel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plane {
+    pub width: u32,
+    pub height: u32,
+    pub channels: u8,
+    /// Whether it is a chroma plane.
+    pub chroma: bool,
+}
+
+impl VideoFormat {
+    /// Raw frames: `WxH` and an ffmpeg pixel format name (`rgb24`, `rgba`, `gray`,
+    /// `gray16le`, `yuv420p`, `yuv422p`, `yuv444p`). Raw Y'CbCr is taken as limited-range
+    /// BT.601, as ffmpeg takes untagged video.
+    pub fn raw(width: u32, height: u32, pix_fmt: &str) -> Result<VideoFormat> {
+        let (pix, bit_depth) = match pix_fmt {
+            "rgb24" => (PixFmt::Rgb, 8),
+            "rgba" => (PixFmt::Rgba, 8),
+            "gray" => (PixFmt::Gray, 8),
+            "gray16le" => (PixFmt::Gray, 16),
+            "yuv420p" => (PixFmt::Yuv { x: 1, y: 1 }, 8),
+            "yuv422p" => (PixFmt::Yuv { x: 1, y: 0 }, 8),
+            "yuv444p" => (PixFmt::Yuv { x: 0, y: 0 }, 8),
+            other => bail!(crate::UsageError(format!(
+                "--pix-fmt {other}: gpukit reads rgb24, rgba, gray, gray16le, yuv420p, yuv422p \
+                 and yuv444p"
+            ))),
+        };
+        if width == 0 || height == 0 {
+            bail!(crate::UsageError(
+                "--raw: a frame needs at least one pixel".into()
+            ));
+        }
+        Ok(VideoFormat {
+            width,
+            height,
+            pix,
+            bit_depth,
+            rate: None,
+            range: Range::Limited,
+            matrix: Matrix::Bt601,
+            y4m_header: None,
+        })
+    }
+
+    /// The Y4M header `line` (without its newline): `W`, `H`, `F`, `C` and the `XCOLORRANGE`
+    /// and `XCOLORMATRIX` extensions; the other tags (interlacing, aspect) are kept but mean
+    /// nothing to gpukit.
+    pub fn y4m(line: &str) -> Result<VideoFormat> {
+        let Some(tags) = line.strip_prefix("YUV4MPEG2 ") else {
+            bail!("not a Y4M stream: it does not begin with YUV4MPEG2");
+        };
+        let (mut width, mut height, mut rate) = (None, None, None);
+        let mut colour = "420jpeg";
+        let (mut range, mut matrix) = (Range::Limited, Matrix::Bt601);
+        let number = |tag: &str, v: &str| {
+            v.parse::<u32>()
+                .ok()
+                .filter(|&n| n > 0)
+                .with_context(|| format!("malformed Y4M header: bad {tag} value {v:?}"))
+        };
+        for tag in tags.split(' ').filter(|t| !t.is_empty()) {
+            let (key, value) = tag.split_at(1);
+            match key {
+                "W" => width = Some(number("W (width)", value)?),
+                "H" => height = Some(number("H (height)", value)?),
+                "F" => {
+                    let parsed = value
+                        .split_once(':')
+                        .and_then(|(n, d)| Some((n.parse::<u64>().ok()?, d.parse::<u64>().ok()?)));
+                    match parsed {
+                        Some((n, d)) if n > 0 && d > 0 => rate = Some((n, d)),
+                        Some(_) => {}
+                        None => bail!("malformed Y4M header: bad F (frame rate) value {value:?}"),
+                    }
+                }
+                "C" => colour = value,
+                "X" => match value {
+                    "COLORRANGE=FULL" => range = Range::Full,
+                    "COLORRANGE=LIMITED" => range = Range::Limited,
+                    "COLORMATRIX=BT709" => matrix = Matrix::Bt709,
+                    "COLORMATRIX=BT601" => matrix = Matrix::Bt601,
+                    _ => {}
+                },
+                "I" | "A" => {}
+                _ => bail!("malformed Y4M header: unknown tag {tag:?}"),
+            }
+        }
+        let (Some(width), Some(height)) = (width, height) else {
+            bail!("malformed Y4M header: it lacks the W (width) or H (height) tag");
+        };
+        let (pix, bit_depth) = match colour {
+            "420jpeg" | "420paldv" | "420mpeg2" | "420" => (PixFmt::Yuv { x: 1, y: 1 }, 8),
+            "422" => (PixFmt::Yuv { x: 1, y: 0 }, 8),
+            "444" => (PixFmt::Yuv { x: 0, y: 0 }, 8),
+            "mono" => (PixFmt::Gray, 8),
+            "420p16" => (PixFmt::Yuv { x: 1, y: 1 }, 16),
+            "422p16" => (PixFmt::Yuv { x: 1, y: 0 }, 16),
+            "444p16" => (PixFmt::Yuv { x: 0, y: 0 }, 16),
+            "mono16" => (PixFmt::Gray, 16),
+            other => bail!(
+                "Y4M colour space C{other} is not read: gpukit reads 420 (jpeg, paldv, mpeg2), \
+                 422, 444 and mono, 8-bit or 16-bit (p16, mono16)"
+            ),
+        };
+        Ok(VideoFormat {
+            width,
+            height,
+            pix,
+            bit_depth,
+            rate,
+            range,
+            matrix,
+            y4m_header: Some(line.to_string()),
+        })
+    }
+
+    /// The planes of a frame, in stream order.
+    pub fn planes(&self) -> Vec<Plane> {
+        let whole = |channels| Plane {
+            width: self.width,
+            height: self.height,
+            channels,
+            chroma: false,
+        };
+        match self.pix {
+            PixFmt::Gray => vec![whole(1)],
+            PixFmt::Rgb => vec![whole(3)],
+            PixFmt::Rgba => vec![whole(4)],
+            PixFmt::Yuv { x, y } => {
+                let c = Plane {
+                    width: self.width.div_ceil(1 << x),
+                    height: self.height.div_ceil(1 << y),
+                    channels: 1,
+                    chroma: true,
+                };
+                vec![whole(1), c, c]
+            }
+        }
+    }
+
+    /// Bytes per sample.
+    pub fn sample_bytes(&self) -> usize {
+        self.bit_depth as usize / 8
+    }
+
+    /// A frame's size in bytes.
+    pub fn frame_bytes(&self) -> u64 {
+        self.planes()
+            .iter()
+            .map(|p| {
+                u64::from(p.width)
+                    * u64::from(p.height)
+                    * u64::from(p.channels)
+                    * self.sample_bytes() as u64
+            })
+            .sum()
+    }
+
+    /// The time of frame `index` in seconds, when the rate is known.
+    pub fn time_of(&self, index: u64) -> Option<f64> {
+        self.rate.map(|(n, d)| index as f64 * d as f64 / n as f64)
+    }
+
+    /// A short description: `1920x1080 yuv420p 8-bit, 25 fps`.
+    pub fn describe(&self) -> String {
+        let pix = match self.pix {
+            PixFmt::Gray => "gray".to_string(),
+            PixFmt::Rgb => "rgb".to_string(),
+            PixFmt::Rgba => "rgba".to_string(),
+            PixFmt::Yuv { x, y } => format!("yuv4{}{}p", 4 >> x, if y > 0 { 0 } else { 4 >> x }),
+        };
+        let rate = self.rate.map_or(String::new(), |(n, d)| {
+            format!(", {} fps", n as f64 / d as f64)
+        });
+        format!(
+            "{}x{} {pix} {}-bit{rate}",
+            self.width, self.height, self.bit_depth
+        )
+    }
+
+    /// The planes of `frame` as images: gray for each plane of a planar format (8 or 16
+    /// bits), the interleaved image of an RGB or RGBA frame.
+    pub fn split(&self, frame: &[u8]) -> Vec<Image> {
+        let mut at = 0;
+        self.planes()
+            .iter()
+            .map(|p| {
+                let n = p.width as usize * p.height as usize * p.channels as usize;
+                let img = if self.bit_depth == 8 {
+                    Image::new_u8(p.width, p.height, p.channels, frame[at..at + n].to_vec())
+                } else {
+                    let bytes = &frame[at..at + 2 * n];
+                    let samples = bytes
+                        .chunks_exact(2)
+                        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                        .collect();
+                    Image::new_u16(p.width, p.height, p.channels, samples)
+                };
+                at += n * self.sample_bytes();
+                img
+            })
+            .collect()
+    }
+
+    /// The frame's bytes from its planes (as [`VideoFormat::split`] gave them).
+    pub fn join(&self, planes: &[Image]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.frame_bytes() as usize);
+        for p in planes {
+            match &p.samples {
+                super::image::Samples::U8(s) => out.extend_from_slice(s),
+                super::image::Samples::U16(s) => {
+                    out.extend(s.iter().flat_map(|v| v.to_le_bytes()));
+                }
+            }
+        }
+        out
+    }
+
+    /// The frame as the image the histogram counts: gray, RGB or RGBA as they are; Y'CbCr
+    /// converted to RGB of the same depth ([`YuvToRgb`]).
+    pub fn to_image(&self, frame: &[u8]) -> Image {
+        let mut planes = self.split(frame);
+        match self.pix {
+            PixFmt::Yuv { x, y } => {
+                YuvToRgb::new(self.range, self.matrix, self.bit_depth).convert(&planes, x, y)
+            }
+            _ => planes.remove(0),
+        }
+    }
+}
+
+/// Y'CbCr to R'G'B' in integers, the same on every machine (docs/formats.md): with
+/// `yoff`, `half` the offsets of Y' and chroma, and `cy`, `crv`, `cgu`, `cgv`, `cbu` the
+/// matrix's factors (range scaling included) times 2^16, rounded to the nearest integer,
+///
+///   R = (cy (Y - yoff) + crv (V - half) + 2^15) >> 16
+///   G = (cy (Y - yoff) - cgu (U - half) - cgv (V - half) + 2^15) >> 16
+///   B = (cy (Y - yoff) + cbu (U - half) + 2^15) >> 16
+///
+/// each clamped to 0..=max (`>>` floors). A pixel takes the chroma sample its position falls
+/// in (x >> sx, y >> sy), as ffmpeg's nearest-neighbour upsampling does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct YuvToRgb {
+    pub yoff: i64,
+    pub half: i64,
+    pub max: i64,
+    pub cy: i64,
+    pub crv: i64,
+    pub cgu: i64,
+    pub cgv: i64,
+    pub cbu: i64,
+}
+
+impl YuvToRgb {
+    pub fn new(range: Range, matrix: Matrix, bit_depth: u32) -> YuvToRgb {
+        let max = (1i64 << bit_depth) - 1;
+        let scale = 1i64 << (bit_depth - 8);
+        let (yoff, ky, kc) = match range {
+            Range::Limited => (
+                16 * scale,
+                max as f64 / (219 * scale) as f64,
+                max as f64 / (224 * scale) as f64,
+            ),
+            Range::Full => (0, 1.0, 1.0),
+        };
+        let (kr, kb) = matrix.weights();
+        let kg = 1.0 - kr - kb;
+        let q = |v: f64| (v * 65536.0).round() as i64;
+        YuvToRgb {
+            yoff,
+            half: 1 << (bit_depth - 1),
+            max,
+            cy: q(ky),
+            crv: q(kc * 2.0 * (1.0 - kr)),
+            cgu: q(kc * 2.0 * kb * (1.0 - kb) / kg),
+            cgv: q(kc * 2.0 * kr * (1.0 - kr) / kg),
+            cbu: q(kc * 2.0 * (1.0 - kb)),
+        }
+    }
+
+    /// One pixel's R, G, B.
+    pub fn pixel(&self, y: i64, u: i64, v: i64) -> [i64; 3] {
+        let (y, u, v) = (self.cy * (y - self.yoff), u - self.half, v - self.half);
+        let f = |s: i64| ((s + (1 << 15)) >> 16).clamp(0, self.max);
+        [
+            f(y + self.crv * v),
+            f(y - self.cgu * u - self.cgv * v),
+            f(y + self.cbu * u),
+        ]
+    }
+
+    /// The RGB image of the planes Y', Cb, Cr, the chroma subsampled by 2^sx, 2^sy.
+    pub fn convert(&self, planes: &[Image], sx: u8, sy: u8) -> Image {
+        let (w, h) = (planes[0].width as usize, planes[0].height as usize);
+        let cw = planes[1].width as usize;
+        let get = |p: &Image, i: usize| -> i64 {
+            match &p.samples {
+                super::image::Samples::U8(s) => i64::from(s[i]),
+                super::image::Samples::U16(s) => i64::from(s[i]),
+            }
+        };
+        let row = |r: usize, out: &mut dyn FnMut(usize, [i64; 3])| {
+            let cr = (r >> sy) * cw;
+            for x in 0..w {
+                let c = cr + (x >> sx);
+                out(
+                    x,
+                    self.pixel(
+                        get(&planes[0], r * w + x),
+                        get(&planes[1], c),
+                        get(&planes[2], c),
+                    ),
+                );
+            }
+        };
+        if self.max == 255 {
+            let mut rgb = vec![0u8; w * h * 3];
+            rgb.par_chunks_mut(w * 3).enumerate().for_each(|(r, line)| {
+                row(r, &mut |x, p| {
+                    for (k, v) in p.into_iter().enumerate() {
+                        line[3 * x + k] = v as u8;
+                    }
+                })
+            });
+            Image::new_u8(w as u32, h as u32, 3, rgb)
+        } else {
+            let mut rgb = vec![0u16; w * h * 3];
+            rgb.par_chunks_mut(w * 3).enumerate().for_each(|(r, line)| {
+                row(r, &mut |x, p| {
+                    for (k, v) in p.into_iter().enumerate() {
+                        line[3 * x + k] = v as u16;
+                    }
+                })
+            });
+            Image::new_u16(w as u32, h as u32, 3, rgb)
+        }
+    }
+}
+
+/// The longest Y4M header or frame header line read.
+const MAX_LINE: usize = 4096;
+
+/// Frames read one at a time.
+pub struct VideoReader<R> {
+    reader: R,
+    format: VideoFormat,
+    /// The index of the next frame (from 0).
+    next: u64,
+}
+
+impl<R: BufRead> VideoReader<R> {
+    /// A Y4M stream: its header is read now. An empty stream, or one that is no Y4M, is an
+    /// error.
+    pub fn y4m(mut reader: R) -> Result<VideoReader<R>> {
+        let line = match read_line(&mut reader)? {
+            Some(line) => line,
+            None => bail!("the stream is empty: no Y4M header and no frames"),
+        };
+        let format = VideoFormat::y4m(&line)?;
+        Ok(VideoReader {
+            reader,
+            format,
+            next: 0,
+        })
+    }
+
+    /// Raw frames of `format`.
+    pub fn raw(reader: R, format: VideoFormat) -> VideoReader<R> {
+        VideoReader {
+            reader,
+            format,
+            next: 0,
+        }
+    }
+
+    pub fn format(&self) -> &VideoFormat {
+        &self.format
+    }
+
+    /// The next frame's index and bytes, or `None` at the end of the stream. A stream that
+    /// ends inside a frame is an error naming the frame (counted from 0).
+    pub fn next_frame(&mut self) -> Result<Option<(u64, Vec<u8>)>> {
+        let index = self.next;
+        if self.format.y4m_header.is_some() {
+            match read_line(&mut self.reader).with_context(|| format!("frame {index}"))? {
+                None => return Ok(None),
+                Some(l) if l == "FRAME" || l.starts_with("FRAME ") => {}
+                Some(l) => bail!(
+                    "frame {index}: expected a FRAME header, found {:?}",
+                    l.chars().take(20).collect::<String>()
+                ),
+            }
+        }
+        let size = self.format.frame_bytes();
+        let mut frame = Vec::with_capacity(size as usize);
+        let got = (&mut self.reader)
+            .take(size)
+            .read_to_end(&mut frame)
+            .with_context(|| format!("frame {index}: cannot read"))?;
+        if got == 0 && self.format.y4m_header.is_none() {
+            return Ok(None);
+        }
+        if (got as u64) < size {
+            bail!("frame {index} is cut short: the stream ended {got} bytes into its {size}");
+        }
+        self.next += 1;
+        Ok(Some((index, frame)))
+    }
+}
+
+/// A line up to its newline (not included), or `None` at the end of the stream. A line cut
+/// short by the end, or longer than [`MAX_LINE`], is an error.
+fn read_line<R: BufRead>(r: &mut R) -> Result<Option<String>> {
+    let mut line = Vec::new();
+    loop {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("cannot read"),
+        };
+        if buf.is_empty() {
+            if line.is_empty() {
+                return Ok(None);
+            }
+            bail!("the stream ends inside a header line");
+        }
+        let (take, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (buf.len(), false),
+        };
+        line.extend_from_slice(&buf[..take]);
+        r.consume(take + usize::from(done));
+        if line.len() > MAX_LINE {
+            bail!("malformed header: a line longer than {MAX_LINE} bytes");
+        }
+        if done {
+            return String::from_utf8(line)
+                .map(Some)
+                .map_err(|_| anyhow::anyhow!("malformed header: it is not text"));
+        }
+    }
+}
+
+/// Frames written in a stream's own format: a Y4M header once, then `FRAME` and each frame's
+/// bytes; raw frames as they are.
+pub struct VideoWriter<'w> {
+    out: &'w mut dyn Write,
+    /// The Y4M header, until it is written.
+    header: Option<String>,
+    /// Whether frames are Y4M's (each after `FRAME`).
+    y4m: bool,
+}
+
+impl<'w> VideoWriter<'w> {
+    /// A writer of `format`'s frames to `out` (the header goes out with the first frame).
+    pub fn new(out: &'w mut dyn Write, format: &VideoFormat) -> VideoWriter<'w> {
+        VideoWriter::with_header(out, format.y4m_header.clone())
+    }
+
+    /// A Y4M writer of frames of another kind than the input's (the plot's): 4:4:4 or mono,
+    /// 8-bit, full range.
+    pub fn y4m_header(width: u32, height: u32, rate: Option<(u64, u64)>, mono: bool) -> String {
+        let (n, d) = rate.unwrap_or((25, 1));
+        let c = if mono { "mono" } else { "444" };
+        format!("YUV4MPEG2 W{width} H{height} F{n}:{d} Ip A1:1 C{c} XCOLORRANGE=FULL")
+    }
+
+    /// A writer whose Y4M header is `header` (`None`: raw frames).
+    pub fn with_header(out: &'w mut dyn Write, header: Option<String>) -> VideoWriter<'w> {
+        let y4m = header.is_some();
+        VideoWriter { out, header, y4m }
+    }
+
+    /// Writes one frame.
+    pub fn frame(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if let Some(h) = self.header.take() {
+            self.out.write_all(h.as_bytes())?;
+            self.out.write_all(b"\n")?;
+        }
+        if self.y4m {
+            self.out.write_all(b"FRAME\n")?;
+        }
+        self.out.write_all(bytes)
+    }
+
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Whether `head` (a stream's first bytes) begins a Y4M stream.
+pub fn is_y4m(head: &[u8]) -> bool {
+    head.starts_with(Y4M_SIGNATURE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(bytes: &[u8]) -> Result<(VideoFormat, Vec<Vec<u8>>)> {
+        let mut r = VideoReader::y4m(bytes)?;
+        let mut frames = Vec::new();
+        while let Some((i, f)) = r.next_frame()? {
+            assert_eq!(i as usize, frames.len());
+            frames.push(f);
+        }
+        Ok((r.format().clone(), frames))
+    }
+
+    #[test]
+    fn y4m_header_and_frames_with_odd_420_sizes() {
+        // 3x3 4:2:0: 9 luma bytes and 2x2 of each chroma plane.
+        let frame: Vec<u8> = (0..17).collect();
+        let stream = [
+            &b"YUV4MPEG2 W3 H3 F30000:1001 Ip A1:1 C420jpeg XYSCSS=420JPEG\n"[..],
+            b"FRAME\n",
+            &frame,
+            b"FRAME Ixyz\n",
+            &frame,
+        ]
+        .concat();
+        let (f, frames) = read_all(&stream).unwrap();
+        assert_eq!(
+            (f.width, f.height, f.pix),
+            (3, 3, PixFmt::Yuv { x: 1, y: 1 })
+        );
+        assert_eq!(f.frame_bytes(), 17);
+        assert_eq!(frames, [frame.clone(), frame.clone()]);
+        assert!((f.time_of(3).unwrap() - 3.0 * 1001.0 / 30000.0).abs() < 1e-12);
+        let planes = f.split(&frame);
+        assert_eq!((planes[1].width, planes[1].height), (2, 2));
+        assert_eq!(f.join(&planes), frame);
+    }
+
+    #[test]
+    fn malformed_and_cut_streams_name_the_problem() {
+        let err = |s: &[u8]| format!("{:#}", read_all(s).unwrap_err());
+        assert!(err(b"").contains("empty"));
+        assert!(err(b"YUV4MPEG2 W3\n").contains("lacks"));
+        assert!(err(b"YUV4MPEG2 W0 H2\n").contains("bad W"));
+        assert!(err(b"YUV4MPEG2 W2 H2 C411\n").contains("C411"));
+        assert!(err(b"YUV4MPEG2 W2 H2 C420p10\n").contains("C420p10"));
+        assert!(err(b"YUV4MPEG2 W2 H2 Q1\n").contains("unknown tag"));
+        let cut = [&b"YUV4MPEG2 W2 H2 Cmono\nFRAME\n1234FRAME\n12"[..]].concat();
+        assert_eq!(
+            err(&cut),
+            "frame 1 is cut short: the stream ended 2 bytes into its 4"
+        );
+        assert!(err(b"YUV4MPEG2 W2 H2 Cmono\nFRAMX\n1234").contains("frame 0: expected"));
+    }
+
+    #[test]
+    fn raw_frames_end_cleanly_only_between_frames() {
+        let f = VideoFormat::raw(2, 1, "rgb24").unwrap();
+        let mut r = VideoReader::raw(&b"abcdefghijkl"[..], f.clone());
+        assert_eq!(r.next_frame().unwrap().unwrap().1, b"abcdef");
+        assert_eq!(r.next_frame().unwrap().unwrap().1, b"ghijkl");
+        assert!(r.next_frame().unwrap().is_none());
+        let mut r = VideoReader::raw(&b"abcdefgh"[..], f);
+        r.next_frame().unwrap();
+        assert!(r
+            .next_frame()
+            .unwrap_err()
+            .to_string()
+            .contains("frame 1 is cut short"));
+        assert!(VideoFormat::raw(2, 2, "nv12").is_err());
+    }
+
+    #[test]
+    fn yuv_to_rgb_by_hand() {
+        let c = YuvToRgb::new(Range::Limited, Matrix::Bt601, 8);
+        // The classic 8-bit BT.601 factors: 1.164, 1.596, 0.392, 0.813, 2.017.
+        assert_eq!(
+            (c.cy, c.crv, c.cgu, c.cgv, c.cbu),
+            (76309, 104597, 25675, 53279, 132201)
+        );
+        assert_eq!(c.pixel(16, 128, 128), [0, 0, 0]);
+        assert_eq!(c.pixel(235, 128, 128), [255, 255, 255]);
+        // Pure red in BT.601 limited range, Y 81, Cb 90, Cr 240 rounded: 75.68 + 178.75 = 254.4.
+        assert_eq!(c.pixel(81, 90, 240), [254, 0, 0]);
+        let full = YuvToRgb::new(Range::Full, Matrix::Bt709, 16);
+        assert_eq!(full.pixel(40000, 32768, 32768), [40000, 40000, 40000]);
+    }
+
+    #[test]
+    fn writer_repeats_the_y4m_header_once() {
+        let f = VideoFormat::y4m("YUV4MPEG2 W1 H1 Cmono").unwrap();
+        let mut out = Vec::new();
+        let mut w = VideoWriter::new(&mut out, &f);
+        w.frame(b"a").unwrap();
+        w.frame(b"b").unwrap();
+        assert_eq!(out, b"YUV4MPEG2 W1 H1 Cmono\nFRAME\naFRAME\nb");
+    }
+}

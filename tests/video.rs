@@ -1,0 +1,460 @@
+//! Frame streams through real ffmpeg (Debian's, installed by .ci/run; these tests fail when
+//! it is missing): Y4M and raw frames blurred on both engines and checked pixel for pixel
+//! against the CPU reference on the frames ffmpeg decoded, per-frame histograms against
+//! counts computed here from ffmpeg's raw frames, and the stream's errors.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use gpukit::io::image::Image;
+use gpukit::ops::blur::{self, Kind, Options};
+
+use crate::util::{gpukit, tempdir};
+
+/// Runs ffmpeg (quiet) with `args`, asserting it worked.
+#[track_caller]
+fn ffmpeg(args: &[&str]) {
+    let out = Command::new("ffmpeg")
+        .args(["-nostdin", "-loglevel", "error", "-y"])
+        .args(args)
+        .output()
+        .expect("ffmpeg runs (Debian's ffmpeg; .ci/run installs it)");
+    assert!(
+        out.status.success(),
+        "ffmpeg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A short clip of ffmpeg's testsrc2 (moving, so frames differ), `frames` frames of `size`.
+fn clip(dir: &Path, name: &str, size: &str, frames: u32, format: &[&str]) -> String {
+    let path = dir.join(name).display().to_string();
+    let source = format!("testsrc2=size=64x48:rate=10,scale={size}");
+    let n = frames.to_string();
+    let mut args = vec!["-f", "lavfi", "-i", &source, "-frames:v", &n];
+    args.extend(format);
+    args.push(&path);
+    ffmpeg(&args);
+    path
+}
+
+/// What ffmpeg decodes `input` (a Y4M file) to as raw frames of `pix_fmt`.
+fn decoded(dir: &Path, input: &str, pix_fmt: &str) -> Vec<u8> {
+    let out = dir.join(format!("decoded-{pix_fmt}.raw"));
+    let o = out.display().to_string();
+    ffmpeg(&["-i", input, "-f", "rawvideo", "-pix_fmt", pix_fmt, &o]);
+    let bytes = std::fs::read(&out).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    bytes
+}
+
+/// Runs gpukit with `args`, `stdin` fed to it; its exit code, stdout and stderr.
+fn gpukit_piped(args: &[&str], stdin: &[u8]) -> (i32, Vec<u8>, String) {
+    let mut child = gpukit()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The planes of 8-bit 4:2:0 frames of `w` x `h`, frame by frame.
+fn planes_420(bytes: &[u8], w: u32, h: u32) -> Vec<[Image; 3]> {
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    let (ys, cs) = ((w * h) as usize, (cw * ch) as usize);
+    bytes
+        .chunks_exact(ys + 2 * cs)
+        .map(|f| {
+            [
+                Image::new_u8(w, h, 1, f[..ys].to_vec()),
+                Image::new_u8(cw, ch, 1, f[ys..ys + cs].to_vec()),
+                Image::new_u8(cw, ch, 1, f[ys + cs..].to_vec()),
+            ]
+        })
+        .collect()
+}
+
+fn samples(img: &Image) -> &[u8] {
+    match &img.samples {
+        gpukit::io::image::Samples::U8(s) => s,
+        _ => unreachable!("8-bit"),
+    }
+}
+
+// An odd 4:2:0 size (chroma planes 32x24 rounded up) through both engines: every plane equals
+// the reference blur of ffmpeg's own decode of the input, luma with -r 3 and chroma with 2.
+#[test]
+fn y4m_420_odd_size_blurs_every_plane_exactly_on_both_engines() {
+    let dir = tempdir();
+    let d = dir.path();
+    let (w, h) = (63, 47);
+    let input = clip(d, "in.y4m", "63:47", 5, &["-pix_fmt", "yuv420p"]);
+    let frames_in = planes_420(&decoded(d, &input, "yuv420p"), w, h);
+    assert_eq!(frames_in.len(), 5);
+    let luma = Options::new(Kind::Box, 3, 1);
+    let chroma = Options::new(Kind::Box, 2, 1);
+    for engine in [&["--backend", "cpu"][..], &["--device", "0"]] {
+        let out = d.join("out.y4m").display().to_string();
+        let mut args = engine.to_vec();
+        args.extend(["blur", &input, "-r", "3", "-o", &out]);
+        let r = gpukit().args(&args).output().unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let header = std::fs::read(&out).unwrap();
+        assert!(header.starts_with(b"YUV4MPEG2 W63 H47 F10:1"));
+        let frames_out = planes_420(&decoded(d, &out, "yuv420p"), w, h);
+        assert_eq!(frames_out.len(), 5, "{engine:?}");
+        for (i, (a, b)) in frames_in.iter().zip(&frames_out).enumerate() {
+            for p in 0..3 {
+                let o = if p == 0 { luma } else { chroma };
+                let want = blur::reference(&a[p], &o).unwrap();
+                assert!(
+                    samples(&want) == samples(&b[p]),
+                    "{engine:?}: frame {i}, plane {p} differs from the reference"
+                );
+            }
+        }
+    }
+}
+
+// Raw rgb24 on stdin, raw rgb24 out on stdout, in order: each frame is the reference blur of
+// the frame ffmpeg wrote (a gaussian, to take the other kernel too).
+#[test]
+fn raw_rgb24_frames_blur_in_order_through_stdin_and_stdout() {
+    let dir = tempdir();
+    let d = dir.path();
+    let input = clip(
+        d,
+        "in.rgb",
+        "40:30",
+        4,
+        &["-f", "rawvideo", "-pix_fmt", "rgb24"],
+    );
+    let bytes = std::fs::read(&input).unwrap();
+    let args = [
+        "--backend",
+        "cpu",
+        "blur",
+        "-",
+        "--raw",
+        "40x30",
+        "--pix-fmt",
+        "rgb24",
+        "--kind",
+        "gaussian",
+        "-r",
+        "4",
+        "-o",
+        "-",
+    ];
+    let (code, out, err) = gpukit_piped(&args, &bytes);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.len(), bytes.len());
+    let o = Options::new(Kind::Gaussian { sigma: 4.0 / 3.0 }, 4, 1);
+    for (i, (a, b)) in bytes.chunks(3600).zip(out.chunks(3600)).enumerate() {
+        let want = blur::reference(&Image::new_u8(40, 30, 3, a.to_vec()), &o).unwrap();
+        assert!(samples(&want) == b, "frame {i} differs");
+    }
+}
+
+// 16-bit 4:4:4 Y4M (ffmpeg's C444p16): each plane a 16-bit gray image, the same radius on all.
+#[test]
+fn y4m_16_bit_444_blurs_each_plane_as_16_bit_gray() {
+    let dir = tempdir();
+    let d = dir.path();
+    let input = clip(
+        d,
+        "in.y4m",
+        "20:10",
+        2,
+        &["-strict", "-1", "-pix_fmt", "yuv444p16le"],
+    );
+    let out = d.join("out.y4m").display().to_string();
+    let r = gpukit()
+        .args(["--device", "0", "blur", &input, "-r", "2", "-o", &out])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let (a, b) = (
+        decoded(d, &input, "yuv444p16le"),
+        decoded(d, &out, "yuv444p16le"),
+    );
+    assert_eq!(a.len(), 2 * 3 * 200 * 2);
+    let o = Options::new(Kind::Box, 2, 1);
+    for (pa, pb) in a.chunks(400).zip(b.chunks(400)) {
+        let s = |x: &[u8]| -> Vec<u16> {
+            x.chunks(2)
+                .map(|v| u16::from_le_bytes([v[0], v[1]]))
+                .collect()
+        };
+        let want = blur::reference(&Image::new_u16(20, 10, 1, s(pa)), &o).unwrap();
+        assert_eq!(want, Image::new_u16(20, 10, 1, s(pb)));
+    }
+}
+
+/// Counts of `values` in 256 bins.
+fn counts(values: impl Iterator<Item = u32>) -> Vec<u64> {
+    let mut c = vec![0u64; 256];
+    for v in values {
+        c[v as usize] += 1;
+    }
+    c
+}
+
+/// The JSON lines of `histogram --per-frame`.
+fn lines(stdout: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn channel(line: &serde_json::Value, name: &str) -> Vec<u64> {
+    let ch = line["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {line}"));
+    serde_json::from_value(ch["counts"].clone()).unwrap()
+}
+
+// Mono Y4M: each frame's gray counts are the counts of ffmpeg's gray decode of that frame,
+// with the frame's index and time from the stream's rate (10 fps).
+#[test]
+fn per_frame_histograms_of_mono_y4m_match_ffmpegs_frames_with_their_times() {
+    let dir = tempdir();
+    let d = dir.path();
+    let input = clip(d, "in.y4m", "33:17", 5, &["-pix_fmt", "gray"]);
+    let gray = decoded(d, &input, "gray");
+    for engine in [["--backend", "cpu"], ["--device", "0"]] {
+        let r = gpukit()
+            .args(engine)
+            .args(["histogram", &input, "--per-frame"])
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let got = lines(&r.stdout);
+        assert_eq!(got.len(), 5);
+        for (i, (line, frame)) in got.iter().zip(gray.chunks(33 * 17)).enumerate() {
+            assert_eq!(line["schema"], "gpukit.histogram-frame/1");
+            assert_eq!(line["frame"], i as u64);
+            assert!((line["time"].as_f64().unwrap() - i as f64 / 10.0).abs() < 1e-9);
+            assert_eq!(
+                channel(line, "gray"),
+                counts(frame.iter().map(|&v| u32::from(v)))
+            );
+        }
+    }
+}
+
+// Raw rgb24 frames on stdin: red, green, blue and luminance counted here from the bytes
+// (luminance with the documented integer weights); no rate, so no time.
+#[test]
+fn per_frame_histograms_of_raw_rgb24_count_each_frame() {
+    let dir = tempdir();
+    let d = dir.path();
+    let input = clip(
+        d,
+        "in.rgb",
+        "16:12",
+        3,
+        &["-f", "rawvideo", "-pix_fmt", "rgb24"],
+    );
+    let bytes = std::fs::read(&input).unwrap();
+    let args = [
+        "--backend",
+        "cpu",
+        "histogram",
+        "-",
+        "--raw",
+        "16x12",
+        "--pix-fmt",
+        "rgb24",
+        "--per-frame",
+    ];
+    let (code, out, err) = gpukit_piped(&args, &bytes);
+    assert_eq!(code, 0, "{err}");
+    let got = lines(&out);
+    assert_eq!(got.len(), 3);
+    for (line, frame) in got.iter().zip(bytes.chunks(16 * 12 * 3)) {
+        assert!(line["time"].is_null());
+        for (c, name) in ["red", "green", "blue"].iter().enumerate() {
+            let want = counts(frame.chunks(3).map(|p| u32::from(p[c])));
+            assert_eq!(channel(line, name), want, "{name}");
+        }
+        let luma = frame.chunks(3).map(|p| {
+            let [r, g, b] = [p[0], p[1], p[2]].map(u32::from);
+            (6966 * r + 23436 * g + 2366 * b + (1 << 14)) >> 15
+        });
+        assert_eq!(channel(line, "luminance"), counts(luma));
+    }
+}
+
+/// BT.601 or BT.709 limited-range Y'CbCr to 8-bit R'G'B' as docs/formats.md writes it, from
+/// the textbook factors (computed here, not taken from gpukit).
+fn rgb_of(y: u8, u: u8, v: u8, kr: f64, kb: f64) -> [u32; 3] {
+    let kg = 1.0 - kr - kb;
+    let (ky, kc) = (255.0 / 219.0, 255.0 / 224.0);
+    let q = |f: f64| (f * 65536.0).round() as i64;
+    let (y, u, v) = (
+        q(ky) * (i64::from(y) - 16),
+        i64::from(u) - 128,
+        i64::from(v) - 128,
+    );
+    let f = |s: i64| ((s + 32768) >> 16).clamp(0, 255) as u32;
+    [
+        f(y + q(kc * 2.0 * (1.0 - kr)) * v),
+        f(y - q(kc * 2.0 * kb * (1.0 - kb) / kg) * u - q(kc * 2.0 * kr * (1.0 - kr) / kg) * v),
+        f(y + q(kc * 2.0 * (1.0 - kb)) * u),
+    ]
+}
+
+// 4:2:0 Y4M at an odd size: RGB counts from ffmpeg's yuv420p decode converted here, each
+// pixel with the chroma sample it falls in; BT.601 by default, BT.709 when the header says.
+#[test]
+fn per_frame_histograms_of_420_y4m_follow_the_headers_matrix() {
+    let dir = tempdir();
+    let d = dir.path();
+    let (w, h) = (21usize, 13usize);
+    let input = clip(d, "in.y4m", "21:13", 2, &["-pix_fmt", "yuv420p"]);
+    let raw = decoded(d, &input, "yuv420p");
+    let bytes = std::fs::read(&input).unwrap();
+    let header_end = bytes.iter().position(|&b| b == b'\n').unwrap();
+    let tagged = [
+        &bytes[..header_end],
+        b" XCOLORMATRIX=BT709",
+        &bytes[header_end..],
+    ]
+    .concat();
+    for (stream, kr, kb) in [(&bytes, 0.299, 0.114), (&tagged, 0.2126, 0.0722)] {
+        let (code, out, err) = gpukit_piped(
+            &["--backend", "cpu", "histogram", "-", "--per-frame"],
+            stream,
+        );
+        assert_eq!(code, 0, "{err}");
+        let got = lines(&out);
+        assert_eq!(got.len(), 2);
+        let (cw, cs) = (w.div_ceil(2), w.div_ceil(2) * h.div_ceil(2));
+        for (line, f) in got.iter().zip(raw.chunks(w * h + 2 * cs)) {
+            let rgb: Vec<[u32; 3]> = (0..w * h)
+                .map(|i| {
+                    let c = (i / w / 2) * cw + (i % w) / 2;
+                    rgb_of(f[i], f[w * h + c], f[w * h + cs + c], kr, kb)
+                })
+                .collect();
+            for (c, name) in ["red", "green", "blue"].iter().enumerate() {
+                assert_eq!(
+                    channel(line, name),
+                    counts(rgb.iter().map(|p| p[c])),
+                    "{name}"
+                );
+            }
+        }
+    }
+}
+
+// `--plot-frames -`: one plot a frame as a Y4M stream ffmpeg reads; the JSON lines go to
+// --json meanwhile.
+#[test]
+fn plot_frames_are_a_y4m_stream_ffmpeg_decodes() {
+    let dir = tempdir();
+    let d = dir.path();
+    let input = clip(d, "in.y4m", "32:16", 3, &["-pix_fmt", "yuv420p"]);
+    let json = d.join("lines.json").display().to_string();
+    let plots = d.join("plots.y4m").display().to_string();
+    let r = gpukit()
+        .args([
+            "--backend",
+            "cpu",
+            "histogram",
+            &input,
+            "--per-frame",
+            "--json",
+            &json,
+        ])
+        .args(["--plot-frames", &plots, "--plot-size", "64x32"])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(lines(&std::fs::read(&json).unwrap()).len(), 3);
+    let frames = decoded(d, &plots, "yuv444p");
+    assert_eq!(frames.len(), 3 * 3 * 64 * 32);
+}
+
+// A stream cut inside frame 2, a malformed header and an empty stream: one line each, exit 1,
+// and no output file left behind.
+#[test]
+fn cut_malformed_and_empty_streams_give_one_line_and_leave_nothing() {
+    let dir = tempdir();
+    let d = dir.path();
+    let input = clip(d, "in.y4m", "16:8", 3, &["-pix_fmt", "yuv420p"]);
+    let bytes = std::fs::read(&input).unwrap();
+    let cut = &bytes[..bytes.len() - 50];
+    let out = d.join("out.y4m").display().to_string();
+    let cases: [(&[u8], &str); 4] = [
+        (
+            cut,
+            "stdin: frame 2 is cut short: the stream ended 142 bytes into its 192",
+        ),
+        (b"YUV4MPEG2 W16 H8 C420jpeg Zoo\n", "unknown tag"),
+        (
+            b"YUV4MPEG2 W16 H8 C420jpeg\n",
+            "stdin: the stream holds no frames",
+        ),
+        (b"", "stdin: the stream is empty"),
+    ];
+    for (stream, needle) in cases {
+        for args in [
+            &["--backend", "cpu", "blur", "-", "-o", &out][..],
+            &["--backend", "cpu", "histogram", "-", "--per-frame"],
+        ] {
+            let (code, _, err) = gpukit_piped(args, stream);
+            assert_eq!(code, 1, "{args:?}: {err}");
+            let err_lines: Vec<&str> = err.lines().collect();
+            assert_eq!(err_lines.len(), 1, "{err}");
+            assert!(err_lines[0].contains(needle), "{needle:?} not in {err}");
+            assert!(!Path::new(&out).exists(), "a half-written output was left");
+        }
+    }
+}
+
+// A downstream that stops reading early (ffmpeg exiting, `head -c`) ends gpukit quietly with
+// exit 0, however many frames were still coming.
+#[test]
+fn a_downstream_that_closes_early_ends_the_stream_quietly() {
+    let dir = tempdir();
+    let d = dir.path();
+    let input = clip(d, "in.y4m", "64:48", 40, &["-pix_fmt", "yuv420p"]);
+    let mut child = gpukit()
+        .args(["--backend", "cpu", "blur", &input, "-r", "2", "-o", "-"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 100];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut head)
+        .unwrap();
+    assert!(head.starts_with(b"YUV4MPEG2 W64 H48"));
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
