@@ -1,6 +1,7 @@
 """Runs every gpukit command that writes a JSON document (successes, failures and merges) in
 a temporary folder, and validates each document against its JSON Schema in docs/schemas/ (the
-schema its `schema` field names). Exits 1 on the first invalid document.
+schema its `schema` field names); JSON-lines outputs (`histogram --per-frame`) line by line.
+Exits 1 on the first invalid document.
 
     python3 scripts/validate_json.py --gpukit target/debug/gpukit     (needs jsonschema)
 """
@@ -42,8 +43,21 @@ def main():
             shutil.copy(os.path.join(tmp, "a.png" if n != "b.png" else "b.png"), os.path.join(tmp, d, n))
     shutil.copy(os.path.join(tmp, "a.png"), os.path.join(tmp, "out", "b.png"))
 
+    # A Y4M stream of three 5x3 4:2:0 frames and a raw gray16le one, for --per-frame.
+    with open(os.path.join(tmp, "clip.y4m"), "wb") as f:
+        f.write(b"YUV4MPEG2 W5 H3 F25:1 Ip A1:1 C420jpeg XCOLORRANGE=LIMITED\n")
+        for k in range(3):
+            f.write(b"FRAME\n" + bytes((i * 7 + k) % 256 for i in range(15 + 2 * 6)))
+    with open(os.path.join(tmp, "clip.gray16"), "wb") as f:
+        f.write(bytes(i % 256 for i in range(2 * 4 * 4 * 2)))
+
     cpu = ["--backend", "cpu"]
     docs = []
+    lines = []
+
+    def jsonl(name, *argv):
+        run(*argv)
+        lines.append(name)
 
     def doc(name, *argv, ok=(0,)):
         run(*argv, ok=ok)
@@ -66,9 +80,20 @@ def main():
     doc("bench.json", *cpu, "bench", "copy", "scan", "--copy-mib", "1", "--scan-max-log2", "12", "--reps", "2", "--warmup", "1", "--warmup-ms", "0", "--json", "bench.json")
     doc("tune.json", "tune", "histogram", "--quick", "--tune-cache", "tc.json", "--json", "tune.json")
 
+    jsonl("frames.jsonl", *cpu, "histogram", "clip.y4m", "--per-frame", "--json", "frames.jsonl")
+    jsonl("frames16.jsonl", *cpu, "histogram", "clip.gray16", "--raw", "4x4", "--pix-fmt", "gray16le",
+          "--per-frame", "--bins", "1000", "--json", "frames16.jsonl")
+    values = []
     for name in docs:
         with open(os.path.join(tmp, name)) as f:
-            value = json.load(f)
+            values.append((name, json.load(f)))
+    for name in lines:
+        with open(os.path.join(tmp, name)) as f:
+            rows = [json.loads(line) for line in f]
+        if not rows:
+            sys.exit(f"{name}: no lines")
+        values += [(f"{name}, line {i + 1}", v) for i, v in enumerate(rows)]
+    for name, value in values:
         sid = value.get("schema")
         if not isinstance(sid, str) or not sid.startswith("gpukit.") or "/" not in sid:
             sys.exit(f"{name}: no gpukit schema field ({sid!r})")
@@ -82,7 +107,7 @@ def main():
             sys.exit(f"{name}: not valid against {os.path.relpath(path, ROOT)}: {e.message} at {list(e.absolute_path)}")
         print(f"{name}: valid {sid}")
     shutil.rmtree(tmp)
-    print(f"{len(docs)} passed, 0 failed")
+    print(f"{len(values)} passed, 0 failed")
 
 
 if __name__ == "__main__":

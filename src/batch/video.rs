@@ -16,9 +16,10 @@ use serde::Serialize;
 use super::driver::Env;
 use crate::gpu::{Engine, Timings};
 use crate::io::image::Image;
-use crate::io::video::{PixFmt, VideoFormat, VideoReader, VideoWriter};
+use crate::io::video::{PixFmt, VideoFormat, VideoReader, VideoWriter, YuvToRgb};
 use crate::ops::blur::{Blurrer, Options as BlurOptions};
 use crate::ops::histogram::doc::{channel_docs, ChannelDoc};
+use crate::ops::histogram::frames::{self, Planes};
 use crate::ops::histogram::{check_bins, plot_cpu, Channels, Histogrammer};
 
 /// Frames assumed in a stream whose length cannot be known (a pipe, a FIFO), for the engine
@@ -246,12 +247,22 @@ pub fn histogram_frames(env: &dyn Env, stream: Stream, out: PerFrame<'_>) -> Res
         let (engine, format) = (engine.clone(), shared.clone());
         std::thread::spawn(move || {
             let mut hist = Histogrammer::new(&engine, bins);
+            let conv = YuvToRgb::new(format.range, format.matrix, format.bit_depth);
             let mut timings = Timings::default();
             while let Some((index, bytes)) = jobs.next() {
                 let result: Result<Counted> = (|| {
-                    let img = format.to_image(&bytes);
-                    drop(bytes);
-                    let h = hist.histogram(&img, channels, &mut timings)?;
+                    let h = match (&*engine, format.pix, format.bit_depth) {
+                        // The CPU engine converts and counts a row at a time.
+                        (Engine::Cpu, PixFmt::Yuv { x, y }, 8) => {
+                            let planes = yuv_planes(&format, &bytes, x, y);
+                            frames::yuv8(&conv, &planes, bins)
+                        }
+                        _ => {
+                            let img = format.to_image(&bytes);
+                            drop(bytes);
+                            hist.histogram(&img, channels, &mut timings)?
+                        }
+                    };
                     let line = want_line
                         .then(|| {
                             let doc = FrameDoc {
@@ -294,6 +305,23 @@ pub fn histogram_frames(env: &dyn Env, stream: Stream, out: PerFrame<'_>) -> Res
         Ok(())
     })?;
     Ok(ran)
+}
+
+/// An 8-bit Y'CbCr frame's planes, subsampled by 2^sx, 2^sy.
+fn yuv_planes<'a>(format: &VideoFormat, frame: &'a [u8], sx: u8, sy: u8) -> Planes<'a> {
+    let (w, h) = (format.width as usize, format.height as usize);
+    let c = w.div_ceil(1 << sx) * h.div_ceil(1 << sy);
+    let (y, chroma) = frame.split_at(w * h);
+    let (u, v) = chroma.split_at(c);
+    Planes {
+        y,
+        u,
+        v,
+        width: w,
+        height: h,
+        sx,
+        sy,
+    }
 }
 
 /// A plot as one frame of the plot stream: Y'CbCr 4:4:4 planes for Y4M, a PNG file for PNG.

@@ -119,7 +119,10 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         .output
         .is_some_and(|o| o.extension().is_some_and(|e| e.eq_ignore_ascii_case("y4m")));
     let required = y4m_out.then_some("a .y4m output");
-    if let Some(stream) = args.video.stream(&args.input.inputs, required)? {
+    if let Some(stream) =
+        args.video
+            .stream(&args.input.inputs, required, ctx.global.max_image_bytes)?
+    {
         return blur_stream(ctx, &args, params, stream);
     }
     if args.chroma_radius.is_some() {

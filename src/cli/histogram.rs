@@ -129,10 +129,26 @@ fn per_frame(ctx: &Ctx, args: &HistogramArgs) -> Result<Status> {
     }
     let stream = args
         .video
-        .stream(&args.input.inputs, Some("--per-frame"))?
+        .stream(
+            &args.input.inputs,
+            Some("--per-frame"),
+            ctx.global.max_image_bytes,
+        )?
         .expect("a stream is required");
     let json_path = match (&args.json, &args.plot_frames) {
-        (Some(JsonDest::File(p)), _) => Some(p.clone()),
+        (Some(JsonDest::File(p)), _) => {
+            let ext = p.extension().map(|e| e.to_ascii_lowercase());
+            let lines = ext.is_some_and(|e| e == "json" || e == "jsonl");
+            let special = std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir());
+            if !lines && !special && !crate::io::output::names_stream(p) {
+                anyhow::bail!(crate::UsageError(format!(
+                    "--json {}: a JSON-lines file's name must end in .jsonl or .json (or give - \
+                     for stdout)",
+                    p.display()
+                )));
+            }
+            Some(p.clone())
+        }
         (Some(JsonDest::Stdout), _) | (None, None) => Some(PathBuf::from("-")),
         (None, Some(_)) => None,
     };

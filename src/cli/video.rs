@@ -41,7 +41,13 @@ impl VideoArgs {
     /// The input as a frame stream, if it is one: raw frames when named; else a Y4M stream
     /// on stdin or in a regular file (its first byte is `Y`, which begins no image format).
     /// `None`: the inputs are images. `required`: an option that needs a stream was given.
-    pub fn stream(&self, inputs: &[PathBuf], required: Option<&str>) -> Result<Option<Stream>> {
+    /// Each frame may take up to `cap` bytes (`--max-image-bytes`).
+    pub fn stream(
+        &self,
+        inputs: &[PathBuf],
+        required: Option<&str>,
+        cap: u64,
+    ) -> Result<Option<Stream>> {
         let wanted = self.raw.is_some() || required.is_some();
         let [path] = inputs else {
             if wanted {
@@ -73,7 +79,7 @@ impl VideoArgs {
             let format = VideoFormat::raw(w, h, pix)?;
             let frames = size.map(|s| s / format.frame_bytes().max(1));
             return Ok(Some(Stream {
-                reader: VideoReader::raw(reader, format),
+                reader: VideoReader::raw(reader, format, cap).with_context(|| name.clone())?,
                 name,
                 frames,
             }));
@@ -97,7 +103,7 @@ impl VideoArgs {
             }
             return Ok(None);
         }
-        let reader = VideoReader::y4m(reader).with_context(|| name.clone())?;
+        let reader = VideoReader::y4m(reader, cap).with_context(|| name.clone())?;
         let frames = size.map(|s| s / (reader.format().frame_bytes() + 6).max(1));
         Ok(Some(Stream {
             reader,

@@ -131,8 +131,10 @@ impl VideoFormat {
                 .with_context(|| format!("malformed Y4M header: bad {tag} value {v:?}"))
         };
         for tag in tags.split(' ').filter(|t| !t.is_empty()) {
-            let (key, value) = tag.split_at(1);
-            match key {
+            let mut chars = tag.chars();
+            let key = chars.next().map_or(String::new(), String::from);
+            let value = chars.as_str();
+            match key.as_str() {
                 "W" => width = Some(number("W (width)", value)?),
                 "H" => height = Some(number("H (height)", value)?),
                 "F" => {
@@ -361,50 +363,51 @@ impl YuvToRgb {
         ]
     }
 
-    /// The RGB image of the planes Y', Cb, Cr, the chroma subsampled by 2^sx, 2^sy.
+    /// The RGB image of the planes Y', Cb, Cr, the chroma subsampled by 2^sx, 2^sy, rows on
+    /// all cores.
     pub fn convert(&self, planes: &[Image], sx: u8, sy: u8) -> Image {
+        use super::image::Samples::{U16, U8};
         let (w, h) = (planes[0].width as usize, planes[0].height as usize);
         let cw = planes[1].width as usize;
-        let get = |p: &Image, i: usize| -> i64 {
-            match &p.samples {
-                super::image::Samples::U8(s) => i64::from(s[i]),
-                super::image::Samples::U16(s) => i64::from(s[i]),
-            }
-        };
-        let row = |r: usize, out: &mut dyn FnMut(usize, [i64; 3])| {
-            let cr = (r >> sy) * cw;
-            for x in 0..w {
-                let c = cr + (x >> sx);
-                out(
-                    x,
-                    self.pixel(
-                        get(&planes[0], r * w + x),
-                        get(&planes[1], c),
-                        get(&planes[2], c),
-                    ),
-                );
-            }
-        };
-        if self.max == 255 {
-            let mut rgb = vec![0u8; w * h * 3];
-            rgb.par_chunks_mut(w * 3).enumerate().for_each(|(r, line)| {
-                row(r, &mut |x, p| {
-                    for (k, v) in p.into_iter().enumerate() {
-                        line[3 * x + k] = v as u8;
+        match (&planes[0].samples, &planes[1].samples, &planes[2].samples) {
+            (U8(y), U8(u), U8(v)) => {
+                // Each term of a pixel's sums by table: the same products, looked up.
+                let table = |c: i64, off: i64| -> Vec<i32> {
+                    (0..256).map(|s| (c * (s - off)) as i32).collect()
+                };
+                let (ty, trv) = (table(self.cy, self.yoff), table(self.crv, self.half));
+                let (tgu, tgv) = (table(self.cgu, self.half), table(self.cgv, self.half));
+                let tbu = table(self.cbu, self.half);
+                let f = |s: i32| ((s + (1 << 15)) >> 16).clamp(0, 255) as u8;
+                let mut rgb = vec![0u8; w * h * 3];
+                rgb.par_chunks_mut(w * 3).enumerate().for_each(|(r, line)| {
+                    let (yr, c0) = (&y[r * w..(r + 1) * w], (r >> sy) * cw);
+                    let (ur, vr) = (&u[c0..c0 + cw], &v[c0..c0 + cw]);
+                    for ((x, &yv), px) in yr.iter().enumerate().zip(line.chunks_exact_mut(3)) {
+                        let (uv, vv) = (ur[x >> sx] as usize, vr[x >> sx] as usize);
+                        let l = ty[yv as usize];
+                        px[0] = f(l + trv[vv]);
+                        px[1] = f(l - tgu[uv] - tgv[vv]);
+                        px[2] = f(l + tbu[uv]);
                     }
-                })
-            });
-            Image::new_u8(w as u32, h as u32, 3, rgb)
-        } else {
-            let mut rgb = vec![0u16; w * h * 3];
-            rgb.par_chunks_mut(w * 3).enumerate().for_each(|(r, line)| {
-                row(r, &mut |x, p| {
-                    for (k, v) in p.into_iter().enumerate() {
-                        line[3 * x + k] = v as u16;
+                });
+                Image::new_u8(w as u32, h as u32, 3, rgb)
+            }
+            (U16(y), U16(u), U16(v)) => {
+                let mut rgb = vec![0u16; w * h * 3];
+                rgb.par_chunks_mut(w * 3).enumerate().for_each(|(r, line)| {
+                    let (yr, c0) = (&y[r * w..(r + 1) * w], (r >> sy) * cw);
+                    for ((x, &yv), px) in yr.iter().enumerate().zip(line.chunks_exact_mut(3)) {
+                        let c = c0 + (x >> sx);
+                        let p = self.pixel(i64::from(yv), i64::from(u[c]), i64::from(v[c]));
+                        for (o, s) in px.iter_mut().zip(p) {
+                            *o = s as u16;
+                        }
                     }
-                })
-            });
-            Image::new_u16(w as u32, h as u32, 3, rgb)
+                });
+                Image::new_u16(w as u32, h as u32, 3, rgb)
+            }
+            _ => unreachable!("a frame's planes share its depth"),
         }
     }
 }
@@ -416,33 +419,42 @@ const MAX_LINE: usize = 4096;
 pub struct VideoReader<R> {
     reader: R,
     format: VideoFormat,
+    /// The most bytes a frame may take.
+    cap: u64,
     /// The index of the next frame (from 0).
     next: u64,
 }
 
 impl<R: BufRead> VideoReader<R> {
-    /// A Y4M stream: its header is read now. An empty stream, or one that is no Y4M, is an
-    /// error.
-    pub fn y4m(mut reader: R) -> Result<VideoReader<R>> {
+    /// A Y4M stream whose frames may take up to `cap` bytes each: its header is read now. An
+    /// empty stream, one that is no Y4M, or frames over the cap are an error.
+    pub fn y4m(mut reader: R, cap: u64) -> Result<VideoReader<R>> {
         let line = match read_line(&mut reader)? {
             Some(line) => line,
             None => bail!("the stream is empty: no Y4M header and no frames"),
         };
         let format = VideoFormat::y4m(&line)?;
+        VideoReader::raw(reader, format, cap)
+    }
+
+    /// Frames of `format` (raw, or after a Y4M header), each within `cap` bytes.
+    pub fn raw(reader: R, format: VideoFormat, cap: u64) -> Result<VideoReader<R>> {
+        let size = format.frame_bytes();
+        if size > cap {
+            bail!(
+                "a {}x{} frame takes {size} bytes, more than the {} MiB limit \
+                 (--max-image-bytes raises it)",
+                format.width,
+                format.height,
+                cap >> 20
+            );
+        }
         Ok(VideoReader {
             reader,
             format,
+            cap,
             next: 0,
         })
-    }
-
-    /// Raw frames of `format`.
-    pub fn raw(reader: R, format: VideoFormat) -> VideoReader<R> {
-        VideoReader {
-            reader,
-            format,
-            next: 0,
-        }
     }
 
     pub fn format(&self) -> &VideoFormat {
@@ -464,6 +476,7 @@ impl<R: BufRead> VideoReader<R> {
             }
         }
         let size = self.format.frame_bytes();
+        debug_assert!(size <= self.cap, "checked when the stream was opened");
         let mut frame = Vec::with_capacity(size as usize);
         let got = (&mut self.reader)
             .take(size)
@@ -570,7 +583,7 @@ mod tests {
     use super::*;
 
     fn read_all(bytes: &[u8]) -> Result<(VideoFormat, Vec<Vec<u8>>)> {
-        let mut r = VideoReader::y4m(bytes)?;
+        let mut r = VideoReader::y4m(bytes, 1 << 20)?;
         let mut frames = Vec::new();
         while let Some((i, f)) = r.next_frame()? {
             assert_eq!(i as usize, frames.len());
@@ -613,6 +626,8 @@ mod tests {
         assert!(err(b"YUV4MPEG2 W2 H2 C411\n").contains("C411"));
         assert!(err(b"YUV4MPEG2 W2 H2 C420p10\n").contains("C420p10"));
         assert!(err(b"YUV4MPEG2 W2 H2 Q1\n").contains("unknown tag"));
+        assert!(err("YUV4MPEG2 W2 H2 \u{e9}1\n".as_bytes()).contains("unknown tag"));
+        assert!(err(b"YUV4MPEG2 W4000000 H4000000\n").contains("more than the 1 MiB limit"));
         let cut = [&b"YUV4MPEG2 W2 H2 Cmono\nFRAME\n1234FRAME\n12"[..]].concat();
         assert_eq!(
             err(&cut),
@@ -624,11 +639,11 @@ mod tests {
     #[test]
     fn raw_frames_end_cleanly_only_between_frames() {
         let f = VideoFormat::raw(2, 1, "rgb24").unwrap();
-        let mut r = VideoReader::raw(&b"abcdefghijkl"[..], f.clone());
+        let mut r = VideoReader::raw(&b"abcdefghijkl"[..], f.clone(), 6).unwrap();
         assert_eq!(r.next_frame().unwrap().unwrap().1, b"abcdef");
         assert_eq!(r.next_frame().unwrap().unwrap().1, b"ghijkl");
         assert!(r.next_frame().unwrap().is_none());
-        let mut r = VideoReader::raw(&b"abcdefgh"[..], f);
+        let mut r = VideoReader::raw(&b"abcdefgh"[..], f.clone(), 6).unwrap();
         r.next_frame().unwrap();
         assert!(r
             .next_frame()
@@ -636,6 +651,8 @@ mod tests {
             .to_string()
             .contains("frame 1 is cut short"));
         assert!(VideoFormat::raw(2, 2, "nv12").is_err());
+        let huge = VideoReader::raw(&b""[..], f, 5).err().unwrap().to_string();
+        assert!(huge.contains("a 2x1 frame takes 6 bytes"), "{huge}");
     }
 
     #[test]
@@ -652,6 +669,34 @@ mod tests {
         assert_eq!(c.pixel(81, 90, 240), [254, 0, 0]);
         let full = YuvToRgb::new(Range::Full, Matrix::Bt709, 16);
         assert_eq!(full.pixel(40000, 32768, 32768), [40000, 40000, 40000]);
+    }
+
+    #[test]
+    fn the_8_bit_tables_give_what_pixel_gives() {
+        let (w, h) = (5u32, 3u32);
+        let y: Vec<u8> = (0..15).map(|i| (i * 17 + 3) as u8).collect();
+        let u: Vec<u8> = (0..6).map(|i| (i * 45 + 7) as u8).collect();
+        let v: Vec<u8> = (0..6).map(|i| (250 - i * 41) as u8).collect();
+        let planes = [
+            Image::new_u8(w, h, 1, y.clone()),
+            Image::new_u8(3, 2, 1, u.clone()),
+            Image::new_u8(3, 2, 1, v.clone()),
+        ];
+        for (range, matrix) in [
+            (Range::Limited, Matrix::Bt601),
+            (Range::Full, Matrix::Bt709),
+        ] {
+            let c = YuvToRgb::new(range, matrix, 8);
+            let img = c.convert(&planes, 1, 1);
+            let crate::io::image::Samples::U8(rgb) = &img.samples else {
+                panic!("8-bit")
+            };
+            for i in 0..15 {
+                let k = (i / 5 / 2) * 3 + (i % 5) / 2;
+                let p = c.pixel(y[i].into(), u[k].into(), v[k].into());
+                assert_eq!(rgb[3 * i..3 * i + 3], p.map(|s| s as u8), "pixel {i}");
+            }
+        }
     }
 
     #[test]

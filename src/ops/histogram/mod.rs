@@ -12,11 +12,13 @@
 //! Files: `reference` (the CPU reference), `stats`, `gpu` (the GPU passes and their plan),
 //! `geometry` (how a layout is cut into tiles, segments and bin ranges),
 //! `histogrammer` (many images on one engine, with a running total), `plot`, `doc` (the JSON
-//! document and the summary), `tune`, `bench`.
+//! document and the summary), `frames` (8-bit Y'CbCr video frames converted and counted in
+//! one pass on the CPU engine), `tune`, `bench`.
 
 mod bench;
 pub mod doc;
 pub mod engine;
+pub mod frames;
 mod geometry;
 mod gpu;
 mod histogrammer;

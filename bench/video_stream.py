@@ -1,0 +1,81 @@
+"""Frame streams through gpukit against ffmpeg's own filters, as whole processes in one run on
+one machine: a Y4M stream (ffmpeg's testsrc2, 8-bit 4:2:0) is written once to a temporary
+file, then each round feeds it on stdin to
+
+    blur:       gpukit blur - -r R -o -          vs  ffmpeg -f yuv4mpegpipe -i - -vf avgblur=R -f yuv4mpegpipe -
+    histogram:  gpukit histogram - --per-frame   vs  ffmpeg -f yuv4mpegpipe -i - -vf signalstats -f null -
+
+alternating which goes first; this script reads each one's stdout and drops it. Figures are
+the medians over the rounds, in frames per second, and the ratio is gpukit's over ffmpeg's
+(above 1: gpukit is faster). gpukit blurs chroma with the same radius as luma here
+(--chroma-radius R), as avgblur does, so both do the same work.
+
+usage: python3 bench/video_stream.py GPUKIT [WxH [FRAMES [ROUNDS [RADIUS [GPUKIT_ARGS...]]]]]
+
+defaults: 1920x1080, 300 frames, 3 rounds, radius 15. GPUKIT_ARGS go before the subcommand
+(`--backend cpu`, `--device 0`). Needs ffmpeg on PATH.
+"""
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+GPUKIT = sys.argv[1]
+SIZE = sys.argv[2] if len(sys.argv) > 2 else "1920x1080"
+FRAMES = int(sys.argv[3]) if len(sys.argv) > 3 else 300
+ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+RADIUS = sys.argv[5] if len(sys.argv) > 5 else "15"
+EXTRA = sys.argv[6:]
+
+
+def timed(argv, stream):
+    """Seconds for `argv` to read the file `stream` on stdin and write all it writes."""
+    with open(stream, "rb") as f:
+        t = time.perf_counter()
+        p = subprocess.Popen(argv, stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        while p.stdout.read(1 << 20):
+            pass
+        err = p.stderr.read()
+        if p.wait() != 0:
+            sys.exit(f"{' '.join(argv)}: exit {p.returncode}\n{err.decode(errors='replace')}")
+        return time.perf_counter() - t
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="gpukit-video-bench-")
+    stream = os.path.join(tmp, "in.y4m")
+    try:
+        subprocess.run(
+            ["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",
+             f"testsrc2=size={SIZE}:rate=30", "-frames:v", str(FRAMES), "-pix_fmt", "yuv420p",
+             "-f", "yuv4mpegpipe", stream],
+            check=True,
+        )
+        ff = ["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "yuv4mpegpipe", "-i", "-"]
+        cases = [
+            ("blur -r " + RADIUS,
+             [GPUKIT, *EXTRA, "blur", "-", "-r", RADIUS, "--chroma-radius", RADIUS, "-o", "-"],
+             ff + ["-vf", f"avgblur={RADIUS}", "-f", "yuv4mpegpipe", "-"], "avgblur"),
+            ("histogram --per-frame",
+             [GPUKIT, *EXTRA, "histogram", "-", "--per-frame"],
+             ff + ["-vf", "signalstats", "-f", "null", "-"], "signalstats"),
+        ]
+        print(f"{SIZE} 8-bit 4:2:0 Y4M, {FRAMES} frames, {ROUNDS} rounds, {os.cpu_count()} cores")
+        for name, g, f, peer in cases:
+            tg, tf = [], []
+            for r in range(ROUNDS):
+                pair = [(g, tg), (f, tf)]
+                for argv, times in (pair if r % 2 == 0 else pair[::-1]):
+                    times.append(timed(argv, stream))
+            fg, fp = FRAMES / statistics.median(tg), FRAMES / statistics.median(tf)
+            print(f"{name:24} gpukit {fg:8.1f} frames/s   ffmpeg {peer} {fp:8.1f} frames/s"
+                  f"   ratio {fg / fp:5.2f}x")
+    finally:
+        if os.path.exists(stream):
+            os.remove(stream)
+        os.rmdir(tmp)
+
+
+main()
