@@ -458,3 +458,45 @@ fn a_downstream_that_closes_early_ends_the_stream_quietly() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+// PNG images one after another (`ffmpeg -f image2pipe`): one line per image, its counts those
+// of ffmpeg's rgb24 frames of the same clip (PNG is lossless), no time.
+#[test]
+fn per_frame_histograms_of_an_image2pipe_stream() {
+    let dir = tempdir();
+    let d = dir.path();
+    let pngs = clip(
+        d,
+        "in.pngs",
+        "24:10",
+        3,
+        &["-f", "image2pipe", "-vcodec", "png"],
+    );
+    let rgb = clip(
+        d,
+        "in.rgb",
+        "24:10",
+        3,
+        &["-f", "rawvideo", "-pix_fmt", "rgb24"],
+    );
+    let (rgb, stream) = (std::fs::read(rgb).unwrap(), std::fs::read(pngs).unwrap());
+    let args = ["--backend", "cpu", "histogram", "-", "--per-frame"];
+    let (code, out, err) = gpukit_piped(&args, &stream);
+    assert_eq!(code, 0, "{err}");
+    let got = lines(&out);
+    assert_eq!(got.len(), 3);
+    for (i, (line, frame)) in got.iter().zip(rgb.chunks(24 * 10 * 3)).enumerate() {
+        assert_eq!(
+            (line["frame"].as_u64(), line["width"].as_u64()),
+            (Some(i as u64), Some(24))
+        );
+        assert!(line["time"].is_null());
+        let want = counts(frame.chunks(3).map(|p| u32::from(p[1])));
+        assert_eq!(channel(line, "green"), want);
+    }
+    // Cut inside the third image: the first two are written, then one line naming it.
+    let (code, out, err) = gpukit_piped(&args, &stream[..stream.len() - 30]);
+    assert_eq!((code, lines(&out).len()), (1, 2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("stdin: image 3: "), "{err}");
+}

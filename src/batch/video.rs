@@ -15,21 +15,31 @@ use serde::Serialize;
 
 use super::driver::Env;
 use crate::gpu::{Engine, Timings};
+use crate::io::image::stream::FrameStream;
 use crate::io::image::Image;
+use crate::io::output::PendingFile;
 use crate::io::video::{PixFmt, VideoFormat, VideoReader, VideoWriter, YuvToRgb};
 use crate::ops::blur::{Blurrer, Options as BlurOptions};
 use crate::ops::histogram::doc::{channel_docs, ChannelDoc};
 use crate::ops::histogram::frames::{self, Planes};
-use crate::ops::histogram::{check_bins, plot_cpu, Channels, Histogrammer};
+use crate::ops::histogram::{check_bins, plot_cpu, Channels, Histogram, Histogrammer};
 
 /// Frames assumed in a stream whose length cannot be known (a pipe, a FIFO), for the engine
 /// choice: ten seconds at 30 frames a second.
 pub const ASSUMED_STREAM_FRAMES: u64 = 300;
 
+/// Where a stream's frames come from.
+pub enum Source {
+    /// Y4M or raw video frames.
+    Video(VideoReader<Box<dyn BufRead + Send>>),
+    /// Encoded images one after another (`ffmpeg -f image2pipe`), each decoded by a worker.
+    Images(FrameStream<Box<dyn BufRead + Send>>),
+}
+
 /// A frame stream opened for reading: its frames, what messages call it, and how many frames
 /// it holds when that is known (a regular file's size over a frame's).
 pub struct Stream {
-    pub reader: VideoReader<Box<dyn BufRead + Send>>,
+    pub source: Source,
     pub name: String,
     pub frames: Option<u64>,
 }
@@ -39,10 +49,19 @@ impl Stream {
     pub fn expected_frames(&self) -> u64 {
         self.frames.unwrap_or(ASSUMED_STREAM_FRAMES).max(1)
     }
+
+    /// The video frames' format; `None` for a stream of images.
+    pub fn video_format(&self) -> Option<&VideoFormat> {
+        match &self.source {
+            Source::Video(r) => Some(r.format()),
+            Source::Images(_) => None,
+        }
+    }
 }
 
-/// A frame as the reader hands it on: its index from 0 and its bytes.
-type RawFrame = (u64, Vec<u8>);
+/// A frame as the reader hands it on: its index from 0 and its planes' bytes (an image
+/// stream's image as one).
+type RawFrame = (u64, Vec<Vec<u8>>);
 
 /// A worker's side of the stream: the next frame to work on, and where its result goes.
 pub struct Jobs<O> {
@@ -53,7 +72,7 @@ pub struct Jobs<O> {
 impl<O> Jobs<O> {
     /// The next frame (its index from 0 and bytes), `None` when the stream has ended or the
     /// run stopped.
-    pub fn next(&self) -> Option<(u64, Vec<u8>)> {
+    pub fn next(&self) -> Option<RawFrame> {
         self.frames.lock().ok()?.recv().ok()
     }
 
@@ -82,8 +101,19 @@ pub fn run_frames<O: Send + 'static>(
     mut write: impl FnMut(u64, O) -> Result<()>,
 ) -> Result<Ran> {
     let Stream {
-        mut reader, name, ..
+        mut source, name, ..
     } = stream;
+    let mut index = 0u64;
+    let mut next_frame = move || match &mut source {
+        Source::Video(r) => r.next_planes(),
+        Source::Images(s) => {
+            let frame = s
+                .next_frame()
+                .with_context(|| format!("image {}", index + 1))?;
+            index += 1;
+            Ok(frame.map(|bytes| (index - 1, vec![bytes])))
+        }
+    };
     let started = Instant::now();
     let in_flight = in_flight.max(workers).max(1);
     let (token_tx, token_rx) = mpsc::sync_channel::<()>(in_flight);
@@ -102,7 +132,7 @@ pub fn run_frames<O: Send + 'static>(
                 if token_rx.recv().is_err() || stop.load(Ordering::Relaxed) {
                     return;
                 }
-                match reader.next_frame() {
+                match next_frame() {
                     Ok(Some(frame)) => {
                         if frame_tx.send(frame).is_err() {
                             return;
@@ -211,82 +241,95 @@ struct Counted {
 /// `histogram --per-frame`: every frame's histogram, its JSON line and its plot written as
 /// each frame is done, in frame order.
 pub fn histogram_frames(env: &dyn Env, stream: Stream, out: PerFrame<'_>) -> Result<Ran> {
-    let format = stream.reader.format().clone();
-    check_bins(out.bins, format.bit_depth)?;
-    let channels = Channels::of(
-        match format.pix {
-            PixFmt::Gray => 1,
-            PixFmt::Rgba => 4,
-            _ => 3,
-        },
-        out.alpha,
-    );
-    let frames = stream.expected_frames();
-    env.estimate(crate::ops::histogram::cpu_estimate(
-        u64::from(format.width) * u64::from(format.height) * frames,
-    ));
+    let format = stream.video_format().cloned();
+    let alpha = out.alpha;
+    match &format {
+        Some(format) => {
+            check_bins(out.bins, format.bit_depth)?;
+            let frames = stream.expected_frames();
+            env.estimate(crate::ops::histogram::cpu_estimate(
+                u64::from(format.width) * u64::from(format.height) * frames,
+            ));
+            env.detail(&format!("{}: {}", stream.name, format.describe()));
+        }
+        // Decoding takes most of an image stream's time, on the workers whichever engine
+        // counts: no GPU is opened for it unless named.
+        None => env.estimate(Duration::ZERO),
+    }
     let engine = open_engine(env)?;
-    env.detail(&format!("{}: {}", stream.name, format.describe()));
+    let rate = format.as_ref().and_then(|f| f.rate);
     let (bins, want_line) = (out.bins, out.json.is_some());
     let plot_spec = out.plot.as_ref().map(|(_, size, f)| (*size, *f));
     let PerFrame { json, plot, .. } = out;
     let mut json = json;
     let (mut plot_out, plot_header) = match plot {
-        Some((w, (pw, ph), PlotFormat::Y4m)) => (
-            Some(w),
-            Some(VideoWriter::y4m_header(pw, ph, format.rate, false)),
-        ),
+        Some((w, (pw, ph), PlotFormat::Y4m)) => {
+            (Some(w), Some(VideoWriter::y4m_header(pw, ph, rate, false)))
+        }
         Some((w, _, PlotFormat::Png)) => (Some(w), None),
         None => (None, None),
     };
     let mut plot_writer = plot_out
         .as_mut()
         .map(|w| VideoWriter::with_header(&mut **w, plot_header.clone()));
-    let shared = Arc::new(format.clone());
+    let shared = Arc::new(format);
+    let read = env.read_options();
     let spawn = |jobs: Jobs<Counted>| {
         let (engine, format) = (engine.clone(), shared.clone());
         std::thread::spawn(move || {
             let mut hist = Histogrammer::new(&engine, bins);
-            let conv = YuvToRgb::new(format.range, format.matrix, format.bit_depth);
+            let format: Option<&VideoFormat> = Option::as_ref(&format);
+            let conv = format.map(|f| YuvToRgb::new(f.range, f.matrix, f.bit_depth));
             let mut timings = Timings::default();
             while let Some((index, bytes)) = jobs.next() {
                 let result: Result<Counted> = (|| {
-                    let h = match (&*engine, format.pix, format.bit_depth) {
+                    let Some(format) = format else {
+                        // An image of an image stream: decoded here, counted with its own
+                        // channels and depth.
+                        let decoded = crate::io::image::decode_with(&bytes.concat(), &read)?;
+                        if let Some(damage) = &decoded.damage {
+                            anyhow::bail!("{damage}");
+                        }
+                        let img = decoded.image;
+                        check_bins(bins, img.bit_depth())?;
+                        let h =
+                            hist.histogram(&img, Channels::of(img.channels, alpha), &mut timings)?;
+                        return counted(
+                            index,
+                            None,
+                            (img.width, img.height),
+                            &h,
+                            want_line,
+                            plot_spec,
+                        );
+                    };
+                    let h = match (&*engine, format.pix, format.bit_depth, &conv) {
                         // The CPU engine converts and counts a row at a time.
-                        (Engine::Cpu, PixFmt::Yuv { x, y }, 8) => {
-                            let planes = yuv_planes(&format, &bytes, x, y);
-                            frames::yuv8(&conv, &planes, bins)
+                        (Engine::Cpu, PixFmt::Yuv { x, y }, 8, Some(conv)) => {
+                            let planes = Planes {
+                                y: &bytes[0],
+                                u: &bytes[1],
+                                v: &bytes[2],
+                                width: format.width as usize,
+                                height: format.height as usize,
+                                sx: x,
+                                sy: y,
+                            };
+                            frames::yuv8(conv, &planes, bins)
                         }
                         _ => {
-                            let img = format.to_image(&bytes);
-                            drop(bytes);
-                            hist.histogram(&img, channels, &mut timings)?
+                            let img = format.image_of(format.images(bytes));
+                            hist.histogram(&img, channels_of(format, alpha), &mut timings)?
                         }
                     };
-                    let line = want_line
-                        .then(|| {
-                            let doc = FrameDoc {
-                                schema: FRAME_SCHEMA,
-                                frame: index,
-                                time: format.time_of(index),
-                                width: format.width,
-                                height: format.height,
-                                pixels: h.pixels,
-                                bins: h.bins,
-                                channels: channel_docs(&h),
-                            };
-                            let mut line = serde_json::to_vec(&doc)?;
-                            line.push(b'\n');
-                            Ok::<_, anyhow::Error>(line)
-                        })
-                        .transpose()?;
-                    let plot = match plot_spec {
-                        Some(((w, h2), f)) => Some(plot_bytes(&plot_cpu(&h, w, h2), f)?),
-                        None => None,
-                    };
-                    Ok(Counted { line, plot })
+                    let size = (format.width, format.height);
+                    counted(index, format.time_of(index), size, &h, want_line, plot_spec)
                 })();
-                if !jobs.done(index, result.with_context(|| format!("frame {index}"))) {
+                let what = match format.is_some() {
+                    true => format!("frame {index}"),
+                    false => format!("image {}", index + 1),
+                };
+                if !jobs.done(index, result.with_context(|| what)) {
                     return;
                 }
             }
@@ -307,21 +350,48 @@ pub fn histogram_frames(env: &dyn Env, stream: Stream, out: PerFrame<'_>) -> Res
     Ok(ran)
 }
 
-/// An 8-bit Y'CbCr frame's planes, subsampled by 2^sx, 2^sy.
-fn yuv_planes<'a>(format: &VideoFormat, frame: &'a [u8], sx: u8, sy: u8) -> Planes<'a> {
-    let (w, h) = (format.width as usize, format.height as usize);
-    let c = w.div_ceil(1 << sx) * h.div_ceil(1 << sy);
-    let (y, chroma) = frame.split_at(w * h);
-    let (u, v) = chroma.split_at(c);
-    Planes {
-        y,
-        u,
-        v,
-        width: w,
-        height: h,
-        sx,
-        sy,
-    }
+/// The histogram's channels for `format`'s frames (Y'CbCr counts as RGB).
+fn channels_of(format: &VideoFormat, alpha: bool) -> Channels {
+    let samples = match format.pix {
+        PixFmt::Gray => 1,
+        PixFmt::Rgba => 4,
+        _ => 3,
+    };
+    Channels::of(samples, alpha)
+}
+
+/// A frame's JSON line (when wanted) and plot (when asked for).
+fn counted(
+    index: u64,
+    time: Option<f64>,
+    (width, height): (u32, u32),
+    h: &Histogram,
+    want_line: bool,
+    plot: Option<((u32, u32), PlotFormat)>,
+) -> Result<Counted> {
+    let line = match want_line {
+        true => {
+            let doc = FrameDoc {
+                schema: FRAME_SCHEMA,
+                frame: index,
+                time,
+                width,
+                height,
+                pixels: h.pixels,
+                bins: h.bins,
+                channels: channel_docs(h),
+            };
+            let mut line = serde_json::to_vec(&doc)?;
+            line.push(b'\n');
+            Some(line)
+        }
+        false => None,
+    };
+    let plot = match plot {
+        Some(((w, h2), f)) => Some(plot_bytes(&plot_cpu(h, w, h2), f)?),
+        None => None,
+    };
+    Ok(Counted { line, plot })
 }
 
 /// A plot as one frame of the plot stream: Y'CbCr 4:4:4 planes for Y4M, a PNG file for PNG.
@@ -397,7 +467,10 @@ pub fn blur_frames(
     chroma: BlurOptions,
     out: &mut dyn Write,
 ) -> Result<Ran> {
-    let format = stream.reader.format().clone();
+    let format = stream
+        .video_format()
+        .cloned()
+        .expect("blur streams are video frames");
     let frames = stream.expected_frames();
     let saving = format
         .planes()
@@ -413,7 +486,7 @@ pub fn blur_frames(
     let engine = open_engine(env)?;
     env.detail(&format!("{}: {}", stream.name, format.describe()));
     let shared = Arc::new(format.clone());
-    let spawn = |jobs: Jobs<Vec<u8>>| {
+    let spawn = |jobs: Jobs<Vec<Vec<u8>>>| {
         let (engine, format) = (engine.clone(), shared.clone());
         std::thread::spawn(move || {
             // One blurrer for the luma-sized planes and one for the chroma ones, so that each
@@ -422,9 +495,8 @@ pub fn blur_frames(
             let mut blur_chroma = Blurrer::new(&engine, chroma);
             let mut timings = Timings::default();
             while let Some((index, bytes)) = jobs.next() {
-                let result: Result<Vec<u8>> = (|| {
-                    let planes = format.split(&bytes);
-                    drop(bytes);
+                let result: Result<Vec<Vec<u8>>> = (|| {
+                    let planes = format.images(bytes);
                     let mut blurred = Vec::with_capacity(planes.len());
                     for (plane, img) in format.planes().iter().zip(&planes) {
                         let b = match plane.chroma {
@@ -433,7 +505,7 @@ pub fn blur_frames(
                         };
                         blurred.push(b.run(img, &mut timings)?);
                     }
-                    Ok(format.join(&blurred))
+                    Ok(format.plane_bytes(blurred))
                 })();
                 if !jobs.done(index, result.with_context(|| format!("frame {index}"))) {
                     return;
@@ -443,12 +515,36 @@ pub fn blur_frames(
     };
     let workers = workers_for(&engine);
     let mut writer = VideoWriter::new(out, &format);
-    let ran = run_frames(stream, workers, 2 * workers, spawn, |_, frame: Vec<u8>| {
-        writer.frame(&frame)?;
-        Ok(())
-    })?;
+    let ran = run_frames(
+        stream,
+        workers,
+        2 * workers,
+        spawn,
+        |_, frame: Vec<Vec<u8>>| {
+            writer.planes(&frame)?;
+            Ok(())
+        },
+    )?;
     writer.flush()?;
     Ok(ran)
+}
+
+/// Writes a stream to `out` through `f`: stdout through a file handle of its own (Rust's
+/// stdout scans every write for line ends, which costs a frame stream dearly); anything
+/// else as [`PendingFile::commit_with`] does (a regular file replaced when complete).
+pub fn write_stream(out: PendingFile, f: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    if !out.is_stdout() {
+        return out.commit_with(f);
+    }
+    use std::os::fd::AsFd;
+    let fd = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("stdout: cannot write")?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::from(fd));
+    f(&mut w)
+        .and_then(|()| Ok(w.flush()?))
+        .map_err(|e| e.context("stdout: cannot write"))
 }
 
 /// The one engine a stream runs on, shared by its workers.

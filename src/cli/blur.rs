@@ -150,12 +150,13 @@ fn blur_stream(
             "a frame stream is blurred into one output: give -o FILE or -o - (stdout)".into()
         ));
     };
-    let chroma = chroma_options(luma, stream.reader.format(), args.chroma_radius);
+    let format = stream.video_format().expect("blur reads video streams");
+    let chroma = chroma_options(luma, format, args.chroma_radius);
     chroma.check()?;
     let out = crate::io::output::PendingFile::create(&path)?;
     out.refuse_terminal("a video stream")?;
     let mut ran = None;
-    out.commit_with(|w| {
+    crate::batch::video::write_stream(out, |w| {
         ran = Some(blur_frames(ctx, stream, luma, chroma, w)?);
         Ok(())
     })?;

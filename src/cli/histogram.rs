@@ -120,7 +120,7 @@ pub fn run(ctx: &Ctx, args: HistogramArgs) -> Result<Status> {
 
 /// `--per-frame` on a frame stream: a JSON line per frame, and the plots' stream.
 fn per_frame(ctx: &Ctx, args: &HistogramArgs) -> Result<Status> {
-    use crate::batch::video::PlotFormat;
+    use crate::batch::video::{write_stream, PlotFormat};
     use crate::io::output::PendingFile;
     if !args.per_frame {
         anyhow::bail!(crate::UsageError(
@@ -131,7 +131,7 @@ fn per_frame(ctx: &Ctx, args: &HistogramArgs) -> Result<Status> {
         .video
         .stream(
             &args.input.inputs,
-            Some("--per-frame"),
+            Some(super::video::IMAGES_TOO),
             ctx.global.max_image_bytes,
         )?
         .expect("a stream is required");
@@ -172,7 +172,7 @@ fn per_frame(ctx: &Ctx, args: &HistogramArgs) -> Result<Status> {
     let spec = (args.bins, args.alpha, size, format);
     let mut ran = None;
     match (json, plot) {
-        (Some(j), Some(p)) => p.commit_with(|pw| {
+        (Some(j), Some(p)) => write_stream(p, |pw| {
             j.commit_with(|jw| {
                 ran = Some(count(ctx, stream, spec, Some(jw), Some(pw))?);
                 Ok(())
@@ -182,7 +182,7 @@ fn per_frame(ctx: &Ctx, args: &HistogramArgs) -> Result<Status> {
             ran = Some(count(ctx, stream, spec, Some(jw), None)?);
             Ok(())
         })?,
-        (None, Some(p)) => p.commit_with(|pw| {
+        (None, Some(p)) => write_stream(p, |pw| {
             ran = Some(count(ctx, stream, spec, None, Some(pw))?);
             Ok(())
         })?,

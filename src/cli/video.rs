@@ -8,9 +8,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::batch::video::Stream;
+use crate::batch::video::{Source, Stream};
+use crate::io::image::stream::FrameStream;
 use crate::io::image::{input_name, is_stdin};
 use crate::io::video::{is_y4m, VideoFormat, VideoReader};
+
+/// What `required` names for a stream that may also be images one after another
+/// (`histogram --per-frame`).
+pub const IMAGES_TOO: &str = "--per-frame";
 
 #[derive(Debug, Args)]
 pub struct VideoArgs {
@@ -40,7 +45,8 @@ impl VideoArgs {
 
     /// The input as a frame stream, if it is one: raw frames when named; else a Y4M stream
     /// on stdin or in a regular file (its first byte is `Y`, which begins no image format).
-    /// `None`: the inputs are images. `required`: an option that needs a stream was given.
+    /// `None`: the inputs are images. `required`: an option that needs a stream was given;
+    /// with [`IMAGES_TOO`], a stream that is no Y4M is read as images one after another.
     /// Each frame may take up to `cap` bytes (`--max-image-bytes`).
     pub fn stream(
         &self,
@@ -79,7 +85,9 @@ impl VideoArgs {
             let format = VideoFormat::raw(w, h, pix)?;
             let frames = size.map(|s| s / format.frame_bytes().max(1));
             return Ok(Some(Stream {
-                reader: VideoReader::raw(reader, format, cap).with_context(|| name.clone())?,
+                source: Source::Video(
+                    VideoReader::raw(reader, format, cap).with_context(|| name.clone())?,
+                ),
                 name,
                 frames,
             }));
@@ -93,20 +101,24 @@ impl VideoArgs {
         }
         .with_context(|| format!("{name}: cannot read"))?;
         if first != Some(b'Y') || (!is_stdin(path) && !starts_y4m(path)) {
-            if let Some(option) = required {
-                if first.is_none() {
-                    anyhow::bail!("{name}: the stream is empty: no frames");
-                }
-                anyhow::bail!(crate::UsageError(format!(
+            return match (required, first) {
+                (None, _) => Ok(None),
+                (Some(_), None) => anyhow::bail!("{name}: the stream is empty: no frames"),
+                // Images one after another, each decoded by a worker.
+                (Some(images), _) if images == IMAGES_TOO => Ok(Some(Stream {
+                    source: Source::Images(FrameStream::new(reader, cap + (64 << 20))),
+                    name,
+                    frames: None,
+                })),
+                (Some(option), _) => anyhow::bail!(crate::UsageError(format!(
                     "{name}: {option} reads a Y4M stream or raw frames (--raw WxH --pix-fmt FMT)"
-                )));
-            }
-            return Ok(None);
+                ))),
+            };
         }
         let reader = VideoReader::y4m(reader, cap).with_context(|| name.clone())?;
         let frames = size.map(|s| s / (reader.format().frame_bytes() + 6).max(1));
         Ok(Some(Stream {
-            reader,
+            source: Source::Video(reader),
             name,
             frames,
         }))

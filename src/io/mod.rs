@@ -1,13 +1,12 @@
-//! Input and output: images, numeric arrays, atomic output files and JSON documents.
+//! Input and output: images, video frame streams, numeric arrays, atomic output files and JSON
+//! documents.
 
 pub mod array;
-pub mod frames;
 pub mod image;
 pub mod jpeg;
 pub mod json;
 pub mod metadata;
 pub mod output;
-mod tiff;
 pub mod video;
 
 /// Writes `text` to stdout; a closed pipe surfaces as an error `main` treats as success.

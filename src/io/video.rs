@@ -290,10 +290,38 @@ impl VideoFormat {
         out
     }
 
+    /// The planes (each plane's bytes, as [`VideoReader::next_planes`] reads them) as
+    /// images, as [`VideoFormat::split`] gives them; 8-bit planes are moved, not copied.
+    pub fn images(&self, planes: Vec<Vec<u8>>) -> Vec<Image> {
+        if self.bit_depth != 8 {
+            return self.split(&planes.concat());
+        }
+        self.planes()
+            .iter()
+            .zip(planes)
+            .map(|(p, bytes)| Image::new_u8(p.width, p.height, p.channels, bytes))
+            .collect()
+    }
+
+    /// Each image's bytes, as the stream holds them: 8-bit samples moved, not copied.
+    pub fn plane_bytes(&self, images: Vec<Image>) -> Vec<Vec<u8>> {
+        images
+            .into_iter()
+            .map(|img| match img.samples {
+                super::image::Samples::U8(s) => s,
+                super::image::Samples::U16(s) => s.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            })
+            .collect()
+    }
+
     /// The frame as the image the histogram counts: gray, RGB or RGBA as they are; Y'CbCr
     /// converted to RGB of the same depth ([`YuvToRgb`]).
     pub fn to_image(&self, frame: &[u8]) -> Image {
-        let mut planes = self.split(frame);
+        self.image_of(self.split(frame))
+    }
+
+    /// [`VideoFormat::to_image`] of the frame's planes as images.
+    pub fn image_of(&self, mut planes: Vec<Image>) -> Image {
         match self.pix {
             PixFmt::Yuv { x, y } => {
                 YuvToRgb::new(self.range, self.matrix, self.bit_depth).convert(&planes, x, y)
@@ -464,6 +492,12 @@ impl<R: BufRead> VideoReader<R> {
     /// The next frame's index and bytes, or `None` at the end of the stream. A stream that
     /// ends inside a frame is an error naming the frame (counted from 0).
     pub fn next_frame(&mut self) -> Result<Option<(u64, Vec<u8>)>> {
+        Ok(self.next_planes()?.map(|(i, planes)| (i, planes.concat())))
+    }
+
+    /// As [`VideoReader::next_frame`], each plane's bytes read into a buffer of its own
+    /// (straight from the source where the reader holds nothing).
+    pub fn next_planes(&mut self) -> Result<Option<(u64, Vec<Vec<u8>>)>> {
         let index = self.next;
         if self.format.y4m_header.is_some() {
             match read_line(&mut self.reader).with_context(|| format!("frame {index}"))? {
@@ -477,20 +511,40 @@ impl<R: BufRead> VideoReader<R> {
         }
         let size = self.format.frame_bytes();
         debug_assert!(size <= self.cap, "checked when the stream was opened");
-        let mut frame = Vec::with_capacity(size as usize);
-        let got = (&mut self.reader)
-            .take(size)
-            .read_to_end(&mut frame)
-            .with_context(|| format!("frame {index}: cannot read"))?;
-        if got == 0 && self.format.y4m_header.is_none() {
-            return Ok(None);
-        }
-        if (got as u64) < size {
-            bail!("frame {index} is cut short: the stream ended {got} bytes into its {size}");
+        let bytes = self.format.sample_bytes();
+        let mut planes = Vec::with_capacity(3);
+        let mut got = 0u64;
+        for p in self.format.planes() {
+            let n = p.width as usize * p.height as usize * p.channels as usize * bytes;
+            let mut plane = vec![0u8; n];
+            let read = read_full(&mut self.reader, &mut plane)
+                .with_context(|| format!("frame {index}: cannot read"))?;
+            got += read as u64;
+            if read < n {
+                if got == 0 && self.format.y4m_header.is_none() {
+                    return Ok(None);
+                }
+                bail!("frame {index} is cut short: the stream ended {got} bytes into its {size}");
+            }
+            planes.push(plane);
         }
         self.next += 1;
-        Ok(Some((index, frame)))
+        Ok(Some((index, planes)))
     }
+}
+
+/// Reads until `buf` is full or the stream ends; how many bytes were read.
+fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 /// A line up to its newline (not included), or `None` at the end of the stream. A line cut
@@ -556,8 +610,20 @@ impl<'w> VideoWriter<'w> {
         VideoWriter { out, header, y4m }
     }
 
+    /// Writes one frame given as its planes' bytes.
+    pub fn planes(&mut self, planes: &[Vec<u8>]) -> std::io::Result<()> {
+        self.begin()?;
+        planes.iter().try_for_each(|p| self.out.write_all(p))
+    }
+
     /// Writes one frame.
     pub fn frame(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.begin()?;
+        self.out.write_all(bytes)
+    }
+
+    /// The header before the first frame, and `FRAME` before each of Y4M's.
+    fn begin(&mut self) -> std::io::Result<()> {
         if let Some(h) = self.header.take() {
             self.out.write_all(h.as_bytes())?;
             self.out.write_all(b"\n")?;
@@ -565,7 +631,7 @@ impl<'w> VideoWriter<'w> {
         if self.y4m {
             self.out.write_all(b"FRAME\n")?;
         }
-        self.out.write_all(bytes)
+        Ok(())
     }
 
     pub fn flush(&mut self) -> std::io::Result<()> {
@@ -615,6 +681,13 @@ mod tests {
         let planes = f.split(&frame);
         assert_eq!((planes[1].width, planes[1].height), (2, 2));
         assert_eq!(f.join(&planes), frame);
+        let by_plane = vec![
+            frame[..9].to_vec(),
+            frame[9..13].to_vec(),
+            frame[13..].to_vec(),
+        ];
+        assert_eq!(f.images(by_plane.clone()), planes);
+        assert_eq!(f.plane_bytes(planes), by_plane);
     }
 
     #[test]
