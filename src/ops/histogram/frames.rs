@@ -4,6 +4,8 @@
 //! the tests check. Rows are taken a band per rayon task; within a row the conversion and the
 //! luminance run on whole rows of lanes (vectorised), then each sample is counted.
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use super::{bin_of, Channels, Histogram, LUMA_SHIFT, LUMA_WEIGHTS};
@@ -27,29 +29,22 @@ pub struct Planes<'a> {
 /// The histogram (red, green, blue, luminance) of the frame's R'G'B' by `conv` (8-bit).
 pub fn yuv8(conv: &YuvToRgb, p: &Planes<'_>, bins: u32) -> Histogram {
     let (w, h) = (p.width, p.height);
-    let cw = w.div_ceil(1 << p.sx);
     let raw = (0..h.div_ceil(BAND))
         .into_par_iter()
         .map(|band| {
-            // Per channel, two copies that alternate pixel by pixel (runs of one value do not
-            // wait on one counter).
-            let mut counts = vec![[0u32; 256]; 8];
-            let mut rows = Rows::new(w);
-            for r in band * BAND..((band + 1) * BAND).min(h) {
-                let c0 = (r >> p.sy) * cw;
-                rows.convert(
-                    conv,
-                    &p.y[r * w..(r + 1) * w],
-                    &p.u[c0..c0 + cw],
-                    &p.v[c0..c0 + cw],
-                    p.sx,
-                );
-                rows.count(&mut counts);
-            }
+            // Per channel, COPIES tables that take the pixels in turn (runs of one value do
+            // not wait on one counter).
+            let mut counts = vec![[0u32; 256]; 4 * COPIES];
+            count_band(
+                conv,
+                p,
+                band * BAND..((band + 1) * BAND).min(h),
+                &mut counts,
+            );
             counts
         })
         .reduce(
-            || vec![[0u32; 256]; 8],
+            || vec![[0u32; 256]; 4 * COPIES],
             |mut a, b| {
                 for (x, y) in a.iter_mut().zip(&b) {
                     for (s, t) in x.iter_mut().zip(y) {
@@ -67,12 +62,45 @@ pub fn yuv8(conv: &YuvToRgb, p: &Planes<'_>, bins: u32) -> Histogram {
     hist.pixels = (w * h) as u64;
     for c in 0..4 {
         for value in 0..256u32 {
-            let n =
-                u64::from(raw[2 * c][value as usize]) + u64::from(raw[2 * c + 1][value as usize]);
+            let n: u64 = (0..COPIES)
+                .map(|k| u64::from(raw[COPIES * c + k][value as usize]))
+                .sum();
             hist.counts[bin_of(value, bins, 255) as usize * 4 + c] += n;
         }
     }
     hist
+}
+
+/// Tables per channel.
+const COPIES: usize = 4;
+
+/// The rows `rows` converted and counted into `t`, compiled for AVX2 where the CPU has it.
+fn count_band(conv: &YuvToRgb, p: &Planes<'_>, rows: Range<usize>, t: &mut [[u32; 256]]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { count_band_avx2(conv, p, rows, t) };
+    }
+    count_band_with(conv, p, rows, t)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn count_band_avx2(conv: &YuvToRgb, p: &Planes<'_>, rows: Range<usize>, t: &mut [[u32; 256]]) {
+    count_band_with(conv, p, rows, t)
+}
+
+#[inline(always)]
+fn count_band_with(conv: &YuvToRgb, p: &Planes<'_>, rows: Range<usize>, t: &mut [[u32; 256]]) {
+    let w = p.width;
+    let cw = w.div_ceil(1 << p.sx);
+    let mut buf = Rows::new(w);
+    for r in rows {
+        let c0 = (r >> p.sy) * cw;
+        let (u, v) = (&p.u[c0..c0 + cw], &p.v[c0..c0 + cw]);
+        buf.convert(conv, &p.y[r * w..(r + 1) * w], u, v, p.sx);
+        buf.count(t);
+    }
 }
 
 /// One row's samples, channel by channel.
@@ -93,6 +121,7 @@ impl Rows {
 
     /// The row's R', G', B' and luminance. The sums fit i32 for 8-bit samples (each factor
     /// below 2^18, each difference below 2^8).
+    #[inline(always)]
     fn convert(&mut self, c: &YuvToRgb, y: &[u8], u: &[u8], v: &[u8], sx: u8) {
         let half = c.half as i32;
         for (x, (uo, vo)) in self.u.iter_mut().zip(self.v.iter_mut()).enumerate() {
@@ -116,17 +145,21 @@ impl Rows {
         }
     }
 
-    /// Counts the row into `counts` (channel c's copies at 2c and 2c + 1).
+    /// Counts the row into `counts` (channel c's tables from COPIES c on).
+    #[inline(always)]
     fn count(&self, counts: &mut [[u32; 256]]) {
         for (c, row) in self.rgbl.iter().enumerate() {
-            let (a, b) = counts[2 * c..2 * c + 2].split_at_mut(1);
-            let (a, b) = (&mut a[0], &mut b[0]);
-            let mut pairs = row.chunks_exact(2);
-            for p in &mut pairs {
-                a[p[0] as usize] += 1;
-                b[p[1] as usize] += 1;
+            let [a, b, cc, d] = &mut counts[COPIES * c..COPIES * (c + 1)] else {
+                unreachable!("COPIES tables a channel")
+            };
+            let mut quads = row.chunks_exact(COPIES);
+            for q in &mut quads {
+                a[q[0] as usize] += 1;
+                b[q[1] as usize] += 1;
+                cc[q[2] as usize] += 1;
+                d[q[3] as usize] += 1;
             }
-            for &s in pairs.remainder() {
+            for &s in quads.remainder() {
                 a[s as usize] += 1;
             }
         }
