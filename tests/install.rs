@@ -60,7 +60,8 @@ fn bash_completes_subcommands_and_kind_values() {
     assert_eq!(bl, ["blur"]);
     let kinds = bash_completes(&["gpukit", "blur", "--kind", ""]);
     assert_eq!(kinds, ["box", "gaussian"]);
-    let flags = bash_completes(&["gpukit", "blur", "--ra"]);
+    // `--rad`, not `--ra`: blur's `--raw` (frame streams) shares the shorter prefix.
+    let flags = bash_completes(&["gpukit", "blur", "--rad"]);
     assert_eq!(flags, ["--radius"]);
 }
 

@@ -19,8 +19,8 @@ pub struct HistogramArgs {
     input: InputArgs,
     #[command(flatten)]
     video: VideoArgs,
-    /// One histogram per frame of a frame stream (Y4M, raw frames): a JSON line each, to
-    /// --json or stdout, written as each frame is done (docs/histogram.md).
+    /// One histogram per frame of a frame stream (Y4M, raw frames, images one after another):
+    /// a JSON line each, to --json or stdout, written as each frame is done (docs/histogram.md).
     #[arg(long, conflicts_with_all = ["merge", "sum", "plot"])]
     per_frame: bool,
     /// With --per-frame: draw every frame's histogram into a stream of plots, Y4M (4:4:4) or

@@ -14,7 +14,8 @@ use crate::batch::{self, InputOptions, Item, Pipeline};
 pub struct InputArgs {
     /// Input images (PNG, JPEG, WebP, TIFF, BMP, GIF, PNM, TGA, QOI, ICO; 8 or 16 bits),
     /// folders of images, quoted globs that gpukit expands itself ('photos/**/*.jpg'), or `-`
-    /// for an image on stdin (histogram: images one after another, as ffmpeg -f image2pipe).
+    /// for an image on stdin (histogram: images one after another, as ffmpeg -f image2pipe;
+    /// blur and histogram --per-frame: Y4M or raw video frames, docs/formats.md).
     #[arg(value_name = "IN", required_unless_present = "files_from")]
     pub inputs: Vec<PathBuf>,
     /// Folders give the images in their whole tree (blur: kept as a tree under --out-dir).

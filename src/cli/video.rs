@@ -71,11 +71,14 @@ impl VideoArgs {
                 None,
             )
         } else {
-            let meta = std::fs::metadata(path).with_context(|| format!("{name}: cannot open"))?;
-            if !wanted && !meta.is_file() {
-                // A FIFO read to sniff it could not be read again as images.
-                return Ok(None);
-            }
+            let meta = match (std::fs::metadata(path), wanted) {
+                (Ok(meta), true) => meta,
+                (Ok(meta), false) if meta.is_file() => meta,
+                (Err(e), true) => return Err(e).with_context(|| format!("{name}: cannot open")),
+                // A missing file or a glob is the image reader's to report; a FIFO read to
+                // sniff it could not be read again as images.
+                _ => return Ok(None),
+            };
             let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot open"))?;
             let size = meta.is_file().then_some(meta.len());
             (Box::new(BufReader::with_capacity(1 << 20, file)), size)
