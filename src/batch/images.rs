@@ -289,7 +289,7 @@ fn jobs(out: &Outputs, items: Vec<Item>) -> Result<Vec<Job>> {
             let format = out.out_format.as_deref();
             outputs::under_dir(&items, dir, format, out.overwrite)?
         }
-        (None, None) => unreachable!("clap requires -o or --out-dir"),
+        (None, None) => unreachable!("the command line requires -o or --out-dir"),
     };
     let jobs = items
         .into_iter()
