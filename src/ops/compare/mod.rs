@@ -52,7 +52,7 @@ pub const OP: super::Op = super::Op {
 
 /// pixelmatch's YIQ coefficients as it gives them (0.29889531, 0.58662247, 0.11448223 /
 /// 0.59597799, -0.27417610, -0.32180189 / 0.21147017, -0.52261711, 0.31114694), scaled by
-/// 10^8: exact integers. Keep in sync with wgsl/compare.wgsl.
+/// 10^8: exact integers. wgsl/compare.wgsl has them too (the shader test checks they agree).
 pub const YIQ_Y: [i64; 3] = [29_889_531, 58_662_247, 11_448_223];
 pub const YIQ_I: [i64; 3] = [59_597_799, -27_417_610, -32_180_189];
 pub const YIQ_Q: [i64; 3] = [21_147_017, -52_261_711, 31_114_694];
