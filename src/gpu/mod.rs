@@ -1,7 +1,7 @@
 //! The GPU layer: the only module that talks to wgpu. It opens a headless device, builds
 //! pipelines from wgsl/, moves data and times passes. It knows nothing of images or arrays,
-//! of the ops or of the tune cache above it (which it holds for them, `Gpu::attached`), and
-//! nothing of clap. In floors: adapters.rs (discovery), device.rs (an open device),
+//! of the ops or of the tune cache above it (which it holds for them, `Gpu::attached`), nor
+//! of the command line. In floors: adapters.rs (discovery), device.rs (an open device),
 //! choice.rs (the engine choice); the pipelines, buffers and timing beside them.
 
 mod adapters;
