@@ -7,12 +7,14 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 
+use super::baselines::{self, Update};
 use super::driver::{Engines, Env, Run};
 use super::pipeline::{Pipeline, Stages};
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self, Image};
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::output::{same_file, PendingFile};
+use crate::ops::compare::junit::{junit, Unpaired};
 use crate::ops::compare::verdict::{
     doc_with, finish, folder_verdict, summary_line, FolderReport, Limit, Metric, PairDoc,
     PairReport, Settings, Verdict,
@@ -34,8 +36,45 @@ pub struct Request {
     pub ssim: bool,
     pub allow_size_change: bool,
     pub json: Option<JsonDest>,
+    /// A JUnit XML report.
+    pub junit: Option<PathBuf>,
+    /// Write actual images over expected ones (missing, or missing and differing).
+    pub update: Option<Update>,
+    /// Folder mode: files only under EXPECTED, or only under ACTUAL, do not fail the run.
+    pub allow_missing: bool,
+    pub allow_extra: bool,
     /// Folder mode: pairs decoded at once.
     pub jobs: Option<u32>,
+}
+
+/// The report files other than the JSON, created before any work so that a path that
+/// cannot be written fails first.
+struct Reports {
+    junit: Option<PendingFile>,
+    started: std::time::Instant,
+}
+
+impl Reports {
+    fn open(args: &Request) -> Result<Reports> {
+        Ok(Reports {
+            junit: args.junit.as_deref().map(PendingFile::create).transpose()?,
+            started: std::time::Instant::now(),
+        })
+    }
+
+    /// Writes the JUnit report of `files` and `unpaired`, if asked for.
+    fn write(self, args: &Request, files: &[PairDoc], unpaired: &[Unpaired]) -> Result<()> {
+        if let Some(out) = self.junit {
+            let suite = format!(
+                "gpukit compare {} {}",
+                args.expected.display(),
+                args.actual.display()
+            );
+            let secs = self.started.elapsed().as_secs_f64();
+            out.commit_bytes(junit(&suite, files, unpaired, secs).as_bytes())?;
+        }
+        Ok(())
+    }
 }
 
 /// The checked plan of a run.
@@ -73,16 +112,41 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
             "EXPECTED and ACTUAL are both `-`: stdin holds one image".into()
         ));
     }
-    if let (Some(diff), Some(json)) = (&args.diff, &args.json) {
-        let json = json.path().unwrap_or(Path::new("-"));
-        crate::io::output::refuse_shared_output(("--diff", diff), ("--json", json))?;
+    let json = args
+        .json
+        .as_ref()
+        .map(|j| j.path().unwrap_or(Path::new("-")));
+    let outputs = [
+        ("--diff", args.diff.as_deref()),
+        ("--json", json),
+        ("--junit", args.junit.as_deref()),
+    ];
+    for (i, a) in outputs.iter().enumerate() {
+        for b in &outputs[i + 1..] {
+            if let ((na, Some(pa)), (nb, Some(pb))) = (a, b) {
+                crate::io::output::refuse_shared_output((na, pa), (nb, pb))?;
+            }
+        }
+    }
+    let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
+    if args.update.is_some() && !e_dir && !a_dir {
+        baselines::check_pair(&args.expected, &args.actual)?;
+    }
+    if (args.allow_missing || args.allow_extra) && !(e_dir && a_dir) {
+        anyhow::bail!(crate::UsageError(
+            "--allow-missing and --allow-extra are for two folders".into()
+        ));
     }
     crate::io::output::note_inputs([args.expected.as_path(), args.actual.as_path()]);
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
+    let reports = Reports::open(&args)?;
+    // A missing EXPECTED file is a new baseline for --update to add.
+    if args.update.is_some() && !args.expected.exists() && args.actual.is_file() {
+        return add_baseline(env, &args, settings, sink, reports);
+    }
     let missing = [&args.expected, &args.actual]
         .into_iter()
         .find(|p| !image::is_stdin(p) && !p.exists());
-    let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
     let trouble = if let Some(path) = missing {
         Some(format!("{}: no such file or folder", path.display()))
     } else if e_dir != a_dir {
@@ -95,49 +159,56 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
     };
     if let Some(trouble) = trouble {
         // Still a report, status error, for a CI job that reads it whatever the exit code.
-        if let Some(sink) = sink {
+        if sink.is_some() || reports.junit.is_some() {
             env.error(&trouble);
-            write_error(sink, settings, &args, trouble)?;
+            write_error(sink, reports, settings, &args, trouble)?;
             return Ok(Verdict::Error);
         }
         anyhow::bail!(trouble);
     }
     let mut timings = Timings::default();
     let status = if e_dir {
-        compare_folders(env, &args, &plan, settings, sink, &mut timings)?
+        compare_folders(env, &args, &plan, settings, (sink, reports), &mut timings)?
     } else {
         let diff = match &args.diff {
             Some(p) => Some((PendingFile::create(p)?, image::output_format(p)?)),
             None => None,
         };
         let pair = (args.expected.as_path(), args.actual.as_path());
-        let doc = match compare_pair(env, &plan, pair, diff, &mut timings) {
+        let mut doc = match compare_pair(env, &plan, pair, diff, &mut timings) {
             Ok(doc) => doc,
             // Trouble is still reported in the JSON, as folder mode does, for a CI job that
             // reads the report whatever the exit code.
-            Err(e) if sink.is_some() && !crate::is_broken_pipe(&e) => {
+            Err(e) if (sink.is_some() || reports.junit.is_some()) && !crate::is_broken_pipe(&e) => {
                 env.error(&format!("{e:#}"));
-                write_error(
-                    sink.expect("checked above"),
-                    settings,
-                    &args,
-                    format!("{e:#}"),
-                )?;
+                write_error(sink, reports, settings, &args, format!("{e:#}"))?;
                 return Ok(Verdict::Error);
             }
             Err(e) => return Err(e),
         };
+        if args.update == Some(Update::All)
+            && matches!(doc.status, Verdict::Mismatch | Verdict::SizeMismatch)
+        {
+            baselines::accept(&args.expected, &args.actual)?;
+            doc.updated = true;
+            env.note(&format!(
+                "{}: updated from {}",
+                args.expected.display(),
+                args.actual.display()
+            ));
+        }
         if let Some(w) = doc.unchecked_warning() {
             env.warn(&w);
         }
         if !sink.as_ref().is_some_and(JsonSink::is_stdout) {
             crate::io::print_stdout(&summary_line(&doc))?;
         }
-        let status = if doc.status == Verdict::Match {
+        let status = if doc.status == Verdict::Match || doc.updated {
             Verdict::Match
         } else {
             Verdict::Mismatch
         };
+        reports.write(&args, std::slice::from_ref(&doc), &[])?;
         if let Some(sink) = sink {
             sink.write(&PairReport {
                 gpukit_version: env!("CARGO_PKG_VERSION"),
@@ -151,19 +222,64 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
     Ok(status)
 }
 
-/// The JSON report of a pair that could not be compared: status `error`, the trouble as
-/// its reason.
-fn write_error(sink: JsonSink, settings: Settings, args: &Request, trouble: String) -> Result<()> {
+/// The reports of a pair that could not be compared: status `error`, the trouble as its
+/// reason.
+fn write_error(
+    sink: Option<JsonSink>,
+    reports: Reports,
+    settings: Settings,
+    args: &Request,
+    trouble: String,
+) -> Result<()> {
     let pair = PairDoc {
         status: Verdict::Error,
         reason: Some(trouble),
         ..PairDoc::new(&args.expected, &args.actual)
     };
-    sink.write(&PairReport {
-        gpukit_version: env!("CARGO_PKG_VERSION"),
-        settings,
-        pair,
-    })
+    reports.write(args, std::slice::from_ref(&pair), &[])?;
+    match sink {
+        Some(sink) => sink.write(&PairReport {
+            gpukit_version: env!("CARGO_PKG_VERSION"),
+            settings,
+            pair,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `--update` with no EXPECTED file: ACTUAL's bytes become the expected image, and the
+/// reports say so (status `mismatch`, `updated`), a match for the exit code.
+fn add_baseline(
+    env: &dyn Env,
+    args: &Request,
+    settings: Settings,
+    sink: Option<JsonSink>,
+    reports: Reports,
+) -> Result<Verdict> {
+    baselines::accept(&args.expected, &args.actual)?;
+    env.note(&format!(
+        "{}: added from {}",
+        args.expected.display(),
+        args.actual.display()
+    ));
+    let doc = PairDoc {
+        status: Verdict::Mismatch,
+        reason: Some("no expected image: --update added it".into()),
+        updated: true,
+        ..PairDoc::new(&args.expected, &args.actual)
+    };
+    if !sink.as_ref().is_some_and(JsonSink::is_stdout) {
+        crate::io::print_stdout(&summary_line(&doc))?;
+    }
+    reports.write(args, std::slice::from_ref(&doc), &[])?;
+    if let Some(sink) = sink {
+        sink.write(&PairReport {
+            gpukit_version: env!("CARGO_PKG_VERSION"),
+            settings,
+            pair: doc,
+        })?;
+    }
+    Ok(Verdict::Match)
 }
 
 /// Reads two image files at once, on two threads (decoding dominates a comparison), while
@@ -594,11 +710,13 @@ fn compare_pairs(
         timings.merge(t);
     }
     let docs = driven.outcomes.into_iter().zip(both).map(|(outcome, rel)| {
-        outcome.result.unwrap_or_else(|err| PairDoc {
+        let mut doc = outcome.result.unwrap_or_else(|err| PairDoc {
             status: Verdict::Error,
             reason: Some(format!("{err:#}")),
             ..PairDoc::new(&args.expected.join(rel), &args.actual.join(rel))
-        })
+        });
+        doc.name = rel.display().to_string();
+        doc
     });
     Ok(docs.collect())
 }
@@ -608,7 +726,7 @@ fn compare_folders(
     args: &Request,
     plan: &Plan,
     settings: Settings,
-    sink: Option<JsonSink>,
+    (sink, reports): (Option<JsonSink>, Reports),
     timings: &mut Timings,
 ) -> Result<Verdict> {
     if let Some(dir) = &args.diff {
@@ -669,6 +787,8 @@ fn compare_folders(
             timings,
         )?
     };
+    let mut files = files;
+    let updated = update_folder(env, args, &mut files, &extra)?;
     let mut text = String::new();
     for doc in files.iter().filter(|d| d.status != Verdict::Error) {
         text += &summary_line(doc);
@@ -676,13 +796,48 @@ fn compare_folders(
     for p in &missing {
         text += &format!("{}: MISSING from {}\n", p.display(), args.actual.display());
     }
+    let added = |p: &PathBuf| updated.iter().any(|u| u == p);
     for p in &extra {
-        text += &format!("{}: EXTRA in {}\n", p.display(), args.actual.display());
+        let what = if added(p) { "ADDED to" } else { "EXTRA in" };
+        let folder = if added(p) {
+            &args.expected
+        } else {
+            &args.actual
+        };
+        text += &format!("{}: {what} {}\n", p.display(), folder.display());
     }
-    let status = folder_verdict(&files, missing.is_empty() && extra.is_empty());
+    let paired = (missing.is_empty() || args.allow_missing)
+        && (args.allow_extra || extra.iter().all(|p| added(p)));
+    let status = folder_verdict(&files, paired);
     if !json_stdout {
         crate::io::print_stdout(&text)?;
     }
+    let (e_name, a_name) = (
+        args.expected.display().to_string(),
+        args.actual.display().to_string(),
+    );
+    let names: Vec<(String, &str, &str, bool, bool)> = missing
+        .iter()
+        .map(|p| {
+            let n = p.display().to_string();
+            (n, "missing", a_name.as_str(), args.allow_missing, false)
+        })
+        .chain(extra.iter().map(|p| {
+            let n = p.display().to_string();
+            (n, "extra", e_name.as_str(), args.allow_extra, added(p))
+        }))
+        .collect();
+    let unpaired: Vec<Unpaired> = names
+        .iter()
+        .map(|(name, kind, from, allowed, updated)| Unpaired {
+            name,
+            kind,
+            from,
+            allowed: *allowed,
+            updated: *updated,
+        })
+        .collect();
+    reports.write(args, &files, &unpaired)?;
     if let Some(sink) = sink {
         let show = |v: Vec<&PathBuf>| v.iter().map(|p| p.display().to_string()).collect();
         sink.write(&FolderReport {
@@ -694,6 +849,7 @@ fn compare_folders(
             files,
             missing: show(missing),
             extra: show(extra),
+            updated: show(updated.iter().collect()),
         })?;
     }
     Ok(match status {
@@ -701,4 +857,42 @@ fn compare_folders(
         Verdict::Error => Verdict::Error,
         _ => Verdict::Mismatch,
     })
+}
+
+/// `--update` in folder mode: each differing pair's actual file written over its expected one
+/// (with `--update` or `--update=all`), each extra file copied into EXPECTED at its relative
+/// path; pairs that could not be compared are left alone. The relative paths written, sorted.
+fn update_folder(
+    env: &dyn Env,
+    args: &Request,
+    files: &mut [PairDoc],
+    extra: &[&PathBuf],
+) -> Result<Vec<PathBuf>> {
+    let Some(mode) = args.update else {
+        return Ok(Vec::new());
+    };
+    let mut written = Vec::new();
+    if mode == Update::All {
+        for doc in files.iter_mut() {
+            if matches!(doc.status, Verdict::Mismatch | Verdict::SizeMismatch) {
+                let rel = PathBuf::from(&doc.name);
+                baselines::accept(&args.expected.join(&rel), &args.actual.join(&rel))?;
+                doc.updated = true;
+                written.push(rel);
+            }
+        }
+    }
+    for rel in extra {
+        baselines::accept(&args.expected.join(rel), &args.actual.join(rel))?;
+        written.push(PathBuf::from(rel));
+    }
+    written.sort();
+    if !written.is_empty() {
+        env.note(&format!(
+            "{} expected image(s) written under {} by --update",
+            written.len(),
+            args.expected.display()
+        ));
+    }
+    Ok(written)
 }

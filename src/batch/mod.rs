@@ -1,6 +1,7 @@
 //! Batches of files: the inputs (files, folders, globs, lists), the pipeline that decodes and
 //! encodes on all cores around one engine, and the report of what became of each file.
 
+pub mod baselines;
 pub mod compare;
 pub mod driver;
 pub mod histogram;

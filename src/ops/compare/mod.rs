@@ -21,6 +21,7 @@ mod align;
 mod antialiasing;
 mod bench;
 mod gpu;
+pub mod junit;
 mod metrics;
 mod reference;
 mod ssim;

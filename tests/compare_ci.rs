@@ -1,0 +1,283 @@
+//! `compare` for CI jobs: the JUnit report (read back with an XML parser and held against
+//! the counts known for the fixture pair), `--update` and its interruption, `--allow-missing`
+//! and `--allow-extra`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use gpukit::io::image;
+
+use crate::util::{gpukit, random_image, run, tempdir};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/compare")
+        .join(name)
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Two folders: `same.png` equal, `sub/changed.png` the fixture pair (18 differing pixels of
+/// 384), `gone.png` only in golden, `new.png` only in out.
+fn folders(root: &Path) -> (PathBuf, PathBuf) {
+    let (golden, out) = (root.join("golden"), root.join("out"));
+    for p in [golden.join("sub"), out.join("sub")] {
+        std::fs::create_dir_all(p).unwrap();
+    }
+    let (e, a) = (fixture("expected.png"), fixture("actual.png"));
+    for (to, from) in [
+        (golden.join("same.png"), &e),
+        (out.join("same.png"), &e),
+        (golden.join("sub/changed.png"), &e),
+        (out.join("sub/changed.png"), &a),
+        (golden.join("gone.png"), &e),
+        (out.join("new.png"), &a),
+    ] {
+        std::fs::copy(from, to).unwrap();
+    }
+    (golden, out)
+}
+
+/// One `testcase` of a JUnit report: its name, and its child elements with their attributes
+/// (`failure`, `error`, `skipped`, `system-out`).
+type Case = (String, BTreeMap<String, BTreeMap<String, String>>);
+
+/// The `testsuite` element's attributes and its test cases, read with xml-rs.
+fn read_junit(path: &Path) -> (BTreeMap<String, String>, Vec<Case>) {
+    use xml::reader::{EventReader, XmlEvent};
+    let file = std::fs::File::open(path).unwrap();
+    let mut suite = BTreeMap::new();
+    let mut cases: Vec<Case> = Vec::new();
+    for e in EventReader::new(std::io::BufReader::new(file)) {
+        if let XmlEvent::StartElement {
+            name, attributes, ..
+        } = e.expect("well-formed XML")
+        {
+            let attrs: BTreeMap<String, String> = attributes
+                .into_iter()
+                .map(|a| (a.name.local_name, a.value))
+                .collect();
+            match name.local_name.as_str() {
+                "testsuite" => suite = attrs,
+                "testcase" => cases.push((attrs["name"].clone(), BTreeMap::new())),
+                "testsuites" => {}
+                other => {
+                    let case = cases.last_mut().expect("inside a testcase");
+                    case.1.insert(other.to_string(), attrs);
+                }
+            }
+        }
+    }
+    (suite, cases)
+}
+
+#[test]
+fn junit_report_has_a_case_per_file_with_counts_and_the_diff() {
+    let dir = tempdir();
+    let (golden, out) = folders(dir.path());
+    let (xml, diffs) = (dir.path().join("r.xml"), dir.path().join("diffs"));
+    run(&[
+        "compare",
+        &s(&golden),
+        &s(&out),
+        "--junit",
+        &s(&xml),
+        "--diff",
+        &s(&diffs),
+    ])
+    .code(1);
+    let (suite, cases) = read_junit(&xml);
+    assert_eq!(suite["tests"], "4");
+    assert_eq!(suite["failures"], "3");
+    assert_eq!(suite["errors"], "0");
+    let names: Vec<&str> = cases.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(
+        names,
+        ["same.png", "sub/changed.png", "gone.png", "new.png"]
+    );
+    assert!(!cases[0].1.contains_key("failure"));
+    let failure = &cases[1].1["failure"];
+    assert_eq!(failure["type"], "mismatch");
+    let diff = s(&diffs.join("sub/changed.png"));
+    assert!(
+        failure["message"].contains("18 of 384 pixels differ")
+            && failure["message"].contains(&diff),
+        "{failure:?}"
+    );
+    assert_eq!(cases[2].1["failure"]["type"], "missing");
+    assert_eq!(cases[3].1["failure"]["type"], "extra");
+    // Allowed, the unpaired files are skipped, not failed; one pair still fails.
+    run(&[
+        "compare",
+        &s(&golden),
+        &s(&out),
+        "--junit",
+        &s(&xml),
+        "--allow-missing",
+        "--allow-extra",
+    ])
+    .code(1);
+    let (suite, cases) = read_junit(&xml);
+    assert_eq!(
+        (suite["failures"].as_str(), suite["skipped"].as_str()),
+        ("1", "2")
+    );
+    assert!(cases[2].1.contains_key("skipped") && cases[3].1.contains_key("skipped"));
+    // An unreadable file is an error case, and a single pair is one case named after ACTUAL.
+    std::fs::write(out.join("same.png"), b"broken").unwrap();
+    run(&["compare", &s(&golden), &s(&out), "--junit", &s(&xml)]).code(2);
+    let (suite, cases) = read_junit(&xml);
+    assert_eq!(suite["errors"], "1");
+    assert!(cases[0].1["error"]["message"].contains("same.png"));
+    let (e, a) = (fixture("expected.png"), fixture("actual.png"));
+    run(&["compare", &s(&e), &s(&a), "--junit", &s(&xml)]).code(1);
+    let (suite, cases) = read_junit(&xml);
+    assert_eq!(
+        (suite["tests"].as_str(), cases[0].0.as_str()),
+        ("1", &*s(&a))
+    );
+}
+
+#[test]
+fn allow_missing_and_allow_extra_let_a_matching_run_pass() {
+    let dir = tempdir();
+    let (golden, out) = folders(dir.path());
+    std::fs::copy(fixture("expected.png"), out.join("sub/changed.png")).unwrap();
+    let (g, o) = (s(&golden), s(&out));
+    run(&["compare", &g, &o]).code(1);
+    run(&["compare", &g, &o, "--allow-missing"]).code(1);
+    run(&["compare", &g, &o, "--allow-extra"]).code(1);
+    let r = run(&["compare", &g, &o, "--allow-missing", "--allow-extra"]);
+    r.code(0);
+    assert!(r.stdout.contains("gone.png: MISSING") && r.stdout.contains("new.png: EXTRA"));
+    // They name folder runs only.
+    let e = s(&fixture("expected.png"));
+    run(&["compare", &e, &e, "--allow-missing"]).code(2);
+}
+
+#[test]
+fn update_writes_new_and_differing_baselines() {
+    let dir = tempdir();
+    let (golden, out) = folders(dir.path());
+    let (g, o) = (s(&golden), s(&out));
+    let bytes = |p: PathBuf| std::fs::read(p).unwrap();
+    let old = bytes(golden.join("sub/changed.png"));
+    // `missing` adds new.png only; the run still fails on the changed pair and gone.png.
+    let r = run(&["compare", &g, &o, "--update=missing", "--json", "-"]);
+    r.code(1);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["updated"], serde_json::json!(["new.png"]));
+    assert_eq!(bytes(golden.join("new.png")), bytes(out.join("new.png")));
+    assert_eq!(bytes(golden.join("sub/changed.png")), old);
+    // `--update` replaces the changed pair; with gone.png allowed, the run passes.
+    let r = run(&[
+        "compare",
+        &g,
+        &o,
+        "--update",
+        "--allow-missing",
+        "--json",
+        "-",
+    ]);
+    r.code(0);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["updated"], serde_json::json!(["sub/changed.png"]));
+    assert_eq!(doc["files"][2]["status"], "mismatch");
+    assert_eq!(doc["files"][2]["updated"], true);
+    assert_eq!(
+        bytes(golden.join("sub/changed.png")),
+        bytes(out.join("sub/changed.png"))
+    );
+    assert!(golden.join("gone.png").exists());
+    run(&["compare", &g, &o, "--allow-missing"]).code(0);
+    // One pair: a missing EXPECTED is added, a differing one replaced.
+    let (e, a) = (dir.path().join("e.png"), fixture("actual.png"));
+    run(&["compare", &s(&e), &s(&a), "--update=missing"]).code(0);
+    assert_eq!(bytes(e.clone()), bytes(a.clone()));
+    std::fs::copy(fixture("expected.png"), &e).unwrap();
+    run(&["compare", &s(&e), &s(&a), "--update=missing"]).code(1);
+    run(&["compare", &s(&e), &s(&a), "--update"]).code(0);
+    assert_eq!(bytes(e.clone()), bytes(a.clone()));
+    // Bytes are copied, so the two files need one format.
+    let bmp = dir.path().join("a.bmp");
+    image::save(&bmp, image::load(&a).unwrap()).unwrap();
+    run(&["compare", &s(&e), &s(&bmp), "--update"]).code(2);
+}
+
+/// A run of `--update` killed (SIGKILL, SIGTERM) at some point leaves each expected file
+/// with its old bytes or its new ones, and no temporary file anywhere.
+#[test]
+fn update_interrupted_leaves_old_or_new_bytes() {
+    let dir = tempdir();
+    let (golden, out) = (dir.path().join("golden"), dir.path().join("out"));
+    std::fs::create_dir_all(&golden).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let n = 120;
+    for i in 0..n {
+        let name = format!("{i:03}.png");
+        image::save(&golden.join(&name), random_image(96, 64, 3, 8, i)).unwrap();
+        image::save(&out.join(&name), random_image(96, 64, 3, 8, 1000 + i)).unwrap();
+    }
+    let read_all = |d: &Path| -> BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (old, new) = (read_all(&golden), read_all(&out));
+    // Each round is killed once the first file has been updated (the files are written in
+    // the order of their names), after `delay` more, so the kill lands among the updates.
+    let first = golden.join("000.png");
+    for (i, (signal, delay_ms)) in [("KILL", 0), ("TERM", 0), ("KILL", 5), ("TERM", 20)]
+        .into_iter()
+        .enumerate()
+    {
+        if i > 0 {
+            // Start each round from the old baselines.
+            for (name, bytes) in &old {
+                std::fs::write(golden.join(name), bytes).unwrap();
+            }
+        }
+        let mut child = gpukit()
+            .args(["--backend", "cpu", "compare", &s(&golden), &s(&out)])
+            .args(["--update", "-j", "1", "--quiet"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while std::fs::read(&first).unwrap() != new["000.png"] {
+            assert!(
+                started.elapsed().as_secs() < 60,
+                "the first update never came"
+            );
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let pid = child.id().to_string();
+        let _ = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status();
+        child.wait().unwrap();
+        let now = read_all(&golden);
+        assert_eq!(
+            now.keys().collect::<Vec<_>>(),
+            old.keys().collect::<Vec<_>>(),
+            "no file added or left behind (SIG{signal} after {delay_ms} ms)"
+        );
+        for (name, bytes) in &now {
+            assert!(
+                bytes == &old[name] || bytes == &new[name],
+                "{name}: neither the old bytes nor the new (SIG{signal} after {delay_ms} ms)"
+            );
+        }
+    }
+}
