@@ -281,3 +281,144 @@ fn update_interrupted_leaves_old_or_new_bytes() {
         }
     }
 }
+
+/// The JSON report of `compare ARGS --json -`, after checking the exit code.
+#[track_caller]
+fn report(args: &[&str], code: i32) -> serde_json::Value {
+    let mut all = if args.first() == Some(&"--backend") {
+        vec![]
+    } else {
+        vec!["compare"]
+    };
+    all.extend(args);
+    all.extend(["--json", "-"]);
+    let r = run(&all);
+    r.code(code);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
+/// A mask image the size of the fixture pair (24x16), white inside `rect`, black elsewhere.
+fn rect_mask(path: &Path, (x1, y1, x2, y2): (u32, u32, u32, u32)) {
+    let mut v = vec![0u8; 24 * 16];
+    for y in y1..=y2 {
+        for x in x1..=x2 {
+            v[(y * 24 + x) as usize] = 255;
+        }
+    }
+    image::save(path, image::Image::new_u8(24, 16, 1, v)).unwrap();
+}
+
+#[test]
+fn a_mask_counts_as_the_same_ignored_rectangle() {
+    let dir = tempdir();
+    let (e, a) = (s(&fixture("expected.png")), s(&fixture("actual.png")));
+    for rect in [(0, 0, 23, 15), (3, 2, 12, 9), (20, 0, 23, 3)] {
+        let (x1, y1, x2, y2) = rect;
+        let mask = dir.path().join("mask.png");
+        rect_mask(&mask, rect);
+        let spec = format!("{x1}:{y1}-{x2}:{y2}");
+        for engine in ["cpu", "vulkan"] {
+            let run_json = |extra: &[&str]| {
+                let mut args = vec!["--backend", engine, "compare", &e, &a, "--json", "-"];
+                args.extend(extra);
+                let r = run(&args);
+                let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+                // Exit 1 exactly when a pixel differs.
+                let differs = doc["metrics"]["differing"].as_u64().unwrap() > 0;
+                r.code(i32::from(differs));
+                doc
+            };
+            let by_rect = run_json(&["--ignore", &spec]);
+            let by_mask = run_json(&["--mask", &s(&mask)]);
+            for k in ["pixels", "compared", "ignored", "differing", "max_abs_diff"] {
+                assert_eq!(by_mask["metrics"][k], by_rect["metrics"][k], "{k} {rect:?}");
+            }
+            let area = u64::from((x2 - x1 + 1) * (y2 - y1 + 1));
+            assert_eq!(by_mask["metrics"]["ignored"], area);
+        }
+    }
+    // A mask of another size fails the pair, naming the mask.
+    let small = dir.path().join("small.png");
+    image::save(&small, image::Image::new_u8(4, 4, 1, vec![255; 16])).unwrap();
+    run(&["compare", &e, &a, "--mask", &s(&small)])
+        .code(2)
+        .one_error_line("small.png: the mask is 4x4, the expected image 24x16");
+}
+
+#[test]
+fn folder_masks_and_regions_apply_per_file() {
+    let dir = tempdir();
+    let (golden, out) = folders(dir.path());
+    std::fs::remove_file(golden.join("gone.png")).unwrap();
+    std::fs::remove_file(out.join("new.png")).unwrap();
+    let (g, o) = (s(&golden), s(&out));
+    // The mask folder mirrors the tree; its mask may be a PNG beside a file of any type.
+    let masks = dir.path().join("masks");
+    std::fs::create_dir_all(masks.join("sub")).unwrap();
+    rect_mask(&masks.join("sub/changed.png"), (0, 0, 23, 15));
+    let doc = report(&[&g, &o, "--mask", &s(&masks)], 0);
+    assert_eq!(doc["files"][1]["metrics"]["ignored"], 384);
+    assert_eq!(doc["files"][0]["metrics"]["ignored"], 0);
+    // Regions per path, as strings or objects; a key naming no pair is warned of.
+    let regions = dir.path().join("regions.json");
+    std::fs::write(
+        &regions,
+        r#"{"sub/changed.png": ["0:0-11:15", {"x1": 12, "y1": 0, "x2": 23, "y2": 15}],
+            "sub/chnaged.png": ["0:0-1:1"]}"#,
+    )
+    .unwrap();
+    let r = run(&["compare", &g, &o, "--ignore-regions", &s(&regions)]);
+    r.code(0);
+    assert!(
+        r.stderr.contains("\"sub/chnaged.png\" names no file"),
+        "{}",
+        r.stderr
+    );
+    std::fs::write(&regions, r#"{"sub/changed.png": ["0:0-11:15"]}"#).unwrap();
+    let doc = report(&[&g, &o, "--ignore-regions", &s(&regions)], 1);
+    assert_eq!(doc["files"][1]["metrics"]["ignored"], 192);
+    std::fs::write(&regions, r#"{"sub/changed.png": ["0:0-11"]}"#).unwrap();
+    run(&["compare", &g, &o, "--ignore-regions", &s(&regions)]).code(2);
+    // Two images take a mask file; a folder run a folder.
+    run(&[
+        "compare",
+        &g,
+        &o,
+        "--mask",
+        &s(&masks.join("sub/changed.png")),
+    ])
+    .code(2);
+}
+
+#[test]
+fn regions_are_the_boxes_of_separate_differences() {
+    let dir = tempdir();
+    let (w, h) = (64u32, 48u32);
+    let base: Vec<u8> = (0..w * h).map(|i| (i % 251) as u8).collect();
+    let mut changed = base.clone();
+    // A 4x2 block at (2, 3) and a 2x2 block at (50, 40): two regions, hand-computed boxes.
+    for (x, y) in (2..6).flat_map(|x| (3..5).map(move |y| (x, y))).chain([
+        (50, 40),
+        (51, 40),
+        (50, 41),
+        (51, 41),
+    ]) {
+        changed[(y * w + x) as usize] ^= 0x80;
+    }
+    let (e, a) = (dir.path().join("e.png"), dir.path().join("a.png"));
+    image::save(&e, image::Image::new_u8(w, h, 1, base)).unwrap();
+    image::save(&a, image::Image::new_u8(w, h, 1, changed)).unwrap();
+    let want = serde_json::json!([
+        { "x1": 2, "y1": 3, "x2": 5, "y2": 4, "pixels": 8 },
+        { "x1": 50, "y1": 40, "x2": 51, "y2": 41, "pixels": 4 }
+    ]);
+    for engine in ["cpu", "vulkan"] {
+        let (e, a) = (s(&e), s(&a));
+        let doc = report(&["--backend", engine, "compare", &e, &a], 1);
+        assert_eq!(doc["regions"], want, "{engine}");
+        assert_eq!(doc["regions_total"], 2);
+    }
+    // Identical pixels: no region.
+    let doc = report(&[&s(&e), &s(&e)], 0);
+    assert_eq!(doc["regions"], serde_json::json!([]));
+}

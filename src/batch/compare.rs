@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 
 use super::baselines::{self, Update};
 use super::driver::{Engines, Env, Run};
+use super::masks::Masks;
 use super::pipeline::{Pipeline, Stages};
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self, Image};
@@ -19,7 +20,7 @@ use crate::ops::compare::verdict::{
     doc_with, finish, folder_verdict, summary_line, FolderReport, Limit, Metric, PairDoc,
     PairReport, Settings, Verdict,
 };
-use crate::ops::compare::{self as op, Comparison, Options, Rect};
+use crate::ops::compare::{self as op, Comparison, Ignored, Mask, Options, Rect};
 
 /// What to compare and what to write (checked flags).
 pub struct Request {
@@ -43,6 +44,10 @@ pub struct Request {
     /// Folder mode: files only under EXPECTED, or only under ACTUAL, do not fail the run.
     pub allow_missing: bool,
     pub allow_extra: bool,
+    /// A mask image (two images) or a folder of them mirroring the tree (two folders).
+    pub mask: Option<PathBuf>,
+    /// Folder mode: a JSON file of rectangles to ignore per relative path.
+    pub ignore_regions: Option<PathBuf>,
     /// Folder mode: pairs decoded at once.
     pub jobs: Option<u32>,
 }
@@ -83,6 +88,7 @@ struct Plan {
     limits: Vec<Limit>,
     ssim: bool,
     allow_size_change: bool,
+    masks: Masks,
 }
 
 /// Compares two images or two folders as `req` asks: the verdict (an error verdict for an
@@ -94,12 +100,22 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
             threshold: args.threshold,
             antialiasing: args.antialiasing,
             ignore: args.ignore.clone(),
-            diff: args.diff.is_some(),
+            // The diff image is drawn for the JSON too: the regions are found on it.
+            diff: args.diff.is_some() || args.json.is_some(),
             tunables: None,
         },
         ssim: args.ssim || args.fail_on.iter().any(|l| l.metric == Metric::Ssim),
         limits: args.fail_on.clone(),
         allow_size_change: args.allow_size_change,
+        masks: Masks {
+            source: args.mask.clone(),
+            regions: match &args.ignore_regions {
+                Some(p) => {
+                    Masks::read_regions(p).map_err(|e| crate::UsageError(format!("{e:#}")))?
+                }
+                None => Default::default(),
+            },
+        },
     };
     let settings = Settings {
         threshold: args.threshold,
@@ -132,10 +148,29 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
     if args.update.is_some() && !e_dir && !a_dir {
         baselines::check_pair(&args.expected, &args.actual)?;
     }
-    if (args.allow_missing || args.allow_extra) && !(e_dir && a_dir) {
+    if (args.allow_missing || args.allow_extra || args.ignore_regions.is_some())
+        && !(e_dir && a_dir)
+    {
         anyhow::bail!(crate::UsageError(
-            "--allow-missing and --allow-extra are for two folders".into()
+            "--allow-missing, --allow-extra and --ignore-regions are for two folders".into()
         ));
+    }
+    if let Some(m) = &args.mask {
+        let (want_dir, what) = if e_dir {
+            (
+                true,
+                "a folder of masks mirroring the tree, for two folders",
+            )
+        } else {
+            (false, "a mask image, for two images")
+        };
+        if m.is_dir() != want_dir || !m.exists() {
+            anyhow::bail!(crate::UsageError(format!(
+                "{}: --mask names {what}",
+                m.display()
+            )));
+        }
+        crate::io::output::note_inputs([m.as_path()]);
     }
     crate::io::output::note_inputs([args.expected.as_path(), args.actual.as_path()]);
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
@@ -362,8 +397,14 @@ fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
 enum Prepared {
     /// Byte-identical files (metrics from the header), or a size or layout mismatch.
     Known(PairDoc),
-    /// The images to compare, of one layout and size (`doc.reason` says what was done).
-    Images { doc: PairDoc, aligned: op::Aligned },
+    /// The images to compare, of one layout and size (`doc.reason` says what was done),
+    /// the pair's mask already applied, and the masked pixels no `--ignore` rectangle holds.
+    Images {
+        doc: PairDoc,
+        aligned: Box<op::Aligned>,
+        mask: Option<Mask>,
+        masked: u64,
+    },
 }
 
 /// A pair after the engine: known already, or the engine's counts and diff image.
@@ -374,6 +415,7 @@ enum Measured {
         a: Image,
         b: Image,
         cmp: Box<Comparison>,
+        mask: Option<Mask>,
     },
 }
 
@@ -382,25 +424,31 @@ enum Measured {
 fn prepare(
     env: &dyn Env,
     plan: &Plan,
-    (expected, actual): (&Path, &Path),
+    (expected, actual, rel): (&Path, &Path, Option<&Path>),
     load: impl FnOnce() -> Result<(Image, Image)>,
     timings: &mut Timings,
 ) -> Result<Prepared> {
     let mut doc = PairDoc::new(expected, actual);
-    // Byte-identical files: every metric is known from the header alone.
-    if timings.phase("read", || same_bytes(expected, actual))? {
+    // Byte-identical files: every metric is known from the header alone (with a mask, the
+    // pixels it leaves out must be counted: decoded as any pair).
+    if !plan.masks.has(rel) && timings.phase("read", || same_bytes(expected, actual))? {
         let h = image::probe(expected)?;
         let layout = op::layout_name(h.channels, h.bit_depth);
         doc.expected_layout = Some(layout.clone());
         doc.actual_layout = Some(layout);
         let metrics = op::identical(&h, &plan.opts.ignore, plan.ssim);
+        if plan.opts.diff {
+            doc.regions = Some(Vec::new());
+            doc.regions_total = Some(0);
+        }
         return Ok(Prepared::Known(finish(
             doc_with(doc, h, metrics),
             &plan.limits,
         )));
     }
     let (a, b) = load()?;
-    let aligned = match op::align(a, b, plan.allow_size_change) {
+    let mask = plan.masks.load(env, rel, (a.width, a.height))?;
+    let mut aligned = match op::align(a, b, plan.allow_size_change) {
         Ok(aligned) => aligned,
         Err(reason) => {
             doc.status = Verdict::SizeMismatch;
@@ -430,7 +478,15 @@ fn prepare(
         doc.reason = Some(notes.join("; "));
         env.note(&format!("{}: {}", doc.actual, notes.join("; ")));
     }
-    Ok(Prepared::Images { doc, aligned })
+    let masked = mask.as_ref().map_or(0, |m| {
+        m.apply(&aligned.a, &mut aligned.b, &plan.opts.ignore)
+    });
+    Ok(Prepared::Images {
+        doc,
+        aligned: Box::new(aligned),
+        mask,
+        masked,
+    })
 }
 
 /// The engine's part: the counts and the diff image.
@@ -442,17 +498,30 @@ fn measure(
 ) -> Result<Measured> {
     Ok(match prepared {
         Prepared::Known(doc) => Measured::Known(doc),
-        Prepared::Images { doc, aligned } => {
-            let (a, b) = (aligned.a, aligned.b);
+        Prepared::Images {
+            doc,
+            aligned,
+            mask,
+            masked,
+        } => {
+            let op::Aligned {
+                a, b, size_change, ..
+            } = *aligned;
             let mut cmp = op::run(engine, (&a, &b), &plan.opts, timings)?;
-            if let Some(s) = aligned.size_change {
-                cmp = s.extend(cmp, &plan.opts.ignore);
+            cmp.counts.ignored += masked;
+            if let Some(s) = size_change {
+                let ignore = Ignored {
+                    rects: &plan.opts.ignore,
+                    mask: mask.as_ref(),
+                };
+                cmp = s.extend(cmp, ignore);
             }
             Measured::Compared {
                 doc,
                 a,
                 b,
                 cmp: Box::new(cmp),
+                mask,
             }
         }
     })
@@ -461,15 +530,30 @@ fn measure(
 /// The host's part after the engine: SSIM when asked for, the metrics and the verdict; and
 /// the diff image when one was asked for and the pair does not match.
 fn conclude(plan: &Plan, measured: Measured, timings: &mut Timings) -> (PairDoc, Option<Image>) {
-    let (doc, a, b, cmp) = match measured {
+    let (mut doc, a, b, cmp, mask) = match measured {
         Measured::Known(doc) => return (doc, None),
-        Measured::Compared { doc, a, b, cmp } => (doc, a, b, cmp),
+        Measured::Compared {
+            doc,
+            a,
+            b,
+            cmp,
+            mask,
+        } => (doc, a, b, cmp, mask),
+    };
+    let ignore = Ignored {
+        rects: &plan.opts.ignore,
+        mask: mask.as_ref(),
     };
     let ssim = if plan.ssim && cmp.counts.pixels > cmp.counts.ignored {
-        timings.phase("ssim", || op::ssim(&a, &b, &plan.opts.ignore))
+        timings.phase("ssim", || op::ssim_with(&a, &b, ignore))
     } else {
         None
     };
+    if let Some(d) = &cmp.diff {
+        let (regions, total) = timings.phase("regions", || op::regions(d));
+        doc.regions = Some(regions);
+        doc.regions_total = Some(total);
+    }
     let metrics = op::metrics(&cmp.counts, a.channels, a.max_value(), ssim);
     let header = image::Header {
         width: a.width,
@@ -497,7 +581,7 @@ fn compare_pair(
         let t = &mut *timings;
         let load = || load_pair(env, expected, actual, &engine, t);
         let mut own = Timings::default();
-        let prepared = prepare(env, plan, (expected, actual), load, &mut own)?;
+        let prepared = prepare(env, plan, (expected, actual, None), load, &mut own)?;
         timings.merge(&own);
         prepared
     };
@@ -656,7 +740,7 @@ fn compare_pairs(
             let (e, a) = (args.expected.join(rel), args.actual.join(rel));
             let mut t = Timings::default();
             let load = || Ok((env.load_image(&e)?, env.load_image(&a)?));
-            prepare(env, plan, (&e, &a), load, &mut t)
+            prepare(env, plan, (&e, &a, Some(rel.as_path())), load, &mut t)
         },
         start: |engine, _| Ok(engine),
         engine: |engine: &mut &Engine,
@@ -770,6 +854,7 @@ fn compare_folders(
     let missing: Vec<&PathBuf> = expected.iter().filter(|p| !has(&actual, p)).collect();
     let extra: Vec<&PathBuf> = actual.iter().filter(|p| !has(&expected, p)).collect();
     let both: Vec<&PathBuf> = expected.iter().filter(|p| has(&actual, p)).collect();
+    plan.masks.warn_unused(env, &both);
     let diffs = args.diff.as_ref().map(|dir| diff_paths(dir, &both));
     if let Some(first) = both.first() {
         estimate(env, plan, &args.expected.join(first), both.len());

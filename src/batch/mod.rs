@@ -7,6 +7,7 @@ pub mod driver;
 pub mod histogram;
 pub mod images;
 pub mod inputs;
+pub mod masks;
 pub mod merge;
 pub mod outputs;
 pub mod pipeline;

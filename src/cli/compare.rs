@@ -46,6 +46,14 @@ pub struct CompareArgs {
     /// Leave a rectangle out of every metric, corners included. Repeatable.
     #[arg(long, value_name = "x1:y1-x2:y2")]
     ignore: Vec<Rect>,
+    /// Leave out the pixels a mask image makes non-black (of the expected image's size). In
+    /// folder mode a folder mirroring the tree: DIR/REL (or REL with .png) masks REL.
+    #[arg(long, value_name = "FILE|DIR")]
+    mask: Option<PathBuf>,
+    /// Folder mode: a JSON file of rectangles to leave out per relative path, like
+    /// {"sub/a.png": ["0:0-99:19"]}.
+    #[arg(long, value_name = "FILE.json")]
+    ignore_regions: Option<PathBuf>,
     /// Do not count differing pixels that look anti-aliased (pixelmatch's 3x3 test); they
     /// are reported apart and drawn yellow.
     #[arg(long)]
@@ -106,6 +114,8 @@ pub fn run(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
         update: args.update,
         allow_missing: args.allow_missing,
         allow_extra: args.allow_extra,
+        mask: args.mask,
+        ignore_regions: args.ignore_regions,
         jobs: args.jobs,
     };
     // Any error is trouble (2), as with cmp; a closed stdout is not an error at all.

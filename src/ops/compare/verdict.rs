@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{Metrics, Rect};
+use super::{Metrics, Rect, Region};
 use crate::io::image;
 use crate::io::json::Document;
 
@@ -116,6 +116,11 @@ pub struct PairDoc {
     pub metrics: Option<Metrics>,
     /// The diff image written, if any.
     pub diff: Option<String>,
+    /// The bounding boxes of the differing regions (ops::compare::regions), the largest
+    /// first, at most `MAX_REGIONS`; null when no diff image was drawn.
+    pub regions: Option<Vec<Region>>,
+    /// How many regions there were (more than `regions` lists when over the bound).
+    pub regions_total: Option<usize>,
     /// Whether `--update` wrote the actual image over the expected one (then the pair does
     /// not fail the run, whatever its status).
     pub updated: bool,
@@ -151,6 +156,8 @@ impl PairDoc {
             actual_layout: None,
             metrics: None,
             diff: None,
+            regions: None,
+            regions_total: None,
             updated: false,
         }
     }
