@@ -422,3 +422,45 @@ fn regions_are_the_boxes_of_separate_differences() {
     let doc = report(&[&s(&e), &s(&e)], 0);
     assert_eq!(doc["regions"], serde_json::json!([]));
 }
+
+#[test]
+fn html_report_shows_each_failing_pair_with_its_images() {
+    let dir = tempdir();
+    let (golden, out) = folders(dir.path());
+    let html = dir.path().join("report");
+    run(&["compare", &s(&golden), &s(&out), "--html", &s(&html)]).code(1);
+    let page = std::fs::read_to_string(html.join("index.html")).unwrap();
+    // One section, for the one failing pair (index 1 of the sorted pairs), and the unpaired.
+    assert_eq!(page.matches("<section class=\"pair\"").count(), 1);
+    assert!(page.contains("data-name=\"sub/changed.png\""));
+    assert!(page.contains("<li>gone.png</li>") && page.contains("<li>new.png</li>"));
+    assert!(page.contains("18 of 384 (4.6875%)"), "the metrics");
+    // Its images are the pair as compared and the diff image's golden.
+    let load = |name: &str| image::load(&html.join("images").join(name)).unwrap();
+    assert_eq!(
+        load("0001-expected.png"),
+        image::load(&fixture("expected.png")).unwrap()
+    );
+    assert_eq!(
+        load("0001-actual.png"),
+        image::load(&fixture("actual.png")).unwrap()
+    );
+    assert_eq!(
+        load("0001-diff.png"),
+        image::load(&fixture("diff.png")).unwrap()
+    );
+    for src in ["0001-expected.png", "0001-actual.png", "0001-diff.png"] {
+        assert!(page.contains(&format!("src=\"images/{src}\"")), "{src}");
+    }
+    // Nothing from elsewhere: no URL with a scheme.
+    assert!(!page.contains("http:") && !page.contains("https:") && !page.contains("//"));
+    // The folder may not lie in a compared one.
+    run(&[
+        "compare",
+        &s(&golden),
+        &s(&out),
+        "--html",
+        &s(&out.join("r")),
+    ])
+    .code(2);
+}

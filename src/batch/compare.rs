@@ -15,6 +15,7 @@ use crate::gpu::{Engine, Timings};
 use crate::io::image::{self, Image};
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::output::{same_file, PendingFile};
+use crate::ops::compare::html::{page, Listing, PairImages};
 use crate::ops::compare::junit::{junit, Unpaired};
 use crate::ops::compare::verdict::{
     doc_with, finish, folder_verdict, summary_line, FolderReport, Limit, Metric, PairDoc,
@@ -48,6 +49,8 @@ pub struct Request {
     pub mask: Option<PathBuf>,
     /// Folder mode: a JSON file of rectangles to ignore per relative path.
     pub ignore_regions: Option<PathBuf>,
+    /// An HTML report: DIR/index.html and DIR/images/.
+    pub html: Option<PathBuf>,
     /// Folder mode: pairs decoded at once.
     pub jobs: Option<u32>,
 }
@@ -56,15 +59,30 @@ pub struct Request {
 /// cannot be written fails first.
 struct Reports {
     junit: Option<PendingFile>,
+    /// DIR/index.html of `--html DIR`.
+    html: Option<PendingFile>,
     started: std::time::Instant,
 }
 
 impl Reports {
     fn open(args: &Request) -> Result<Reports> {
+        let html = match &args.html {
+            Some(dir) => {
+                check_html_dir(args, dir)?;
+                crate::io::output::prepare_folder(&dir.join("images"))?;
+                Some(PendingFile::create(&dir.join("index.html"))?)
+            }
+            None => None,
+        };
         Ok(Reports {
             junit: args.junit.as_deref().map(PendingFile::create).transpose()?,
+            html,
             started: std::time::Instant::now(),
         })
+    }
+
+    fn any(&self) -> bool {
+        self.junit.is_some() || self.html.is_some()
     }
 
     /// Writes the JUnit report of `files` and `unpaired`, if asked for.
@@ -78,8 +96,56 @@ impl Reports {
             let secs = self.started.elapsed().as_secs_f64();
             out.commit_bytes(junit(&suite, files, unpaired, secs).as_bytes())?;
         }
+        if let Some(out) = self.html {
+            let names = |kind: &str| -> Vec<String> {
+                let of = unpaired.iter().filter(|u| u.kind == kind);
+                of.map(|u| u.name.to_string()).collect()
+            };
+            let updated: Vec<String> = unpaired
+                .iter()
+                .filter(|u| u.updated)
+                .map(|u| u.name.to_string())
+                .chain(files.iter().filter(|d| d.updated).map(|d| d.name.clone()))
+                .collect();
+            let title = format!(
+                "gpukit compare {} {}",
+                args.expected.display(),
+                args.actual.display()
+            );
+            let listing = Listing {
+                title: &title,
+                missing: &names("missing"),
+                extra: &names("extra"),
+                updated: &updated,
+                missing_fails: !args.allow_missing,
+                extra_fails: !args.allow_extra,
+            };
+            let pairs: Vec<_> = files.iter().map(|d| (d, d.html.clone())).collect();
+            out.commit_bytes(page(&listing, &pairs).as_bytes())?;
+        }
         Ok(())
     }
+}
+
+/// Refuses an `--html` folder that is, or lies inside, EXPECTED or ACTUAL (its images would
+/// be compared on the next run, or replace those compared), or names a file.
+fn check_html_dir(args: &Request, dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!(crate::UsageError(format!(
+            "{}: --html names a folder (it gets index.html and images/)",
+            dir.display()
+        )));
+    }
+    for (folder, name) in [(&args.expected, "EXPECTED"), (&args.actual, "ACTUAL")] {
+        if folder.is_dir() && (super::same_folder(dir, folder) || inside(dir, folder)) {
+            anyhow::bail!(crate::UsageError(format!(
+                "{}: --html lies in the {name} folder {}: give a folder outside it",
+                dir.display(),
+                folder.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The checked plan of a run.
@@ -89,6 +155,8 @@ struct Plan {
     ssim: bool,
     allow_size_change: bool,
     masks: Masks,
+    /// `--html DIR`: where failing pairs' images go.
+    html: Option<PathBuf>,
 }
 
 /// Compares two images or two folders as `req` asks: the verdict (an error verdict for an
@@ -101,7 +169,7 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
             antialiasing: args.antialiasing,
             ignore: args.ignore.clone(),
             // The diff image is drawn for the JSON too: the regions are found on it.
-            diff: args.diff.is_some() || args.json.is_some(),
+            diff: args.diff.is_some() || args.json.is_some() || args.html.is_some(),
             tunables: None,
         },
         ssim: args.ssim || args.fail_on.iter().any(|l| l.metric == Metric::Ssim),
@@ -116,6 +184,7 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
                 None => Default::default(),
             },
         },
+        html: args.html.clone(),
     };
     let settings = Settings {
         threshold: args.threshold,
@@ -194,7 +263,7 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
     };
     if let Some(trouble) = trouble {
         // Still a report, status error, for a CI job that reads it whatever the exit code.
-        if sink.is_some() || reports.junit.is_some() {
+        if sink.is_some() || reports.any() {
             env.error(&trouble);
             write_error(sink, reports, settings, &args, trouble)?;
             return Ok(Verdict::Error);
@@ -214,7 +283,7 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
             Ok(doc) => doc,
             // Trouble is still reported in the JSON, as folder mode does, for a CI job that
             // reads the report whatever the exit code.
-            Err(e) if (sink.is_some() || reports.junit.is_some()) && !crate::is_broken_pipe(&e) => {
+            Err(e) if (sink.is_some() || reports.any()) && !crate::is_broken_pipe(&e) => {
                 env.error(&format!("{e:#}"));
                 write_error(sink, reports, settings, &args, format!("{e:#}"))?;
                 return Ok(Verdict::Error);
@@ -529,9 +598,17 @@ fn measure(
 
 /// The host's part after the engine: SSIM when asked for, the metrics and the verdict; and
 /// the diff image when one was asked for and the pair does not match.
-fn conclude(plan: &Plan, measured: Measured, timings: &mut Timings) -> (PairDoc, Option<Image>) {
+///
+/// With `--html`, a failing pair's images (as compared) and diff image are written as
+/// DIR/images/NNNN-{expected,actual,diff}.png, NNNN the pair's `index`.
+fn conclude(
+    plan: &Plan,
+    measured: Measured,
+    index: usize,
+    timings: &mut Timings,
+) -> Result<(PairDoc, Option<Image>)> {
     let (mut doc, a, b, cmp, mask) = match measured {
-        Measured::Known(doc) => return (doc, None),
+        Measured::Known(doc) => return Ok((doc, None)),
         Measured::Compared {
             doc,
             a,
@@ -561,9 +638,29 @@ fn conclude(plan: &Plan, measured: Measured, timings: &mut Timings) -> (PairDoc,
         channels: a.channels,
         bit_depth: a.bit_depth(),
     };
-    let doc = finish(doc_with(doc, header, metrics), &plan.limits);
+    let mut doc = finish(doc_with(doc, header, metrics), &plan.limits);
     let diff = cmp.diff.filter(|_| doc.status == Verdict::Mismatch);
-    (doc, diff)
+    if let Some(dir) = plan
+        .html
+        .as_ref()
+        .filter(|_| doc.status == Verdict::Mismatch)
+    {
+        let name = |what: &str| format!("images/{index:04}-{what}.png");
+        let save = |what: &str, img: Image| -> Result<String> {
+            let rel = name(what);
+            let pending = PendingFile::create(&dir.join(&rel))?;
+            image::save_to(pending, ::image::ImageFormat::Png, img)?;
+            Ok(rel)
+        };
+        doc.html = Some(timings.phase("encode", || -> Result<PairImages> {
+            Ok(PairImages {
+                expected: save("expected", a)?,
+                actual: save("actual", b)?,
+                diff: diff.clone().map(|d| save("diff", d)).transpose()?,
+            })
+        })?);
+    }
+    Ok((doc, diff))
 }
 
 /// Compares one pair of files (the two decoded on two threads while the engine opens); the
@@ -594,7 +691,7 @@ fn compare_pair(
             timings,
         )?,
     };
-    let (mut doc, image) = conclude(plan, measured, timings);
+    let (mut doc, image) = conclude(plan, measured, 0, timings)?;
     if let (Some((pending, format)), Some(img)) = (diff, image) {
         doc.diff = Some(pending.path().display().to_string());
         timings.phase("encode", || image::save_to(pending, format, img))?;
@@ -715,6 +812,9 @@ fn inside(path: &Path, folder: &Path) -> bool {
         .any(|a| crate::io::output::file_id(a).as_ref() == Some(&id))
 }
 
+/// A pair of folder mode: its index, relative path and diff image's path.
+type Item<'a> = (usize, &'a PathBuf, Option<&'a PathBuf>);
+
 /// Compares the pairs `both` of the two folders through the batch pipeline: each pair's two
 /// files decode on a thread of the pool, the engine (opened on its own thread while the
 /// first pairs decode) counts, and the pool computes SSIM and writes the diff image (as PNG,
@@ -729,30 +829,27 @@ fn compare_pairs(
     timings: &mut Timings,
 ) -> Result<Vec<PairDoc>> {
     // Each pair with where its diff image goes.
-    let items: Vec<(&PathBuf, Option<&PathBuf>)> = both
+    let items: Vec<Item> = both
         .iter()
         .enumerate()
-        .map(|(i, rel)| (*rel, diffs.map(|d| &d[i])))
+        .map(|(i, rel)| (i, *rel, diffs.map(|d| &d[i])))
         .collect();
     let engines = Engines::new(false);
     let stages = Stages {
-        decode: |&(rel, _): &(&PathBuf, Option<&PathBuf>)| {
+        decode: |&(_, rel, _): &Item| {
             let (e, a) = (args.expected.join(rel), args.actual.join(rel));
             let mut t = Timings::default();
             let load = || Ok((env.load_image(&e)?, env.load_image(&a)?));
             prepare(env, plan, (&e, &a, Some(rel.as_path())), load, &mut t)
         },
         start: |engine, _| Ok(engine),
-        engine: |engine: &mut &Engine,
-                 t: &mut Timings,
-                 &(rel, _): &(&PathBuf, Option<&PathBuf>),
-                 prepared| {
+        engine: |engine: &mut &Engine, t: &mut Timings, &(_, rel, _): &Item, prepared| {
             measure(engine, plan, prepared, t)
                 .with_context(|| args.actual.join(rel).display().to_string())
         },
-        encode: |&(rel, diff): &(&PathBuf, Option<&PathBuf>), measured: Measured| {
+        encode: |&(i, rel, diff): &Item, measured: Measured| {
             let mut t = Timings::default();
-            let (mut doc, image) = conclude(plan, measured, &mut t);
+            let (mut doc, image) = conclude(plan, measured, i, &mut t)?;
             if let (Some(path), Some(img)) = (diff, image) {
                 let (e, a) = (args.expected.join(rel), args.actual.join(rel));
                 if same_file(path, &e) || same_file(path, &a) {
@@ -778,7 +875,7 @@ fn compare_pairs(
         engines: &engines,
         hide,
     };
-    let name = |(rel, _): &(&PathBuf, Option<&PathBuf>)| rel.display().to_string();
+    let name = |(_, rel, _): &Item| rel.display().to_string();
     let warn = |_: usize, r: &Result<PairDoc>| {
         if let Some(w) = r.as_ref().ok().and_then(PairDoc::unchecked_warning) {
             env.warn(&w);

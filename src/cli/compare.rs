@@ -73,6 +73,11 @@ pub struct CompareArgs {
     /// missing or extra file), a mismatch a failure with its counts and diff image.
     #[arg(long, value_name = "FILE.xml")]
     junit: Option<PathBuf>,
+    /// Also write an HTML report to DIR (index.html and images/, works offline): a summary,
+    /// then each failing pair's expected, actual and diff images, a slider between them and
+    /// its metrics.
+    #[arg(long, value_name = "DIR")]
+    html: Option<PathBuf>,
     /// Accept the actual images as new baselines: copy each over its expected image where
     /// that is missing or differs (`all`, the default), or only where it is missing
     /// (`missing`). Updated pairs do not fail the run; the reports list them.
@@ -116,6 +121,7 @@ pub fn run(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
         allow_extra: args.allow_extra,
         mask: args.mask,
         ignore_regions: args.ignore_regions,
+        html: args.html,
         jobs: args.jobs,
     };
     // Any error is trouble (2), as with cmp; a closed stdout is not an error at all.

@@ -21,6 +21,7 @@ mod align;
 mod antialiasing;
 mod bench;
 mod gpu;
+pub mod html;
 pub mod junit;
 mod mask;
 mod metrics;

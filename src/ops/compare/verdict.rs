@@ -121,6 +121,9 @@ pub struct PairDoc {
     pub regions: Option<Vec<Region>>,
     /// How many regions there were (more than `regions` lists when over the bound).
     pub regions_total: Option<usize>,
+    /// The `--html` report's images of this pair, when written.
+    #[serde(skip)]
+    pub html: Option<super::html::PairImages>,
     /// Whether `--update` wrote the actual image over the expected one (then the pair does
     /// not fail the run, whatever its status).
     pub updated: bool,
@@ -158,6 +161,7 @@ impl PairDoc {
             diff: None,
             regions: None,
             regions_total: None,
+            html: None,
             updated: false,
         }
     }
