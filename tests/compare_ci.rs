@@ -200,6 +200,14 @@ fn update_writes_new_and_differing_baselines() {
     run(&["compare", &s(&e), &s(&a), "--update=missing"]).code(1);
     run(&["compare", &s(&e), &s(&a), "--update"]).code(0);
     assert_eq!(bytes(e.clone()), bytes(a.clone()));
+    // No EXPECTED folder yet: --update creates it with every actual image.
+    let fresh = dir.path().join("fresh");
+    run(&["compare", &s(&fresh), &o, "--update=missing"]).code(0);
+    assert_eq!(bytes(fresh.join("new.png")), bytes(out.join("new.png")));
+    assert_eq!(
+        bytes(fresh.join("sub/changed.png")),
+        bytes(out.join("sub/changed.png"))
+    );
     // Bytes are copied, so the two files need one format.
     let bmp = dir.path().join("a.bmp");
     image::save(&bmp, image::load(&a).unwrap()).unwrap();

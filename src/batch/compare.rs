@@ -213,6 +213,11 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
             }
         }
     }
+    // --update with no EXPECTED folder yet: every actual image is a new baseline.
+    if args.update.is_some() && !args.expected.exists() && args.actual.is_dir() {
+        std::fs::create_dir_all(&args.expected)
+            .with_context(|| format!("{}: cannot create", args.expected.display()))?;
+    }
     let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
     if args.update.is_some() && !e_dir && !a_dir {
         baselines::check_pair(&args.expected, &args.actual)?;
