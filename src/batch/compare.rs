@@ -157,6 +157,8 @@ struct Plan {
     masks: Masks,
     /// `--html DIR`: where failing pairs' images go.
     html: Option<PathBuf>,
+    /// Whether a report lists the regions (`--json`, `--html`): found on the diff image.
+    regions: bool,
 }
 
 /// Compares two images or two folders as `req` asks: the verdict (an error verdict for an
@@ -185,6 +187,7 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
             },
         },
         html: args.html.clone(),
+        regions: args.json.is_some() || args.html.is_some(),
     };
     let settings = Settings {
         threshold: args.threshold,
@@ -511,7 +514,7 @@ fn prepare(
         doc.expected_layout = Some(layout.clone());
         doc.actual_layout = Some(layout);
         let metrics = op::identical(&h, &plan.opts.ignore, plan.ssim);
-        if plan.opts.diff {
+        if plan.regions {
             doc.regions = Some(Vec::new());
             doc.regions_total = Some(0);
         }
@@ -631,7 +634,7 @@ fn conclude(
     } else {
         None
     };
-    if let Some(d) = &cmp.diff {
+    if let Some(d) = cmp.diff.as_ref().filter(|_| plan.regions) {
         let (regions, total) = timings.phase("regions", || op::regions(d));
         doc.regions = Some(regions);
         doc.regions_total = Some(total);
