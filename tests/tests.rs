@@ -7,6 +7,7 @@ mod batch;
 mod blur;
 mod cli;
 mod compare;
+mod compare_ci;
 mod copy;
 mod devices;
 mod fidelity;

@@ -21,8 +21,12 @@ mod align;
 mod antialiasing;
 mod bench;
 mod gpu;
+pub mod html;
+pub mod junit;
+mod mask;
 mod metrics;
 mod reference;
+mod regions;
 mod ssim;
 mod tune;
 pub mod verdict;
@@ -36,9 +40,11 @@ use crate::gpu::{Engine, Timings};
 use crate::io::image::Image;
 pub use align::{align, layout_name, rgba, Aligned, SizeChange};
 pub use gpu::{CompareGpu, ComparePlan};
+pub use mask::{Ignored, Mask};
 pub use metrics::{identical, metrics, ChannelMetrics, Metrics};
 pub use reference::{brightness, distance, reference, threshold_units};
-pub use ssim::{ssim, ssim_channel, SSIM_K1, SSIM_K2, SSIM_RADIUS, SSIM_SIGMA};
+pub use regions::{regions, Region, CELL, MAX_REGIONS};
+pub use ssim::{ssim, ssim_channel, ssim_with, SSIM_K1, SSIM_K2, SSIM_RADIUS, SSIM_SIGMA};
 pub use tune::{Tunables, MAX_GROUP_UNITS};
 
 /// `compare` in the registry.
