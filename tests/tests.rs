@@ -9,6 +9,7 @@ mod cli;
 mod compare;
 mod copy;
 mod devices;
+mod encode;
 mod fidelity;
 mod histogram;
 mod input;

@@ -1,0 +1,144 @@
+//! `encode`: baseline JPEG encoded on the engine, byte for byte the file of gpukit's CPU
+//! encoder (src/io/jpeg/, itself libjpeg-turbo's): the blocks made in parallel, one
+//! invocation a block; the Huffman codes of every block placed by a scan of their bit
+//! lengths; the 0xFF stuffing placed by a second scan. Only the compressed stream comes back.
+//! docs/encode.md explains the passes.
+
+mod plan;
+
+use anyhow::{anyhow, bail, Result};
+
+use crate::bench::{Case, Sizes, Unit};
+use crate::gpu::{Engine, Gpu, Timings};
+use crate::io::image::{Image, Samples};
+use crate::io::jpeg::{self, EncodeOptions, Frame, Markers, Table};
+use plan::EncodePlan;
+
+/// `encode` in the registry: bench only (the image subcommands write JPEG through it).
+pub const OP: super::Op = super::Op {
+    name: "encode",
+    bench: bench_cases,
+    tune: None,
+    shaders: plan::shaders,
+    command: false,
+};
+
+/// Encodes an 8-bit gray or RGB image as a JPEG file on the engine: the same bytes as
+/// [`jpeg::encode`] with the same arguments (its reference). The GPU codes baseline scans; a
+/// progressive file, or a frame past what one storage binding holds, is encoded on the CPU.
+pub fn encode_jpeg(
+    engine: &Engine,
+    img: &Image,
+    opts: &EncodeOptions,
+    markers: &Markers,
+    timings: &mut Timings,
+) -> Result<Vec<u8>> {
+    let Samples::U8(samples) = &img.samples else {
+        bail!("JPEG stores neither alpha nor 16-bit samples");
+    };
+    let (width, height, channels) = (img.width, img.height, img.channels);
+    let frame = Frame::new(samples.len(), width, height, channels, opts).map_err(|e| anyhow!(e))?;
+    let mut out = Vec::new();
+    match engine {
+        Engine::Gpu(gpu) if !opts.progressive && plan::fits(gpu, &frame, samples.len()) => {
+            encode_gpu(
+                gpu,
+                &frame,
+                samples,
+                opts.optimize,
+                markers,
+                timings,
+                &mut out,
+            )?;
+        }
+        _ => timings.phase("encode", || {
+            jpeg::encode(samples, width, height, channels, opts, markers, &mut out)
+                .map_err(|e| anyhow!(e))
+        })?,
+    }
+    Ok(out)
+}
+
+fn encode_gpu(
+    gpu: &Gpu,
+    frame: &Frame,
+    samples: &[u8],
+    optimize: bool,
+    markers: &Markers,
+    timings: &mut Timings,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let mut plan = timings.phase("upload", || EncodePlan::new(gpu, frame, samples))?;
+    let ntables = if frame.comps.len() == 1 { 1 } else { 2 };
+    gpu.run_timed(timings, 1, |b, _| plan.record_blocks(gpu, b, optimize))?;
+    let (dc, ac) = if optimize {
+        let counts = timings.phase("download", || plan.read_counts(gpu, ntables))?;
+        counts
+            .iter()
+            .map(|[dc, ac]| (Table::optimal(dc), Table::optimal(ac)))
+            .unzip()
+    } else {
+        jpeg::std_tables(ntables)
+    };
+    timings.phase("compute", || plan.size_for(gpu, &dc, &ac))?;
+    gpu.run_timed(timings, 1, |b, _| plan.record_tail(b))?;
+    frame.write_headers(markers, out).map_err(|e| anyhow!(e))?;
+    jpeg::baseline_headers(&frame.comps, &dc, &ac, out);
+    timings.phase("download", || plan.read_stream(gpu, out))?;
+    out.extend_from_slice(&[0xFF, 0xD9]);
+    Ok(())
+}
+
+/// `bench encode`: a 1920x1080 RGB image of smooth gradients and noise, baseline 4:2:0 at
+/// quality 90 with Annex K tables, every pass on the device (tables and sizes settled by one
+/// untimed run); throughput counts the input bytes.
+fn bench_cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
+    let (w, h) = (1920u32, 1080u32);
+    let samples = bench_image(w, h);
+    let opts = EncodeOptions {
+        quality: 90,
+        subsampling: jpeg::Subsampling::S420,
+        progressive: false,
+        optimize: false,
+    };
+    let name = format!("{w}x{h} RGB 4:2:0 q90");
+    let work = samples.len() as f64;
+    let markers = Markers {
+        density: (0, 1, 1),
+        app: &[],
+    };
+    Ok(vec![match engine {
+        Engine::Gpu(gpu) => {
+            let frame = Frame::new(samples.len(), w, h, 3, &opts).map_err(|e| anyhow!(e))?;
+            let mut plan = EncodePlan::new(gpu, &frame, &samples)?;
+            let (dc, ac) = jpeg::std_tables(2);
+            plan.size_for(gpu, &dc, &ac)?;
+            Case::gpu("encode", name, Unit::GBps, work, move |b| {
+                plan.record_blocks(gpu, b, false);
+                plan.record_tail(b);
+            })
+        }
+        Engine::Cpu => Case::cpu("encode", name, Unit::GBps, work, move || {
+            let mut out = Vec::new();
+            jpeg::encode(&samples, w, h, 3, &opts, &markers, &mut out).expect("a valid frame");
+            std::hint::black_box(out);
+        }),
+    }])
+}
+
+/// A photo-like RGB test image: gradients with a little noise (a JPEG of pure noise codes
+/// far more bits a block than a photo does).
+fn bench_image(w: u32, h: u32) -> Vec<u8> {
+    let noise = crate::bench::noise_bytes((w * h * 3) as usize, 26);
+    let mut out = Vec::with_capacity(noise.len());
+    for y in 0..h {
+        for x in 0..w {
+            let i = ((y * w + x) * 3) as usize;
+            let base = [x * 255 / w, y * 255 / h, (x + y) * 255 / (w + h)];
+            for c in 0..3 {
+                out.push((base[c] as u8).wrapping_add(noise[i + c] >> 4));
+            }
+        }
+    }
+    out
+}
