@@ -1654,6 +1654,29 @@ fn bytes_u8(img: &Image) -> Result<&[u8]> {
 }
 
 fn write_jpeg(img: &Image, meta: &Metadata, opts: &WriteOptions, out: &mut Vec<u8>) -> Result<()> {
+    write_jpeg_with(img, meta, opts, out, |img, o, m, out| {
+        jpeg::encode(
+            bytes_u8(img)?,
+            img.width,
+            img.height,
+            img.channels,
+            o,
+            m,
+            out,
+        )
+        .map_err(|e| anyhow!(e))
+    })
+}
+
+/// A JPEG file of `img` with `meta` as [`encode_with`] writes it, the frame made by `encode`
+/// (the CPU encoder, or the GPU's in src/ops/encode/, which writes the same bytes).
+pub fn write_jpeg_with(
+    img: &Image,
+    meta: &Metadata,
+    opts: &WriteOptions,
+    out: &mut Vec<u8>,
+    encode: impl FnOnce(&Image, &jpeg::EncodeOptions, &jpeg::Markers, &mut Vec<u8>) -> Result<()>,
+) -> Result<()> {
     use metadata::DensityUnit;
     if img.channels != 1 && img.channels != 3 {
         bail!("JPEG stores neither alpha nor 16-bit samples");
@@ -1698,16 +1721,7 @@ fn write_jpeg(img: &Image, meta: &Metadata, opts: &WriteOptions, out: &mut Vec<u
         progressive: opts.progressive,
         optimize: opts.optimize,
     };
-    jpeg::encode(
-        bytes_u8(img)?,
-        img.width,
-        img.height,
-        img.channels,
-        &options,
-        &markers,
-        out,
-    )
-    .map_err(|e| anyhow!(e))?;
+    encode(img, &options, &markers, out)?;
     if let Some(xmp) = &meta.xmp {
         metadata::jpeg_insert_xmp(out, xmp).map_err(|e| anyhow!(e))?;
     }
