@@ -1,9 +1,10 @@
-// encode_dct: one 8x8 block per invocation, in the scan's coding order: its samples made as
-// libjpeg-turbo makes them (jccolor.c's fixed-point YCbCr, jcsample.c's biased downsampling,
-// edges repeated), jfdctint.c's islow DCT, quantisation by jcdctmgr.c's reciprocals, zigzag
-// order, two coefficients a word. A dummy block (past the image, to whole MCUs) keeps only
-// the DC of the block jccoefct.c takes it from. CPU twins: src/io/jpeg/color.rs, dct.rs and
-// `pad` in mod.rs.
+// encode_dct: one MCU per workgroup, its blocks in the scan's coding order: the MCU's pixels
+// converted once into workgroup memory (jccolor.c's fixed-point YCbCr, edges repeated as
+// libjpeg expands them), the chroma downsampled there (jcsample.c's biased means), then
+// jfdctint.c's islow DCT (rows, then columns, eight invocations a block), quantisation by
+// jcdctmgr.c's reciprocals, zigzag order, two coefficients a word. A dummy block (past the
+// image, to whole MCUs) keeps only the DC of the block jccoefct.c takes it from, which lies
+// in the same MCU. CPU twins: src/io/jpeg/color.rs, dct.rs and `pad` in mod.rs.
 
 // import: grid
 // import: encode_frame
@@ -16,7 +17,18 @@
 // 32 words a block, coding order: coefficient 2k in the low half of word k, 2k+1 the high.
 @group(0) @binding(3) var<storage, read_write> coefs: array<u32>;
 
-override WG_SIZE: u32 = 64u;
+// The kernel's shape is fixed: an 8x8 block's samples, one an invocation.
+const WG_SIZE: u32 = 64u;
+// The largest MCU: 16x16 pixels, six blocks (4:2:0).
+const MCU_PIXELS: u32 = 256u;
+const MCU_BLOCKS: u32 = 6u;
+
+// The MCU's pixels (clamped to the image), 8 * lh across: Y (or gray), Cb, Cr.
+var<workgroup> sh_y: array<i32, MCU_PIXELS>;
+var<workgroup> sh_cb: array<i32, MCU_PIXELS>;
+var<workgroup> sh_cr: array<i32, MCU_PIXELS>;
+// Each block's samples less 128, then its DCT, natural order.
+var<workgroup> sh_blk: array<i32, 384>;
 
 // The natural index of the k-th coefficient in zigzag order (a private copy: indexed at run
 // time).
@@ -31,47 +43,11 @@ fn byte_at(k: u32) -> i32 {
     return i32((src[k >> 2u] >> ((k & 3u) * 8u)) & 0xFFu);
 }
 
-// jccolor.c's rgb_ycc_convert of pixel (x, y), clamped to the image (libjpeg's edge
-// expansion); FIX(v) = round(v * 2^16).
-fn ycc(x: u32, y: u32) -> vec3<i32> {
-    let at = 3u * (min(y, params.height - 1u) * params.width + min(x, params.width - 1u));
-    let r = byte_at(at);
-    let g = byte_at(at + 1u);
-    let b = byte_at(at + 2u);
-    let offset = (128 << 16u) + (1 << 15u) - 1;
-    return vec3<i32>(
-        (19595 * r + 38470 * g + 7471 * b + (1 << 15u)) >> 16u,
-        (-11059 * r - 21709 * g + 32768 * b + offset) >> 16u,
-        (32768 * r - 27439 * g - 5329 * b + offset) >> 16u,
-    );
-}
-
-// Sample (x, y) of component c's plane (its blocks' samples, edges repeated).
-fn sample(c: u32, x: u32, y: u32) -> i32 {
-    if params.channels == 1u {
-        return byte_at(min(y, params.height - 1u) * params.width + min(x, params.width - 1u));
-    }
-    if c == 0u {
-        return ycc(x, y).x;
-    }
-    let lh = params.comp[0].x;
-    let lv = params.comp[0].y;
-    if lh == 1u {
-        return ycc(x, y)[c];
-    }
-    if lv == 1u {
-        // h2v1_downsample: bias 0, 1 alternating by column.
-        let s = ycc(2u * x, y)[c] + ycc(2u * x + 1u, y)[c];
-        return (s + i32(x & 1u)) >> 1u;
-    }
-    // h2v2_downsample: rows 2g and 2g + 1 of the last row group past the image, the second
-    // row the first again past the last image row; bias 1, 2 alternating.
-    let g = min(y, (params.height + 1u) / 2u - 1u);
-    let r0 = 2u * g;
-    let r1 = min(r0 + 1u, params.height - 1u);
-    let s = ycc(2u * x, r0)[c] + ycc(2u * x + 1u, r0)[c] + ycc(2u * x, r1)[c]
-        + ycc(2u * x + 1u, r1)[c];
-    return (s + 1 + i32(x & 1u)) >> 2u;
+// Quantised coefficient n (natural order) of a block's DCT value x, with table t's divisors.
+fn quantise(x: i32, t: u32, n: u32) -> i32 {
+    let d = divisors[t * 64u + n];
+    let m = i32(((u32(abs(x)) + d.y) * d.x) >> d.z);
+    return select(m, -m, x < 0);
 }
 
 const CONST_BITS: u32 = 13u;
@@ -135,59 +111,136 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let i = workgroup_index(wid, nwg) * WG_SIZE + lid;
-    if i >= params.nblocks {
+    // Every invocation reaches every barrier: the guard only skips the work.
+    let mcu = workgroup_index(wid, nwg);
+    let live = mcu * params.blocks_per_mcu < params.nblocks;
+    let gray = params.channels == 1u;
+    let lh = params.comp[0].x;
+    let lv = params.comp[0].y;
+    let tile_w = 8u * lh;
+    let mx = mcu % params.mcus_x;
+    let my = mcu / params.mcus_x;
+    let x0 = mx * tile_w;
+    let y0 = my * 8u * lv;
+    // The MCU's pixels, each converted once.
+    if live {
+        for (var p = lid; p < tile_w * 8u * lv; p += WG_SIZE) {
+            let x = min(x0 + p % tile_w, params.width - 1u);
+            let y = min(y0 + p / tile_w, params.height - 1u);
+            let at = y * params.width + x;
+            if gray {
+                sh_y[p] = byte_at(at);
+            } else {
+                let r = byte_at(3u * at);
+                let g = byte_at(3u * at + 1u);
+                let b = byte_at(3u * at + 2u);
+                let offset = (128 << 16u) + (1 << 15u) - 1;
+                sh_y[p] = (19595 * r + 38470 * g + 7471 * b + (1 << 15u)) >> 16u;
+                sh_cb[p] = (-11059 * r - 21709 * g + 32768 * b + offset) >> 16u;
+                sh_cr[p] = (32768 * r - 27439 * g - 5329 * b + offset) >> 16u;
+            }
+        }
+    }
+    workgroupBarrier();
+    // Each block's samples less 128: luma's lh x lv blocks, then Cb's and Cr's one, the
+    // chroma downsampled on the way. Invocation lid makes sample lid of each.
+    let nluma = lh * lv;
+    let nb = params.blocks_per_mcu;
+    let r = lid / 8u;
+    let k = lid % 8u;
+    if live {
+        for (var b = 0u; b < nluma; b++) {
+            let p = ((b / lh) * 8u + r) * tile_w + (b % lh) * 8u + k;
+            sh_blk[b * 64u + lid] = sh_y[p] - 128;
+        }
+        if !gray {
+            // h2v2_downsample reads rows 2g and 2g + 1 of row group g, the last group's for
+            // rows past it (its second row the first again past the image); h2v1 one row.
+            var cb: i32;
+            var cr: i32;
+            if lh == 1u {
+                cb = sh_cb[lid];
+                cr = sh_cr[lid];
+            } else if lv == 1u {
+                let p = r * tile_w + 2u * k;
+                cb = (sh_cb[p] + sh_cb[p + 1u] + i32(k & 1u)) >> 1u;
+                cr = (sh_cr[p] + sh_cr[p + 1u] + i32(k & 1u)) >> 1u;
+            } else {
+                let groups = (params.height + 1u) / 2u;
+                let g = min(my * 8u + r, groups - 1u);
+                let row0 = 2u * g;
+                let row1 = min(row0 + 1u, params.height - 1u);
+                let p0 = (row0 - 2u * my * 8u) * tile_w + 2u * k;
+                let p1 = (row1 - 2u * my * 8u) * tile_w + 2u * k;
+                let bias = 1 + i32(k & 1u);
+                cb = (sh_cb[p0] + sh_cb[p0 + 1u] + sh_cb[p1] + sh_cb[p1 + 1u] + bias) >> 2u;
+                cr = (sh_cr[p0] + sh_cr[p0 + 1u] + sh_cr[p1] + sh_cr[p1 + 1u] + bias) >> 2u;
+            }
+            sh_blk[nluma * 64u + lid] = cb - 128;
+            sh_blk[(nluma + 1u) * 64u + lid] = cr - 128;
+        }
+    }
+    workgroupBarrier();
+    // Rows, then columns: invocation lid takes line lid % 8 of block lid / 8.
+    let line = lid % 8u;
+    let blk = lid / 8u;
+    if live && blk < nb {
+        var v: array<i32, 8>;
+        for (var j = 0u; j < 8u; j++) {
+            v[j] = sh_blk[blk * 64u + line * 8u + j];
+        }
+        let o = dct_1d(v, true);
+        for (var j = 0u; j < 8u; j++) {
+            sh_blk[blk * 64u + line * 8u + j] = o[j];
+        }
+    }
+    workgroupBarrier();
+    if live && blk < nb {
+        var v: array<i32, 8>;
+        for (var j = 0u; j < 8u; j++) {
+            v[j] = sh_blk[blk * 64u + j * 8u + line];
+        }
+        let o = dct_1d(v, false);
+        for (var j = 0u; j < 8u; j++) {
+            sh_blk[blk * 64u + j * 8u + line] = o[j];
+        }
+    }
+    workgroupBarrier();
+    if !live {
         return;
     }
-    let loc = locate(i);
-    let c = loc.c;
-    let h = params.comp[c].x;
-    let wb = params.comp[c].z;
-    let hb = params.comp[c].w;
-    // A dummy block takes the DC of the last real block to its left (right edge), or of its
-    // MCU's last block in the last real row (bottom edge, itself maybe a right-edge dummy).
-    var sx = loc.bx;
-    var sy = loc.by;
-    let dummy = sx >= wb || sy >= hb;
-    if sy >= hb {
-        sy = hb - 1u;
-        sx = (sx / h) * h + h - 1u;
-    }
-    sx = min(sx, wb - 1u);
-    var blk: array<i32, 64>;
-    for (var r = 0u; r < 8u; r++) {
-        var row: array<i32, 8>;
-        for (var k = 0u; k < 8u; k++) {
-            row[k] = sample(c, sx * 8u + k, sy * 8u + r) - 128;
+    // Quantised, two coefficients a word: 32 invocations a block, two blocks at a time.
+    let wb = params.comp[0].z;
+    let hb = params.comp[0].w;
+    for (var b = lid / 32u; b < nb; b += 2u) {
+        let word = lid % 32u;
+        let c = select(0u, b - nluma + 1u, b >= nluma);
+        let t = params.place[c].y;
+        var w = 0u;
+        // Luma block (bxi, byi) of the MCU is a dummy past the image's blocks.
+        let bx = mx * lh + b % lh;
+        let by = my * lv + b / lh;
+        if c == 0u && (bx >= wb || by >= hb) {
+            // Its DC: the last real block's to its left, or, past the last block row, that
+            // of the MCU's last block in the row above (itself maybe a right-edge dummy).
+            var sy = by;
+            var sx = bx;
+            if by >= hb {
+                sy = hb - 1u;
+                sx = mx * lh + lh - 1u;
+            }
+            sx = min(sx, wb - 1u);
+            let sb = (sy - my * lv) * lh + (sx - mx * lh);
+            if word == 0u {
+                w = u32(quantise(sh_blk[sb * 64u], t, 0u)) & 0xFFFFu;
+            }
+        } else {
+            let n0 = zigzag[2u * word];
+            let n1 = zigzag[2u * word + 1u];
+            let lo = quantise(sh_blk[b * 64u + n0], t, n0);
+            let hi = quantise(sh_blk[b * 64u + n1], t, n1);
+            w = (u32(lo) & 0xFFFFu) | (u32(hi) << 16u);
         }
-        let o = dct_1d(row, true);
-        for (var k = 0u; k < 8u; k++) {
-            blk[r * 8u + k] = o[k];
-        }
-    }
-    for (var k = 0u; k < 8u; k++) {
-        var col: array<i32, 8>;
-        for (var r = 0u; r < 8u; r++) {
-            col[r] = blk[r * 8u + k];
-        }
-        let o = dct_1d(col, false);
-        for (var r = 0u; r < 8u; r++) {
-            blk[r * 8u + k] = o[r];
-        }
-    }
-    let t = params.place[c].y * 64u;
-    var q: array<i32, 64>;
-    for (var n = 0u; n < 64u; n++) {
-        let d = divisors[t + n];
-        let x = blk[n];
-        let m = i32(((u32(abs(x)) + d.y) * d.x) >> d.z);
-        q[n] = select(m, -m, x < 0);
-    }
-    for (var k = 0u; k < 32u; k++) {
-        var w = (u32(q[zigzag[2u * k]]) & 0xFFFFu) | (u32(q[zigzag[2u * k + 1u]]) << 16u);
-        if dummy {
-            w = select(0u, u32(q[0]) & 0xFFFFu, k == 0u);
-        }
-        coefs[i * 32u + k] = w;
+        coefs[(mcu * nb + b) * 32u + word] = w;
     }
 }

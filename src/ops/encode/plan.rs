@@ -42,7 +42,6 @@ crate::ops::params_layout!(EncodeParams {
 /// bound that keeps every bit offset within a u32.
 const MAX_BLOCK_BITS: u64 = 27 + 63 * 26;
 
-const DCT_WG: u32 = 64;
 const HUFFMAN_WG: u32 = 64;
 const STUFF_WG: u32 = 256;
 
@@ -159,7 +158,8 @@ impl EncodePlan {
         let params = EncodeParams::new(frame);
         let n = params.nblocks as usize;
         let wg = |w: u32| [("WG_SIZE", f64::from(w))];
-        let dct = gpu.kernel(&shader!("encode_dct"), "main", &wg(DCT_WG))?;
+        // One MCU a workgroup, its shape fixed by the block size.
+        let dct = gpu.kernel(&shader!("encode_dct"), "main", &[])?;
         let huffman = shader!("encode_huffman");
         let count = gpu.kernel(&huffman, "count", &wg(HUFFMAN_WG))?;
         let lens = gpu.kernel(&huffman, "lens", &wg(HUFFMAN_WG))?;
@@ -218,7 +218,7 @@ impl EncodePlan {
             "encode_dct",
             &self.dct,
             &self.dct_bind,
-            blocks.div_ceil(DCT_WG),
+            blocks / self.params.blocks_per_mcu,
         );
         if count {
             batch.clear_buffer(&self.hist);
