@@ -5,6 +5,9 @@
 //! docs/encode.md explains the passes.
 
 mod plan;
+mod tune;
+
+pub use tune::Tunables;
 
 use std::time::Duration;
 
@@ -20,7 +23,7 @@ use plan::EncodePlan;
 pub const OP: super::Op = super::Op {
     name: "encode",
     bench: bench_cases,
-    tune: None,
+    tune: Some(crate::tune::tune::<tune::Tuning>),
     shaders: plan::shaders,
     command: false,
 };
@@ -48,7 +51,8 @@ pub fn encode_jpeg(
             let mut own = Timings::default();
             let start = std::time::Instant::now();
             let optimize = opts.optimize;
-            encode_gpu(gpu, &frame, samples, optimize, markers, &mut own, &mut out)?;
+            let t = Tunables::resolved(gpu, img.pixels());
+            out = encode_gpu(gpu, &frame, samples, optimize, markers, t, &mut own)?;
             timings.add("gpu encode", start.elapsed());
             timings.add_passes_of(&own);
         }
@@ -83,10 +87,11 @@ fn encode_gpu(
     samples: &[u8],
     optimize: bool,
     markers: &Markers,
+    t: Tunables,
     timings: &mut Timings,
-    out: &mut Vec<u8>,
-) -> Result<()> {
-    let mut plan = timings.phase("upload", || EncodePlan::new(gpu, frame, samples))?;
+) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut plan = timings.phase("upload", || EncodePlan::new(gpu, frame, samples, t))?;
     let ntables = if frame.comps.len() == 1 { 1 } else { 2 };
     gpu.run_timed(timings, 1, |b, _| plan.record_blocks(gpu, b, optimize))?;
     let (dc, ac) = if optimize {
@@ -100,11 +105,13 @@ fn encode_gpu(
     };
     timings.phase("compute", || plan.size_for(gpu, &dc, &ac))?;
     gpu.run_timed(timings, 1, |b, _| plan.record_tail(b))?;
-    frame.write_headers(markers, out).map_err(|e| anyhow!(e))?;
-    jpeg::baseline_headers(&frame.comps, &dc, &ac, out);
-    timings.phase("download", || plan.read_stream(gpu, out))?;
+    frame
+        .write_headers(markers, &mut out)
+        .map_err(|e| anyhow!(e))?;
+    jpeg::baseline_headers(&frame.comps, &dc, &ac, &mut out);
+    timings.phase("download", || plan.read_stream(gpu, &mut out))?;
     out.extend_from_slice(&[0xFF, 0xD9]);
-    Ok(())
+    Ok(out)
 }
 
 /// `bench encode`: a 1920x1080 RGB image of smooth gradients and noise, baseline 4:2:0 at
@@ -128,7 +135,8 @@ fn bench_cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
     Ok(vec![match engine {
         Engine::Gpu(gpu) => {
             let frame = Frame::new(samples.len(), w, h, 3, &opts).map_err(|e| anyhow!(e))?;
-            let mut plan = EncodePlan::new(gpu, &frame, &samples)?;
+            let t = Tunables::resolved(gpu, (w * h) as usize);
+            let mut plan = EncodePlan::new(gpu, &frame, &samples, t)?;
             let (dc, ac) = jpeg::std_tables(2);
             plan.size_for(gpu, &dc, &ac)?;
             Case::gpu("encode", name, Unit::GBps, work, move |b| {
@@ -146,7 +154,7 @@ fn bench_cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
 
 /// A photo-like RGB test image: gradients with a little noise (a JPEG of pure noise codes
 /// far more bits a block than a photo does).
-fn bench_image(w: u32, h: u32) -> Vec<u8> {
+pub(crate) fn bench_image(w: u32, h: u32) -> Vec<u8> {
     let noise = crate::bench::noise_bytes((w * h * 3) as usize, 26);
     let mut out = Vec::with_capacity(noise.len());
     for y in 0..h {

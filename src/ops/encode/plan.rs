@@ -9,6 +9,9 @@ use crate::gpu::{Batch, Gpu, Kernel, Usage};
 use crate::io::jpeg::{Component, Divisors, Frame, Table};
 use crate::ops::scan::{self, ScanPlan};
 use crate::shader;
+use crate::tune::Tunable;
+
+use super::Tunables;
 
 /// Keep in sync with `Params` in wgsl/shared/encode_frame.wgsl.
 #[repr(C)]
@@ -41,9 +44,6 @@ crate::ops::params_layout!(EncodeParams {
 /// The most bits one block can take (a 27-bit DC, 63 AC symbols of at most 26 bits): the
 /// bound that keeps every bit offset within a u32.
 const MAX_BLOCK_BITS: u64 = 27 + 63 * 26;
-
-const HUFFMAN_WG: u32 = 64;
-const STUFF_WG: u32 = 256;
 
 /// Every shader the encoder builds, for the shader tests.
 pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
@@ -120,6 +120,7 @@ fn code_words(dc: &[Table], ac: &[Table]) -> Vec<u32> {
 /// One image's encode on the device: the buffers of both submissions and their passes.
 pub(super) struct EncodePlan {
     params: EncodeParams,
+    t: Tunables,
     dct: Kernel,
     count: Kernel,
     lens: Kernel,
@@ -154,18 +155,19 @@ struct Tail {
 
 impl EncodePlan {
     /// Uploads `samples` (gray or RGB, as `frame` says) and builds the kernels.
-    pub(super) fn new(gpu: &Gpu, frame: &Frame, samples: &[u8]) -> Result<EncodePlan> {
+    pub(super) fn new(gpu: &Gpu, frame: &Frame, samples: &[u8], t: Tunables) -> Result<EncodePlan> {
+        t.check(&gpu.limits)?;
         let params = EncodeParams::new(frame);
         let n = params.nblocks as usize;
         let wg = |w: u32| [("WG_SIZE", f64::from(w))];
         // One MCU a workgroup, its shape fixed by the block size.
         let dct = gpu.kernel(&shader!("encode_dct"), "main", &[])?;
         let huffman = shader!("encode_huffman");
-        let count = gpu.kernel(&huffman, "count", &wg(HUFFMAN_WG))?;
-        let lens = gpu.kernel(&huffman, "lens", &wg(HUFFMAN_WG))?;
-        let pack = gpu.kernel(&huffman, "pack", &wg(HUFFMAN_WG))?;
-        let ff_count = gpu.kernel(&shader!("encode_stuff"), "count", &wg(STUFF_WG))?;
-        let stuff = gpu.kernel(&shader!("encode_stuff"), "stuff", &wg(STUFF_WG))?;
+        let count = gpu.kernel(&huffman, "count", &wg(t.huffman_wg))?;
+        let lens = gpu.kernel(&huffman, "lens", &wg(t.huffman_wg))?;
+        let pack = gpu.kernel(&huffman, "pack", &wg(t.huffman_wg))?;
+        let ff_count = gpu.kernel(&shader!("encode_stuff"), "count", &wg(t.stuff_wg))?;
+        let stuff = gpu.kernel(&shader!("encode_stuff"), "stuff", &wg(t.stuff_wg))?;
 
         // The samples, padded to whole words.
         let src = gpu.buffer(
@@ -191,6 +193,7 @@ impl EncodePlan {
         let dct_bind = gpu.bind(&dct, &[&params_buf, &src, &divisors, &coefs]);
         Ok(EncodePlan {
             params,
+            t,
             dct,
             count,
             lens,
@@ -234,7 +237,7 @@ impl EncodePlan {
                 "encode_count",
                 &self.count,
                 &bind,
-                blocks.div_ceil(HUFFMAN_WG),
+                blocks.div_ceil(self.t.huffman_wg),
             );
         }
     }
@@ -316,7 +319,7 @@ impl EncodePlan {
             "encode_lens",
             &self.lens,
             bind,
-            (n + 1).div_ceil(HUFFMAN_WG),
+            (n + 1).div_ceil(self.t.huffman_wg),
         );
         self.offsets.record(batch);
     }
@@ -332,21 +335,21 @@ impl EncodePlan {
             "encode_pack",
             &self.pack,
             &tail.pack_bind,
-            n.div_ceil(HUFFMAN_WG),
+            n.div_ceil(self.t.huffman_wg),
         );
         let nwords = tail.bytes.div_ceil(4) as u32;
         batch.dispatch(
             "encode_ff_count",
             &self.ff_count,
             &tail.ff_bind,
-            (nwords + 1).div_ceil(STUFF_WG),
+            (nwords + 1).div_ceil(self.t.stuff_wg),
         );
         tail.shifts.record(batch);
         batch.dispatch(
             "encode_stuff",
             &self.stuff,
             &tail.stuff_bind,
-            nwords.div_ceil(STUFF_WG),
+            nwords.div_ceil(self.t.stuff_wg),
         );
     }
 
