@@ -64,9 +64,11 @@ pub fn encode_jpeg(
     Ok(out)
 }
 
-/// The CPU encoder's time a byte of input, one thread: 8.56 ms for a 1920x1080 RGB photo at
-/// quality 90, optimised tables, 4:2:0 (docs/BENCHMARKS.md, "JPEG encoder made faster").
-const CPU_NS_PER_BYTE: f64 = 1.4;
+/// The CPU encoder's time a byte of input, one thread: 18.9 ms for a 1920x1080 RGB photo at
+/// quality 90, optimised tables, 4:2:0, on the 16-core H100 host (the CLI's encode phase,
+/// docs/BENCHMARKS.md, call AA), where the choice matters; 8.6 ms on the 2-core development
+/// machine.
+const CPU_NS_PER_BYTE: f64 = 3.0;
 /// The GPU encoder's host time a byte of input: the samples copied up (a third of the
 /// blur's 0.65 ns for both copies) and the file, about a tenth of them, copied back.
 const HOST_NS_PER_BYTE: f64 = 0.25;
