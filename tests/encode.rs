@@ -253,9 +253,10 @@ fn gpu_files_decode_to_what_the_cpu_files_decode_to() {
     }
 }
 
-/// A batch blurred on the GPU (lavapipe) with JPEG out: each file encoded on the device (its
-/// phase in --timings) and byte for byte the file the native CPU engine's batch writes, in
-/// both table modes; progressive output goes to the encoders on the cores, equal too.
+/// A batch blurred on the GPU (lavapipe) with JPEG out: each file encoded on the device where
+/// the blur left it (a "gpu encode" phase in --timings, no download), byte for byte the file
+/// the native CPU engine's batch writes, in both table modes; progressive output goes to the
+/// encoders on the cores, equal too.
 #[test]
 fn a_gpu_batch_encodes_its_jpegs_on_the_device_as_the_cpu_batch_writes_them() {
     let dir = crate::util::tempdir();
@@ -291,6 +292,9 @@ fn a_gpu_batch_encodes_its_jpegs_on_the_device_as_the_cpu_batch_writes_them() {
             flags != ["--progressive"],
             "{flags:?}: {gpu_stderr}"
         );
+        // Encoded on the device, the blurred pixels never come back: no download phase.
+        let downloaded = gpu_stderr.contains("timing: download");
+        assert_eq!(downloaded, !on_device, "{flags:?}: {gpu_stderr}");
         for entry in std::fs::read_dir(d.join("cpu")).unwrap() {
             let name = entry.unwrap().file_name();
             let cpu = std::fs::read(d.join("cpu").join(&name)).unwrap();

@@ -45,6 +45,16 @@ pub trait ImageOp: Sync {
 pub trait ImageWorker {
     /// The op's result for `image`, adding phases (and GPU passes) to `timings`.
     fn run(&mut self, image: &Image, timings: &mut Timings) -> Result<Image>;
+    /// The op's result for `image` left on the GPU (`run`'s samples in a storage buffer, a
+    /// byte each, rows packed), for the engine to encode there, where the result has
+    /// `image`'s size and layout. `None` (the default, and any CPU engine): only `run`.
+    fn run_on_device(
+        &mut self,
+        _image: &Image,
+        _timings: &mut Timings,
+    ) -> Option<Result<wgpu::Buffer>> {
+        None
+    }
 }
 
 /// Where and how the outputs are written (checked by [`run`] before any file is read).
@@ -103,6 +113,56 @@ fn encodes_on_engine(
         && !write.progressive
         && img.bit_depth() == 8
         && matches!(img.channels, 1 | 3)
+}
+
+/// The JPEG file of the op's result on `image`, the result left on the GPU and encoded there
+/// (its pixels never come back): where the engine encodes the output and the worker can leave
+/// its result on the device. `None`: the result comes back (`ImageWorker::run`).
+fn encode_on_device(
+    w: &mut dyn ImageWorker,
+    engine: &Engine,
+    job: &Job,
+    image: &Image,
+    carried: &Carried,
+    timings: &mut Timings,
+) -> Option<Result<Vec<u8>>> {
+    use crate::ops::encode;
+    let Engine::Gpu(gpu) = engine else {
+        return None;
+    };
+    let (meta, write) = (&carried.metadata, &carried.write);
+    let (width, height, channels) = (image.width, image.height, image.channels);
+    let options = crate::io::jpeg::EncodeOptions {
+        quality: write.quality.clamp(1, 100),
+        subsampling: write.subsampling,
+        progressive: write.progressive,
+        optimize: write.optimize,
+    };
+    if !encodes_on_engine(engine, job.format, write, image)
+        || !encode::takes_on_device(gpu, width, height, channels, &options)
+    {
+        return None;
+    }
+    let buffer = match w.run_on_device(image, timings)? {
+        Ok(b) => b,
+        Err(e) => return Some(Err(e.context(job.input.display().to_string()))),
+    };
+    let made = encode::OnDevice {
+        buffer: &buffer,
+        width,
+        height,
+        channels,
+    };
+    let mut file = Vec::new();
+    let written = img_io::write_jpeg_with(channels, meta, write, &mut file, |o, m, out| {
+        out.extend(encode::encode_on_device(gpu, &made, o, m, timings)?);
+        Ok(())
+    });
+    Some(
+        written
+            .with_context(|| format!("{}: encoding failed", job.output.display()))
+            .map(|()| file),
+    )
 }
 
 /// What a GPU saves on a batch of `files` images like `header`: the op's own saving, and,
@@ -242,6 +302,17 @@ pub fn run(
                 image.bit_depth()
             ));
             img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
+            if let Some(file) = encode_on_device(w.as_mut(), engine, job, &image, &carried, timings)
+            {
+                let channels = image.channels;
+                return Ok((
+                    Made::Jpeg {
+                        file: file?,
+                        channels,
+                    },
+                    carried,
+                ));
+            }
             let made = w
                 .run(&image, timings)
                 .with_context(|| format!("{}", job.input.display()))?;
@@ -251,8 +322,10 @@ pub fn run(
             }
             let mut file = Vec::new();
             let (meta, write) = (&carried.metadata, &carried.write);
-            img_io::write_jpeg_with(&made, meta, write, &mut file, |img, o, m, out| {
-                out.extend(crate::ops::encode::encode_jpeg(engine, img, o, m, timings)?);
+            img_io::write_jpeg_with(made.channels, meta, write, &mut file, |o, m, out| {
+                out.extend(crate::ops::encode::encode_jpeg(
+                    engine, &made, o, m, timings,
+                )?);
                 Ok(())
             })
             .with_context(|| format!("{}: encoding failed", job.output.display()))?;

@@ -1654,31 +1654,23 @@ fn bytes_u8(img: &Image) -> Result<&[u8]> {
 }
 
 fn write_jpeg(img: &Image, meta: &Metadata, opts: &WriteOptions, out: &mut Vec<u8>) -> Result<()> {
-    write_jpeg_with(img, meta, opts, out, |img, o, m, out| {
-        jpeg::encode(
-            bytes_u8(img)?,
-            img.width,
-            img.height,
-            img.channels,
-            o,
-            m,
-            out,
-        )
-        .map_err(|e| anyhow!(e))
+    write_jpeg_with(img.channels, meta, opts, out, |o, m, out| {
+        let (w, h, c) = (img.width, img.height, img.channels);
+        jpeg::encode(bytes_u8(img)?, w, h, c, o, m, out).map_err(|e| anyhow!(e))
     })
 }
 
-/// A JPEG file of `img` with `meta` as [`encode_with`] writes it, the frame made by `encode`
-/// (the CPU encoder, or the GPU's in src/ops/encode/, which writes the same bytes).
+/// A JPEG file of an image of `channels` with `meta` as [`encode_with`] writes it, the frame
+/// made by `encode` (the CPU encoder, or the GPU's in src/ops/encode/: the same bytes).
 pub fn write_jpeg_with(
-    img: &Image,
+    channels: u8,
     meta: &Metadata,
     opts: &WriteOptions,
     out: &mut Vec<u8>,
-    encode: impl FnOnce(&Image, &jpeg::EncodeOptions, &jpeg::Markers, &mut Vec<u8>) -> Result<()>,
+    encode: impl FnOnce(&jpeg::EncodeOptions, &jpeg::Markers, &mut Vec<u8>) -> Result<()>,
 ) -> Result<()> {
     use metadata::DensityUnit;
-    if img.channels != 1 && img.channels != 3 {
+    if channels != 1 && channels != 3 {
         bail!("JPEG stores neither alpha nor 16-bit samples");
     }
     let mut app: Vec<(u8, Vec<u8>)> = Vec::new();
@@ -1721,7 +1713,7 @@ pub fn write_jpeg_with(
         progressive: opts.progressive,
         optimize: opts.optimize,
     };
-    encode(img, &options, &markers, out)?;
+    encode(&options, &markers, out)?;
     if let Some(xmp) = &meta.xmp {
         metadata::jpeg_insert_xmp(out, xmp).map_err(|e| anyhow!(e))?;
     }

@@ -18,6 +18,7 @@ use crate::gpu::{Engine, Gpu, Timings};
 use crate::io::image::{Image, Samples};
 use crate::io::jpeg::{self, EncodeOptions, Frame, Markers, Table};
 use plan::EncodePlan;
+pub use plan::Source;
 
 /// `encode` in the registry: bench only (the image subcommands write JPEG through it).
 pub const OP: super::Op = super::Op {
@@ -52,7 +53,15 @@ pub fn encode_jpeg(
             let start = std::time::Instant::now();
             let optimize = opts.optimize;
             let t = Tunables::resolved(gpu, img.pixels());
-            out = encode_gpu(gpu, &frame, samples, optimize, markers, t, &mut own)?;
+            out = encode_gpu(
+                gpu,
+                &frame,
+                Source::Host(samples),
+                optimize,
+                markers,
+                t,
+                &mut own,
+            )?;
             timings.add("gpu encode", start.elapsed());
             timings.add_passes_of(&own);
         }
@@ -61,6 +70,54 @@ pub fn encode_jpeg(
                 .map_err(|e| anyhow!(e))
         })?,
     }
+    Ok(out)
+}
+
+/// An 8-bit gray or RGB image already on `gpu` (another op's result, a byte a sample, rows
+/// packed), of `width` x `height` x `channels`.
+pub struct OnDevice<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub width: u32,
+    pub height: u32,
+    pub channels: u8,
+}
+
+/// Whether [`encode_on_device`] takes an image of `width` x `height` x `channels` with
+/// `opts`: baseline, gray or RGB, within one storage binding.
+pub fn takes_on_device(
+    gpu: &Gpu,
+    width: u32,
+    height: u32,
+    channels: u8,
+    opts: &EncodeOptions,
+) -> bool {
+    let len = width as usize * height as usize * usize::from(channels);
+    !opts.progressive
+        && Frame::new(len, width, height, channels, opts).is_ok_and(|f| plan::fits(gpu, &f, len))
+}
+
+/// [`encode_jpeg`] of an image already on the GPU: the same bytes, and the pixels never
+/// cross the bus. Only what [`takes_on_device`] accepts.
+pub fn encode_on_device(
+    gpu: &Gpu,
+    img: &OnDevice,
+    opts: &EncodeOptions,
+    markers: &Markers,
+    timings: &mut Timings,
+) -> Result<Vec<u8>> {
+    if !takes_on_device(gpu, img.width, img.height, img.channels, opts) {
+        bail!("the GPU encoder codes baseline gray or RGB frames within one storage binding");
+    }
+    let len = img.width as usize * img.height as usize * usize::from(img.channels);
+    let frame =
+        Frame::new(len, img.width, img.height, img.channels, opts).map_err(|e| anyhow!(e))?;
+    let t = Tunables::resolved(gpu, img.width as usize * img.height as usize);
+    let mut own = Timings::default();
+    let start = std::time::Instant::now();
+    let source = Source::Device(img.buffer);
+    let out = encode_gpu(gpu, &frame, source, opts.optimize, markers, t, &mut own)?;
+    timings.add("gpu encode", start.elapsed());
+    timings.add_passes_of(&own);
     Ok(out)
 }
 
@@ -86,7 +143,7 @@ pub fn gpu_saving(width: u32, height: u32, channels: u8, files: u32) -> Duration
 fn encode_gpu(
     gpu: &Gpu,
     frame: &Frame,
-    samples: &[u8],
+    samples: Source,
     optimize: bool,
     markers: &Markers,
     t: Tunables,
@@ -138,7 +195,7 @@ fn bench_cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
         Engine::Gpu(gpu) => {
             let frame = Frame::new(samples.len(), w, h, 3, &opts).map_err(|e| anyhow!(e))?;
             let t = Tunables::resolved(gpu, (w * h) as usize);
-            let mut plan = EncodePlan::new(gpu, &frame, &samples, t)?;
+            let mut plan = EncodePlan::new(gpu, &frame, Source::Host(&samples), t)?;
             let (dc, ac) = jpeg::std_tables(2);
             plan.size_for(gpu, &dc, &ac)?;
             Case::gpu("encode", name, Unit::GBps, work, move |b| {

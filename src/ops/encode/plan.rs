@@ -117,6 +117,14 @@ fn code_words(dc: &[Table], ac: &[Table]) -> Vec<u32> {
     words
 }
 
+/// Where the encoder reads the samples (gray or RGB, a byte each, rows packed).
+pub enum Source<'a> {
+    /// On the host: uploaded.
+    Host(&'a [u8]),
+    /// Already on the device (another op's result), read where it is.
+    Device(&'a wgpu::Buffer),
+}
+
 /// One image's encode on the device: the buffers of both submissions and their passes.
 pub(super) struct EncodePlan {
     params: EncodeParams,
@@ -155,7 +163,12 @@ struct Tail {
 
 impl EncodePlan {
     /// Uploads `samples` (gray or RGB, as `frame` says) and builds the kernels.
-    pub(super) fn new(gpu: &Gpu, frame: &Frame, samples: &[u8], t: Tunables) -> Result<EncodePlan> {
+    pub(super) fn new(
+        gpu: &Gpu,
+        frame: &Frame,
+        samples: Source,
+        t: Tunables,
+    ) -> Result<EncodePlan> {
         t.check(&gpu.limits)?;
         let params = EncodeParams::new(frame);
         let n = params.nblocks as usize;
@@ -169,13 +182,19 @@ impl EncodePlan {
         let ff_count = gpu.kernel(&shader!("encode_stuff"), "count", &wg(t.stuff_wg))?;
         let stuff = gpu.kernel(&shader!("encode_stuff"), "stuff", &wg(t.stuff_wg))?;
 
-        // The samples, padded to whole words.
-        let src = gpu.buffer(
-            "encode samples",
-            Usage::Storage,
-            samples.len().next_multiple_of(4) as u64,
-        );
-        gpu.write_padded(&src, samples);
+        let src = match samples {
+            Source::Host(bytes) => {
+                // Padded to whole words.
+                let src = gpu.buffer(
+                    "encode samples",
+                    Usage::Storage,
+                    bytes.len().next_multiple_of(4) as u64,
+                );
+                gpu.write_padded(&src, bytes);
+                src
+            }
+            Source::Device(buffer) => buffer.clone(),
+        };
         let divisors: Vec<[u32; 4]> = frame
             .tables
             .iter()

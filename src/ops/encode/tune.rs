@@ -119,7 +119,7 @@ impl OpTuning for Tuning {
         let got = super::encode_gpu(
             gpu,
             &frame,
-            &samples,
+            super::Source::Host(&samples),
             true,
             &markers,
             *t,
@@ -141,7 +141,7 @@ impl OpTuning for Tuning {
         };
         let frame =
             Frame::new(samples.len(), w, h, 3, &options(false)).map_err(anyhow::Error::msg)?;
-        let mut plan = EncodePlan::new(gpu, &frame, samples, *t)?;
+        let mut plan = EncodePlan::new(gpu, &frame, super::Source::Host(samples), *t)?;
         let (dc, ac) = jpeg::std_tables(2);
         plan.size_for(gpu, &dc, &ac)?;
         Ok(Case::gpu(
