@@ -1,7 +1,7 @@
 //! `encode`: baseline JPEG encoded on the engine, byte for byte the file of gpukit's CPU
-//! encoder (src/io/jpeg/, itself libjpeg-turbo's): the blocks made in parallel, one
-//! invocation a block; the Huffman codes of every block placed by a scan of their bit
-//! lengths; the 0xFF stuffing placed by a second scan. Only the compressed stream comes back.
+//! encoder (src/io/jpeg/, itself libjpeg-turbo's): the blocks made in parallel, one MCU a
+//! workgroup; the Huffman codes of every block placed by a scan of their bit lengths; the
+//! 0xFF stuffing placed by a second scan. Only the compressed stream comes back.
 //! docs/encode.md explains the passes.
 
 mod plan;
@@ -17,8 +17,7 @@ use crate::bench::{Case, Sizes, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
 use crate::io::image::{Image, Samples};
 use crate::io::jpeg::{self, EncodeOptions, Frame, Markers, Table};
-use plan::EncodePlan;
-pub use plan::Source;
+use plan::{EncodePlan, Source};
 
 /// `encode` in the registry: bench only (the image subcommands write JPEG through it).
 pub const OP: super::Op = super::Op {
@@ -47,23 +46,7 @@ pub fn encode_jpeg(
     let mut out = Vec::new();
     match engine {
         Engine::Gpu(gpu) if !opts.progressive && plan::fits(gpu, &frame, samples.len()) => {
-            // One phase for the whole (its passes kept), beside the op's own upload,
-            // compute and download in a batch's --timings.
-            let mut own = Timings::default();
-            let start = std::time::Instant::now();
-            let optimize = opts.optimize;
-            let t = Tunables::resolved(gpu, img.pixels());
-            out = encode_gpu(
-                gpu,
-                &frame,
-                Source::Host(samples),
-                optimize,
-                markers,
-                t,
-                &mut own,
-            )?;
-            timings.add("gpu encode", start.elapsed());
-            timings.add_passes_of(&own);
+            out = encode_timed(gpu, &frame, Source::Host(samples), opts, markers, timings)?;
         }
         _ => timings.phase("encode", || {
             jpeg::encode(samples, width, height, channels, opts, markers, &mut out)
@@ -111,11 +94,30 @@ pub fn encode_on_device(
     let len = img.width as usize * img.height as usize * usize::from(img.channels);
     let frame =
         Frame::new(len, img.width, img.height, img.channels, opts).map_err(|e| anyhow!(e))?;
-    let t = Tunables::resolved(gpu, img.width as usize * img.height as usize);
+    encode_timed(
+        gpu,
+        &frame,
+        Source::Device(img.buffer),
+        opts,
+        markers,
+        timings,
+    )
+}
+
+/// The GPU passes, their wall time one phase, "gpu encode" (their passes kept), beside the op's
+/// own upload, compute and download in a batch's --timings.
+fn encode_timed(
+    gpu: &Gpu,
+    frame: &Frame,
+    source: Source,
+    opts: &EncodeOptions,
+    markers: &Markers,
+    timings: &mut Timings,
+) -> Result<Vec<u8>> {
+    let t = Tunables::resolved(gpu, frame.width as usize * frame.height as usize);
     let mut own = Timings::default();
     let start = std::time::Instant::now();
-    let source = Source::Device(img.buffer);
-    let out = encode_gpu(gpu, &frame, source, opts.optimize, markers, t, &mut own)?;
+    let out = encode_gpu(gpu, frame, source, opts.optimize, markers, t, &mut own)?;
     timings.add("gpu encode", start.elapsed());
     timings.add_passes_of(&own);
     Ok(out)

@@ -91,14 +91,15 @@ pub(super) fn blocks(comps: &[Component]) -> u64 {
     }
 }
 
-/// Whether a frame fits the GPU passes on `gpu`: every bit offset within a u32, and the
-/// block, offset and sample buffers within one storage binding (else the CPU encodes it).
+/// Whether a frame fits the GPU passes on `gpu`: every bit offset within a u32, and every
+/// buffer within one storage binding: the samples, and the stuffed output at its worst (every
+/// block at its longest, every byte 0xFF), the largest of the others. Else the CPU encodes it.
 pub(super) fn fits(gpu: &Gpu, frame: &Frame, samples: usize) -> bool {
     let n = blocks(&frame.comps);
     let max = gpu.limits.max_storage_buffer_binding_size;
+    let worst_bytes = (n * MAX_BLOCK_BITS).div_ceil(8) + 8;
     n * MAX_BLOCK_BITS < u64::from(u32::MAX)
-        && n * 128 <= max
-        && (n + 1) * 4 <= max
+        && 2 * worst_bytes <= max
         && (samples as u64).next_multiple_of(4) <= max
 }
 
@@ -118,7 +119,7 @@ fn code_words(dc: &[Table], ac: &[Table]) -> Vec<u32> {
 }
 
 /// Where the encoder reads the samples (gray or RGB, a byte each, rows packed).
-pub enum Source<'a> {
+pub(super) enum Source<'a> {
     /// On the host: uploaded.
     Host(&'a [u8]),
     /// Already on the device (another op's result), read where it is.
