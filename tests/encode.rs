@@ -307,3 +307,31 @@ fn a_gpu_batch_encodes_its_jpegs_on_the_device_as_the_cpu_batch_writes_them() {
         assert_eq!(std::fs::read_dir(d.join("gpu")).unwrap().count(), 5);
     }
 }
+
+// What the GPU does not code goes to the CPU encoder (progressive) or fails with the CPU's
+// message (16-bit, alpha), never a half-made file.
+#[test]
+fn progressive_goes_to_the_cpu_and_16_bit_or_alpha_fail_as_the_cpu_fails() {
+    let (w, h) = (21, 13);
+    let rgb = photo(w, h, 3, 40);
+    let o = EncodeOptions {
+        progressive: true,
+        ..opts(90, Subsampling::S420, true)
+    };
+    let mut t = Timings::default();
+    let img = Image::new_u8(w, h, 3, rgb.clone());
+    let got = encode_jpeg(engine(), &img, &o, &NO_MARKERS, &mut t).unwrap();
+    assert_eq!(got, cpu_file(&rgb, w, h, 3, &o, &NO_MARKERS));
+    let phases: Vec<&str> = t.phases.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(phases, ["encode"]);
+    let o = opts(90, Subsampling::S420, false);
+    let deep = Image::new_u16(w, h, 3, vec![7; (w * h * 3) as usize]);
+    let rgba = Image::new_u8(w, h, 4, vec![7; (w * h * 4) as usize]);
+    for img in [deep, rgba] {
+        let e = encode_jpeg(engine(), &img, &o, &NO_MARKERS, &mut t).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "JPEG stores neither alpha nor 16-bit samples"
+        );
+    }
+}
