@@ -10,6 +10,7 @@ mod compare;
 mod compare_ci;
 mod copy;
 mod devices;
+mod encode;
 mod fidelity;
 mod histogram;
 mod input;

@@ -18,6 +18,7 @@ pub(crate) use params_layout;
 pub mod blur;
 pub mod compare;
 pub mod copy;
+pub mod encode;
 pub mod histogram;
 pub mod matmul;
 pub mod resize;
@@ -173,6 +174,7 @@ pub const REGISTRY: &[Op] = &[
     matmul::OP,
     compare::OP,
     resize::OP,
+    encode::OP,
 ];
 
 /// An image's samples as the bytes a kernel reads (`Gpu::write_padded` writes them): 8-bit as

@@ -564,6 +564,13 @@ impl BlurPlan {
         }
     }
 
+    /// The result on the device, in the host's layout (what `read` copies out), after a batch
+    /// without the download ran; the upload staging is mapped again for the next image.
+    pub(super) fn result_on_device(&mut self) -> wgpu::Buffer {
+        self.upload.remap();
+        self.download_src.clone()
+    }
+
     /// The result, after a batch with [`BlurPlan::record_download`] ran, as an image like
     /// `like`: one copy out of the read-back memory. The upload buffer is mapped again
     /// meanwhile, for the next image.

@@ -353,6 +353,15 @@ impl ScanPlan {
         self.subgroups
     }
 
+    /// The one data buffer of a scan that fits one segment (`None` past that): what another
+    /// op's passes write before the scan and read after it (the JPEG encoder's offsets).
+    pub fn single_buffer(&self) -> Option<&wgpu::Buffer> {
+        match &self.data[..] {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
     /// Copies the input into the segments' buffers.
     pub fn upload<T: Element>(&self, gpu: &Gpu, input: &[T]) {
         for (seg, buf) in self.layout.segments.iter().zip(&self.data) {
