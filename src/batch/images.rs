@@ -167,21 +167,22 @@ fn encode_on_device(
 
 /// What a GPU saves on a batch of `files` images like `header`: the op's own saving, and,
 /// for baseline JPEG output of a size the op knows in advance, the encoding it takes off
-/// the cores.
+/// the cores, less what it costs the batch's `engine_threads`.
 fn job_saving(
     op: &dyn ImageOp,
     out: &Outputs,
     format: ImageFormat,
     header: &Header,
     files: u32,
+    engine_threads: usize,
 ) -> Duration {
     let saving = op.gpu_saving(header, files);
     let baseline = format == ImageFormat::Jpeg && !out.progressive;
     let layout = header.bit_depth == 8 && matches!(header.channels, 1 | 3);
     match op.output_size(header) {
-        Some((w, h)) if baseline && layout => {
-            saving.saturating_add(crate::ops::encode::gpu_saving(w, h, header.channels, files))
-        }
+        Some((w, h)) if baseline && layout => saving.saturating_add(
+            crate::ops::encode::gpu_saving(w, h, header.channels, files, engine_threads),
+        ),
         _ => saving,
     }
 }
@@ -269,7 +270,7 @@ pub fn run(
     if let Some(job) = first.filter(|j| img_io::is_regular_file(&j.input)) {
         if let Ok(h) = img_io::probe_with(&job.input, &read) {
             let files = u32::try_from(todo.len()).unwrap_or(u32::MAX);
-            env.estimate(job_saving(op, out, job.format, &h, files));
+            env.estimate(job_saving(op, out, job.format, &h, files, pipeline.engines));
         }
     }
     let hide =
@@ -641,42 +642,61 @@ mod tests {
     }
 
     // The engine choice counts a baseline JPEG output's encoding (what the GPU takes off the
-    // cores), and nothing the GPU does not encode.
+    // cores) less the waits it puts on the engine threads, and nothing the GPU does not
+    // encode.
     #[test]
     fn the_estimate_counts_the_jpeg_encoding_a_gpu_takes_off_the_cores() {
         use crate::gpu::SMALL_JOB;
         let op = Fake(SMALL_JOB - Duration::from_millis(1));
         let out = Outputs::default();
         let rgb = header(3, 8);
-        // 128 photos: 1920 x 1080 x 3 bytes at 3.0 - 0.25 ns a byte of one thread's time.
-        let threads = rayon::current_num_threads() as f64;
-        let encode = 128.0 * 1920.0 * 1080.0 * 3.0 * 2.75e-9 / threads;
-        let jpeg = job_saving(&op, &out, ImageFormat::Jpeg, &rgb, 128);
-        let want = op.0.as_secs_f64() + encode;
-        assert!((jpeg.as_secs_f64() - want).abs() < 1e-6, "{jpeg:?} {want}");
-        // A small job on its own; not one once its encoding moves to the GPU.
-        assert!(job_saving(&op, &out, ImageFormat::Png, &rgb, 128) < SMALL_JOB);
-        assert!(jpeg > SMALL_JOB);
+        let pool = |n| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .unwrap()
+        };
+        // 128 photos: 1920 x 1080 x 3 bytes at 3.0 - 0.25 ns a byte of one thread's time over
+        // the cores, less 6.7 ms a file over the engine threads.
+        let encode = |cores: f64, engines: f64| {
+            128.0 * (1920.0 * 1080.0 * 3.0 * 2.75e-9 / cores - 6.7e-3 / engines).max(0.0)
+        };
+        // Two cores, one engine thread: the cores are the bottleneck and the GPU's encoding
+        // pays (8.6 ms of the cores a file against 6.7 ms of the engine thread).
+        pool(2).install(|| {
+            let jpeg = job_saving(&op, &out, ImageFormat::Jpeg, &rgb, 128, 1);
+            let want = op.0.as_secs_f64() + encode(2.0, 1.0);
+            assert!((jpeg.as_secs_f64() - want).abs() < 1e-6, "{jpeg:?} {want}");
+            // A small job on its own; not one once its encoding moves to the GPU.
+            assert!(job_saving(&op, &out, ImageFormat::Png, &rgb, 128, 1) < SMALL_JOB);
+            assert!(jpeg > SMALL_JOB);
+            // Gray: a third of the bytes.
+            let gray = job_saving(&op, &out, ImageFormat::Jpeg, &header(1, 8), 128, 1);
+            let want = op.0.as_secs_f64() + encode(6.0, 1.0);
+            assert!((gray.as_secs_f64() - want).abs() < 1e-6, "{gray:?} {want}");
+        });
+        // Sixteen cores, four engine threads (the H100 host of call AB): the waits cost more
+        // than the encoding saves, so nothing is added.
+        pool(16).install(|| {
+            assert_eq!(encode(16.0, 4.0), 0.0);
+            assert_eq!(job_saving(&op, &out, ImageFormat::Jpeg, &rgb, 128, 4), op.0);
+        });
         // Progressive output, 16-bit and alpha layouts: encoded on the cores, not counted.
         let progressive = Outputs {
             progressive: true,
             ..Outputs::default()
         };
         assert_eq!(
-            job_saving(&op, &progressive, ImageFormat::Jpeg, &rgb, 128),
+            job_saving(&op, &progressive, ImageFormat::Jpeg, &rgb, 128, 1),
             op.0
         );
         assert_eq!(
-            job_saving(&op, &out, ImageFormat::Jpeg, &header(3, 16), 9),
+            job_saving(&op, &out, ImageFormat::Jpeg, &header(3, 16), 9, 1),
             op.0
         );
         assert_eq!(
-            job_saving(&op, &out, ImageFormat::Jpeg, &header(4, 8), 9),
+            job_saving(&op, &out, ImageFormat::Jpeg, &header(4, 8), 9, 1),
             op.0
         );
-        // Gray: a third of the bytes.
-        let gray = job_saving(&op, &out, ImageFormat::Jpeg, &header(1, 8), 128);
-        let want = op.0.as_secs_f64() + encode / 3.0;
-        assert!((gray.as_secs_f64() - want).abs() < 1e-6, "{gray:?} {want}");
     }
 }

@@ -131,13 +131,30 @@ const CPU_NS_PER_BYTE: f64 = 3.0;
 /// The GPU encoder's host time a byte of input: the samples copied up (a third of the
 /// blur's 0.65 ns for both copies) and the file, about a tenth of them, copied back.
 const HOST_NS_PER_BYTE: f64 = 0.25;
+/// The time an engine thread spends on each file it encodes on the GPU, waiting on the device
+/// (the symbol counts, the bit count, the stuffed length, the stream: each a round trip) and
+/// building the tables: 6.7 ms a 1920x1080 photo in the 16-core batch on the H100 host (the
+/// `gpu encode` phase, 858 ms over 128 files, call AB of docs/BENCHMARKS.md). The engine
+/// threads are few (a quarter of the cores, at most 4), so this, not the GPU, bounds the
+/// batch there: the GPU path made 233 images/s where the cores alone made 382.
+const ENGINE_NS_PER_FILE: f64 = 6.7e6;
 
-/// What encoding `files` baseline JPEGs of `width` x `height` x `channels` on a GPU saves the
-/// cores (the engine choice's share of the encode: the CPU encoder's time less the GPU
-/// path's host time).
-pub fn gpu_saving(width: u32, height: u32, channels: u8, files: u32) -> Duration {
+/// What encoding `files` baseline JPEGs of `width` x `height` x `channels` on a GPU saves:
+/// the CPU encoder's time on the cores, less the GPU path's host copies and the waits it puts
+/// on the batch's `engine_threads` (which the other stages do not share). Zero where the
+/// waits cost more than the encoding, as on many cores today.
+pub fn gpu_saving(
+    width: u32,
+    height: u32,
+    channels: u8,
+    files: u32,
+    engine_threads: usize,
+) -> Duration {
     let bytes = f64::from(width) * f64::from(height) * f64::from(channels);
-    super::cpu_time(bytes * (CPU_NS_PER_BYTE - HOST_NS_PER_BYTE), usize::MAX)
+    let cores = super::cpu_time(bytes * (CPU_NS_PER_BYTE - HOST_NS_PER_BYTE), usize::MAX);
+    let waits = Duration::from_secs_f64(ENGINE_NS_PER_FILE * 1e-9 / engine_threads.max(1) as f64);
+    cores
+        .saturating_sub(waits)
         .checked_mul(files)
         .unwrap_or(Duration::MAX)
 }
