@@ -3,7 +3,7 @@
 
 // import: grid
 
-// Keep in sync with `ResizeParams` in src/ops/resize/plan.rs.
+// Its Rust twin is `ResizeParams` in src/ops/resize/plan.rs (the shader test checks their fields).
 struct Params {
     // Pixels per input row.
     in_w: u32,
@@ -42,7 +42,7 @@ override HORIZONTAL: bool = true;
 override PREMULTIPLY: bool = false;
 override UNPREMULTIPLY: bool = false;
 
-// Keep in sync with `PRECISION_BITS` in src/ops/resize/coeffs.rs.
+// `PRECISION_BITS` of src/ops/resize/coeffs.rs (the shader test checks they agree).
 const PRECISION_BITS: u32 = 22u;
 // The input samples a horizontal pass's workgroup can hold (16 KiB, the WebGPU default limit).
 const SH_SAMPLES: u32 = 4096u;

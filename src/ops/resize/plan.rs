@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Result};
 
-use super::coeffs::{Dir, Pass};
+use super::coeffs::{Dir, Pass, PRECISION_BITS};
 use super::Filter;
 use crate::gpu::{Batch, Gpu, Kernel, Usage};
 use crate::io::image::Image;
@@ -14,7 +14,7 @@ use crate::shader;
 /// Threads a workgroup.
 const WG_SIZE: u32 = 64;
 
-/// Keep in sync with `Params` in wgsl/resize.wgsl.
+/// Its WGSL twin is `Params` in wgsl/resize.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct ResizeParams {
@@ -33,9 +33,38 @@ crate::ops::params_layout!(ResizeParams {
     n_words
 });
 
-/// Every variant the op builds (the shader's constants are all overridable).
+/// Every variant the op builds (the shader's constants are all overridable: a pass of each
+/// direction, the first premultiplying and the last dividing alpha out).
 pub(super) fn shaders() -> Vec<ShaderCase> {
-    vec![ShaderCase::params::<ResizeParams>(shader!("resize"))]
+    let case = |dir, pm, unpm| {
+        ShaderCase::params::<ResizeParams>(shader!("resize"))
+            .with_const("PRECISION_BITS", PRECISION_BITS)
+            .with_overrides(&overrides(4, 16, dir, pm, unpm))
+    };
+    vec![
+        case(Dir::Horizontal, true, false),
+        case(Dir::Vertical, false, true),
+    ]
+}
+
+/// A pass's overridable constants: the image's layout, the pass's direction, and whether
+/// it premultiplies alpha (the first pass) or divides it out (the last).
+fn overrides(
+    channels: u8,
+    depth: u32,
+    dir: Dir,
+    premultiply: bool,
+    unpremultiply: bool,
+) -> [(&'static str, f64); 6] {
+    let on = |b: bool| f64::from(u8::from(b));
+    [
+        ("WG_SIZE", f64::from(WG_SIZE)),
+        ("CHANNELS", f64::from(channels)),
+        ("DEPTH", f64::from(depth)),
+        ("HORIZONTAL", on(dir == Dir::Horizontal)),
+        ("PREMULTIPLY", on(premultiply)),
+        ("UNPREMULTIPLY", on(unpremultiply)),
+    ]
 }
 
 /// One pass on the device.
@@ -90,24 +119,9 @@ impl ResizePlan {
             let n_words = words(ow, oh);
             check("result", n_words * 4)?;
             check("weights", pass.axis.weights.len() as u64 * 4)?;
-            let kernel = gpu.kernel(
-                &shader!("resize"),
-                "main",
-                &[
-                    ("WG_SIZE", f64::from(WG_SIZE)),
-                    ("CHANNELS", c as f64),
-                    ("DEPTH", f64::from(depth)),
-                    (
-                        "HORIZONTAL",
-                        f64::from(u8::from(pass.dir == Dir::Horizontal)),
-                    ),
-                    ("PREMULTIPLY", f64::from(u8::from(alpha && i == 0))),
-                    (
-                        "UNPREMULTIPLY",
-                        f64::from(u8::from(alpha && i + 1 == passes.len())),
-                    ),
-                ],
-            )?;
+            let (premultiply, unpremultiply) = (alpha && i == 0, alpha && i + 1 == passes.len());
+            let constants = overrides(img.channels, depth, pass.dir, premultiply, unpremultiply);
+            let kernel = gpu.kernel(&shader!("resize"), "main", &constants)?;
             let bounds: Vec<u32> = pass
                 .axis
                 .start
