@@ -18,7 +18,7 @@ use crate::gpu::{Engine, Timings};
 use crate::io::image::stream::FrameStream;
 use crate::io::image::Image;
 use crate::io::output::PendingFile;
-use crate::io::video::{PixFmt, VideoFormat, VideoReader, VideoWriter, YuvToRgb};
+use crate::io::video::{PixFmt, Spare, VideoFormat, VideoReader, VideoWriter, YuvToRgb};
 use crate::ops::blur::{Blurrer, Options as BlurOptions};
 use crate::ops::histogram::doc::{channel_docs, ChannelDoc};
 use crate::ops::histogram::frames::{self, Planes};
@@ -485,6 +485,12 @@ pub fn blur_frames(
     env.estimate(saving);
     let engine = open_engine(env)?;
     env.detail(&format!("{}: {}", stream.name, format.describe()));
+    let mut stream = stream;
+    // The planes written go back to the reader for the frames to come.
+    let spare = Spare::default();
+    if let Source::Video(r) = &mut stream.source {
+        r.reuse(spare.clone());
+    }
     let shared = Arc::new(format.clone());
     let spawn = |jobs: Jobs<Vec<Vec<u8>>>| {
         let (engine, format) = (engine.clone(), shared.clone());
@@ -522,6 +528,11 @@ pub fn blur_frames(
         spawn,
         |_, frame: Vec<Vec<u8>>| {
             writer.planes(&frame)?;
+            let mut held = spare.lock().expect("spare buffers");
+            // At most the planes of the frames in flight.
+            if held.len() < 3 * 2 * workers {
+                held.extend(frame);
+            }
             Ok(())
         },
     )?;

@@ -443,12 +443,17 @@ impl YuvToRgb {
 /// The longest Y4M header or frame header line read.
 const MAX_LINE: usize = 4096;
 
+/// Spare plane buffers, handed back to a [`VideoReader`].
+pub type Spare = std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>;
+
 /// Frames read one at a time.
 pub struct VideoReader<R> {
     reader: R,
     format: VideoFormat,
     /// The most bytes a frame may take.
     cap: u64,
+    /// Buffers handed back by whoever took earlier frames, reused for the next ones.
+    spare: Option<Spare>,
     /// The index of the next frame (from 0).
     next: u64,
 }
@@ -481,8 +486,25 @@ impl<R: BufRead> VideoReader<R> {
             reader,
             format,
             cap,
+            spare: None,
             next: 0,
         })
+    }
+
+    /// Takes plane buffers from `spare` (of the plane's size; others are dropped) before
+    /// allocating new ones: a stream filter hands back the planes it has written.
+    pub fn reuse(&mut self, spare: Spare) {
+        self.spare = Some(spare);
+    }
+
+    /// A buffer of `n` bytes to read a plane into: a spare one, or a new one.
+    fn buffer(&mut self, n: usize) -> Vec<u8> {
+        let reused = self.spare.as_ref().and_then(|s| {
+            let mut held = s.lock().ok()?;
+            let at = held.iter().position(|b| b.len() == n)?;
+            Some(held.swap_remove(at))
+        });
+        reused.unwrap_or_else(|| vec![0u8; n])
     }
 
     pub fn format(&self) -> &VideoFormat {
@@ -516,7 +538,7 @@ impl<R: BufRead> VideoReader<R> {
         let mut got = 0u64;
         for p in self.format.planes() {
             let n = p.width as usize * p.height as usize * p.channels as usize * bytes;
-            let mut plane = vec![0u8; n];
+            let mut plane = self.buffer(n);
             let read = read_full(&mut self.reader, &mut plane)
                 .with_context(|| format!("frame {index}: cannot read"))?;
             got += read as u64;
@@ -726,6 +748,20 @@ mod tests {
         assert!(VideoFormat::raw(2, 2, "nv12").is_err());
         let huge = VideoReader::raw(&b""[..], f, 5).err().unwrap().to_string();
         assert!(huge.contains("a 2x1 frame takes 6 bytes"), "{huge}");
+    }
+
+    // A spare buffer of a plane's size is taken and filled whole (its old bytes gone); one of
+    // another size is left.
+    #[test]
+    fn spare_buffers_are_reused_and_overwritten() {
+        let f = VideoFormat::raw(2, 1, "rgb24").unwrap();
+        let spare = Spare::default();
+        spare.lock().unwrap().extend([vec![9u8; 6], vec![7u8; 5]]);
+        let mut r = VideoReader::raw(&b"abcdefghijkl"[..], f, 6).unwrap();
+        r.reuse(spare.clone());
+        assert_eq!(r.next_planes().unwrap().unwrap().1, [b"abcdef".to_vec()]);
+        assert_eq!(*spare.lock().unwrap(), [vec![7u8; 5]]);
+        assert_eq!(r.next_planes().unwrap().unwrap().1, [b"ghijkl".to_vec()]);
     }
 
     #[test]
