@@ -70,7 +70,12 @@ fn main() -> Result<()> {
             println!("{} {secs:.6}", args[0]);
         }
         "scan-i32" | "scan-u32" => {
-            let v = match array::read_vector(Path::new(arg(1)?), Format::Npy, None)? {
+            let v = match array::read_vector(
+                Path::new(arg(1)?),
+                Format::Npy,
+                None,
+                array::Header::Detect,
+            )? {
                 Data::I32(v) => v,
                 _ => bail!("{}: not an i32 vector", arg(1)?),
             };
@@ -91,8 +96,10 @@ fn main() -> Result<()> {
             println!("{} {secs:.6}", args[0]);
         }
         "matmul" => {
-            let a = array::read_matrix(Path::new(arg(1)?), Format::Npy, None)?;
-            let b = array::read_matrix(Path::new(arg(2)?), Format::Npy, None)?;
+            let a =
+                array::read_matrix(Path::new(arg(1)?), Format::Npy, None, array::Header::Detect)?;
+            let b =
+                array::read_matrix(Path::new(arg(2)?), Format::Npy, None, array::Header::Detect)?;
             let (av, bv) = (a.data.to_f32(), b.data.to_f32());
             let p = Matmul {
                 a: &av,

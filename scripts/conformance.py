@@ -195,7 +195,7 @@ def is_jpeg_coded(path):
     return False
 
 
-# blur's refusal of an image of several frames, and the refusal of CMYK (src/io/image.rs).
+# blur's refusal of an image of several frames, and the refusal of CMYK (src/io/image/).
 FRAMES = re.compile(r"(animated \w+ with \d+ frames|multi-page TIFF with \d+ pages): not supported here")
 CMYK = re.compile(r"CMYK (JPEG|TIFF)[^:]*: not supported \(gpukit never converts")
 

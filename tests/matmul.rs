@@ -10,7 +10,7 @@ use gpukit::ops::matmul::{
     Tunables,
 };
 
-use gpukit::io::array::{encode, read_matrix, Array, DType, Data, Format};
+use gpukit::io::array::{encode, read_matrix, Array, DType, Data, Format, Header};
 
 use crate::util::{dump_mismatch, gpu, run_in, shared_gpu, tempdir};
 
@@ -441,7 +441,13 @@ fn every_file_format_round_trips_through_the_cli() {
             for out in ["c.npy", "c.json", "c.csv", "c.txt"] {
                 run_in(Some(dir.path()), &["matmul", &an, &bn, "-o", out]).code(0);
                 let format = Format::from_path(Path::new(out)).unwrap();
-                let c = read_matrix(&dir.path().join(out), format, Some(DType::F32)).unwrap();
+                let c = read_matrix(
+                    &dir.path().join(out),
+                    format,
+                    Some(DType::F32),
+                    Header::Detect,
+                )
+                .unwrap();
                 assert_eq!(c.shape, vec![m, n], "{fa} {fb} {out}");
                 assert_eq!(c.data, Data::F32(want.clone()), "{fa} {fb} {out}");
             }
@@ -466,6 +472,23 @@ fn json_on_stdout_without_output_and_cpu_backend_agrees() {
         args.extend(["matmul", "a.csv", "b.json", "-o", "-"]);
         assert_eq!(run_in(Some(dir.path()), &args).code(0).stdout, want);
     }
+}
+
+#[test]
+fn a_csv_header_row_is_skipped_when_named() {
+    // Column names that are numbers are a row of data unless --header says otherwise.
+    let dir = tempdir();
+    std::fs::write(dir.path().join("a.csv"), "10,20,30\n1,2,3\n4,5,6\n").unwrap();
+    std::fs::write(dir.path().join("b.csv"), "x,y\n1,0\n0,1\n1,1\n").unwrap();
+    let r = run_in(Some(dir.path()), &["matmul", "a.csv", "b.csv", "--header"]);
+    r.code(0);
+    assert_eq!(r.stdout, "[\n  [4.0, 5.0],\n  [10.0, 11.0]\n]\n");
+    let r = run_in(Some(dir.path()), &["matmul", "a.csv", "b.csv"]);
+    r.code(0);
+    assert_eq!(
+        r.stdout,
+        "[\n  [40.0, 50.0],\n  [4.0, 5.0],\n  [10.0, 11.0]\n]\n"
+    );
 }
 
 #[test]
@@ -502,7 +525,7 @@ fn cli_transposes_and_f16() {
         all.extend(args);
         all.extend(["-o", "c.npy"]);
         run_in(Some(dir.path()), &all).code(0);
-        let c = read_matrix(&dir.path().join("c.npy"), Format::Npy, None).unwrap();
+        let c = read_matrix(&dir.path().join("c.npy"), Format::Npy, None, Header::Detect).unwrap();
         assert_eq!(c.shape, vec![m, n], "{args:?}");
         assert_eq!(c.data, Data::F32(want.clone()), "{args:?}");
     }

@@ -115,7 +115,7 @@ proptest! {
     fn a_stream_of_images_splits_back_into_them(
         parts in prop::collection::vec((0usize..6, 1u32..9, 1u32..9, any::<u32>(), 0usize..4), 1..6)
     ) {
-        use gpukit::io::frames::FrameStream;
+        use gpukit::io::image::stream::FrameStream;
         use image::ImageFormat as F;
         const FORMATS: [F; 6] = [F::Png, F::Jpeg, F::Bmp, F::WebP, F::Tiff, F::Pnm];
         const BLANK: [&[u8]; 4] = [b"", b"\n", b"\r\n\n", b" \t\n"];

@@ -533,6 +533,40 @@ fn scan_prints_json_on_stdout() {
 }
 
 #[test]
+fn a_csv_header_is_detected_or_named() {
+    let dir = tempdir();
+    // Names: skipped when detected; numbers as names (years) are data unless --header.
+    write_file(&dir.path().join("names.csv"), b"count\n3\n1\n4\n");
+    write_file(&dir.path().join("years.csv"), b"2024\n3\n1\n4\n");
+    let r = run_in(Some(dir.path()), &["scan", "names.csv", "--inclusive"]);
+    r.code(0);
+    assert_eq!(r.stdout, "[3, 4, 8]\n");
+    let r = run_in(Some(dir.path()), &["scan", "years.csv", "--inclusive"]);
+    r.code(0);
+    assert_eq!(r.stdout, "[2024, 2027, 2028, 2032]\n");
+    let r = run_in(
+        Some(dir.path()),
+        &["scan", "years.csv", "--inclusive", "--header"],
+    );
+    r.code(0);
+    assert_eq!(r.stdout, "[3, 4, 8]\n");
+    // --no-header: a line of names is an error naming the file and the line.
+    let r = run_in(Some(dir.path()), &["scan", "names.csv", "--no-header"]);
+    r.code(1);
+    assert!(
+        r.stderr
+            .contains("names.csv: line 1, value 1: \"count\" is not a number"),
+        "{}",
+        r.stderr
+    );
+    let r = run_in(
+        Some(dir.path()),
+        &["scan", "names.csv", "--header", "--no-header"],
+    );
+    r.code(2);
+}
+
+#[test]
 fn json_with_infinities_reads_back() {
     // An exclusive f32 min starts with +inf; gpukit reads back the JSON it wrote.
     let dir = tempdir();

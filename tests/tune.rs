@@ -19,7 +19,7 @@ fn write_u32_npy(path: &Path, values: Vec<u32>) {
 }
 
 fn read_u32_npy(path: &Path) -> Vec<u32> {
-    match array::read_vector(path, Format::Npy, None).unwrap() {
+    match array::read_vector(path, Format::Npy, None, array::Header::Detect).unwrap() {
         Data::U32(v) => v,
         other => panic!("{path:?} holds {:?}", other.dtype()),
     }

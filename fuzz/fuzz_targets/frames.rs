@@ -3,7 +3,7 @@
 //! bytes less only the blank space (and a TIFF's pad byte) between them.
 #![no_main]
 
-use gpukit::io::frames::FrameStream;
+use gpukit::io::image::stream::FrameStream;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

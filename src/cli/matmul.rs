@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::text::HeaderArgs;
 use super::{Ctx, Status};
 use crate::gpu::{Engine, Timings};
-use crate::io::array::{self, Array, DType, Data, Format};
+use crate::io::array::{self, Array, DType, Data, Format, Header};
 use crate::io::output::{self, PendingFile};
 use crate::ops::matmul::{self, Dims, Matmul, Precision};
 
@@ -34,6 +35,8 @@ pub struct MatmulArgs {
     /// Use B transposed: the file holds B as n x k.
     #[arg(long)]
     transpose_b: bool,
+    #[command(flatten)]
+    text: HeaderArgs,
 }
 
 fn input_format(path: &Path) -> Result<Format> {
@@ -67,11 +70,11 @@ fn open_sink(args: &MatmulArgs) -> Result<(PendingFile, Format)> {
 }
 
 /// A matrix file as f32 values and its stored shape.
-fn read(path: &Path, precision: Precision) -> Result<(Vec<f32>, usize, usize)> {
+fn read(path: &Path, precision: Precision, header: Header) -> Result<(Vec<f32>, usize, usize)> {
     let format = input_format(path)?;
     let name = path.display();
     // Every format is read as f32 (a float16 .npy as it is: its values are all f32 values).
-    let Array { shape, data } = array::read_matrix(path, format, Some(DType::F32))
+    let Array { shape, data } = array::read_matrix(path, format, Some(DType::F32), header)
         .map_err(|e| array::name_dtypes(e, path, "matmul", "real numbers, read as float32"))?;
     let values = match data {
         Data::F32(v) => v,
@@ -91,7 +94,11 @@ pub fn run(ctx: &Ctx, args: MatmulArgs) -> Result<Status> {
     ctx.detail(&sink.describe());
     let mut timings = Timings::default();
     let ((a, ar, ac), (b, br, bc)) = timings.phase("decode", || -> Result<_> {
-        Ok((read(&args.a, args.dtype)?, read(&args.b, args.dtype)?))
+        let header = args.text.header();
+        Ok((
+            read(&args.a, args.dtype, header)?,
+            read(&args.b, args.dtype, header)?,
+        ))
     })?;
     let (m, k) = if args.transpose_a { (ac, ar) } else { (ar, ac) };
     let (kb, n) = if args.transpose_b { (bc, br) } else { (br, bc) };

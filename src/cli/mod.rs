@@ -15,6 +15,7 @@ mod outputs;
 mod resize;
 mod scan;
 pub mod term;
+mod text;
 pub(crate) mod tune;
 
 use std::ffi::OsString;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::text::HeaderArgs;
 use super::{Ctx, Status};
 use crate::gpu::{Engine, Timings};
 use crate::io::array::{self, Array, DType, Data, Format};
@@ -15,7 +16,7 @@ use crate::ops::scan::{self, Elem, Mode, Op, Options};
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Input formats: .npy (1-D uint32, int32 or float32, little-endian), .json (an array of numbers),
-.txt/.csv (numbers separated by commas, spaces or newlines), raw .bin with --dtype; a file of
+.txt/.csv (numbers separated by commas, spaces or newlines; a first line of names is skipped), raw .bin with --dtype; a file of
 any other extension is read as raw with --dtype. Text and JSON without --dtype are read as u32
 when every value is a non-negative integer, i32 when some are negative, else f32.
 Output: by the extension of -o (.npy .json .txt .csv .bin); without -o, JSON on stdout.
@@ -42,6 +43,8 @@ pub struct ScanArgs {
     /// Input format, for stdin or to override the extension.
     #[arg(long, value_enum)]
     format: Option<Format>,
+    #[command(flatten)]
+    text: HeaderArgs,
 }
 
 fn io_dtype(e: Elem) -> DType {
@@ -100,7 +103,13 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
     ctx.detail(&dest.0.describe());
     let mut timings = Timings::default();
     let data = timings.phase("decode", || {
-        array::read_vector(&args.input, format, args.dtype.map(io_dtype)).map_err(|e| {
+        array::read_vector(
+            &args.input,
+            format,
+            args.dtype.map(io_dtype),
+            args.text.header(),
+        )
+        .map_err(|e| {
             array::name_dtypes(
                 e,
                 &args.input,

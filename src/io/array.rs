@@ -171,15 +171,25 @@ pub fn read(path: &Path, format: Format, dtype: Option<DType>) -> Result<Array> 
 }
 
 /// Reads a 1-D array from `path` (`-` for stdin), as [`parse_vector`] does.
-pub fn read_vector(path: &Path, format: Format, dtype: Option<DType>) -> Result<Data> {
+pub fn read_vector(
+    path: &Path,
+    format: Format,
+    dtype: Option<DType>,
+    header: Header,
+) -> Result<Data> {
     let bytes = read_bytes(path)?;
-    parse_vector(&bytes, format, dtype).with_context(|| path.display().to_string())
+    parse_vector(&bytes, format, dtype, header).with_context(|| path.display().to_string())
 }
 
 /// Reads a matrix from `path` (`-` for stdin); see [`parse_matrix`].
-pub fn read_matrix(path: &Path, format: Format, dtype: Option<DType>) -> Result<Array> {
+pub fn read_matrix(
+    path: &Path,
+    format: Format,
+    dtype: Option<DType>,
+    header: Header,
+) -> Result<Array> {
     let bytes = read_bytes(path)?;
-    parse_matrix(&bytes, format, dtype).with_context(|| path.display().to_string())
+    parse_matrix(&bytes, format, dtype, header).with_context(|| path.display().to_string())
 }
 
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {
@@ -197,10 +207,15 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Parses a 1-D array: text is one list of numbers however its lines break; .npy and JSON
-/// must hold a 1-D array.
-pub fn parse_vector(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Data> {
+/// must hold a 1-D array. `header` is how a text file's first line is taken.
+pub fn parse_vector(
+    bytes: &[u8],
+    format: Format,
+    dtype: Option<DType>,
+    header: Header,
+) -> Result<Data> {
     let array = match format {
-        Format::Text => parse_text(bytes, dtype, TextShape::Flat)?,
+        Format::Text => parse_text(bytes, dtype, TextShape::Flat, header)?,
         _ => parse(bytes, format, dtype)?,
     };
     if array.shape.len() != 1 {
@@ -211,10 +226,15 @@ pub fn parse_vector(bytes: &[u8], format: Format, dtype: Option<DType>) -> Resul
 
 /// Parses a 2-D matrix: like [`parse`], except that text is always rows x columns (one line
 /// per row: one line is 1 x n, one value per line is n x 1), and that an empty array or one
-/// of another rank is an error.
-pub fn parse_matrix(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Array> {
+/// of another rank is an error. `header` is how a text file's first line is taken.
+pub fn parse_matrix(
+    bytes: &[u8],
+    format: Format,
+    dtype: Option<DType>,
+    header: Header,
+) -> Result<Array> {
     let array = match format {
-        Format::Text => parse_text(bytes, dtype, TextShape::Rows)?,
+        Format::Text => parse_text(bytes, dtype, TextShape::Rows, header)?,
         _ => parse(bytes, format, dtype)?,
     };
     if array.data.is_empty() {
@@ -258,8 +278,21 @@ pub fn parse(bytes: &[u8], format: Format, dtype: Option<DType>) -> Result<Array
                 shape,
             })
         }
-        Format::Text => parse_text(bytes, dtype, TextShape::Auto),
+        Format::Text => parse_text(bytes, dtype, TextShape::Auto, Header::Detect),
     }
+}
+
+/// Whether a text file's first line is a header row of column names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Header {
+    /// A first line none of whose fields is a number (`x,y,z`, `"a","b"`) is a header.
+    #[default]
+    Detect,
+    /// The first non-empty line is a header, whatever it holds (`--header`: names such as
+    /// `2024,2025`).
+    Present,
+    /// There is none: every line is data, and a name in it an error (`--no-header`).
+    Absent,
 }
 
 /// How text lines shape an array.
@@ -274,7 +307,7 @@ enum TextShape {
 }
 
 /// Text: numbers separated by commas or whitespace, shaped by `how`.
-fn parse_text(bytes: &[u8], dtype: Option<DType>, how: TextShape) -> Result<Array> {
+fn parse_text(bytes: &[u8], dtype: Option<DType>, how: TextShape, header: Header) -> Result<Array> {
     let text = std::str::from_utf8(bytes).map_err(|_| anyhow!("not UTF-8 text"))?;
     let tokens = |line: &str| -> Vec<String> {
         line.split(|c: char| c == ',' || c.is_whitespace())
@@ -282,16 +315,19 @@ fn parse_text(bytes: &[u8], dtype: Option<DType>, how: TextShape) -> Result<Arra
             .map(str::to_owned)
             .collect()
     };
-    // A CSV's header row: a first line none of whose fields is a number (`x,y,z`, `"a","b"`).
-    // A line with a number among its fields is data, and a bad field in it an error.
-    let header = text
-        .lines()
-        .position(|l| !tokens(l).is_empty())
-        .filter(|&at| {
+    // A CSV's header row, when detected: a first line none of whose fields is a number
+    // (`x,y,z`, `"a","b"`), with data after it. A line with a number among its fields is data,
+    // and a bad field in it an error.
+    let first = text.lines().position(|l| !tokens(l).is_empty());
+    let header = match header {
+        Header::Absent => None,
+        Header::Present => first,
+        Header::Detect => first.filter(|&at| {
             let first = text.lines().nth(at).unwrap_or_default();
             let data_follows = text.lines().skip(at + 1).any(|l| !tokens(l).is_empty());
             data_follows && tokens(first).iter().all(|t| Number::parse(t).is_none())
-        });
+        }),
+    };
     let mut flat = Vec::new();
     let mut rows = Vec::new();
     let mut lines = Vec::new();
@@ -1302,7 +1338,7 @@ mod tests {
 
     #[test]
     fn a_csv_header_row_is_skipped_and_a_bad_field_is_not() {
-        let a = parse_matrix(b"x,y\n1,2\n3,4\n", Format::Text, None).unwrap();
+        let a = parse_matrix(b"x,y\n1,2\n3,4\n", Format::Text, None, Header::Detect).unwrap();
         assert_eq!((a.shape, a.data), (vec![2, 2], Data::U32(vec![1, 2, 3, 4])));
         let a = parse(b"\"value\"\n1.5\n2\n", Format::Text, None).unwrap();
         assert_eq!(a.data, Data::F32(vec![1.5, 2.0]));
@@ -1314,6 +1350,25 @@ mod tests {
         assert_eq!(e.to_string(), "line 1, value 1: \"x3\" is not a number");
         let e = parse(b"hello\n", Format::Text, None).unwrap_err();
         assert_eq!(e.to_string(), "line 1, value 1: \"hello\" is not a number");
+    }
+
+    #[test]
+    fn a_header_can_be_named_present_or_absent() {
+        // Column names that are numbers (years) are data to detection, a header when told.
+        let text = b"2024,2025\n1,2\n3,4\n";
+        let a = parse_matrix(text, Format::Text, None, Header::Detect).unwrap();
+        assert_eq!(a.shape, vec![3, 2]);
+        let a = parse_matrix(text, Format::Text, None, Header::Present).unwrap();
+        assert_eq!((a.shape, a.data), (vec![2, 2], Data::U32(vec![1, 2, 3, 4])));
+        // The header is the first non-empty line, and only it.
+        let v = parse_vector(b"\nsum\n5\n6\n", Format::Text, None, Header::Present).unwrap();
+        assert_eq!(v, Data::U32(vec![5, 6]));
+        // Told there is none, a line of names is an error naming its line.
+        let e = parse_vector(b"x,y\n1,2\n", Format::Text, None, Header::Absent).unwrap_err();
+        assert_eq!(e.to_string(), "line 1, value 1: \"x\" is not a number");
+        // Binary and JSON formats have no header rows: the setting does not touch them.
+        let v = parse_vector(b"[7, 8]", Format::Json, None, Header::Present).unwrap();
+        assert_eq!(v, Data::U32(vec![7, 8]));
     }
 
     #[test]
@@ -1334,30 +1389,31 @@ mod tests {
 
     #[test]
     fn matrices_take_text_lines_as_rows_and_refuse_other_ranks() {
-        let one_row = parse_matrix(b"1,2,3\n", Format::Text, None).unwrap();
+        let one_row = parse_matrix(b"1,2,3\n", Format::Text, None, Header::Detect).unwrap();
         assert_eq!(one_row.shape, vec![1, 3]);
-        let one_col = parse_matrix(b"1\n2\n", Format::Text, Some(DType::F32)).unwrap();
+        let one_col =
+            parse_matrix(b"1\n2\n", Format::Text, Some(DType::F32), Header::Detect).unwrap();
         assert_eq!(one_col.shape, vec![2, 1]);
         assert_eq!(one_col.data, Data::F32(vec![1.0, 2.0]));
-        let e = parse_matrix(b"[1, 2, 3, 4, 5]", Format::Json, None).unwrap_err();
+        let e = parse_matrix(b"[1, 2, 3, 4, 5]", Format::Json, None, Header::Detect).unwrap_err();
         assert_eq!(e.to_string(), "expected a 2-D matrix, got shape [5]");
-        let e = parse_matrix(b"[[[1]]]", Format::Json, None).unwrap_err();
+        let e = parse_matrix(b"[[[1]]]", Format::Json, None, Header::Detect).unwrap_err();
         assert_eq!(e.to_string(), "expected a 2-D matrix, got shape [1, 1, 1]");
-        let e = parse_matrix(b"\n", Format::Text, None).unwrap_err();
+        let e = parse_matrix(b"\n", Format::Text, None, Header::Detect).unwrap_err();
         assert_eq!(e.to_string(), "empty matrix (shape [0, 0])");
-        let e = parse_matrix(b"[[], []]", Format::Json, None).unwrap_err();
+        let e = parse_matrix(b"[[], []]", Format::Json, None, Header::Detect).unwrap_err();
         assert_eq!(e.to_string(), "empty matrix (shape [2, 0])");
-        let e = parse_matrix(b"1,2\n3\n", Format::Text, None).unwrap_err();
+        let e = parse_matrix(b"1,2\n3\n", Format::Text, None, Header::Detect).unwrap_err();
         assert!(e.to_string().contains("ragged rows"), "{e}");
     }
 
     #[test]
     fn vectors_take_any_text_lines_but_only_1d_npy_and_json() {
-        let v = parse_vector(b"1 2 3\n4, 5\n\n6\n", Format::Text, None).unwrap();
+        let v = parse_vector(b"1 2 3\n4, 5\n\n6\n", Format::Text, None, Header::Detect).unwrap();
         assert_eq!(v, Data::U32(vec![1, 2, 3, 4, 5, 6]));
-        let e = parse_vector(b"1 2\n3 x", Format::Text, None).unwrap_err();
+        let e = parse_vector(b"1 2\n3 x", Format::Text, None, Header::Detect).unwrap_err();
         assert_eq!(e.to_string(), "line 2, value 2: \"x\" is not a number");
-        let e = parse_vector(b"[[1, 2], [3, 4]]", Format::Json, None).unwrap_err();
+        let e = parse_vector(b"[[1, 2], [3, 4]]", Format::Json, None, Header::Detect).unwrap_err();
         assert_eq!(e.to_string(), "expected a 1-D array, got shape [2, 2]");
         let mut npy = Vec::new();
         let m = Array {
@@ -1365,7 +1421,7 @@ mod tests {
             data: Data::I32(vec![1, 2]),
         };
         encode(&mut npy, Format::Npy, &m).unwrap();
-        let e = parse_vector(&npy, Format::Npy, None).unwrap_err();
+        let e = parse_vector(&npy, Format::Npy, None, Header::Detect).unwrap_err();
         assert_eq!(e.to_string(), "expected a 1-D array, got shape [1, 2]");
     }
 

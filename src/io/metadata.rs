@@ -3,12 +3,11 @@
 //! write what each format can hold (docs/fidelity.md lists it per format). Pixels are never
 //! converted between colour spaces: the profile describes the samples as they are.
 //!
-//! Also here: reading and resetting the EXIF orientation and turning the pixels upright by it,
-//! and the JPEG quality a file was written with, estimated from its quantisation table.
+//! Also here: reading and resetting the EXIF orientation (io/image/orientation.rs turns the
+//! pixels upright by it), and the JPEG quality a file was written with, estimated from its quantisation table.
 
 use png::text_metadata::{ITXtChunk, TEXtChunk, ZTXtChunk};
 
-use super::image::{Image, Samples};
 use super::jpeg::Subsampling;
 
 /// The metadata of one image. Each part is kept byte for byte as read.
@@ -77,18 +76,16 @@ impl Metadata {
         (1..=8).contains(&v).then_some(v as u8)
     }
 
-    /// Turns `image` upright by the EXIF orientation and sets the tag to 1, as ImageMagick's
-    /// `-auto-orient` and `vips autorot` do. Without an orientation nothing changes.
-    pub fn auto_orient(&mut self, image: Image) -> Image {
-        let Some(o) = self.orientation() else {
-            return image;
-        };
+    /// The EXIF orientation, and the tag set to 1, for the pixels to be turned upright by it
+    /// (`io::image`'s `Metadata::auto_orient`); `None`, and nothing changed, without one.
+    pub(crate) fn take_orientation(&mut self) -> Option<u8> {
+        let o = self.orientation()?;
         let exif = self.exif.as_mut().expect("orientation comes from the EXIF");
         let ifd = Ifd0::parse(exif).expect("parsed for the orientation");
         let at = ifd.entry(TAG_ORIENTATION).expect("the tag is there") + 8;
         let one = if ifd.big_endian { [0, 1] } else { [1, 0] };
         exif[at..at + 2].copy_from_slice(&one);
-        orient(image, o)
+        Some(o)
     }
 }
 
@@ -472,52 +469,6 @@ pub(crate) fn exif_with_orientation(orientation: u8) -> Vec<u8> {
     e
 }
 
-/// Turns the pixels upright for EXIF orientation `o`: 2 mirrors, 3 turns 180 degrees, 4 flips,
-/// 5 transposes, 6 turns 90 degrees clockwise, 7 transverses, 8 turns 90 degrees
-/// counter-clockwise; 1 (and anything else) leaves them.
-pub fn orient(image: Image, o: u8) -> Image {
-    if !(2..=8).contains(&o) {
-        return image;
-    }
-    let (w, h) = (image.width as usize, image.height as usize);
-    let (ow, oh) = if o >= 5 { (h, w) } else { (w, h) };
-    // The stored pixel shown at (x, y) of the upright image.
-    let source = |x: usize, y: usize| -> usize {
-        let (sx, sy) = match o {
-            2 => (w - 1 - x, y),
-            3 => (w - 1 - x, h - 1 - y),
-            4 => (x, h - 1 - y),
-            5 => (y, x),
-            6 => (y, h - 1 - x),
-            7 => (w - 1 - y, h - 1 - x),
-            _ => (w - 1 - y, x),
-        };
-        sy * w + sx
-    };
-    let c = usize::from(image.channels);
-    fn remap<T: Copy>(
-        d: &[T],
-        c: usize,
-        ow: usize,
-        oh: usize,
-        src: impl Fn(usize, usize) -> usize,
-    ) -> Vec<T> {
-        let mut out = Vec::with_capacity(d.len());
-        for y in 0..oh {
-            for x in 0..ow {
-                let s = src(x, y) * c;
-                out.extend_from_slice(&d[s..s + c]);
-            }
-        }
-        out
-    }
-    let (ow32, oh32) = (ow as u32, oh as u32);
-    match &image.samples {
-        Samples::U8(d) => Image::new_u8(ow32, oh32, image.channels, remap(d, c, ow, oh, source)),
-        Samples::U16(d) => Image::new_u16(ow32, oh32, image.channels, remap(d, c, ow, oh, source)),
-    }
-}
-
 // ---- JPEG: the JFIF density and the quantisation tables, from the segments before the scan ----
 
 /// What a JPEG's headers say beyond what its decoder reports.
@@ -813,34 +764,6 @@ mod tests {
         assert!(Keep::parse("icc,gps")
             .unwrap_err()
             .contains("unknown \"gps\""));
-    }
-
-    #[test]
-    fn orientation_is_read_and_reset_in_either_byte_order() {
-        for o in 1..=8u8 {
-            let mut m = Metadata {
-                exif: Some(exif_with_orientation(o)),
-                ..Metadata::default()
-            };
-            assert_eq!(m.orientation(), Some(o));
-            let img = Image::new_u8(3, 2, 1, (0..6).collect());
-            let out = m.auto_orient(img);
-            assert_eq!(m.orientation(), Some(1));
-            assert_eq!(
-                (out.width, out.height),
-                if o >= 5 { (2, 3) } else { (3, 2) }
-            );
-        }
-        // Big-endian: MM, IFD at 8, one entry, orientation 6.
-        let mut be = b"MM\0*\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01\0\x06\0\0\0\0\0\0".to_vec();
-        let mut m = Metadata {
-            exif: Some(be.clone()),
-            ..Metadata::default()
-        };
-        assert_eq!(m.orientation(), Some(6));
-        m.auto_orient(Image::new_u8(1, 1, 1, vec![0]));
-        be[19] = 1;
-        assert_eq!(m.exif, Some(be));
     }
 
     #[test]

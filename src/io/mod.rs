@@ -1,13 +1,11 @@
 //! Input and output: images, numeric arrays, atomic output files and JSON documents.
 
 pub mod array;
-pub mod frames;
 pub mod image;
 pub mod jpeg;
 pub mod json;
 pub mod metadata;
 pub mod output;
-mod tiff;
 
 /// Writes `text` to stdout; a closed pipe surfaces as an error `main` treats as success.
 pub fn print_stdout(text: &str) -> anyhow::Result<()> {

@@ -4,14 +4,15 @@
 //! converted to RGB as libjpeg does, gray+alpha kept, premultiplied (associated) alpha divided out.
 //! Variants it cannot read are refused with one line naming them (docs/formats.md).
 
-use std::io::Cursor;
+use std::io::{Cursor, Read, Seek};
 
 use ::tiff::decoder::{Decoder, DecodingResult, Limits};
 use ::tiff::tags::Tag;
 use ::tiff::TiffError;
 use anyhow::{anyhow, bail, Result};
 
-use super::image::{describe_io, Decoded, Header, Image, ReadOptions};
+use super::{describe_io, Decoded, Header, Image, ReadOptions};
+use crate::io::metadata;
 
 /// The header of a TIFF's first image, in the layout `decode` gives it.
 pub(super) fn header(bytes: &[u8]) -> Result<Header> {
@@ -60,7 +61,7 @@ pub(super) fn decode(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
         DecodingResult::U16(v) => plan.convert(&v, stored, planar),
         _ => bail!("unsupported TIFF: its samples are neither 8- nor 16-bit"),
     };
-    let metadata = super::metadata::from_tiff(bytes).map_err(tiff_error)?;
+    let metadata = metadata::from_tiff(bytes).map_err(tiff_error)?;
     Ok(Decoded {
         image,
         damage,
@@ -450,6 +451,56 @@ fn first_ifd_value(bytes: &[u8], tag: u16) -> Option<(usize, u16)> {
         .map(|i| ifd + count_len + i * entry_len)
         .find(|&e| int(e, 2) == Some(u64::from(tag)))
         .and_then(|e| Some((e + value_at, int(e + 2, 2)? as u16)))
+}
+
+/// The offsets of a TIFF's pages' directories, in order.
+pub(super) fn pages<R: Read + Seek>(r: &mut R) -> Result<Vec<u64>> {
+    let tiff_error = |e: TiffError| anyhow!("corrupt TIFF: {e}");
+    let mut decoder = Decoder::new(r).map_err(tiff_error)?;
+    let mut pages = Vec::new();
+    loop {
+        pages.extend(decoder.ifd_pointer().map(|p| p.0));
+        if !decoder.more_images() {
+            return Ok(pages);
+        }
+        decoder.next_image().map_err(tiff_error)?;
+    }
+}
+
+/// A copy of a TIFF whose first and only page is the one whose directory is at `ifd`, for
+/// `decode`, which reads the first page only.
+pub(super) fn page(bytes: &[u8], ifd: u64) -> Option<Vec<u8>> {
+    let le = bytes.starts_with(b"II");
+    let mut out = bytes.to_vec();
+    let get = |out: &[u8], at: u64, n: usize| -> Option<u64> {
+        let at = usize::try_from(at).ok()?;
+        let b = out.get(at..at.checked_add(n)?)?;
+        Some(b.iter().enumerate().fold(0u64, |v, (i, &x)| {
+            let shift = if le { 8 * i } else { 8 * (n - 1 - i) };
+            v | u64::from(x) << shift
+        }))
+    };
+    let put = |out: &mut [u8], at: u64, n: usize, v: u64| -> Option<()> {
+        let at = usize::try_from(at).ok()?;
+        for (i, b) in out.get_mut(at..at.checked_add(n)?)?.iter_mut().enumerate() {
+            let shift = if le { 8 * i } else { 8 * (n - 1 - i) };
+            *b = (v >> shift) as u8;
+        }
+        Some(())
+    };
+    // Classic TIFF: 4-byte offsets (the first at byte 4), 2-byte entry counts, 12-byte
+    // entries; BigTIFF (version 43): 8-byte offsets (the first at byte 8), 8, 20.
+    let (offset, count, entry) = match get(&out, 2, 2)? {
+        43 => (8, 8, 20),
+        _ => (4, 2, 12),
+    };
+    put(&mut out, offset as u64, offset, ifd)?;
+    let entries = get(&out, ifd, count)?;
+    let next = ifd
+        .checked_add(count as u64)?
+        .checked_add(entries.checked_mul(entry)?)?;
+    put(&mut out, next, offset, 0)?;
+    Some(out)
 }
 
 #[cfg(test)]

@@ -1,0 +1,461 @@
+//! The decoders of each format: PNG (the png crate, both checksums verified), JPEG
+//! (zune-jpeg, strict), GIF (the gif crate) and the image crate's others, each reading the
+//! pixels and the metadata the format holds into a `Decoded`. TIFF has its own file (tiff.rs).
+
+use std::io::{BufRead, Cursor, Read, Seek};
+
+use anyhow::{anyhow, bail, Result};
+use image::{DynamicImage, ImageFormat};
+use zune_core::bytestream::{ZByteReaderTrait, ZCursor};
+
+use super::{describe_io, Decoded, Header, Image, ReadOptions};
+use crate::io::metadata::{self, Metadata};
+
+// ---- PNG: the png crate directly, with both checksums (chunk CRC, zlib Adler-32) verified ----
+
+pub(super) fn png_reader<R: BufRead + Seek>(
+    r: R,
+    opts: &ReadOptions,
+    ignore_checksums: bool,
+) -> Result<png::Reader<R>> {
+    let limit = usize::try_from(opts.limits.max_bytes).unwrap_or(usize::MAX);
+    let mut decoder = png::Decoder::new_with_limits(r, png::Limits { bytes: limit });
+    // The png crate skips the Adler-32 check by default; libpng makes it.
+    decoder.ignore_checksums(ignore_checksums);
+    decoder.set_transformations(png::Transformations::EXPAND);
+    let info = decoder.read_header_info().map_err(png_error)?;
+    let (width, height) = (info.width, info.height);
+    if width > opts.limits.max_width
+        || height > opts.limits.max_height
+        // At least one byte per pixel, whatever the layout.
+        || u64::from(width) * u64::from(height) > opts.limits.max_bytes
+    {
+        let h = Header {
+            width,
+            height,
+            channels: 1,
+            bit_depth: 8,
+        };
+        opts.limits.check(&h)?;
+        bail!("{width}x{height} pixels is over the limit");
+    }
+    decoder.read_info().map_err(png_error)
+}
+
+fn png_error(e: png::DecodingError) -> anyhow::Error {
+    match e {
+        png::DecodingError::IoError(e) => anyhow!(describe_io(&e, "PNG")),
+        png::DecodingError::LimitsExceeded => {
+            anyhow!("the PNG needs more memory than the limit (--max-image-bytes raises it)")
+        }
+        e => anyhow!("corrupt PNG: {e}"),
+    }
+}
+
+pub(super) fn png_header<R: BufRead + Seek>(reader: &png::Reader<R>) -> Result<Header> {
+    let info = reader.info();
+    let (color, depth) = reader.output_color_type();
+    Ok(Header {
+        width: info.width,
+        height: info.height,
+        channels: color.samples() as u8,
+        bit_depth: if depth == png::BitDepth::Sixteen {
+            16
+        } else {
+            8
+        },
+    })
+}
+
+pub(super) fn decode_png(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
+    let strict = png_pixels(bytes, opts, false);
+    match strict {
+        Ok((image, metadata, None)) => Ok(Decoded {
+            image,
+            damage: None,
+            metadata,
+            jpeg_quality: None,
+            jpeg_subsampling: None,
+        }),
+        Err(e) if !opts.allow_damaged => Err(e),
+        _ => {
+            // Damaged: decode again without checksums, keeping what decodes.
+            let damage = match strict {
+                Err(e) => e.to_string(),
+                Ok((_, _, d)) => d.unwrap_or_default(),
+            };
+            let (image, metadata, _) = png_pixels(bytes, opts, true)?;
+            Ok(Decoded {
+                image,
+                damage: Some(damage),
+                metadata,
+                jpeg_quality: None,
+                jpeg_subsampling: None,
+            })
+        }
+    }
+}
+
+/// The pixels and the metadata, or with `lenient`, as many rows as decode (the rest zero) and
+/// what stopped it.
+fn png_pixels(
+    bytes: &[u8],
+    opts: &ReadOptions,
+    lenient: bool,
+) -> Result<(Image, Metadata, Option<String>)> {
+    let mut reader = png_reader(Cursor::new(bytes), opts, lenient)?;
+    let header = png_header(&reader)?;
+    opts.limits.check(&header)?;
+    let size = reader
+        .output_buffer_size()
+        .ok_or_else(|| anyhow!("{}x{} is too large", header.width, header.height))?;
+    // 16-bit samples are decoded into the bytes of the buffer they end in, then put in this
+    // machine's byte order in place.
+    let sixteen = header.bit_depth == 16;
+    let mut wide = vec![0u16; if sixteen { size.div_ceil(2) } else { 0 }];
+    let mut narrow = vec![0u8; if sixteen { 0 } else { size }];
+    let buf: &mut [u8] = match sixteen {
+        true => &mut bytemuck::cast_slice_mut(&mut wide)[..size],
+        false => &mut narrow,
+    };
+    let mut damage = None;
+    if let Err(e) = reader.next_frame(buf) {
+        let e = png_error(e);
+        if !lenient {
+            return Err(e);
+        }
+        damage = Some(e.to_string());
+    } else if !lenient {
+        // The rest of the file: trailing chunks with their checksums, and IEND.
+        reader.finish().map_err(png_error)?;
+    }
+    // After the last chunk: text may follow the image data.
+    let metadata = metadata::from_png(reader.info());
+    let Header {
+        width: w,
+        height: h,
+        channels: c,
+        ..
+    } = header;
+    let n = w as usize * h as usize * c as usize;
+    let image = if sixteen {
+        wide.truncate(n);
+        wide.iter_mut().for_each(|v| *v = u16::from_be(*v));
+        Image::new_u16(w, h, c, wide)
+    } else {
+        narrow.truncate(n);
+        Image::new_u8(w, h, c, narrow)
+    };
+    Ok((image, metadata, damage))
+}
+
+// ---- JPEG: zune-jpeg directly, strict (image's wrapper turns its strict mode off) ----
+
+pub(super) fn jpeg_decoder<R: ZByteReaderTrait>(
+    reader: R,
+    strict: bool,
+) -> Result<(zune_jpeg::JpegDecoder<R>, Header)> {
+    use zune_core::colorspace::ColorSpace;
+    // Reading the headers allocates no pixels: gpukit checks its limits on what they say.
+    let options = zune_core::options::DecoderOptions::default()
+        .set_strict_mode(strict)
+        .set_max_width(u16::MAX as usize)
+        .set_max_height(u16::MAX as usize);
+    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(reader, options);
+    decoder.decode_headers().map_err(jpeg_error)?;
+    let (width, height) = decoder
+        .dimensions()
+        .ok_or_else(|| anyhow!("corrupt JPEG: no frame header"))?;
+    let input = decoder
+        .input_colorspace()
+        .ok_or_else(|| anyhow!("corrupt JPEG: no frame header"))?;
+    // CMYK would have to be converted to be shown: gpukit keeps pixels in their colour space.
+    if matches!(input, ColorSpace::CMYK | ColorSpace::YCCK) {
+        bail!(
+            "CMYK JPEG ({} components, {input:?}): not supported (gpukit never converts \
+             between colour spaces; convert it to RGB first)",
+            input.num_components()
+        );
+    }
+    // Gray stays gray; YCbCr and RGB are decoded to RGB.
+    let out = if input == ColorSpace::Luma {
+        ColorSpace::Luma
+    } else {
+        ColorSpace::RGB
+    };
+    decoder.set_options(decoder.options().jpeg_set_out_colorspace(out));
+    let header = Header {
+        width: width as u32,
+        height: height as u32,
+        channels: out.num_components() as u8,
+        bit_depth: 8,
+    };
+    Ok((decoder, header))
+}
+
+fn jpeg_error(e: zune_jpeg::errors::DecodeErrors) -> anyhow::Error {
+    use zune_jpeg::errors::DecodeErrors as E;
+    let text = match &e {
+        E::Format(s)
+        | E::HuffmanDecode(s)
+        | E::DqtError(s)
+        | E::SosError(s)
+        | E::SofError(s)
+        | E::MCUError(s) => s.clone(),
+        E::FormatStatic(s) => s.to_string(),
+        E::LargeDimensions(n) => {
+            return anyhow!("a side of {n} pixels is over the limit (--max-image-bytes)")
+        }
+        E::Unsupported(u) => return anyhow!("unsupported JPEG: {u:?}"),
+        other => format!("{other:?}"),
+    };
+    // zune-jpeg's messages may carry line breaks; one line each.
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lower = text.to_lowercase();
+    if lower.contains("premature end")
+        || lower.contains("no more bytes")
+        || lower.contains("exhausted")
+        || lower.contains("eof")
+        || matches!(e, E::ExhaustedData)
+    {
+        anyhow!("truncated JPEG: {text}")
+    } else {
+        anyhow!("corrupt JPEG: {text}")
+    }
+}
+
+pub(super) fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
+    let pixels = |strict: bool| -> Result<(Image, Metadata)> {
+        let (mut decoder, h) = jpeg_decoder(ZCursor::new(bytes), strict)?;
+        opts.limits.check(&h)?;
+        let data = decoder.decode().map_err(jpeg_error)?;
+        if data.len() != h.width as usize * h.height as usize * h.channels as usize {
+            bail!("corrupt JPEG: decoded size differs from the header");
+        }
+        let metadata = Metadata {
+            icc_profile: decoder.icc_profile(),
+            exif: decoder.exif().cloned(),
+            xmp: decoder.xmp().cloned(),
+            ..Metadata::default()
+        };
+        Ok((Image::new_u8(h.width, h.height, h.channels, data), metadata))
+    };
+    let headers = metadata::jpeg_headers(bytes);
+    let ((image, mut metadata), damage) = match pixels(true) {
+        Ok(decoded) => (decoded, None),
+        Err(e) if opts.allow_damaged && !is_limit(&e) => (pixels(false)?, Some(e.to_string())),
+        Err(e) => return Err(e),
+    };
+    metadata.density = headers.density;
+    Ok(Decoded {
+        image,
+        damage,
+        metadata,
+        jpeg_quality: headers.quality,
+        jpeg_subsampling: headers.subsampling,
+    })
+}
+
+fn is_limit(e: &anyhow::Error) -> bool {
+    e.to_string().contains("over the limit")
+}
+
+// ---- Everything else: the image crate's decoders, with its limits set ----
+
+pub(super) fn other_decoder<'a, R: BufRead + Seek + 'a>(
+    r: R,
+    format: ImageFormat,
+) -> Result<Box<dyn image::ImageDecoder + 'a>> {
+    let mut reader = image::ImageReader::new(r);
+    reader.set_format(format);
+    reader.no_limits();
+    let decoder = reader.into_decoder().map_err(|e| image_error(e, format))?;
+    Ok(Box::new(decoder))
+}
+
+pub(super) fn format_name(format: ImageFormat) -> String {
+    format!("{format:?}").to_uppercase()
+}
+
+pub(super) fn image_error(e: image::ImageError, format: ImageFormat) -> anyhow::Error {
+    let name = format_name(format);
+    let text = match e {
+        image::ImageError::IoError(io) => return anyhow!(describe_io(&io, &name)),
+        image::ImageError::Unsupported(u) => return anyhow!("unsupported {name}: {u}"),
+        image::ImageError::Limits(_) => {
+            return anyhow!("the {name} needs more memory than the limit (--max-image-bytes)")
+        }
+        other => other.to_string(),
+    };
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.to_lowercase().contains("eof") || text.to_lowercase().contains("end of file") {
+        anyhow!("truncated {name}: {text}")
+    } else {
+        anyhow!("corrupt {name}: {text}")
+    }
+}
+
+pub(super) fn other_header(
+    decoder: &dyn image::ImageDecoder,
+    format: ImageFormat,
+) -> Result<Header> {
+    let (width, height) = decoder.dimensions();
+    let color = decoder.color_type();
+    let channels = color.channel_count();
+    let bit_depth = 8 * u32::from(color.bytes_per_pixel() / channels);
+    if !matches!(bit_depth, 8 | 16) {
+        bail!(
+            "{:?} {} images (floating point) are not supported; gpukit takes 8- and 16-bit images",
+            color,
+            format_name(format)
+        );
+    }
+    Ok(Header {
+        width,
+        height,
+        channels,
+        bit_depth,
+    })
+}
+
+pub(super) fn decode_other(
+    bytes: &[u8],
+    format: ImageFormat,
+    opts: &ReadOptions,
+) -> Result<Decoded> {
+    let mut decoder = other_decoder(Cursor::new(bytes), format)?;
+    let header = other_header(decoder.as_ref(), format)?;
+    opts.limits.check(&header)?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(opts.limits.max_width);
+    limits.max_image_height = Some(opts.limits.max_height);
+    // The decoded image was checked above; this caps the decoder's other buffers (strips,
+    // tiles, frames), which are small next to it.
+    limits.max_alloc = Some(opts.limits.max_bytes.saturating_add(64 << 20));
+    decoder
+        .set_limits(limits)
+        .map_err(|e| image_error(e, format))?;
+    let metadata = other_metadata(decoder.as_mut(), format)?;
+    let img = DynamicImage::from_decoder(decoder).map_err(|e| image_error(e, format))?;
+    Ok(Decoded {
+        image: Image::from_dynamic(img)?,
+        damage: None,
+        metadata,
+        jpeg_quality: None,
+        jpeg_subsampling: None,
+    })
+}
+
+/// What the image crate's decoders report (ICC, EXIF, XMP: WebP's). TIFF (tiff.rs) and GIF
+/// (`decode_gif`) have their own readers.
+fn other_metadata(decoder: &mut dyn image::ImageDecoder, format: ImageFormat) -> Result<Metadata> {
+    let err = |e| image_error(e, format);
+    Ok(Metadata {
+        icc_profile: decoder.icc_profile().map_err(err)?,
+        exif: decoder
+            .exif_metadata()
+            .map_err(err)?
+            .map(|e| metadata::exif_body(&e).to_vec()),
+        xmp: decoder.xmp_metadata().map_err(err)?,
+        ..Metadata::default()
+    })
+}
+
+fn gif_error(e: gif::DecodingError) -> anyhow::Error {
+    match e {
+        gif::DecodingError::Io(io) => anyhow!(describe_io(&io, "GIF")),
+        e => anyhow!("corrupt GIF: {e}"),
+    }
+}
+
+/// A GIF read with the gif crate directly, so that unknown extension blocks are skipped, as
+/// GIF89a asks of decoders (image's decoder refuses them), and its header: the logical screen.
+pub(super) fn gif_reader<R: Read>(r: R, opts: &ReadOptions) -> Result<(gif::Decoder<R>, Header)> {
+    let mut options = gif::DecodeOptions::new();
+    options.set_color_output(gif::ColorOutput::RGBA);
+    options.allow_unknown_blocks(true);
+    let cap = opts.limits.max_bytes.saturating_add(64 << 20);
+    options.set_memory_limit(gif::MemoryLimit::Bytes(
+        std::num::NonZeroU64::new(cap).expect("the cap is at least 64 MiB"),
+    ));
+    let reader = options.read_info(r).map_err(gif_error)?;
+    let header = Header {
+        width: u32::from(reader.width()),
+        height: u32::from(reader.height()),
+        channels: 4,
+        bit_depth: 8,
+    };
+    Ok((reader, header))
+}
+
+/// GIF: the first frame on its logical screen as RGBA (as image's decoder gives it: the area
+/// the frame does not cover transparent, what reaches outside the screen clipped).
+pub(super) fn decode_gif(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
+    let (mut reader, header) = gif_reader(Cursor::new(bytes), opts)?;
+    opts.limits.check(&header)?;
+    let (w, h) = (header.width as usize, header.height as usize);
+    let frame = reader
+        .next_frame_info()
+        .map_err(gif_error)?
+        .ok_or_else(|| anyhow!("corrupt GIF: it holds no image"))?;
+    let (left, top) = (usize::from(frame.left), usize::from(frame.top));
+    let fw = usize::from(frame.width);
+    let mut pixels = vec![0u8; reader.buffer_size()];
+    reader.read_into_buffer(&mut pixels).map_err(gif_error)?;
+    let mut screen = vec![0u8; w * h * 4];
+    let across = fw.min(w.saturating_sub(left));
+    if across > 0 {
+        let rows = pixels.chunks_exact(4 * fw).take(h.saturating_sub(top));
+        for (y, row) in rows.enumerate() {
+            let at = 4 * ((top + y) * w + left);
+            screen[at..at + 4 * across].copy_from_slice(&row[..4 * across]);
+        }
+    }
+    // The ICC and XMP application extensions come before the first frame.
+    let metadata = Metadata {
+        icc_profile: reader.icc_profile().map(Vec::from),
+        xmp: reader.xmp_metadata().map(Vec::from),
+        ..Metadata::default()
+    };
+    Ok(Decoded {
+        image: Image::new_u8(header.width, header.height, 4, screen),
+        damage: None,
+        metadata,
+        jpeg_quality: None,
+        jpeg_subsampling: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::io::image::{decode, Samples};
+
+    #[test]
+    fn gif_frames_sit_on_the_logical_screen_and_unknown_extensions_are_skipped() {
+        // A 4x2 screen and a 2x2 frame at (3, 1): one of its pixels is on the screen.
+        let mut bytes = Vec::new();
+        {
+            let palette = [10, 20, 30, 40, 50, 60];
+            let mut enc = gif::Encoder::new(&mut bytes, 4, 2, &palette).unwrap();
+            let frame = gif::Frame {
+                left: 3,
+                top: 1,
+                width: 2,
+                height: 2,
+                buffer: std::borrow::Cow::Borrowed(&[1, 0, 0, 0]),
+                ..gif::Frame::default()
+            };
+            enc.write_frame(&frame).unwrap();
+        }
+        let img = decode(&bytes).unwrap();
+        let mut want = vec![0u8; 4 * 2 * 4];
+        want[4 * 7..].copy_from_slice(&[40, 50, 60, 255]);
+        assert_eq!((img.width, img.height, img.channels), (4, 2, 4));
+        assert_eq!(img.samples, Samples::U8(want));
+        // An extension of an unknown label (0x99) after the 2-colour global palette.
+        let at = 13 + 6;
+        let mut with = bytes.clone();
+        with.splice(at..at, [0x21, 0x99, 3, b'a', b'b', b'c', 0]);
+        assert_eq!(decode(&with).unwrap(), img);
+    }
+}
