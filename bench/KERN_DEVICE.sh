@@ -11,3 +11,10 @@ for round in 1 2; do
     "$bin" --no-tune-cache --timings bench copy resize scan histogram blur matmul compare \
         --reps 30
 done
+# The CUDA anchors of the same call (CUB scan, cuBLAS, cuDNN, torch histc), where carried.
+for a in .carry/gpu_anchors.py ../shared/tools/gpu_anchors.py; do
+    if [ -f "$a" ]; then
+        python3 "$a"
+        break
+    fi
+done

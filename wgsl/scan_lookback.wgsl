@@ -125,11 +125,12 @@ fn main(lane: Lane) {
         var before = carries[params.carry_slot];
         if tile > 0u {
             publish(tile, AGGREGATE, scan.total);
-            // Tiles j+1 .. tile-1, walking back; tile 0 always ends the walk.
+            // Tiles j+1 .. tile-1, walking back; tile 0 (a PREFIX from the start) always ends
+            // the walk, within `tile` steps.
             var after = identity();
             var j = tile - 1u;
             var found = false;
-            while !found {
+            for (var step = 0u; step < tile && !found; step++) {
                 let s = wait_for(j);
                 if s.y == NOT_READY {
                     break;

@@ -263,7 +263,14 @@ impl<'g> HistogramGpu<'g> {
             _ => shader!("histogram_plot_scale"),
         };
         let constants: Vec<(&str, f64)> = constants.iter().map(|&(k, v)| (k, v as f64)).collect();
-        let kernel = Rc::new(self.gpu.kernel(&shader, "main", &constants)?);
+        // The chunk and reduce kernels bound every loop by a constant or a uniform size: no
+        // loop counter in the way of unrolling their loops over units, pixels and chunks
+        // (docs of `Gpu::kernel_unrolled`).
+        let kernel = Rc::new(if matches!(name, "chunk" | "reduce") {
+            self.gpu.kernel_unrolled(&shader, "main", &constants)?
+        } else {
+            self.gpu.kernel(&shader, "main", &constants)?
+        });
         self.kernels.insert(key, Rc::clone(&kernel));
         Ok(kernel)
     }

@@ -239,7 +239,10 @@ fn kernels<T: Element>(gpu: &Gpu, opts: &Options, single: bool) -> Result<(Kerne
         );
     }
     let variant = variant(path, tile_snippet, opts.tunables().vec_per_thread);
-    let build = |file| gpu.kernel_variant(&file, &variant, "main", &constants, false);
+    // Every loop of the scan kernels has a constant or uniform bound (the look-back's walk
+    // and wait included): no loop counter keeping the driver from unrolling the loops over
+    // an invocation's vec4s, whose arrays would then spill (docs of `Gpu::kernel_unrolled`).
+    let build = |file| gpu.kernel_variant(&file, &variant, "main", &constants, true);
     let kernels = if single {
         Kernels::Lookback(build(shader!("scan_lookback"))?)
     } else {
