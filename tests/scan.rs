@@ -233,11 +233,16 @@ fn large_inputs_and_deep_levels_match_cpu() {
 // The single-pass scan with thousands of tiles, every tile's look-back waiting on tiles that
 // other workgroups (lavapipe's threads) are still scanning: the look-back itself, not the
 // reduce-then-scan that `run` falls back to where a wait gives up, must give the CPU's
-// result. The first shape has 8193 tiles of 128 elements, the second 1025 of 4096.
+// result. The shapes: 8193 tiles of 128 elements; 1025 of 4096; 782 of 128 in 7 chained
+// segments of 128 tiles.
 #[test]
 fn lookback_with_many_tiles_in_flight_matches_cpu() {
     let gpu = the_gpu(engine());
-    for (wg_size, vec_per_thread, n) in [(32, 1, (1 << 20) + 7), (256, 4, (1 << 22) + 1)] {
+    for (wg_size, vec_per_thread, n, segment_len) in [
+        (32, 1, (1 << 20) + 7, None),
+        (256, 4, (1 << 22) + 1, None),
+        (32, 1, 100_000, Some(128 * 128)),
+    ] {
         for path in PATHS {
             if path == Path::Subgroup && !subgroups_usable(gpu, wg_size) {
                 continue;
@@ -248,15 +253,21 @@ fn lookback_with_many_tiles_in_flight_matches_cpu() {
                     op,
                     mode,
                     path,
+                    segment_len,
                     tunables: Some(Tunables {
                         wg_size,
                         vec_per_thread,
                     }),
-                    ..ScanOptions::default()
                 };
                 let data = input::<i32>(n, op);
                 let plan = ScanPlan::new::<i32>(gpu, n, &opts).unwrap();
                 assert!(plan.single_pass(), "{what}");
+                let segments = plan.layout().segments.len();
+                assert_eq!(
+                    segments > 1,
+                    segment_len.is_some(),
+                    "{what}: {segments} segments"
+                );
                 plan.upload(gpu, &data);
                 let mut batch = gpu.batch(None);
                 plan.record(&mut batch);
