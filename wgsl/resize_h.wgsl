@@ -1,14 +1,18 @@
 // resize_h: the horizontal 1-D pass of Pillow's resampling over packed 8- or 16-bit
 // samples. A workgroup writes a run of output words: it loads the input pixels they read
 // into workgroup memory once (one word a thread at a time, coalesced; premultiplied there),
-// a thread then sums one output pixel's taps from it, and the pixels are packed back into
+// a thread then sums two output pixels' taps from it, and the pixels are packed back into
 // words and written coalesced.
 
 // import: resize_pass
 // import: grid
 
-// Threads a workgroup; `ResizePlan` keeps the pixels of a workgroup's words at most this.
+// Threads a workgroup, and output pixels a thread: `ResizePlan` keeps the pixels of a
+// workgroup's words at most WG_SIZE * PIXELS_PER_THREAD (keep in sync with
+// `PIXELS_PER_THREAD` in src/ops/resize/plan.rs). Two pixels a thread halve the
+// workgroups, and with them each workgroup's fixed latency (its span, its loads, barriers).
 override WG_SIZE: u32 = 128u;
+const PIXELS_PER_THREAD: u32 = 2u;
 // The samples a workgroup can hold (16 KiB, the WebGPU default limit, less `sh_span`).
 const SH_SAMPLES: u32 = 4092u;
 
@@ -19,6 +23,42 @@ var<workgroup> sh_span: vec2<u32>;
 // CHANNELS + q (neighbouring threads then read words about the scale factor apart). After
 // the sums, the output samples in order.
 var<workgroup> sh: array<u32, SH_SAMPLES>;
+
+// Output pixel p (row-major over the whole output), all its channels: its taps read from
+// workgroup memory where the workgroup's input is there (span.y > 0), else from global memory.
+fn pixel(p: u32, span: vec2<u32>, plane: u32) -> array<u32, 4> {
+    let y = p / params.out_w;
+    let x = p - y * params.out_w;
+    let t = taps(x);
+    var acc: array<vec2<i32>, 4>;
+    if span.y > 0u {
+        let base = y * params.in_w + t.x - span.x;
+        for (var i = 0u; i < t.y; i++) {
+            let k = weight(x, i);
+            for (var ch = 0u; ch < CHANNELS; ch++) {
+                acc[ch] = tap(acc[ch], sh[ch * plane + base + i], k);
+            }
+        }
+    } else {
+        let base = (y * params.in_w + t.x) * CHANNELS;
+        for (var i = 0u; i < t.y; i++) {
+            let k = weight(x, i);
+            for (var ch = 0u; ch < CHANNELS; ch++) {
+                acc[ch] = tap(acc[ch], input(base + i * CHANNELS + ch), k);
+            }
+        }
+    }
+    var res: array<u32, 4>;
+    for (var ch = 0u; ch < CHANNELS; ch++) {
+        res[ch] = finish(acc[ch]);
+    }
+    if UNPREMULTIPLY {
+        for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
+            res[ch] = unpremultiply(res[ch], res[CHANNELS - 1u]);
+        }
+    }
+    return res;
+}
 
 @compute @workgroup_size(WG_SIZE)
 fn main(
@@ -72,44 +112,21 @@ fn main(
             workgroupBarrier();
         }
     }
-    // This thread's output pixel, all its channels.
-    let p = p0 + lid;
-    var res: array<u32, 4>;
-    if p <= p1 {
-        let y = p / params.out_w;
-        let x = p - y * params.out_w;
-        let t = taps(x);
-        var acc: array<vec2<i32>, 4>;
-        if span.y > 0u {
-            let base = y * params.in_w + t.x - span.x;
-            for (var i = 0u; i < t.y; i++) {
-                let k = weight(x, i);
-                for (var ch = 0u; ch < CHANNELS; ch++) {
-                    acc[ch] = tap(acc[ch], sh[ch * plane + base + i], k);
-                }
-            }
-        } else {
-            let base = (y * params.in_w + t.x) * CHANNELS;
-            for (var i = 0u; i < t.y; i++) {
-                let k = weight(x, i);
-                for (var ch = 0u; ch < CHANNELS; ch++) {
-                    acc[ch] = tap(acc[ch], input(base + i * CHANNELS + ch), k);
-                }
-            }
-        }
-        for (var ch = 0u; ch < CHANNELS; ch++) {
-            res[ch] = finish(acc[ch]);
-        }
-        if UNPREMULTIPLY {
-            for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
-                res[ch] = unpremultiply(res[ch], res[CHANNELS - 1u]);
-            }
+    // This thread's output pixels, all their channels, WG_SIZE apart.
+    var res: array<array<u32, 4>, PIXELS_PER_THREAD>;
+    for (var q = 0u; q < PIXELS_PER_THREAD; q++) {
+        let p = p0 + q * WG_SIZE + lid;
+        if p <= p1 {
+            res[q] = pixel(p, span, plane);
         }
     }
     workgroupBarrier();
-    if p <= p1 {
-        for (var ch = 0u; ch < CHANNELS; ch++) {
-            sh[lid * CHANNELS + ch] = res[ch];
+    for (var q = 0u; q < PIXELS_PER_THREAD; q++) {
+        let p = p0 + q * WG_SIZE + lid;
+        if p <= p1 {
+            for (var ch = 0u; ch < CHANNELS; ch++) {
+                sh[(p - p0) * CHANNELS + ch] = res[q][ch];
+            }
         }
     }
     workgroupBarrier();

@@ -19,6 +19,9 @@ const WG_SIZE_V: u32 = 64;
 
 /// Keep in sync with `SH_SAMPLES` in wgsl/resize_h.wgsl: the input samples a workgroup holds.
 const SH_SAMPLES: u32 = 4092;
+/// Keep in sync with `PIXELS_PER_THREAD` in wgsl/resize_h.wgsl: output pixels a thread of
+/// the horizontal pass sums.
+const PIXELS_PER_THREAD: u32 = 2;
 
 /// Keep in sync with `Params` in wgsl/shared/resize_pass.wgsl.
 #[repr(C)]
@@ -52,7 +55,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
 }
 
 /// The output words a workgroup of the horizontal pass writes: as many as keep the pixels
-/// they touch at most `WG_SIZE_H` (a thread each), and fewer for a large reduction, so that
+/// they touch at most `WG_SIZE_H * PIXELS_PER_THREAD`, and fewer for a large reduction, so that
 /// the input those pixels read (about `scale` pixels each, and the taps at both ends) fits
 /// the workgroup's memory; a workgroup whose input still does not fit reads its taps from
 /// global memory.
@@ -62,7 +65,7 @@ fn wg_words(channels: u32, depth: u32, in_len: u32, out_len: u32, ksize: u32) ->
     let room = f64::from(SH_SAMPLES / channels) - 2.0 * f64::from(ksize) - 2.0;
     let pixels = (room / scale.max(1.0))
         .floor()
-        .clamp(2.0, f64::from(WG_SIZE_H)) as u32;
+        .clamp(2.0, f64::from(WG_SIZE_H * PIXELS_PER_THREAD)) as u32;
     // n words span at most (n * per + channels - 2) / channels + 1 pixels.
     (((pixels - 2) * channels + 2) / per).max(1)
 }
