@@ -432,3 +432,29 @@ fn a_blur_builds_only_the_pipelines_it_runs() {
         );
     }
 }
+
+// The tune cache is kept with its device by the layer above gpu, through `Gpu::attached`:
+// one value per type, made once per device, never shared between devices.
+#[test]
+fn values_attached_to_a_device_are_made_once_per_type_and_device() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let made = AtomicUsize::new(0);
+    let make = |v: u32| {
+        made.fetch_add(1, Ordering::SeqCst);
+        v
+    };
+    let (a, b) = (crate::util::gpu(), crate::util::gpu());
+    assert_eq!(*a.attached(|| make(7)), 7);
+    assert_eq!(
+        *a.attached(|| make(8)),
+        7,
+        "made once: the first value stays"
+    );
+    assert_eq!(*a.attached(|| String::from("other type")), "other type");
+    assert_eq!(*b.attached(|| make(9)), 9, "another device has its own");
+    assert_eq!(made.load(Ordering::SeqCst), 2);
+    assert!(std::sync::Arc::ptr_eq(
+        &a.attached(|| make(0)),
+        &a.attached(|| make(0))
+    ));
+}

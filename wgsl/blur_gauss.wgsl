@@ -3,7 +3,8 @@
 // import: blur_pass
 
 // ---- gaussian: each chunk plus its halo staged in workgroup memory --------------------------
-// Keep in sync with GAUSS_PPT, `Tunables` and the G_* constants set in src/ops/blur/plan.rs.
+// GAUSS_PPT is src/ops/blur/plan.rs's too, and the overrides are those its `shape` and
+// `pass_overrides` set (the shader test checks both).
 override GAUSS_TPL: u32 = 32u; // threads per line
 const GAUSS_PPT: u32 = 2u;
 override GAUSS_CH: u32 = GAUSS_TPL * GAUSS_PPT;

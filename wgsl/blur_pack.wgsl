@@ -6,7 +6,7 @@
 
 // import: grid
 
-// Keep in sync with `PackParams` in src/ops/blur/plan.rs.
+// Its Rust twin is `PackParams` in src/ops/blur/plan.rs (the shader test checks their fields).
 struct Params {
     // Pixels in this chunk of the image.
     pixels: u32,
@@ -19,7 +19,7 @@ struct Params {
 override CHANNELS: u32 = 3u;
 // Bits per sample: 8 or 16.
 override BITS: u32 = 8u;
-const PACK_WG: u32 = 64u;
+const PACK_WG: u32 = 64u; // src/ops/blur/plan.rs's too (the shader test checks it)
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;

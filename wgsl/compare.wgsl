@@ -12,7 +12,7 @@
 // (WG_SIZE, UNITS, PRELOAD, the workgroups) is `ops::compare::Tunables`, which
 // `gpukit tune compare` measures.
 
-// Keep in sync with `Params` in src/ops/compare/gpu.rs.
+// Its Rust twin is `Params` in src/ops/compare/gpu.rs (the shader test checks their fields).
 struct Params {
     // The whole image's size.
     width: u32,
@@ -85,7 +85,7 @@ override DRAW: bool = false;
 
 // pixelmatch's YIQ coefficients as it gives them, scaled by 10^8 (exact integers), and the
 // weights of Y^2, I^2, Q^2 in the distance scaled by 10^4.
-// Keep in sync with YIQ_* in src/ops/compare/mod.rs.
+// The shader test holds them against YIQ_* in src/ops/compare/mod.rs.
 const YIQ_Y: vec3<i32> = vec3<i32>(29889531, 58662247, 11448223);
 const YIQ_I: vec3<i32> = vec3<i32>(59597799, -27417610, -32180189);
 const YIQ_Q: vec3<i32> = vec3<i32>(21147017, -52261711, 31114694);

@@ -2,7 +2,7 @@
 
 // import: grid
 
-// Keep in sync with `CopyParams` in src/ops/copy.rs.
+// Its Rust twin is `CopyParams` in src/ops/copy.rs (the shader test checks their fields).
 struct Params {
     // Number of vec4<u32> to copy.
     n_vec4: u32,

@@ -1,6 +1,6 @@
 // histogram_chunk: one privatised histogram per workgroup, in workgroup memory, over a tile of pixels; written out as that tile's chunk.
 
-// Keep in sync with `ChunkParams` in src/ops/histogram/gpu.rs.
+// Its Rust twin is `ChunkParams` in src/ops/histogram/gpu.rs (the shader test checks their fields).
 struct Params {
     // Pixels in this segment of the image.
     n_pixels: u32,
@@ -56,10 +56,14 @@ fn sample(s: u32) -> u32 {
     return (unit[w / 4u][w % 4u] >> ((s % SPW) * BITS)) & MAXVAL;
 }
 
-// Luminance: 0.2126, 0.7152, 0.0722 as integer weights summing to 2^15, rounded.
-// Keep in sync with `luminance` in src/ops/histogram/mod.rs.
+// Luminance: 0.2126, 0.7152, 0.0722 as integer weights summing to 2^15, rounded; the
+// arithmetic of `luminance` in src/ops/histogram/mod.rs, whose LUMA_WEIGHTS and LUMA_SHIFT
+// the shader test holds these against.
+const LUMA_WEIGHTS: vec3<u32> = vec3<u32>(6966u, 23436u, 2366u);
+const LUMA_SHIFT: u32 = 15u;
 fn luminance(r: u32, g: u32, b: u32) -> u32 {
-    return (6966u * r + 23436u * g + 2366u * b + 16384u) >> 15u;
+    let w = LUMA_WEIGHTS;
+    return (w.x * r + w.y * g + w.z * b + (1u << (LUMA_SHIFT - 1u))) >> LUMA_SHIFT;
 }
 
 // Counts value v of channel ch into the invocation's copy, if its bin is in this range.

@@ -1,6 +1,6 @@
 // histogram_plot: a full-screen quad whose fragments light the channels whose bar reaches them and pick one of 16 colours from those bits.
 
-// Keep in sync with `PlotParams` in src/ops/histogram/plot.rs.
+// Its Rust twin is `PlotParams` in src/ops/histogram/plot.rs (the shader test checks their fields).
 struct Params {
     width: u32,
     height: u32,

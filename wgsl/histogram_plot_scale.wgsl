@@ -1,6 +1,6 @@
 // histogram_plot_scale: the plot's columns (each channel's largest count over the bins under each pixel column) and each panel's scale (its largest column).
 
-// Keep in sync with `ScaleParams` in src/ops/histogram/plot.rs.
+// Its Rust twin is `ScaleParams` in src/ops/histogram/plot.rs (the shader test checks their fields).
 struct Params {
     // Plot width in pixels: one column each.
     width: u32,

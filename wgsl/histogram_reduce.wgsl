@@ -1,6 +1,6 @@
 // histogram_reduce: sums groups of FAN_IN chunks entry by entry into one; the last level adds into the image's counts.
 
-// Keep in sync with `ReduceParams` in src/ops/histogram/gpu.rs.
+// Its Rust twin is `ReduceParams` in src/ops/histogram/gpu.rs (the shader test checks their fields).
 struct Params {
     // Counts per chunk (bins * channels).
     entries: u32,

@@ -1,6 +1,6 @@
 // histogram_total: adds one image's counts into the 64-bit running total (for --sum and the plot).
 
-// Keep in sync with `TotalParams` in src/ops/histogram/gpu.rs.
+// Its Rust twin is `TotalParams` in src/ops/histogram/gpu.rs (the shader test checks their fields).
 struct Params {
     // Counts per histogram (bins * channels).
     entries: u32,

@@ -1,6 +1,6 @@
 // matmul: C = op(A) op(B), tiled in workgroup memory with register blocking, f32 accumulation.
 
-// Keep in sync with `MatmulParams` in src/ops/matmul/plan.rs.
+// Its Rust twin is `MatmulParams` in src/ops/matmul/plan.rs (the shader test checks their fields).
 struct Params {
     // C is m x n; the product runs over k.
     m: u32,

@@ -8,12 +8,13 @@
 // import: grid
 
 // Threads a workgroup, and output pixels a thread: `ResizePlan` keeps the pixels of a
-// workgroup's words at most WG_SIZE * PIXELS_PER_THREAD (keep in sync with
-// `PIXELS_PER_THREAD` in src/ops/resize/plan.rs). Two pixels a thread halve the
+// workgroup's words at most WG_SIZE * PIXELS_PER_THREAD (`PIXELS_PER_THREAD` of
+// src/ops/resize/plan.rs: the shader test checks they agree). Two pixels a thread halve the
 // workgroups, and with them each workgroup's fixed latency (its span, its loads, barriers).
 override WG_SIZE: u32 = 128u;
 const PIXELS_PER_THREAD: u32 = 2u;
-// The samples a workgroup can hold (16 KiB, the WebGPU default limit, less `sh_span`).
+// The samples a workgroup can hold (16 KiB, the WebGPU default limit, less `sh_span`):
+// `SH_SAMPLES` of src/ops/resize/plan.rs (the shader test checks they agree).
 const SH_SAMPLES: u32 = 4092u;
 
 // The input pixels a workgroup reads (in row-major order over the whole image): the first,

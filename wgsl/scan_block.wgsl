@@ -4,7 +4,7 @@
 // are imported at the end: naga 30 panics when an override (WG_SIZE) is declared after a
 // workgroup array sized by it.
 
-// Keep in sync with `BlockParams` in src/ops/scan/plan.rs.
+// Its Rust twin is `BlockParams` in src/ops/scan/plan.rs (the shader test checks their fields).
 struct Params {
     // Elements in this level.
     n: u32,

@@ -9,7 +9,8 @@
 // end: naga 30 panics when an override (WG_SIZE) is declared after a workgroup array sized
 // by it.
 
-// Keep in sync with `LookbackParams` in src/ops/scan/plan.rs.
+// Its Rust twin is `LookbackParams` in src/ops/scan/plan.rs (the shader test checks their
+// fields).
 struct Params {
     // Elements in this segment.
     n: u32,

@@ -7,17 +7,21 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 
+use super::baselines::{self, Update};
 use super::driver::{Engines, Env, Run};
+use super::masks::Masks;
 use super::pipeline::{Pipeline, Stages};
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{self, Image};
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::output::{same_file, PendingFile};
+use crate::ops::compare::html::{page, Listing, PairImages};
+use crate::ops::compare::junit::{junit, Unpaired};
 use crate::ops::compare::verdict::{
     doc_with, finish, folder_verdict, summary_line, FolderReport, Limit, Metric, PairDoc,
     PairReport, Settings, Verdict,
 };
-use crate::ops::compare::{self as op, Comparison, Options, Rect};
+use crate::ops::compare::{self as op, Comparison, Ignored, Mask, Options, Rect};
 
 /// What to compare and what to write (checked flags).
 pub struct Request {
@@ -34,8 +38,114 @@ pub struct Request {
     pub ssim: bool,
     pub allow_size_change: bool,
     pub json: Option<JsonDest>,
+    /// A JUnit XML report.
+    pub junit: Option<PathBuf>,
+    /// Write actual images over expected ones (missing, or missing and differing).
+    pub update: Option<Update>,
+    /// Folder mode: files only under EXPECTED, or only under ACTUAL, do not fail the run.
+    pub allow_missing: bool,
+    pub allow_extra: bool,
+    /// A mask image (two images) or a folder of them mirroring the tree (two folders).
+    pub mask: Option<PathBuf>,
+    /// Folder mode: a JSON file of rectangles to ignore per relative path.
+    pub ignore_regions: Option<PathBuf>,
+    /// An HTML report: DIR/index.html and DIR/images/.
+    pub html: Option<PathBuf>,
     /// Folder mode: pairs decoded at once.
     pub jobs: Option<u32>,
+}
+
+/// The report files other than the JSON, created before any work so that a path that
+/// cannot be written fails first.
+struct Reports {
+    junit: Option<PendingFile>,
+    /// DIR/index.html of `--html DIR`.
+    html: Option<PendingFile>,
+    started: std::time::Instant,
+}
+
+impl Reports {
+    fn open(args: &Request) -> Result<Reports> {
+        let html = match &args.html {
+            Some(dir) => {
+                check_html_dir(args, dir)?;
+                crate::io::output::prepare_folder(&dir.join("images"))?;
+                Some(PendingFile::create(&dir.join("index.html"))?)
+            }
+            None => None,
+        };
+        Ok(Reports {
+            junit: args.junit.as_deref().map(PendingFile::create).transpose()?,
+            html,
+            started: std::time::Instant::now(),
+        })
+    }
+
+    fn any(&self) -> bool {
+        self.junit.is_some() || self.html.is_some()
+    }
+
+    /// Writes the JUnit report of `files` and `unpaired`, if asked for.
+    fn write(self, args: &Request, files: &[PairDoc], unpaired: &[Unpaired]) -> Result<()> {
+        if let Some(out) = self.junit {
+            let suite = format!(
+                "gpukit compare {} {}",
+                args.expected.display(),
+                args.actual.display()
+            );
+            let secs = self.started.elapsed().as_secs_f64();
+            out.commit_bytes(junit(&suite, files, unpaired, secs).as_bytes())?;
+        }
+        if let Some(out) = self.html {
+            let names = |kind: &str| -> Vec<String> {
+                let of = unpaired.iter().filter(|u| u.kind == kind);
+                of.map(|u| u.name.to_string()).collect()
+            };
+            let updated: Vec<String> = unpaired
+                .iter()
+                .filter(|u| u.updated)
+                .map(|u| u.name.to_string())
+                .chain(files.iter().filter(|d| d.updated).map(|d| d.name.clone()))
+                .collect();
+            let title = format!(
+                "gpukit compare {} {}",
+                args.expected.display(),
+                args.actual.display()
+            );
+            let listing = Listing {
+                title: &title,
+                missing: &names("missing"),
+                extra: &names("extra"),
+                updated: &updated,
+                missing_fails: !args.allow_missing,
+                extra_fails: !args.allow_extra,
+            };
+            let pairs: Vec<_> = files.iter().map(|d| (d, d.html.clone())).collect();
+            out.commit_bytes(page(&listing, &pairs).as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// Refuses an `--html` folder that is, or lies inside, EXPECTED or ACTUAL (its images would
+/// be compared on the next run, or replace those compared), or names a file.
+fn check_html_dir(args: &Request, dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!(crate::UsageError(format!(
+            "{}: --html names a folder (it gets index.html and images/)",
+            dir.display()
+        )));
+    }
+    for (folder, name) in [(&args.expected, "EXPECTED"), (&args.actual, "ACTUAL")] {
+        if folder.is_dir() && (super::same_folder(dir, folder) || inside(dir, folder)) {
+            anyhow::bail!(crate::UsageError(format!(
+                "{}: --html lies in the {name} folder {}: give a folder outside it",
+                dir.display(),
+                folder.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The checked plan of a run.
@@ -44,6 +154,11 @@ struct Plan {
     limits: Vec<Limit>,
     ssim: bool,
     allow_size_change: bool,
+    masks: Masks,
+    /// `--html DIR`: where failing pairs' images go.
+    html: Option<PathBuf>,
+    /// Whether a report lists the regions (`--json`, `--html`): found on the diff image.
+    regions: bool,
 }
 
 /// Compares two images or two folders as `req` asks: the verdict (an error verdict for an
@@ -55,12 +170,24 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
             threshold: args.threshold,
             antialiasing: args.antialiasing,
             ignore: args.ignore.clone(),
-            diff: args.diff.is_some(),
+            // The diff image is drawn for the JSON too: the regions are found on it.
+            diff: args.diff.is_some() || args.json.is_some() || args.html.is_some(),
             tunables: None,
         },
         ssim: args.ssim || args.fail_on.iter().any(|l| l.metric == Metric::Ssim),
         limits: args.fail_on.clone(),
         allow_size_change: args.allow_size_change,
+        masks: Masks {
+            source: args.mask.clone(),
+            regions: match &args.ignore_regions {
+                Some(p) => {
+                    Masks::read_regions(p).map_err(|e| crate::UsageError(format!("{e:#}")))?
+                }
+                None => Default::default(),
+            },
+        },
+        html: args.html.clone(),
+        regions: args.json.is_some() || args.html.is_some(),
     };
     let settings = Settings {
         threshold: args.threshold,
@@ -73,16 +200,65 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
             "EXPECTED and ACTUAL are both `-`: stdin holds one image".into()
         ));
     }
-    if let (Some(diff), Some(json)) = (&args.diff, &args.json) {
-        let json = json.path().unwrap_or(Path::new("-"));
-        crate::io::output::refuse_shared_output(("--diff", diff), ("--json", json))?;
+    let json = args
+        .json
+        .as_ref()
+        .map(|j| j.path().unwrap_or(Path::new("-")));
+    let outputs = [
+        ("--diff", args.diff.as_deref()),
+        ("--json", json),
+        ("--junit", args.junit.as_deref()),
+    ];
+    for (i, a) in outputs.iter().enumerate() {
+        for b in &outputs[i + 1..] {
+            if let ((na, Some(pa)), (nb, Some(pb))) = (a, b) {
+                crate::io::output::refuse_shared_output((na, pa), (nb, pb))?;
+            }
+        }
+    }
+    // --update with no EXPECTED folder yet: every actual image is a new baseline.
+    if args.update.is_some() && !args.expected.exists() && args.actual.is_dir() {
+        std::fs::create_dir_all(&args.expected)
+            .with_context(|| format!("{}: cannot create", args.expected.display()))?;
+    }
+    let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
+    if args.update.is_some() && !e_dir && !a_dir {
+        baselines::check_pair(&args.expected, &args.actual)?;
+    }
+    if (args.allow_missing || args.allow_extra || args.ignore_regions.is_some())
+        && !(e_dir && a_dir)
+    {
+        anyhow::bail!(crate::UsageError(
+            "--allow-missing, --allow-extra and --ignore-regions are for two folders".into()
+        ));
+    }
+    if let Some(m) = &args.mask {
+        let (want_dir, what) = if e_dir {
+            (
+                true,
+                "a folder of masks mirroring the tree, for two folders",
+            )
+        } else {
+            (false, "a mask image, for two images")
+        };
+        if m.is_dir() != want_dir || !m.exists() {
+            anyhow::bail!(crate::UsageError(format!(
+                "{}: --mask names {what}",
+                m.display()
+            )));
+        }
+        crate::io::output::note_inputs([m.as_path()]);
     }
     crate::io::output::note_inputs([args.expected.as_path(), args.actual.as_path()]);
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
+    let reports = Reports::open(&args)?;
+    // A missing EXPECTED file is a new baseline for --update to add.
+    if args.update.is_some() && !args.expected.exists() && args.actual.is_file() {
+        return add_baseline(env, &args, settings, sink, reports);
+    }
     let missing = [&args.expected, &args.actual]
         .into_iter()
         .find(|p| !image::is_stdin(p) && !p.exists());
-    let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
     let trouble = if let Some(path) = missing {
         Some(format!("{}: no such file or folder", path.display()))
     } else if e_dir != a_dir {
@@ -95,49 +271,56 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
     };
     if let Some(trouble) = trouble {
         // Still a report, status error, for a CI job that reads it whatever the exit code.
-        if let Some(sink) = sink {
+        if sink.is_some() || reports.any() {
             env.error(&trouble);
-            write_error(sink, settings, &args, trouble)?;
+            write_error(sink, reports, settings, &args, trouble)?;
             return Ok(Verdict::Error);
         }
         anyhow::bail!(trouble);
     }
     let mut timings = Timings::default();
     let status = if e_dir {
-        compare_folders(env, &args, &plan, settings, sink, &mut timings)?
+        compare_folders(env, &args, &plan, settings, (sink, reports), &mut timings)?
     } else {
         let diff = match &args.diff {
             Some(p) => Some((PendingFile::create(p)?, image::output_format(p)?)),
             None => None,
         };
         let pair = (args.expected.as_path(), args.actual.as_path());
-        let doc = match compare_pair(env, &plan, pair, diff, &mut timings) {
+        let mut doc = match compare_pair(env, &plan, pair, diff, &mut timings) {
             Ok(doc) => doc,
             // Trouble is still reported in the JSON, as folder mode does, for a CI job that
             // reads the report whatever the exit code.
-            Err(e) if sink.is_some() && !crate::is_broken_pipe(&e) => {
+            Err(e) if (sink.is_some() || reports.any()) && !crate::is_broken_pipe(&e) => {
                 env.error(&format!("{e:#}"));
-                write_error(
-                    sink.expect("checked above"),
-                    settings,
-                    &args,
-                    format!("{e:#}"),
-                )?;
+                write_error(sink, reports, settings, &args, format!("{e:#}"))?;
                 return Ok(Verdict::Error);
             }
             Err(e) => return Err(e),
         };
+        if args.update == Some(Update::All)
+            && matches!(doc.status, Verdict::Mismatch | Verdict::SizeMismatch)
+        {
+            baselines::accept(&args.expected, &args.actual)?;
+            doc.updated = true;
+            env.note(&format!(
+                "{}: updated from {}",
+                args.expected.display(),
+                args.actual.display()
+            ));
+        }
         if let Some(w) = doc.unchecked_warning() {
             env.warn(&w);
         }
         if !sink.as_ref().is_some_and(JsonSink::is_stdout) {
             crate::io::print_stdout(&summary_line(&doc))?;
         }
-        let status = if doc.status == Verdict::Match {
+        let status = if doc.status == Verdict::Match || doc.updated {
             Verdict::Match
         } else {
             Verdict::Mismatch
         };
+        reports.write(&args, std::slice::from_ref(&doc), &[])?;
         if let Some(sink) = sink {
             sink.write(&PairReport {
                 gpukit_version: env!("CARGO_PKG_VERSION"),
@@ -151,19 +334,64 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
     Ok(status)
 }
 
-/// The JSON report of a pair that could not be compared: status `error`, the trouble as
-/// its reason.
-fn write_error(sink: JsonSink, settings: Settings, args: &Request, trouble: String) -> Result<()> {
+/// The reports of a pair that could not be compared: status `error`, the trouble as its
+/// reason.
+fn write_error(
+    sink: Option<JsonSink>,
+    reports: Reports,
+    settings: Settings,
+    args: &Request,
+    trouble: String,
+) -> Result<()> {
     let pair = PairDoc {
         status: Verdict::Error,
         reason: Some(trouble),
         ..PairDoc::new(&args.expected, &args.actual)
     };
-    sink.write(&PairReport {
-        gpukit_version: env!("CARGO_PKG_VERSION"),
-        settings,
-        pair,
-    })
+    reports.write(args, std::slice::from_ref(&pair), &[])?;
+    match sink {
+        Some(sink) => sink.write(&PairReport {
+            gpukit_version: env!("CARGO_PKG_VERSION"),
+            settings,
+            pair,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `--update` with no EXPECTED file: ACTUAL's bytes become the expected image, and the
+/// reports say so (status `mismatch`, `updated`), a match for the exit code.
+fn add_baseline(
+    env: &dyn Env,
+    args: &Request,
+    settings: Settings,
+    sink: Option<JsonSink>,
+    reports: Reports,
+) -> Result<Verdict> {
+    baselines::accept(&args.expected, &args.actual)?;
+    env.note(&format!(
+        "{}: added from {}",
+        args.expected.display(),
+        args.actual.display()
+    ));
+    let doc = PairDoc {
+        status: Verdict::Mismatch,
+        reason: Some("no expected image: --update added it".into()),
+        updated: true,
+        ..PairDoc::new(&args.expected, &args.actual)
+    };
+    if !sink.as_ref().is_some_and(JsonSink::is_stdout) {
+        crate::io::print_stdout(&summary_line(&doc))?;
+    }
+    reports.write(args, std::slice::from_ref(&doc), &[])?;
+    if let Some(sink) = sink {
+        sink.write(&PairReport {
+            gpukit_version: env!("CARGO_PKG_VERSION"),
+            settings,
+            pair: doc,
+        })?;
+    }
+    Ok(Verdict::Match)
 }
 
 /// Reads two image files at once, on two threads (decoding dominates a comparison), while
@@ -246,8 +474,14 @@ fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
 enum Prepared {
     /// Byte-identical files (metrics from the header), or a size or layout mismatch.
     Known(PairDoc),
-    /// The images to compare, of one layout and size (`doc.reason` says what was done).
-    Images { doc: PairDoc, aligned: op::Aligned },
+    /// The images to compare, of one layout and size (`doc.reason` says what was done),
+    /// the pair's mask already applied, and the masked pixels no `--ignore` rectangle holds.
+    Images {
+        doc: PairDoc,
+        aligned: Box<op::Aligned>,
+        mask: Option<Mask>,
+        masked: u64,
+    },
 }
 
 /// A pair after the engine: known already, or the engine's counts and diff image.
@@ -258,6 +492,7 @@ enum Measured {
         a: Image,
         b: Image,
         cmp: Box<Comparison>,
+        mask: Option<Mask>,
     },
 }
 
@@ -266,25 +501,31 @@ enum Measured {
 fn prepare(
     env: &dyn Env,
     plan: &Plan,
-    (expected, actual): (&Path, &Path),
+    (expected, actual, rel): (&Path, &Path, Option<&Path>),
     load: impl FnOnce() -> Result<(Image, Image)>,
     timings: &mut Timings,
 ) -> Result<Prepared> {
     let mut doc = PairDoc::new(expected, actual);
-    // Byte-identical files: every metric is known from the header alone.
-    if timings.phase("read", || same_bytes(expected, actual))? {
+    // Byte-identical files: every metric is known from the header alone (with a mask, the
+    // pixels it leaves out must be counted: decoded as any pair).
+    if !plan.masks.has(rel) && timings.phase("read", || same_bytes(expected, actual))? {
         let h = image::probe(expected)?;
         let layout = op::layout_name(h.channels, h.bit_depth);
         doc.expected_layout = Some(layout.clone());
         doc.actual_layout = Some(layout);
         let metrics = op::identical(&h, &plan.opts.ignore, plan.ssim);
+        if plan.regions {
+            doc.regions = Some(Vec::new());
+            doc.regions_total = Some(0);
+        }
         return Ok(Prepared::Known(finish(
             doc_with(doc, h, metrics),
             &plan.limits,
         )));
     }
     let (a, b) = load()?;
-    let aligned = match op::align(a, b, plan.allow_size_change) {
+    let mask = plan.masks.load(env, rel, (a.width, a.height))?;
+    let mut aligned = match op::align(a, b, plan.allow_size_change) {
         Ok(aligned) => aligned,
         Err(reason) => {
             doc.status = Verdict::SizeMismatch;
@@ -314,7 +555,15 @@ fn prepare(
         doc.reason = Some(notes.join("; "));
         env.note(&format!("{}: {}", doc.actual, notes.join("; ")));
     }
-    Ok(Prepared::Images { doc, aligned })
+    let masked = mask.as_ref().map_or(0, |m| {
+        m.apply(&aligned.a, &mut aligned.b, &plan.opts.ignore)
+    });
+    Ok(Prepared::Images {
+        doc,
+        aligned: Box::new(aligned),
+        mask,
+        masked,
+    })
 }
 
 /// The engine's part: the counts and the diff image.
@@ -326,17 +575,30 @@ fn measure(
 ) -> Result<Measured> {
     Ok(match prepared {
         Prepared::Known(doc) => Measured::Known(doc),
-        Prepared::Images { doc, aligned } => {
-            let (a, b) = (aligned.a, aligned.b);
+        Prepared::Images {
+            doc,
+            aligned,
+            mask,
+            masked,
+        } => {
+            let op::Aligned {
+                a, b, size_change, ..
+            } = *aligned;
             let mut cmp = op::run(engine, (&a, &b), &plan.opts, timings)?;
-            if let Some(s) = aligned.size_change {
-                cmp = s.extend(cmp, &plan.opts.ignore);
+            cmp.counts.ignored += masked;
+            if let Some(s) = size_change {
+                let ignore = Ignored {
+                    rects: &plan.opts.ignore,
+                    mask: mask.as_ref(),
+                };
+                cmp = s.extend(cmp, ignore);
             }
             Measured::Compared {
                 doc,
                 a,
                 b,
                 cmp: Box::new(cmp),
+                mask,
             }
         }
     })
@@ -344,16 +606,39 @@ fn measure(
 
 /// The host's part after the engine: SSIM when asked for, the metrics and the verdict; and
 /// the diff image when one was asked for and the pair does not match.
-fn conclude(plan: &Plan, measured: Measured, timings: &mut Timings) -> (PairDoc, Option<Image>) {
-    let (doc, a, b, cmp) = match measured {
-        Measured::Known(doc) => return (doc, None),
-        Measured::Compared { doc, a, b, cmp } => (doc, a, b, cmp),
+///
+/// With `--html`, a failing pair's images (as compared) and diff image are written as
+/// DIR/images/NNNN-{expected,actual,diff}.png, NNNN the pair's `index`.
+fn conclude(
+    plan: &Plan,
+    measured: Measured,
+    index: usize,
+    timings: &mut Timings,
+) -> Result<(PairDoc, Option<Image>)> {
+    let (mut doc, a, b, cmp, mask) = match measured {
+        Measured::Known(doc) => return Ok((doc, None)),
+        Measured::Compared {
+            doc,
+            a,
+            b,
+            cmp,
+            mask,
+        } => (doc, a, b, cmp, mask),
+    };
+    let ignore = Ignored {
+        rects: &plan.opts.ignore,
+        mask: mask.as_ref(),
     };
     let ssim = if plan.ssim && cmp.counts.pixels > cmp.counts.ignored {
-        timings.phase("ssim", || op::ssim(&a, &b, &plan.opts.ignore))
+        timings.phase("ssim", || op::ssim_with(&a, &b, ignore))
     } else {
         None
     };
+    if let Some(d) = cmp.diff.as_ref().filter(|_| plan.regions) {
+        let (regions, total) = timings.phase("regions", || op::regions(d));
+        doc.regions = Some(regions);
+        doc.regions_total = Some(total);
+    }
     let metrics = op::metrics(&cmp.counts, a.channels, a.max_value(), ssim);
     let header = image::Header {
         width: a.width,
@@ -361,9 +646,29 @@ fn conclude(plan: &Plan, measured: Measured, timings: &mut Timings) -> (PairDoc,
         channels: a.channels,
         bit_depth: a.bit_depth(),
     };
-    let doc = finish(doc_with(doc, header, metrics), &plan.limits);
+    let mut doc = finish(doc_with(doc, header, metrics), &plan.limits);
     let diff = cmp.diff.filter(|_| doc.status == Verdict::Mismatch);
-    (doc, diff)
+    if let Some(dir) = plan
+        .html
+        .as_ref()
+        .filter(|_| doc.status == Verdict::Mismatch)
+    {
+        let name = |what: &str| format!("images/{index:04}-{what}.png");
+        let save = |what: &str, img: Image| -> Result<String> {
+            let rel = name(what);
+            let pending = PendingFile::create(&dir.join(&rel))?;
+            image::save_to(pending, ::image::ImageFormat::Png, img)?;
+            Ok(rel)
+        };
+        doc.html = Some(timings.phase("encode", || -> Result<PairImages> {
+            Ok(PairImages {
+                expected: save("expected", a)?,
+                actual: save("actual", b)?,
+                diff: diff.clone().map(|d| save("diff", d)).transpose()?,
+            })
+        })?);
+    }
+    Ok((doc, diff))
 }
 
 /// Compares one pair of files (the two decoded on two threads while the engine opens); the
@@ -381,7 +686,7 @@ fn compare_pair(
         let t = &mut *timings;
         let load = || load_pair(env, expected, actual, &engine, t);
         let mut own = Timings::default();
-        let prepared = prepare(env, plan, (expected, actual), load, &mut own)?;
+        let prepared = prepare(env, plan, (expected, actual, None), load, &mut own)?;
         timings.merge(&own);
         prepared
     };
@@ -394,7 +699,7 @@ fn compare_pair(
             timings,
         )?,
     };
-    let (mut doc, image) = conclude(plan, measured, timings);
+    let (mut doc, image) = conclude(plan, measured, 0, timings)?;
     if let (Some((pending, format)), Some(img)) = (diff, image) {
         doc.diff = Some(pending.path().display().to_string());
         timings.phase("encode", || image::save_to(pending, format, img))?;
@@ -515,6 +820,9 @@ fn inside(path: &Path, folder: &Path) -> bool {
         .any(|a| crate::io::output::file_id(a).as_ref() == Some(&id))
 }
 
+/// A pair of folder mode: its index, relative path and diff image's path.
+type Item<'a> = (usize, &'a PathBuf, Option<&'a PathBuf>);
+
 /// Compares the pairs `both` of the two folders through the batch pipeline: each pair's two
 /// files decode on a thread of the pool, the engine (opened on its own thread while the
 /// first pairs decode) counts, and the pool computes SSIM and writes the diff image (as PNG,
@@ -529,30 +837,27 @@ fn compare_pairs(
     timings: &mut Timings,
 ) -> Result<Vec<PairDoc>> {
     // Each pair with where its diff image goes.
-    let items: Vec<(&PathBuf, Option<&PathBuf>)> = both
+    let items: Vec<Item> = both
         .iter()
         .enumerate()
-        .map(|(i, rel)| (*rel, diffs.map(|d| &d[i])))
+        .map(|(i, rel)| (i, *rel, diffs.map(|d| &d[i])))
         .collect();
     let engines = Engines::new(false);
     let stages = Stages {
-        decode: |&(rel, _): &(&PathBuf, Option<&PathBuf>)| {
+        decode: |&(_, rel, _): &Item| {
             let (e, a) = (args.expected.join(rel), args.actual.join(rel));
             let mut t = Timings::default();
             let load = || Ok((env.load_image(&e)?, env.load_image(&a)?));
-            prepare(env, plan, (&e, &a), load, &mut t)
+            prepare(env, plan, (&e, &a, Some(rel.as_path())), load, &mut t)
         },
         start: |engine, _| Ok(engine),
-        engine: |engine: &mut &Engine,
-                 t: &mut Timings,
-                 &(rel, _): &(&PathBuf, Option<&PathBuf>),
-                 prepared| {
+        engine: |engine: &mut &Engine, t: &mut Timings, &(_, rel, _): &Item, prepared| {
             measure(engine, plan, prepared, t)
                 .with_context(|| args.actual.join(rel).display().to_string())
         },
-        encode: |&(rel, diff): &(&PathBuf, Option<&PathBuf>), measured: Measured| {
+        encode: |&(i, rel, diff): &Item, measured: Measured| {
             let mut t = Timings::default();
-            let (mut doc, image) = conclude(plan, measured, &mut t);
+            let (mut doc, image) = conclude(plan, measured, i, &mut t)?;
             if let (Some(path), Some(img)) = (diff, image) {
                 let (e, a) = (args.expected.join(rel), args.actual.join(rel));
                 if same_file(path, &e) || same_file(path, &a) {
@@ -578,7 +883,7 @@ fn compare_pairs(
         engines: &engines,
         hide,
     };
-    let name = |(rel, _): &(&PathBuf, Option<&PathBuf>)| rel.display().to_string();
+    let name = |(_, rel, _): &Item| rel.display().to_string();
     let warn = |_: usize, r: &Result<PairDoc>| {
         if let Some(w) = r.as_ref().ok().and_then(PairDoc::unchecked_warning) {
             env.warn(&w);
@@ -594,11 +899,13 @@ fn compare_pairs(
         timings.merge(t);
     }
     let docs = driven.outcomes.into_iter().zip(both).map(|(outcome, rel)| {
-        outcome.result.unwrap_or_else(|err| PairDoc {
+        let mut doc = outcome.result.unwrap_or_else(|err| PairDoc {
             status: Verdict::Error,
             reason: Some(format!("{err:#}")),
             ..PairDoc::new(&args.expected.join(rel), &args.actual.join(rel))
-        })
+        });
+        doc.name = rel.display().to_string();
+        doc
     });
     Ok(docs.collect())
 }
@@ -608,7 +915,7 @@ fn compare_folders(
     args: &Request,
     plan: &Plan,
     settings: Settings,
-    sink: Option<JsonSink>,
+    (sink, reports): (Option<JsonSink>, Reports),
     timings: &mut Timings,
 ) -> Result<Verdict> {
     if let Some(dir) = &args.diff {
@@ -652,6 +959,7 @@ fn compare_folders(
     let missing: Vec<&PathBuf> = expected.iter().filter(|p| !has(&actual, p)).collect();
     let extra: Vec<&PathBuf> = actual.iter().filter(|p| !has(&expected, p)).collect();
     let both: Vec<&PathBuf> = expected.iter().filter(|p| has(&actual, p)).collect();
+    plan.masks.warn_unused(env, &both);
     let diffs = args.diff.as_ref().map(|dir| diff_paths(dir, &both));
     if let Some(first) = both.first() {
         estimate(env, plan, &args.expected.join(first), both.len());
@@ -669,6 +977,8 @@ fn compare_folders(
             timings,
         )?
     };
+    let mut files = files;
+    let updated = update_folder(env, args, &mut files, &extra)?;
     let mut text = String::new();
     for doc in files.iter().filter(|d| d.status != Verdict::Error) {
         text += &summary_line(doc);
@@ -676,13 +986,48 @@ fn compare_folders(
     for p in &missing {
         text += &format!("{}: MISSING from {}\n", p.display(), args.actual.display());
     }
+    let added = |p: &PathBuf| updated.iter().any(|u| u == p);
     for p in &extra {
-        text += &format!("{}: EXTRA in {}\n", p.display(), args.actual.display());
+        let what = if added(p) { "ADDED to" } else { "EXTRA in" };
+        let folder = if added(p) {
+            &args.expected
+        } else {
+            &args.actual
+        };
+        text += &format!("{}: {what} {}\n", p.display(), folder.display());
     }
-    let status = folder_verdict(&files, missing.is_empty() && extra.is_empty());
+    let paired = (missing.is_empty() || args.allow_missing)
+        && (args.allow_extra || extra.iter().all(|p| added(p)));
+    let status = folder_verdict(&files, paired);
     if !json_stdout {
         crate::io::print_stdout(&text)?;
     }
+    let (e_name, a_name) = (
+        args.expected.display().to_string(),
+        args.actual.display().to_string(),
+    );
+    let names: Vec<(String, &str, &str, bool, bool)> = missing
+        .iter()
+        .map(|p| {
+            let n = p.display().to_string();
+            (n, "missing", a_name.as_str(), args.allow_missing, false)
+        })
+        .chain(extra.iter().map(|p| {
+            let n = p.display().to_string();
+            (n, "extra", e_name.as_str(), args.allow_extra, added(p))
+        }))
+        .collect();
+    let unpaired: Vec<Unpaired> = names
+        .iter()
+        .map(|(name, kind, from, allowed, updated)| Unpaired {
+            name,
+            kind,
+            from,
+            allowed: *allowed,
+            updated: *updated,
+        })
+        .collect();
+    reports.write(args, &files, &unpaired)?;
     if let Some(sink) = sink {
         let show = |v: Vec<&PathBuf>| v.iter().map(|p| p.display().to_string()).collect();
         sink.write(&FolderReport {
@@ -694,6 +1039,7 @@ fn compare_folders(
             files,
             missing: show(missing),
             extra: show(extra),
+            updated: show(updated.iter().collect()),
         })?;
     }
     Ok(match status {
@@ -701,4 +1047,42 @@ fn compare_folders(
         Verdict::Error => Verdict::Error,
         _ => Verdict::Mismatch,
     })
+}
+
+/// `--update` in folder mode: each differing pair's actual file written over its expected one
+/// (with `--update` or `--update=all`), each extra file copied into EXPECTED at its relative
+/// path; pairs that could not be compared are left alone. The relative paths written, sorted.
+fn update_folder(
+    env: &dyn Env,
+    args: &Request,
+    files: &mut [PairDoc],
+    extra: &[&PathBuf],
+) -> Result<Vec<PathBuf>> {
+    let Some(mode) = args.update else {
+        return Ok(Vec::new());
+    };
+    let mut written = Vec::new();
+    if mode == Update::All {
+        for doc in files.iter_mut() {
+            if matches!(doc.status, Verdict::Mismatch | Verdict::SizeMismatch) {
+                let rel = PathBuf::from(&doc.name);
+                baselines::accept(&args.expected.join(&rel), &args.actual.join(&rel))?;
+                doc.updated = true;
+                written.push(rel);
+            }
+        }
+    }
+    for rel in extra {
+        baselines::accept(&args.expected.join(rel), &args.actual.join(rel))?;
+        written.push(PathBuf::from(rel));
+    }
+    written.sort();
+    if !written.is_empty() {
+        env.note(&format!(
+            "{} expected image(s) written under {} by --update",
+            written.len(),
+            args.expected.display()
+        ));
+    }
+    Ok(written)
 }

@@ -30,6 +30,12 @@ pub trait ImageOp: Sync {
     fn worker<'e>(&'e self, engine: &'e Engine) -> Box<dyn ImageWorker + 'e>;
     /// What a GPU would save against the native CPU engine on `files` images like `header`.
     fn gpu_saving(&self, header: &Header, files: u32) -> Duration;
+    /// The output's width and height for an input like `header`, where known before any file
+    /// is decoded: the engine choice counts a JPEG output's encoding at that size (`None`:
+    /// not counted).
+    fn output_size(&self, header: &Header) -> Option<(u32, u32)> {
+        Some((header.width, header.height))
+    }
     /// The output's metadata, from the input's (`input` is the input's width and height):
     /// as it is by default; an op that changes the size scales what depends on it.
     fn metadata(&self, _input: (u32, u32), _output: &Image, _metadata: &mut Metadata) {}
@@ -39,6 +45,16 @@ pub trait ImageOp: Sync {
 pub trait ImageWorker {
     /// The op's result for `image`, adding phases (and GPU passes) to `timings`.
     fn run(&mut self, image: &Image, timings: &mut Timings) -> Result<Image>;
+    /// The op's result for `image` left on the GPU (`run`'s samples in a storage buffer, a
+    /// byte each, rows packed), for the engine to encode there, where the result has
+    /// `image`'s size and layout. `None` (the default, and any CPU engine): only `run`.
+    fn run_on_device(
+        &mut self,
+        _image: &Image,
+        _timings: &mut Timings,
+    ) -> Option<Result<wgpu::Buffer>> {
+        None
+    }
 }
 
 /// Where and how the outputs are written (checked by [`run`] before any file is read).
@@ -66,6 +82,108 @@ pub struct Outputs {
     pub progressive: bool,
     /// JPEG Huffman tables optimized for each image (`Some(false)`: the standard's).
     pub optimize: Option<bool>,
+}
+
+/// The engine's result: pixels for the encoders, or a JPEG file the GPU encoded (baseline
+/// output on a GPU engine: only the compressed stream comes back from the device).
+enum Made {
+    Pixels(Image),
+    Jpeg { file: Vec<u8>, channels: u8 },
+}
+
+impl Made {
+    fn channels(&self) -> u8 {
+        match self {
+            Made::Pixels(img) => img.channels,
+            Made::Jpeg { channels, .. } => *channels,
+        }
+    }
+}
+
+/// Whether the engine encodes an output as JPEG itself: a GPU, baseline, 8-bit gray or RGB
+/// (what the GPU encoder codes; anything else goes to the encoders on the cores).
+fn encodes_on_engine(
+    engine: &Engine,
+    format: ImageFormat,
+    write: &WriteOptions,
+    img: &Image,
+) -> bool {
+    matches!(engine, Engine::Gpu(_))
+        && format == ImageFormat::Jpeg
+        && !write.progressive
+        && img.bit_depth() == 8
+        && matches!(img.channels, 1 | 3)
+}
+
+/// The JPEG file of the op's result on `image`, the result left on the GPU and encoded there
+/// (its pixels never come back): where the engine encodes the output and the worker can leave
+/// its result on the device. `None`: the result comes back (`ImageWorker::run`).
+fn encode_on_device(
+    w: &mut dyn ImageWorker,
+    engine: &Engine,
+    job: &Job,
+    image: &Image,
+    carried: &Carried,
+    timings: &mut Timings,
+) -> Option<Result<Vec<u8>>> {
+    use crate::ops::encode;
+    let Engine::Gpu(gpu) = engine else {
+        return None;
+    };
+    let (meta, write) = (&carried.metadata, &carried.write);
+    let (width, height, channels) = (image.width, image.height, image.channels);
+    let options = crate::io::jpeg::EncodeOptions {
+        quality: write.quality.clamp(1, 100),
+        subsampling: write.subsampling,
+        progressive: write.progressive,
+        optimize: write.optimize,
+    };
+    if !encodes_on_engine(engine, job.format, write, image)
+        || !encode::takes_on_device(gpu, width, height, channels, &options)
+    {
+        return None;
+    }
+    let buffer = match w.run_on_device(image, timings)? {
+        Ok(b) => b,
+        Err(e) => return Some(Err(e.context(job.input.display().to_string()))),
+    };
+    let made = encode::OnDevice {
+        buffer: &buffer,
+        width,
+        height,
+        channels,
+    };
+    let mut file = Vec::new();
+    let written = img_io::write_jpeg_with(channels, meta, write, &mut file, |o, m, out| {
+        out.extend(encode::encode_on_device(gpu, &made, o, m, timings)?);
+        Ok(())
+    });
+    Some(
+        written
+            .with_context(|| format!("{}: encoding failed", job.output.display()))
+            .map(|()| file),
+    )
+}
+
+/// What a GPU saves on a batch of `files` images like `header`: the op's own saving, and,
+/// for baseline JPEG output of a size the op knows in advance, the encoding it takes off
+/// the cores.
+fn job_saving(
+    op: &dyn ImageOp,
+    out: &Outputs,
+    format: ImageFormat,
+    header: &Header,
+    files: u32,
+) -> Duration {
+    let saving = op.gpu_saving(header, files);
+    let baseline = format == ImageFormat::Jpeg && !out.progressive;
+    let layout = header.bit_depth == 8 && matches!(header.channels, 1 | 3);
+    match op.output_size(header) {
+        Some((w, h)) if baseline && layout => {
+            saving.saturating_add(crate::ops::encode::gpu_saving(w, h, header.channels, files))
+        }
+        _ => saving,
+    }
 }
 
 /// What travels with an image from decoder to encoder.
@@ -151,7 +269,7 @@ pub fn run(
     if let Some(job) = first.filter(|j| img_io::is_regular_file(&j.input)) {
         if let Ok(h) = img_io::probe_with(&job.input, &read) {
             let files = u32::try_from(todo.len()).unwrap_or(u32::MAX);
-            env.estimate(op.gpu_saving(&h, files));
+            env.estimate(job_saving(op, out, job.format, &h, files));
         }
     }
     let hide =
@@ -169,8 +287,8 @@ pub fn run(
             }
             Ok((image, carried))
         },
-        start: |engine, _| Ok(op.worker(engine)),
-        engine: |w: &mut Box<dyn ImageWorker + '_>,
+        start: |engine, _| Ok((op.worker(engine), engine)),
+        engine: |(w, engine): &mut (Box<dyn ImageWorker + '_>, &Engine),
                  timings: &mut Timings,
                  &i: &usize,
                  (image, mut carried): (Image, Carried)| {
@@ -184,13 +302,37 @@ pub fn run(
                 image.bit_depth()
             ));
             img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
+            if let Some(file) = encode_on_device(w.as_mut(), engine, job, &image, &carried, timings)
+            {
+                let channels = image.channels;
+                return Ok((
+                    Made::Jpeg {
+                        file: file?,
+                        channels,
+                    },
+                    carried,
+                ));
+            }
             let made = w
                 .run(&image, timings)
                 .with_context(|| format!("{}", job.input.display()))?;
             op.metadata((image.width, image.height), &made, &mut carried.metadata);
-            Ok((made, carried))
+            if !encodes_on_engine(engine, job.format, &carried.write, &made) {
+                return Ok((Made::Pixels(made), carried));
+            }
+            let mut file = Vec::new();
+            let (meta, write) = (&carried.metadata, &carried.write);
+            img_io::write_jpeg_with(made.channels, meta, write, &mut file, |o, m, out| {
+                out.extend(crate::ops::encode::encode_jpeg(
+                    engine, &made, o, m, timings,
+                )?);
+                Ok(())
+            })
+            .with_context(|| format!("{}: encoding failed", job.output.display()))?;
+            let channels = made.channels;
+            Ok((Made::Jpeg { file, channels }, carried))
         },
-        encode: |&i: &usize, (made, carried): (Image, Carried)| {
+        encode: |&i: &usize, (made, carried): (Made, Carried)| {
             let job = &jobs[i];
             outputs::create_parent(&job.output)?;
             let created = named.lock().expect("no encoder panics").take();
@@ -206,7 +348,7 @@ pub fn run(
                     ImageFormat::Jpeg => format!(
                         "quality {}, {}{}, ",
                         carried.write.quality,
-                        if made.channels == 1 {
+                        if made.channels() == 1 {
                             "gray"
                         } else {
                             carried.write.subsampling.name()
@@ -222,7 +364,16 @@ pub fn run(
                 },
                 carried.metadata.describe()
             ));
-            img_io::save_to_with(pending, job.format, made, &carried.metadata, &carried.write)
+            match made {
+                Made::Pixels(img) => img_io::save_to_with(
+                    pending,
+                    job.format,
+                    img,
+                    &carried.metadata,
+                    &carried.write,
+                ),
+                Made::Jpeg { file, .. } => pending.commit_with(|w| Ok(w.write_all(&file)?)),
+            }
         },
         finish: |_, _: &mut Timings| Ok(()),
     };
@@ -289,7 +440,7 @@ fn jobs(out: &Outputs, items: Vec<Item>) -> Result<Vec<Job>> {
             let format = out.out_format.as_deref();
             outputs::under_dir(&items, dir, format, out.overwrite)?
         }
-        (None, None) => unreachable!("clap requires -o or --out-dir"),
+        (None, None) => unreachable!("the command line requires -o or --out-dir"),
     };
     let jobs = items
         .into_iter()
@@ -450,5 +601,82 @@ fn record(
         error,
         times,
         device: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A timing model: an op that saves a fixed time on a GPU (its worker copies the image).
+    struct Fake(Duration);
+
+    struct Copier;
+
+    impl ImageWorker for Copier {
+        fn run(&mut self, image: &Image, _: &mut Timings) -> Result<Image> {
+            Ok(image.clone())
+        }
+    }
+
+    impl ImageOp for Fake {
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+        fn worker<'e>(&'e self, _: &'e Engine) -> Box<dyn ImageWorker + 'e> {
+            Box::new(Copier)
+        }
+        fn gpu_saving(&self, _: &Header, _: u32) -> Duration {
+            self.0
+        }
+    }
+
+    fn header(channels: u8, bit_depth: u32) -> Header {
+        Header {
+            width: 1920,
+            height: 1080,
+            channels,
+            bit_depth,
+        }
+    }
+
+    // The engine choice counts a baseline JPEG output's encoding (what the GPU takes off the
+    // cores), and nothing the GPU does not encode.
+    #[test]
+    fn the_estimate_counts_the_jpeg_encoding_a_gpu_takes_off_the_cores() {
+        use crate::gpu::SMALL_JOB;
+        let op = Fake(SMALL_JOB - Duration::from_millis(1));
+        let out = Outputs::default();
+        let rgb = header(3, 8);
+        // 128 photos: 1920 x 1080 x 3 bytes at 3.0 - 0.25 ns a byte of one thread's time.
+        let threads = rayon::current_num_threads() as f64;
+        let encode = 128.0 * 1920.0 * 1080.0 * 3.0 * 2.75e-9 / threads;
+        let jpeg = job_saving(&op, &out, ImageFormat::Jpeg, &rgb, 128);
+        let want = op.0.as_secs_f64() + encode;
+        assert!((jpeg.as_secs_f64() - want).abs() < 1e-6, "{jpeg:?} {want}");
+        // A small job on its own; not one once its encoding moves to the GPU.
+        assert!(job_saving(&op, &out, ImageFormat::Png, &rgb, 128) < SMALL_JOB);
+        assert!(jpeg > SMALL_JOB);
+        // Progressive output, 16-bit and alpha layouts: encoded on the cores, not counted.
+        let progressive = Outputs {
+            progressive: true,
+            ..Outputs::default()
+        };
+        assert_eq!(
+            job_saving(&op, &progressive, ImageFormat::Jpeg, &rgb, 128),
+            op.0
+        );
+        assert_eq!(
+            job_saving(&op, &out, ImageFormat::Jpeg, &header(3, 16), 9),
+            op.0
+        );
+        assert_eq!(
+            job_saving(&op, &out, ImageFormat::Jpeg, &header(4, 8), 9),
+            op.0
+        );
+        // Gray: a third of the bytes.
+        let gray = job_saving(&op, &out, ImageFormat::Jpeg, &header(1, 8), 128);
+        let want = op.0.as_secs_f64() + encode / 3.0;
+        assert!((gray.as_secs_f64() - want).abs() < 1e-6, "{gray:?} {want}");
     }
 }

@@ -100,6 +100,14 @@ impl ImageWorker for Blurrer<'_> {
     fn run(&mut self, image: &Image, timings: &mut Timings) -> Result<Image> {
         Blurrer::run(self, image, timings)
     }
+
+    fn run_on_device(
+        &mut self,
+        image: &Image,
+        timings: &mut Timings,
+    ) -> Option<Result<wgpu::Buffer>> {
+        Blurrer::run_on_device(self, image, timings)
+    }
 }
 
 pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {

@@ -9,6 +9,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{exit, term, Ctx, Status};
+use crate::batch::baselines::Update;
 use crate::batch::compare::{self, Request};
 use crate::io::json::JsonDest;
 use crate::ops::compare::verdict::{Limit, Verdict};
@@ -45,6 +46,14 @@ pub struct CompareArgs {
     /// Leave a rectangle out of every metric, corners included. Repeatable.
     #[arg(long, value_name = "x1:y1-x2:y2")]
     ignore: Vec<Rect>,
+    /// Leave out the pixels a mask image makes non-black (of the expected image's size). In
+    /// folder mode a folder mirroring the tree: DIR/REL (or REL with .png) masks REL.
+    #[arg(long, value_name = "FILE|DIR")]
+    mask: Option<PathBuf>,
+    /// Folder mode: a JSON file of rectangles to leave out per relative path, like
+    /// {"sub/a.png": ["0:0-99:19"]}.
+    #[arg(long, value_name = "FILE.json")]
+    ignore_regions: Option<PathBuf>,
     /// Do not count differing pixels that look anti-aliased (pixelmatch's 3x3 test); they
     /// are reported apart and drawn yellow.
     #[arg(long)]
@@ -60,6 +69,27 @@ pub struct CompareArgs {
     /// Write the report as JSON to FILE.json, or to stdout with `-` (see docs/formats.md).
     #[arg(long, value_name = "FILE.json|-")]
     json: Option<JsonDest>,
+    /// Also write a JUnit XML report to FILE: one test case per compared file (and per
+    /// missing or extra file), a mismatch a failure with its counts and diff image.
+    #[arg(long, value_name = "FILE.xml")]
+    junit: Option<PathBuf>,
+    /// Also write an HTML report to DIR (index.html and images/, works offline): a summary,
+    /// then each failing pair's expected, actual and diff images, a slider between them and
+    /// its metrics.
+    #[arg(long, value_name = "DIR")]
+    html: Option<PathBuf>,
+    /// Accept the actual images as new baselines: copy each over its expected image where
+    /// that is missing or differs (`all`, the default), or only where it is missing
+    /// (`missing`). Updated pairs do not fail the run; the reports list them.
+    #[arg(long, value_enum, value_name = "WHICH", num_args = 0..=1, require_equals = true,
+          default_missing_value = "all")]
+    update: Option<Update>,
+    /// Folder mode: files only under EXPECTED are listed but do not fail the run.
+    #[arg(long)]
+    allow_missing: bool,
+    /// Folder mode: files only under ACTUAL are listed but do not fail the run.
+    #[arg(long)]
+    allow_extra: bool,
     /// Folder mode: pairs decoded (and diff images encoded) at once (default: the number of
     /// cores).
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -85,6 +115,13 @@ pub fn run(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
         ssim: args.ssim,
         allow_size_change: args.allow_size_change,
         json: args.json,
+        junit: args.junit,
+        update: args.update,
+        allow_missing: args.allow_missing,
+        allow_extra: args.allow_extra,
+        mask: args.mask,
+        ignore_regions: args.ignore_regions,
+        html: args.html,
         jobs: args.jobs,
     };
     // Any error is trouble (2), as with cmp; a closed stdout is not an error at all.

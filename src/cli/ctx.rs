@@ -70,7 +70,7 @@ impl Ctx {
     /// that no op builds).
     fn request(&self, for_work: bool) -> DeviceRequest {
         DeviceRequest {
-            backend: self.global.backend,
+            backend: self.global.backend.map(Into::into),
             device: self.global.device.clone(),
             tune: self.tune_settings(),
             pipelines: if for_work {

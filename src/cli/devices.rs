@@ -44,7 +44,7 @@ pub fn run(ctx: &Ctx, args: DevicesArgs) -> Result<Status> {
     for how in sink.iter().map(JsonSink::describe) {
         ctx.detail(&how);
     }
-    let mut adapters = list_adapters(ctx.global.backend)?;
+    let mut adapters = list_adapters(ctx.global.backend.map(Into::into))?;
     // `--device` (or GPUKIT_DEVICE) lists the adapter it picks, or fails as other commands do.
     if let Some(selector) = &ctx.global.device {
         adapters = selected(adapters, selector)?;
@@ -68,7 +68,7 @@ pub fn run(ctx: &Ctx, args: DevicesArgs) -> Result<Status> {
     match sink {
         Some(sink) => sink.write(&doc)?,
         None => {
-            let mut out = text(&doc.adapters, ctx.global.backend);
+            let mut out = text(&doc.adapters, ctx.global.backend.map(Into::into));
             if !doc.adapters.is_empty() {
                 out += &format!(
                     "[cpu] gpukit's native CPU engine, {} threads{}\n",

@@ -40,6 +40,29 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `--backend`'s values: the library's [`BackendChoice`] as clap sees them (the library
+/// knows no clap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    Vulkan,
+    Metal,
+    Dx12,
+    Gl,
+    Cpu,
+}
+
+impl From<Backend> for BackendChoice {
+    fn from(b: Backend) -> BackendChoice {
+        match b {
+            Backend::Vulkan => BackendChoice::Vulkan,
+            Backend::Metal => BackendChoice::Metal,
+            Backend::Dx12 => BackendChoice::Dx12,
+            Backend::Gl => BackendChoice::Gl,
+            Backend::Cpu => BackendChoice::Cpu,
+        }
+    }
+}
+
 /// Options every subcommand takes, shown under their own heading in every subcommand's help.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Global options")]
@@ -49,7 +72,7 @@ pub struct GlobalArgs {
     pub device: Option<DeviceSelector>,
     /// Restrict adapters to one backend; `cpu` runs gpukit's native multi-threaded CPU engine.
     #[arg(long, global = true, env = "GPUKIT_BACKEND", value_enum)]
-    pub backend: Option<BackendChoice>,
+    pub backend: Option<Backend>,
     /// No progress bars and no notes on stderr (errors and warnings still print).
     #[arg(short, long, global = true)]
     pub quiet: bool,

@@ -62,6 +62,11 @@ impl ImageOp for ResizeOp {
         Duration::ZERO
     }
 
+    /// Not counted either (so a JPEG output's encoding does not move resize to a GPU).
+    fn output_size(&self, _header: &Header) -> Option<(u32, u32)> {
+        None
+    }
+
     /// The resolution scaled with the pixels, so that the picture keeps its printed size.
     fn metadata(&self, input: (u32, u32), output: &Image, metadata: &mut Metadata) {
         if let Some(d) = &mut metadata.density {

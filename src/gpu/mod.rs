@@ -1,7 +1,12 @@
 //! The GPU layer: the only module that talks to wgpu. It opens a headless device, builds
-//! pipelines from wgsl/, moves data and times passes. It knows nothing of images or arrays.
+//! pipelines from wgsl/, moves data and times passes. It knows nothing of images or arrays,
+//! of the ops or of the tune cache above it (which it holds for them, `Gpu::attached`), nor
+//! of the command line. In floors: adapters.rs (discovery), device.rs (an open device),
+//! choice.rs (the engine choice); the pipelines, buffers and timing beside them.
 
+mod adapters;
 pub mod cache_files;
+mod choice;
 mod device;
 mod kernel;
 pub mod pipeline_cache;
@@ -10,11 +15,12 @@ pub mod shader;
 mod timing;
 mod transfer;
 
-pub use device::{
-    list_adapters, open, open_all, open_gpu, rank, select, select_all, AdapterReport,
-    BackendChoice, Candidate, Choice, DeviceRequest, DeviceSelector, Engine, FeatureReport, Gpu,
-    LimitsReport, Reason, SMALL_JOB,
+pub use adapters::{
+    list_adapters, rank, select, select_all, AdapterReport, BackendChoice, Candidate,
+    DeviceSelector, FeatureReport, LimitsReport,
 };
+pub use choice::{open, open_all, open_gpu, Choice, DeviceRequest, Engine, Reason, SMALL_JOB};
+pub use device::Gpu;
 pub use kernel::{grid, pipelines_built, Batch, Kernel, Usage, TIMED_PASSES};
 pub use shader::{compose, Composed, Shader, Variant};
 pub use timing::{span_ns, PassTime, PassTimer, Timings};

@@ -148,7 +148,7 @@ impl PipelineCache {
                     settings,
                     &format!(
                         "none on this adapter ({} has no pipeline cache)",
-                        super::device::backend_name(info.backend)
+                        super::adapters::backend_name(info.backend)
                     ),
                 );
                 return None;

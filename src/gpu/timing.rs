@@ -160,17 +160,23 @@ impl Timings {
         }
     }
 
-    /// Folds another report into this one (a batch of files).
-    pub fn merge(&mut self, other: &Timings) {
-        for (p, ms) in &other.phases {
-            self.add(p, Duration::from_secs_f64(ms / 1e3));
-        }
+    /// Adds another report's GPU passes, not its phases (work whose wall time this report
+    /// counts as one phase).
+    pub fn add_passes_of(&mut self, other: &Timings) {
         for (l, ms) in &other.gpu_passes {
             match self.gpu_passes.iter_mut().find(|(x, _)| x == l) {
                 Some((_, total)) => *total += ms,
                 None => self.gpu_passes.push((l.clone(), *ms)),
             }
         }
+    }
+
+    /// Folds another report into this one (a batch of files).
+    pub fn merge(&mut self, other: &Timings) {
+        for (p, ms) in &other.phases {
+            self.add(p, Duration::from_secs_f64(ms / 1e3));
+        }
+        self.add_passes_of(other);
     }
 
     /// The lines `--timings` prints on stderr.

@@ -17,7 +17,7 @@ pub const OP: super::Op = super::Op {
 };
 
 fn shaders() -> Vec<super::ShaderCase> {
-    vec![super::ShaderCase::params::<CopyParams>(shader!("copy"))]
+    vec![super::ShaderCase::params::<CopyParams>(shader!("copy")).with_overrides(&overrides())]
 }
 
 /// A copy has no options; the type is here so that every op has the same shape.
@@ -27,7 +27,15 @@ pub struct Options;
 const WG_SIZE: u32 = 256;
 const VEC_PER_THREAD: u32 = 1;
 
-/// Keep in sync with `Params` in wgsl/copy.wgsl.
+/// The kernel's overridable constants.
+fn overrides() -> [(&'static str, f64); 2] {
+    [
+        ("WG_SIZE", WG_SIZE as f64),
+        ("VEC_PER_THREAD", VEC_PER_THREAD as f64),
+    ]
+}
+
+/// Its WGSL twin is `Params` in wgsl/copy.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct CopyParams {
@@ -71,14 +79,7 @@ impl CopyPlan {
         if bytes > max {
             bail!("a copy of {bytes} bytes exceeds this adapter's largest storage binding ({max} bytes)");
         }
-        let kernel = gpu.kernel(
-            &shader!("copy"),
-            "main",
-            &[
-                ("WG_SIZE", WG_SIZE as f64),
-                ("VEC_PER_THREAD", VEC_PER_THREAD as f64),
-            ],
-        )?;
+        let kernel = gpu.kernel(&shader!("copy"), "main", &overrides())?;
         // The shader moves whole vec4s: pad the source to a multiple of 4 words.
         let mut padded = Vec::with_capacity(n_vec4 * 4);
         padded.extend_from_slice(data);

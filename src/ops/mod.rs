@@ -18,6 +18,7 @@ pub(crate) use params_layout;
 pub mod blur;
 pub mod compare;
 pub mod copy;
+pub mod encode;
 pub mod histogram;
 pub mod matmul;
 pub mod resize;
@@ -75,13 +76,59 @@ pub struct Twin {
     pub fields: &'static [(&'static str, usize)],
 }
 
-/// A shader variant an op builds, and the uniform structs it shares with Rust.
+/// A WGSL `const`'s value as Rust has it, scalar by scalar (a vector's components in order).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Const(pub Vec<Scalar>);
+
+/// One scalar of a [`Const`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    U32(u32),
+    I32(i32),
+    F32(f32),
+    Bool(bool),
+}
+
+impl From<u32> for Const {
+    fn from(v: u32) -> Const {
+        Const(vec![Scalar::U32(v)])
+    }
+}
+
+impl From<bool> for Const {
+    fn from(v: bool) -> Const {
+        Const(vec![Scalar::Bool(v)])
+    }
+}
+
+impl<const N: usize> From<[u32; N]> for Const {
+    fn from(v: [u32; N]) -> Const {
+        Const(v.into_iter().map(Scalar::U32).collect())
+    }
+}
+
+impl<const N: usize> From<[i32; N]> for Const {
+    fn from(v: [i32; N]) -> Const {
+        Const(v.into_iter().map(Scalar::I32).collect())
+    }
+}
+
+/// A shader variant an op builds, and what of it Rust relies on: the uniform structs it
+/// shares, the named constants whose values Rust uses too, and the overridable constants its
+/// plan sets. The shader test checks each against the parsed module (no GPU needed).
 pub struct ShaderCase {
     pub shader: Shader,
     pub variant: Variant,
     /// Each WGSL struct of the shader that mirrors a Rust `#[repr(C)]` struct: the two must
     /// agree in size and in each field's name and offset.
     pub structs: Vec<Twin>,
+    /// Named `const`s of the shader whose values Rust relies on, as Rust has them: each must
+    /// be a `const` of the module with this value.
+    pub consts: Vec<(&'static str, Const)>,
+    /// The pipeline-overridable constants the op's plan sets when it builds this variant,
+    /// made by the function the plan itself calls: each must be an `override` of the module
+    /// whose type holds the value, and every `override` without a default must be set.
+    pub overrides: Vec<(&'static str, f64)>,
 }
 
 impl ShaderCase {
@@ -100,7 +147,21 @@ impl ShaderCase {
                 size: std::mem::size_of::<P>(),
                 fields: P::FIELDS,
             }],
+            consts: Vec::new(),
+            overrides: Vec::new(),
         }
+    }
+
+    /// Rust relies on the shader's `const NAME` being `value`.
+    pub fn with_const(mut self, name: &'static str, value: impl Into<Const>) -> ShaderCase {
+        self.consts.push((name, value.into()));
+        self
+    }
+
+    /// The overridable constants the plan sets for this variant.
+    pub fn with_overrides(mut self, overrides: &[(&'static str, f64)]) -> ShaderCase {
+        self.overrides = overrides.to_vec();
+        self
     }
 }
 
@@ -113,6 +174,7 @@ pub const REGISTRY: &[Op] = &[
     matmul::OP,
     compare::OP,
     resize::OP,
+    encode::OP,
 ];
 
 /// An image's samples as the bytes a kernel reads (`Gpu::write_padded` writes them): 8-bit as
@@ -184,7 +246,7 @@ pub fn tunable() -> impl Iterator<Item = &'static Op> {
 mod tests {
     use wgpu::naga;
 
-    use super::REGISTRY;
+    use super::{Const, Scalar, REGISTRY};
     use crate::gpu::compose;
 
     // A mistake in any shader, or a uniform struct out of step with its Rust twin, fails
@@ -231,10 +293,113 @@ mod tests {
                         c.label
                     );
                 }
+                for (name, rust) in &case.consts {
+                    let wgsl = module
+                        .constants
+                        .iter()
+                        .find(|(_, k)| k.name.as_deref() == Some(*name))
+                        .map(|(_, k)| const_value(&module, k.init))
+                        .unwrap_or_else(|| panic!("{}: no const {name}", c.label));
+                    assert_eq!(
+                        &wgsl, rust,
+                        "{}: const {name} in WGSL against Rust",
+                        c.label
+                    );
+                }
+                check_overrides(&module, &c.label, &case.overrides);
                 checked += 1;
             }
         }
         assert!(checked >= 20, "{checked} variants");
+    }
+
+    /// A named constant's value, evaluated by naga (a literal, or a vector of them).
+    fn const_value(module: &naga::Module, init: naga::Handle<naga::Expression>) -> Const {
+        let mut scalars = Vec::new();
+        let mut stack = vec![init];
+        while let Some(e) = stack.pop() {
+            match &module.global_expressions[e] {
+                naga::Expression::Literal(l) => scalars.push(match *l {
+                    naga::Literal::U32(v) => Scalar::U32(v),
+                    naga::Literal::I32(v) => Scalar::I32(v),
+                    naga::Literal::F32(v) => Scalar::F32(v),
+                    naga::Literal::Bool(v) => Scalar::Bool(v),
+                    other => panic!("a const of a type Rust does not compare: {other:?}"),
+                }),
+                naga::Expression::Compose { components, .. } => {
+                    stack.extend(components.iter().rev())
+                }
+                naga::Expression::Splat { size, value } => {
+                    stack.extend(std::iter::repeat_n(*value, *size as usize))
+                }
+                naga::Expression::Constant(k) => stack.push(module.constants[*k].init),
+                other => panic!("a const naga left unevaluated: {other:?}"),
+            }
+        }
+        Const(scalars)
+    }
+
+    /// Every override the plan sets is one of the module's, of a type that holds the value
+    /// (wgpu converts the f64), and every override without a default is set.
+    fn check_overrides(module: &naga::Module, label: &str, set: &[(&str, f64)]) {
+        for &(key, value) in set {
+            let o = module
+                .overrides
+                .iter()
+                .find(|(_, o)| o.name.as_deref() == Some(key))
+                .map(|(_, o)| o)
+                .unwrap_or_else(|| {
+                    panic!("{label}: the plan sets {key}, no override of the shader")
+                });
+            let naga::TypeInner::Scalar(scalar) = module.types[o.ty].inner else {
+                panic!("{label}: override {key} is not a scalar");
+            };
+            let whole = value.fract() == 0.0;
+            let fits = match scalar.kind {
+                naga::ScalarKind::Bool => value == 0.0 || value == 1.0,
+                naga::ScalarKind::Uint => whole && (0.0..=f64::from(u32::MAX)).contains(&value),
+                naga::ScalarKind::Sint => {
+                    whole && (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&value)
+                }
+                naga::ScalarKind::Float => value.is_finite(),
+                naga::ScalarKind::AbstractInt | naga::ScalarKind::AbstractFloat => false,
+            };
+            assert!(
+                fits,
+                "{label}: override {key} is {scalar:?}, the plan sets {value}"
+            );
+        }
+        for (_, o) in module.overrides.iter() {
+            let name = o.name.as_deref().unwrap_or("");
+            if o.init.is_none() {
+                assert!(
+                    set.iter().any(|&(k, _)| k == name),
+                    "{label}: override {name} has no default and the plan does not set it"
+                );
+            }
+        }
+    }
+
+    // The contract checks themselves, on a small module: each kind of mismatch is refused.
+    #[test]
+    fn override_and_const_checks_refuse_what_does_not_fit() {
+        let src = "override A: u32;\noverride B: bool = false;\noverride C: i32 = 0;\n\
+                   const K: vec2<i32> = vec2<i32>(-1, 2);\n\
+                   @compute @workgroup_size(1) fn main() { _ = A; _ = B; _ = C; _ = K; }";
+        let module = naga::front::wgsl::parse_str(src).unwrap();
+        check_overrides(&module, "t", &[("A", 7.0), ("B", 1.0), ("C", -3.0)]);
+        let refused = |set: &[(&str, f64)]| {
+            let check = std::panic::AssertUnwindSafe(|| check_overrides(&module, "t", set));
+            std::panic::catch_unwind(check).is_err()
+        };
+        assert!(refused(&[("A", 1.0), ("D", 1.0)]), "no override D");
+        assert!(refused(&[("A", 1.0), ("B", 2.0)]), "a bool holds 0 or 1");
+        assert!(refused(&[("A", -1.0)]), "a u32 holds no negative value");
+        assert!(refused(&[("A", 1.5)]), "nor a fraction");
+        assert!(refused(&[("B", 0.0)]), "A has no default");
+        let (_, k) = module.constants.iter().next().unwrap();
+        assert_eq!(const_value(&module, k.init), Const::from([-1, 2]));
+        assert_ne!(const_value(&module, k.init), Const::from([1u32, 2]));
     }
 
     /// Every file of wgsl/ is a kernel some op builds, and every snippet of wgsl/shared/ is

@@ -135,7 +135,6 @@ pub fn choice<T: DeserializeOwned + Display>(
     size: f64,
     check: impl Fn(&T, &wgpu::Limits) -> Result<()>,
 ) -> Option<T> {
-    gpu.tuned
-        .get_or_init(|| Tuned::load(gpu, &gpu.tune))
+    gpu.attached(|| Tuned::load(gpu, &gpu.tune))
         .choice(gpu, op, size, check)
 }

@@ -5,7 +5,7 @@
 // Integer arithmetic throughout: results are bit-identical to the CPU reference in
 // src/ops/blur/reference.rs on every adapter.
 
-// Keep in sync with `PassParams` in src/ops/blur/plan.rs.
+// Its Rust twin is `PassParams` in src/ops/blur/plan.rs (the shader test checks their fields).
 struct Params {
     // Lines in this pass and samples per line (the clamp domain).
     lines: u32,
@@ -61,7 +61,7 @@ fn weight(k: u32) -> u32 {
 // Pixel formats: 8-bit lanes packed in one word, 16-bit lanes in two words, or one word per
 // lane. Between the passes 8-bit images without alpha use the 16-bit format (their fixed-point
 // values stay below 65536), the others the one-word format (also between the iterations of an
-// image with alpha).
+// image with alpha). src/ops/blur/plan.rs has the same (the shader test checks them).
 const FMT_PACK8: u32 = 0u;
 const FMT_PACK16: u32 = 1u;
 const FMT_WIDE: u32 = 2u;

@@ -3,7 +3,8 @@
 // alpha, the integer weighted sum, and an output sample computed with every tap read from
 // global memory (the path of inputs too long for a workgroup's memory).
 
-// Keep in sync with `ResizeParams` in src/ops/resize/plan.rs.
+// Its Rust twin is `ResizeParams` in src/ops/resize/plan.rs (the shader test checks their
+// fields).
 struct Params {
     // Pixels per input row.
     in_w: u32,
@@ -42,7 +43,7 @@ override DEPTH: u32 = 8u;
 override PREMULTIPLY: bool = false;
 override UNPREMULTIPLY: bool = false;
 
-// Keep in sync with `PRECISION_BITS` in src/ops/resize/coeffs.rs.
+// `PRECISION_BITS` of src/ops/resize/coeffs.rs (the shader test checks they agree).
 const PRECISION_BITS: u32 = 22u;
 
 fn max_value() -> u32 {

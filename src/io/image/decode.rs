@@ -115,7 +115,7 @@ pub(super) fn header_of<R: BufRead + Seek>(
             }
         }
         Kind::Jpeg => jpeg_decoder(r, true)?.1,
-        // The tiff crate's decoder of src/io/image/tiff.rs reads the layouts the image crate
+        // The tiff crate's decoder of src/io/image/tiff/ reads the layouts the image crate
         // refuses; it takes the file whole (its directories may be anywhere in it).
         Kind::Other(ImageFormat::Tiff) => {
             tiff::pages(&mut r)?;

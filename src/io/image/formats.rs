@@ -1,6 +1,6 @@
 //! The decoders of each format: PNG (the png crate, both checksums verified), JPEG
 //! (zune-jpeg, strict), GIF (the gif crate) and the image crate's others, each reading the
-//! pixels and the metadata the format holds into a `Decoded`. TIFF has its own file (tiff.rs).
+//! pixels and the metadata the format holds into a `Decoded`. TIFF has its own module (tiff/).
 
 use std::io::{BufRead, Cursor, Read, Seek};
 
@@ -346,7 +346,7 @@ pub(super) fn decode_other(
     })
 }
 
-/// What the image crate's decoders report (ICC, EXIF, XMP: WebP's). TIFF (tiff.rs) and GIF
+/// What the image crate's decoders report (ICC, EXIF, XMP: WebP's). TIFF (tiff/) and GIF
 /// (`decode_gif`) have their own readers.
 fn other_metadata(decoder: &mut dyn image::ImageDecoder, format: ImageFormat) -> Result<Metadata> {
     let err = |e| image_error(e, format);

@@ -252,8 +252,23 @@ fn bytes_u8(img: &Image) -> Result<&[u8]> {
 }
 
 fn write_jpeg(img: &Image, meta: &Metadata, opts: &WriteOptions, out: &mut Vec<u8>) -> Result<()> {
+    write_jpeg_with(img.channels, meta, opts, out, |o, m, out| {
+        let (w, h, c) = (img.width, img.height, img.channels);
+        jpeg::encode(bytes_u8(img)?, w, h, c, o, m, out).map_err(|e| anyhow!(e))
+    })
+}
+
+/// A JPEG file of an image of `channels` with `meta` as [`encode_with`] writes it, the frame
+/// made by `encode` (the CPU encoder, or the GPU's in src/ops/encode/: the same bytes).
+pub fn write_jpeg_with(
+    channels: u8,
+    meta: &Metadata,
+    opts: &WriteOptions,
+    out: &mut Vec<u8>,
+    encode: impl FnOnce(&jpeg::EncodeOptions, &jpeg::Markers, &mut Vec<u8>) -> Result<()>,
+) -> Result<()> {
     use metadata::DensityUnit;
-    if img.channels != 1 && img.channels != 3 {
+    if channels != 1 && channels != 3 {
         bail!("JPEG stores neither alpha nor 16-bit samples");
     }
     let mut app: Vec<(u8, Vec<u8>)> = Vec::new();
@@ -296,16 +311,7 @@ fn write_jpeg(img: &Image, meta: &Metadata, opts: &WriteOptions, out: &mut Vec<u
         progressive: opts.progressive,
         optimize: opts.optimize,
     };
-    jpeg::encode(
-        bytes_u8(img)?,
-        img.width,
-        img.height,
-        img.channels,
-        &options,
-        &markers,
-        out,
-    )
-    .map_err(|e| anyhow!(e))?;
+    encode(&options, &markers, out)?;
     if let Some(xmp) = &meta.xmp {
         metadata::jpeg_insert_xmp(out, xmp).map_err(|e| anyhow!(e))?;
     }

@@ -89,7 +89,7 @@ fn transpose(a: &[Lanes; 8]) -> [Lanes; 8] {
 /// The divisors of one quantisation table as jcdctmgr.c's `compute_reciprocal` makes them
 /// for libjpeg-turbo's SIMD builds (16-bit DCTELEM): q = ((|x| + corr) * recip) >> shift.
 #[derive(Clone, Copy)]
-pub(super) struct Divisors {
+pub(crate) struct Divisors {
     recip: [u32; 64],
     corr: [u32; 64],
     shift: [u32; 64],
@@ -97,7 +97,7 @@ pub(super) struct Divisors {
 
 impl Divisors {
     /// `table` in natural (row-major) order; islow's outputs are scaled by 8.
-    pub(super) fn new(table: &[u16; 64]) -> Divisors {
+    pub(crate) fn new(table: &[u16; 64]) -> Divisors {
         let mut d = Divisors {
             recip: [0; 64],
             corr: [0; 64],
@@ -123,6 +123,12 @@ impl Divisors {
             d.shift[i] = r;
         }
         d
+    }
+
+    /// Each coefficient's (reciprocal, correction, shift, 0), natural order: the GPU
+    /// encoder's copy (wgsl/encode_dct.wgsl).
+    pub(crate) fn words(&self) -> [[u32; 4]; 64] {
+        std::array::from_fn(|i| [self.recip[i], self.corr[i], self.shift[i], 0])
     }
 }
 

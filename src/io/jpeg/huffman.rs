@@ -4,13 +4,13 @@
 
 /// A table as a DHT segment holds it: `bits[k]` codes of length k (1 to 16), then the symbols.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Table {
+pub(crate) struct Table {
     pub bits: [u8; 17],
     pub vals: Vec<u8>,
 }
 
 /// Codes and their lengths by symbol (jchuff.c's `ehufco`/`ehufsi`).
-pub(super) struct Codes {
+pub(crate) struct Codes {
     pub code: [u32; 256],
     pub size: [u8; 256],
 }

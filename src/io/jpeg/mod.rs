@@ -10,7 +10,9 @@ mod huffman;
 mod progressive;
 mod scratch;
 
-use huffman::{BitWriter, Table};
+pub(crate) use dct::Divisors;
+use huffman::BitWriter;
+pub(crate) use huffman::Table;
 
 /// Chroma subsampling: how many luma samples share one chroma sample across and down.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -111,18 +113,18 @@ pub(crate) fn quant_table(base: &[u16; 64], quality: u8) -> [u16; 64] {
 }
 
 /// One component of the frame: its sampling factors, tables and quantised blocks.
-struct Component {
-    id: u8,
-    h: usize,
-    v: usize,
+pub(crate) struct Component {
+    pub id: u8,
+    pub h: usize,
+    pub v: usize,
     /// Quantisation and Huffman table index (0 luma, 1 chroma).
-    table: usize,
+    pub table: usize,
     /// Blocks with image samples, across and down.
-    wblocks: usize,
-    hblocks: usize,
+    pub wblocks: usize,
+    pub hblocks: usize,
     /// Blocks across and down padded to whole MCUs (the dummy blocks of interleaved scans).
-    pw: usize,
-    ph: usize,
+    pub pw: usize,
+    pub ph: usize,
     /// pw x ph blocks, row by row, zigzag order in each.
     coefs: Vec<[i16; 64]>,
 }
@@ -138,31 +140,12 @@ pub fn encode(
     markers: &Markers,
     out: &mut Vec<u8>,
 ) -> Result<(), String> {
-    if width == 0 || height == 0 || width > 65535 || height > 65535 {
-        return Err(format!(
-            "JPEG holds 1 to 65535 pixels a side, not {width}x{height}"
-        ));
-    }
-    if channels != 1 && channels != 3 {
-        return Err("JPEG stores neither alpha nor 16-bit samples".into());
-    }
+    let mut frame = Frame::new(samples.len(), width, height, channels, opts)?;
     let (w, h) = (width as usize, height as usize);
-    if samples.len() != w * h * channels as usize {
-        return Err("sample count differs from the image size".into());
-    }
-    let tables = [
-        quant_table(&STD_LUMA_QT, opts.quality),
-        quant_table(&STD_CHROMA_QT, opts.quality),
-    ];
-    let (lh, lv) = if channels == 1 {
-        (1, 1)
-    } else {
-        let (a, b) = opts.subsampling.luma_factors();
-        (a as usize, b as usize)
-    };
-    let mut comps = component_layout(w, h, channels, lh, lv);
-    let mut strips = color::Strips::new(w, h, channels, &comps_shape(&comps), lh, lv);
-    let divisors = tables.map(|t| dct::Divisors::new(&t));
+    let (lh, lv) = (frame.lh, frame.lv);
+    let comps = &mut frame.comps;
+    let mut strips = color::Strips::new(w, h, channels, &comps_shape(comps), lh, lv);
+    let divisors = frame.tables.map(|t| dct::Divisors::new(&t));
     for c in comps.iter_mut() {
         c.coefs = scratch::blocks(c.pw * c.ph);
     }
@@ -186,49 +169,113 @@ pub fn encode(
     }
     // Room for the file at about 2 bits a sample, so it seldom grows (and copies) on the way.
     out.reserve(samples.len() / 4 + 1024);
-
-    out.extend_from_slice(&[0xFF, 0xD8]);
-    let (unit, dx, dy) = markers.density;
-    out.extend_from_slice(&[0xFF, 0xE0, 0, 16, b'J', b'F', b'I', b'F', 0, 1, 1, unit]);
-    out.extend_from_slice(&dx.to_be_bytes());
-    out.extend_from_slice(&dy.to_be_bytes());
-    out.extend_from_slice(&[0, 0]);
-    for (marker, payload) in markers.app {
-        let len = payload.len() + 2;
-        if len > 65535 {
-            return Err(format!(
-                "an APP{} segment of {} bytes is over JPEG's 65533",
-                marker - 0xE0,
-                payload.len()
-            ));
-        }
-        out.extend_from_slice(&[0xFF, *marker, (len >> 8) as u8, len as u8]);
-        out.extend_from_slice(payload);
-    }
-    let used_tables = if channels == 1 { 1 } else { 2 };
-    for (t, table) in tables.iter().enumerate().take(used_tables) {
-        out.extend_from_slice(&[0xFF, 0xDB, 0, 67, t as u8]);
-        out.extend(huffman::ZIGZAG.iter().map(|&z| table[z as usize] as u8));
-    }
-    let sof = if opts.progressive { 0xC2 } else { 0xC0 };
-    let len = 8 + 3 * comps.len();
-    out.extend_from_slice(&[0xFF, sof, 0, len as u8, 8]);
-    out.extend_from_slice(&(height as u16).to_be_bytes());
-    out.extend_from_slice(&(width as u16).to_be_bytes());
-    out.push(comps.len() as u8);
-    for c in &comps {
-        out.extend_from_slice(&[c.id, (c.h << 4 | c.v) as u8, c.table as u8]);
-    }
+    frame.write_headers(markers, out)?;
     if opts.progressive {
-        progressive::encode(&comps, out);
+        progressive::encode(&frame.comps, out);
     } else {
-        baseline(&comps, opts.optimize, out);
+        baseline(&frame.comps, opts.optimize, out);
     }
     out.extend_from_slice(&[0xFF, 0xD9]);
-    for c in comps {
+    for c in frame.comps {
         scratch::give_blocks(c.coefs);
     }
     Ok(())
+}
+
+/// A frame's settings resolved before any sample is read: its quantisation tables and its
+/// components' shapes (their coefficients still empty). The CPU encoder and the GPU one
+/// (src/ops/encode/) share it, so both write the same headers around the same blocks.
+pub(crate) struct Frame {
+    pub width: u32,
+    pub height: u32,
+    pub progressive: bool,
+    /// Quantisation tables, natural order: luma, chroma.
+    pub tables: [[u16; 64]; 2],
+    /// Luma's sampling factors (1x1 for gray).
+    pub lh: usize,
+    pub lv: usize,
+    pub comps: Vec<Component>,
+}
+
+impl Frame {
+    /// Checks the size and layout (`len` samples of `channels` each) and resolves `opts`.
+    pub(crate) fn new(
+        len: usize,
+        width: u32,
+        height: u32,
+        channels: u8,
+        opts: &EncodeOptions,
+    ) -> Result<Frame, String> {
+        if width == 0 || height == 0 || width > 65535 || height > 65535 {
+            return Err(format!(
+                "JPEG holds 1 to 65535 pixels a side, not {width}x{height}"
+            ));
+        }
+        if channels != 1 && channels != 3 {
+            return Err("JPEG stores neither alpha nor 16-bit samples".into());
+        }
+        let (w, h) = (width as usize, height as usize);
+        if len != w * h * channels as usize {
+            return Err("sample count differs from the image size".into());
+        }
+        let tables = [
+            quant_table(&STD_LUMA_QT, opts.quality),
+            quant_table(&STD_CHROMA_QT, opts.quality),
+        ];
+        let (lh, lv) = if channels == 1 {
+            (1, 1)
+        } else {
+            let (a, b) = opts.subsampling.luma_factors();
+            (a as usize, b as usize)
+        };
+        Ok(Frame {
+            width,
+            height,
+            progressive: opts.progressive,
+            tables,
+            lh,
+            lv,
+            comps: component_layout(w, h, channels, lh, lv),
+        })
+    }
+
+    /// SOI, APP0, the application segments, DQT and SOF: everything before the first scan.
+    pub(crate) fn write_headers(&self, markers: &Markers, out: &mut Vec<u8>) -> Result<(), String> {
+        let comps = &self.comps;
+        out.extend_from_slice(&[0xFF, 0xD8]);
+        let (unit, dx, dy) = markers.density;
+        out.extend_from_slice(&[0xFF, 0xE0, 0, 16, b'J', b'F', b'I', b'F', 0, 1, 1, unit]);
+        out.extend_from_slice(&dx.to_be_bytes());
+        out.extend_from_slice(&dy.to_be_bytes());
+        out.extend_from_slice(&[0, 0]);
+        for (marker, payload) in markers.app {
+            let len = payload.len() + 2;
+            if len > 65535 {
+                return Err(format!(
+                    "an APP{} segment of {} bytes is over JPEG's 65533",
+                    marker - 0xE0,
+                    payload.len()
+                ));
+            }
+            out.extend_from_slice(&[0xFF, *marker, (len >> 8) as u8, len as u8]);
+            out.extend_from_slice(payload);
+        }
+        let used_tables = if comps.len() == 1 { 1 } else { 2 };
+        for (t, table) in self.tables.iter().enumerate().take(used_tables) {
+            out.extend_from_slice(&[0xFF, 0xDB, 0, 67, t as u8]);
+            out.extend(huffman::ZIGZAG.iter().map(|&z| table[z as usize] as u8));
+        }
+        let sof = if self.progressive { 0xC2 } else { 0xC0 };
+        let len = 8 + 3 * comps.len();
+        out.extend_from_slice(&[0xFF, sof, 0, len as u8, 8]);
+        out.extend_from_slice(&(self.height as u16).to_be_bytes());
+        out.extend_from_slice(&(self.width as u16).to_be_bytes());
+        out.push(comps.len() as u8);
+        for c in comps {
+            out.extend_from_slice(&[c.id, (c.h << 4 | c.v) as u8, c.table as u8]);
+        }
+        Ok(())
+    }
 }
 
 /// The components of a gray (one, 1x1) or YCbCr frame (luma lh x lv, chroma 1x1), with
@@ -309,6 +356,31 @@ fn scan_order<'a>(comps: &'a [&'a Component], mut f: impl FnMut(usize, &'a [i16;
     }
 }
 
+/// The DHT segments of a baseline scan's tables (`dc[t]`, `ac[t]` for table t) and its SOS.
+pub(crate) fn baseline_headers(comps: &[Component], dc: &[Table], ac: &[Table], out: &mut Vec<u8>) {
+    for (t, (dc, ac)) in dc.iter().zip(ac).enumerate() {
+        dc.write_dht(t as u8, out);
+        ac.write_dht(0x10 | t as u8, out);
+    }
+    let len = 6 + 2 * comps.len();
+    out.extend_from_slice(&[0xFF, 0xDA, 0, len as u8, comps.len() as u8]);
+    for c in comps {
+        out.extend_from_slice(&[c.id, (c.table << 4 | c.table) as u8]);
+    }
+    out.extend_from_slice(&[0, 63, 0]);
+}
+
+/// The Annex K tables of a frame with `ntables` table pairs: (DC, AC).
+pub(crate) fn std_tables(ntables: usize) -> (Vec<Table>, Vec<Table>) {
+    let (mut dc, mut ac) = (
+        vec![Table::std_dc_luma(), Table::std_dc_chroma()],
+        vec![Table::std_ac_luma(), Table::std_ac_chroma()],
+    );
+    dc.truncate(ntables);
+    ac.truncate(ntables);
+    (dc, ac)
+}
+
 /// One sequential scan of every component: DHT, SOS, the entropy-coded data. Built twice:
 /// portable, and with AVX2 (the zero test of a block's coefficients) and BMI1/LZCNT (the
 /// bit counts) where the CPU has them.
@@ -356,21 +428,9 @@ fn baseline_body(
             acf.iter().map(Table::optimal).collect(),
         )
     } else {
-        (
-            vec![Table::std_dc_luma(), Table::std_dc_chroma()],
-            vec![Table::std_ac_luma(), Table::std_ac_chroma()],
-        )
+        std_tables(ntables)
     };
-    for t in 0..ntables {
-        dc[t].write_dht(t as u8, out);
-        ac[t].write_dht(0x10 | t as u8, out);
-    }
-    let len = 6 + 2 * comps.len();
-    out.extend_from_slice(&[0xFF, 0xDA, 0, len as u8, comps.len() as u8]);
-    for c in comps {
-        out.extend_from_slice(&[c.id, (c.table << 4 | c.table) as u8]);
-    }
-    out.extend_from_slice(&[0, 63, 0]);
+    baseline_headers(comps, &dc, &ac, out);
     let dcc: Vec<_> = dc.iter().map(Table::codes).collect();
     let acc: Vec<_> = ac.iter().map(Table::codes).collect();
     let mut last = vec![0i32; comps.len()];

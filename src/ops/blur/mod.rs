@@ -231,6 +231,26 @@ impl<'e> Blurrer<'e> {
         }
     }
 
+    /// Blurs `img` on a GPU engine and leaves the result there: its buffer, in the host's
+    /// layout (the bytes `run` would return, rows packed), for another kernel to read (the
+    /// JPEG encoder, src/ops/encode/). `None` on the CPU engine and for an empty image.
+    pub fn run_on_device(
+        &mut self,
+        img: &Image,
+        timings: &mut Timings,
+    ) -> Option<Result<wgpu::Buffer>> {
+        match self.engine {
+            Engine::Gpu(gpu) if img.pixels() > 0 => {
+                Some(self.blur_gpu(gpu, img, timings, false).map(|mut plan| {
+                    let out = plan.result_on_device();
+                    self.plan = Some(plan);
+                    out
+                }))
+            }
+            _ => None,
+        }
+    }
+
     fn run_gpu(&mut self, gpu: &Gpu, img: &Image, timings: &mut Timings) -> Result<Image> {
         if img.pixels() == 0 {
             arith::arith(
@@ -240,6 +260,21 @@ impl<'e> Blurrer<'e> {
             )?;
             return Ok(img.clone());
         }
+        let mut plan = self.blur_gpu(gpu, img, timings, true)?;
+        let out = timings.phase("download", || plan.read(gpu, img))?;
+        self.plan = Some(plan);
+        Ok(out)
+    }
+
+    /// The blur's passes on `img` (of at least one pixel), with the copy to the read-back
+    /// buffer when `download`; the plan is handed back for the caller to read and keep.
+    fn blur_gpu(
+        &mut self,
+        gpu: &Gpu,
+        img: &Image,
+        timings: &mut Timings,
+        download: bool,
+    ) -> Result<BlurPlan> {
         // Taken out while in use: after an error it is dropped, whatever state its staging
         // was left in.
         let mut plan = match self.plan.take() {
@@ -257,13 +292,11 @@ impl<'e> Blurrer<'e> {
             }
             let last = range.end == passes;
             plan.record_passes(b, range);
-            if last {
+            if last && download {
                 plan.record_download(b);
             }
         })?;
-        let out = timings.phase("download", || plan.read(gpu, img))?;
-        self.plan = Some(plan);
-        Ok(out)
+        Ok(plan)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 
-use super::arith::{arith, Arith};
+use super::arith::{arith, Arith, Premultiply};
 use super::pack::{alpha_lane, image_from_bytes};
 use super::tune::Tunables;
 use super::{Kind, Options};
@@ -13,14 +13,15 @@ use crate::ops::{sample_bytes, ShaderCase};
 use crate::shader;
 use crate::tune::Tunable;
 
-// Keep in sync with wgsl/blur_gauss.wgsl: outputs per gaussian thread (its register reuse is
-// written for two).
+// Outputs per gaussian thread: `GAUSS_PPT` of wgsl/blur_gauss.wgsl (its register reuse is
+// written for two). It and the pixel formats, `FMT_*` of wgsl/shared/blur_pass.wgsl, are
+// checked against the shaders' by the shader test (`shaders`).
 pub(super) const GAUSS_PPT: u32 = 2;
 const FMT_PACK8: u32 = 0;
 const FMT_PACK16: u32 = 1;
 const FMT_WIDE: u32 = 2;
 
-/// Keep in sync with `Params` in wgsl/blur_pack.wgsl.
+/// Its WGSL twin is `Params` in wgsl/blur_pack.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 struct PackParams {
@@ -30,7 +31,7 @@ struct PackParams {
 
 crate::ops::params_layout!(PackParams { pixels });
 
-/// Threads per workgroup of wgsl/blur_pack.wgsl (keep in sync with PACK_WG).
+/// Threads per workgroup of wgsl/blur_pack.wgsl: its `PACK_WG` (the shader test checks it).
 const PACK_WG: u64 = 64;
 
 /// Items a thread of wgsl/blur_pack.wgsl converts (PACK_RUN): one on GPUs, a run on CPU
@@ -42,7 +43,7 @@ fn pack_run(layout: Layout) -> u64 {
     }
 }
 
-/// Keep in sync with `Params` in wgsl/shared/blur_pass.wgsl.
+/// Its WGSL twin is `Params` in wgsl/shared/blur_pass.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 struct PassParams {
@@ -130,7 +131,7 @@ impl Layout {
     }
 }
 
-/// Lines per workgroup of the one-line-per-invocation kernels (keep in sync with LINE_WG).
+/// Lines per workgroup of the one-line-per-invocation kernels (set as their `LINE_WG`).
 const LINE_WG: u32 = 64;
 
 /// Gaussian lines per workgroup: as many (`t.gauss_rows`, halved down to 1) as fit the
@@ -211,20 +212,45 @@ fn box_variant(ppt: u32) -> Variant {
     Variant::consts(format!("ppt{ppt}"), &[("BOX_PPT", ppt)])
 }
 
-/// Every blur kernel and variant, for the shader tests.
+/// Every blur kernel and variant, for the shader tests, with the constants of the first row
+/// pass of an 8-bit RGBA radius-5 blur on the WebGPU default limits.
 pub(super) fn shaders() -> Vec<ShaderCase> {
+    let t = Tunables::default_for(&wgpu::Limits::default());
+    let storage = wgpu::Limits::default().max_compute_workgroup_storage_size;
+    let alpha = Some(Premultiply::new(3, 255));
+    let pass = |layout, kind, t: &Tunables| {
+        let shape = shape(storage, layout, &Options::new(kind, 5, 1), t, FMT_WIDE)
+            .expect("radius 5 fits the default limits");
+        let c = pass_overrides(&shape, alpha, 255, (FMT_PACK8, FMT_WIDE), (1, 0, 1), 0);
+        ShaderCase::variant::<PassParams>(shape.shader, shape.variant)
+            .with_const("FMT_PACK8", FMT_PACK8)
+            .with_const("FMT_PACK16", FMT_PACK16)
+            .with_const("FMT_WIDE", FMT_WIDE)
+            .with_overrides(&c)
+    };
+    let gauss = Kind::Gaussian { sigma: 2.0 };
     let mut cases: Vec<ShaderCase> = [1, 2, 4, 8]
-        .map(|ppt| ShaderCase::variant::<PassParams>(shader!("blur_box"), box_variant(ppt)))
+        .map(|box_ppt| pass(Layout::Workgroup, Kind::Box, &Tunables { box_ppt, ..t }))
         .into();
-    cases.push(ShaderCase::params::<PackParams>(shader!("blur_pack")));
-    for s in [
-        shader!("blur_box_line"),
-        shader!("blur_gauss_line"),
-        shader!("blur_gauss"),
-    ] {
-        cases.push(ShaderCase::params::<PassParams>(s));
-    }
+    cases.push(pass(Layout::LinePerInvocation, Kind::Box, &t));
+    cases.push(pass(Layout::LinePerInvocation, gauss, &t));
+    cases.push(pass(Layout::Workgroup, gauss, &t).with_const("GAUSS_PPT", GAUSS_PPT));
+    cases.push(
+        ShaderCase::params::<PackParams>(shader!("blur_pack"))
+            .with_const("PACK_WG", u32::try_from(PACK_WG).expect("a workgroup size"))
+            .with_overrides(&pack_overrides(4, 2, 1)),
+    );
     cases
+}
+
+/// The pack kernels' overridable constants: the image's channels, bytes a sample (`wpp`,
+/// words a packed pixel: 1 for 8-bit, 2 for 16-bit) and items a thread converts.
+fn pack_overrides(channels: u8, wpp: u64, run: u64) -> [(&'static str, f64); 3] {
+    [
+        ("CHANNELS", channels as f64),
+        ("BITS", (8 * wpp) as f64),
+        ("PACK_RUN", run as f64),
+    ]
 }
 
 /// The kernels' file and entry point, variant and constants, lines per workgroup and
@@ -240,7 +266,15 @@ struct Shape {
     staging: Option<(u32, u32)>,
 }
 
-fn shape(gpu: &Gpu, layout: Layout, params: &Options, t: &Tunables, mid_fmt: u32) -> Result<Shape> {
+/// The kernels' shape for `layout` and `params` with `t`, on an adapter of `storage` bytes
+/// of workgroup memory.
+fn shape(
+    storage: u32,
+    layout: Layout,
+    params: &Options,
+    t: &Tunables,
+    mid_fmt: u32,
+) -> Result<Shape> {
     let r = params.radius;
     let line = |shader, entry| Shape {
         shader,
@@ -269,7 +303,6 @@ fn shape(gpu: &Gpu, layout: Layout, params: &Options, t: &Tunables, mid_fmt: u32
             staging: None,
         },
         (Layout::Workgroup, Kind::Gaussian { .. }) => {
-            let storage = gpu.limits.max_compute_workgroup_storage_size;
             // The second pass stages the wider format (the intermediate).
             let rows = gauss_rows(r, storage, t, mid_fmt).ok_or_else(|| {
                 anyhow::anyhow!(
@@ -381,7 +414,8 @@ impl BlurPlan {
         let budget = limit.saturating_sub(align) / 4 * 4;
         let strips = strips(w, h, r, state_wpp, mid_px_bytes, budget, limit)?;
         let layout = params.gpu.layout.unwrap_or_else(|| Layout::for_gpu(gpu));
-        let shape = shape(gpu, layout, params, &t, mid_fmt)?;
+        let storage = gpu.limits.max_compute_workgroup_storage_size;
+        let shape = shape(storage, layout, params, &t, mid_fmt)?;
         let used = used_binds(params.iterations);
         let kernels = kernels(gpu, &shape, &ar, (in_fmt, mid_fmt, state_fmt), max, &used)?;
         let a = gpu.buffer("blur image a", Usage::Storage, image_bytes);
@@ -530,6 +564,13 @@ impl BlurPlan {
         }
     }
 
+    /// The result on the device, in the host's layout (what `read` copies out), after a batch
+    /// without the download ran; the upload staging is mapped again for the next image.
+    pub(super) fn result_on_device(&mut self) -> wgpu::Buffer {
+        self.upload.remap();
+        self.download_src.clone()
+    }
+
     /// The result, after a batch with [`BlurPlan::record_download`] ran, as an image like
     /// `like`: one copy out of the read-back memory. The upload buffer is mapped again
     /// meanwhile, for the next image.
@@ -578,11 +619,7 @@ impl HostLayout {
         raw: &wgpu::Buffer,
         packed: [&wgpu::Buffer; 2],
     ) -> Result<Conversion> {
-        let constants = [
-            ("CHANNELS", self.channels as f64),
-            ("BITS", (8 * self.wpp) as f64),
-            ("PACK_RUN", self.run as f64),
-        ];
+        let constants = pack_overrides(self.channels, self.wpp, self.run);
         let kernel = |entry| gpu.kernel(&shader!("blur_pack"), entry, &constants);
         let kernels = [kernel("unpack")?, kernel("pack")?];
         let step = self.align.max(4);
@@ -633,6 +670,40 @@ impl HostLayout {
     }
 }
 
+/// The overridable constants of pipeline `k` of [`kernels`] (0 premultiplies, 2 divides
+/// alpha out) of `shape`: its formats in and out, its arithmetic (multiply, add, divide),
+/// the image's maxval and alpha.
+fn pass_overrides(
+    shape: &Shape,
+    alpha: Option<Premultiply>,
+    max: u32,
+    (fmt_in, fmt_out): (u32, u32),
+    (mul, add, div): (u32, u32, u32),
+    k: usize,
+) -> Vec<(&'static str, f64)> {
+    let (premultiply, unpremultiply) = (k == 0 && alpha.is_some(), k == 2 && alpha.is_some());
+    let mut c = shape.constants.clone();
+    if let Some((rows, width)) = shape.staging {
+        let stage = stage_fmt(fmt_in, premultiply);
+        c.push(("G_IN_LEN", (rows * gauss_stride(width, stage)) as f64));
+        c.push(("STAGE_FMT", stage as f64));
+    }
+    c.extend([
+        ("IN_FMT", fmt_in as f64),
+        ("OUT_FMT", fmt_out as f64),
+        ("MUL", mul as f64),
+        ("ADD", add as f64),
+        ("DIV", div as f64),
+        ("MAX_VALUE", max as f64),
+        ("PREMULTIPLY", premultiply as u32 as f64),
+        ("UNPREMULTIPLY", unpremultiply as u32 as f64),
+        ("ALPHA_LANE", alpha.map_or(3, |p| p.lane) as f64),
+        ("PM_DIV", alpha.map_or(1, |p| p.div) as f64),
+        ("ALPHA_SCALE", alpha.map_or(1, |p| p.scale) as f64),
+    ]);
+    c
+}
+
 /// The four pipelines of a blur: the row pass with and without premultiplying, the column
 /// pass with and without dividing alpha out; each only where `used` says an iteration runs
 /// it (building a pipeline is much of a small job's time). A pass's formats and arithmetic are constants,
@@ -647,28 +718,8 @@ fn kernels(
     max: u32,
     used: &[[bool; 2]; 4],
 ) -> Result<[Option<Kernel>; 4]> {
-    let alpha = ar.alpha;
-    let kernel = |fmt_in: u32, fmt_out: u32, (mul, add, div): (u32, u32, u32), k: usize| {
-        let (premultiply, unpremultiply) = (k == 0 && alpha.is_some(), k == 2 && alpha.is_some());
-        let mut c = shape.constants.clone();
-        if let Some((rows, width)) = shape.staging {
-            let stage = stage_fmt(fmt_in, premultiply);
-            c.push(("G_IN_LEN", (rows * gauss_stride(width, stage)) as f64));
-            c.push(("STAGE_FMT", stage as f64));
-        }
-        c.extend([
-            ("IN_FMT", fmt_in as f64),
-            ("OUT_FMT", fmt_out as f64),
-            ("MUL", mul as f64),
-            ("ADD", add as f64),
-            ("DIV", div as f64),
-            ("MAX_VALUE", max as f64),
-            ("PREMULTIPLY", premultiply as u32 as f64),
-            ("UNPREMULTIPLY", unpremultiply as u32 as f64),
-            ("ALPHA_LANE", alpha.map_or(3, |p| p.lane) as f64),
-            ("PM_DIV", alpha.map_or(1, |p| p.div) as f64),
-            ("ALPHA_SCALE", alpha.map_or(1, |p| p.scale) as f64),
-        ]);
+    let kernel = |fmt_in: u32, fmt_out: u32, arith: (u32, u32, u32), k: usize| {
+        let c = pass_overrides(shape, ar.alpha, max, (fmt_in, fmt_out), arith, k);
         gpu.kernel_variant(&shape.shader, &shape.variant, shape.entry, &c, true)
     };
     // The first iteration's row pass premultiplies, the last one's column pass divides out;

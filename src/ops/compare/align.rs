@@ -3,7 +3,7 @@
 //! images of different sizes (where allowed) are compared over their common top-left area,
 //! and the pixels only one of them has count as differing ([`SizeChange`]).
 
-use super::{Comparison, Rect, RED};
+use super::{Comparison, Ignored, RED};
 use crate::io::image::{Image, Samples};
 
 /// Two images of one layout and size, ready for [`super::run`], and what was done to them.
@@ -162,7 +162,7 @@ impl SizeChange {
     /// ignored rectangle they count as differing (and in `outside`), inside one as ignored.
     /// The diff image grows to the canvas: those pixels red (white where ignored), the
     /// pixels neither image has white.
-    pub fn extend(&self, mut cmp: Comparison, ignore: &[Rect]) -> Comparison {
+    pub fn extend(&self, mut cmp: Comparison, ignore: Ignored) -> Comparison {
         let (cw, ch) = self.canvas();
         let common = (
             self.expected.0.min(self.actual.0),
@@ -189,7 +189,7 @@ impl SizeChange {
                     continue;
                 }
                 k.pixels += 1;
-                if ignore.iter().any(|r| r.contains(x, y)) {
+                if ignore.contains(x, y) {
                     k.ignored += 1;
                     continue;
                 }

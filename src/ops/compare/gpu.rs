@@ -13,14 +13,15 @@ use anyhow::{bail, Result};
 
 use super::reference::threshold_units;
 use super::tune::Tunables;
-use super::{same_shape, Comparison, Counts, Options};
+use super::{same_shape, Comparison, Counts, Options, Rect};
 use crate::gpu::{Batch, Gpu, Kernel, Timings, Usage, Variant};
 use crate::io::image::Image;
 use crate::ops::{sample_bytes, ShaderCase};
 use crate::shader;
 use crate::tune::Tunable;
 
-// The GPU pass's units and partials. Keep in sync with wgsl/compare.wgsl.
+// The GPU pass's units (4 pixels, as wgsl/compare.wgsl reads them) and partials (its
+// `PART_WORDS`, which the shader test checks).
 const UNIT_PX: u64 = 4;
 const PART_WORDS: usize = 27;
 /// Bytes a strip's buffers may need past its rows: the part of a unit before the strip's
@@ -37,11 +38,63 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         for vec4 in [false, true] {
             for (units, preload) in [(1, false), (32, true)] {
                 let v = variant(subgroups, vec4, units, preload);
-                cases.push(ShaderCase::variant::<Params>(shader!("compare"), v));
+                let t = Tunables {
+                    units,
+                    preload,
+                    ..Tunables::for_pixels(1 << 20)
+                };
+                let all = Options {
+                    threshold: Some(0.1),
+                    antialiasing: true,
+                    ignore: vec![Rect {
+                        x1: 0,
+                        y1: 0,
+                        x2: 1,
+                        y2: 1,
+                    }],
+                    diff: true,
+                    ..Options::default()
+                };
+                let layout = if vec4 { (4, 8) } else { (3, 16) };
+                let constants = overrides(&t, layout, &all, subgroups.then_some(8));
+                cases.push(
+                    ShaderCase::variant::<Params>(shader!("compare"), v)
+                        .with_const("PART_WORDS", PART_WORDS as u32)
+                        .with_const("YIQ_Y", super::YIQ_Y.map(|v| v as i32))
+                        .with_const("YIQ_I", super::YIQ_I.map(|v| v as i32))
+                        .with_const("YIQ_Q", super::YIQ_Q.map(|v| v as i32))
+                        .with_const("YIQ_W", super::YIQ_W.map(|v| v as u32))
+                        .with_overrides(&constants),
+                );
             }
         }
     }
     cases
+}
+
+/// The pass's overridable constants: its shape, the images' layout (channels, bits), what
+/// `opts` asks of it, and on the subgroup path the adapter's smallest subgroup size.
+fn overrides(
+    t: &Tunables,
+    (channels, bits): (u8, u32),
+    opts: &Options,
+    subgroup_min: Option<u32>,
+) -> Vec<(&'static str, f64)> {
+    let on = |b: bool| f64::from(u8::from(b));
+    let mut constants = vec![
+        ("WG_SIZE", f64::from(t.wg_size)),
+        ("GRID_STRIDE", on(t.max_groups > 0)),
+        ("CHANNELS", f64::from(channels)),
+        ("BITS", f64::from(bits)),
+        ("PERCEPTUAL", on(opts.threshold.is_some())),
+        ("ANTIALIASING", on(opts.antialiasing)),
+        ("IGNORE", on(!opts.ignore.is_empty())),
+        ("DRAW", on(opts.diff)),
+    ];
+    if let Some(min) = subgroup_min {
+        constants.push(("SUBGROUP_MIN", f64::from(min)));
+    }
+    constants
 }
 
 /// The kernel with its workgroup reduction on subgroup operations or on workgroup atomics,
@@ -69,7 +122,7 @@ fn vec4_units(img: &Image) -> bool {
     (u32::from(img.channels) * img.bit_depth() / 8).is_multiple_of(4)
 }
 
-/// Keep in sync with `Params` in wgsl/compare.wgsl.
+/// Its WGSL twin is `Params` in wgsl/compare.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
@@ -167,20 +220,9 @@ impl<'g> CompareGpu<'g> {
         t.check(&gpu.limits)?;
         let subgroups = self.subgroups_fit(t.wg_size);
         let (w, c) = (img.width, img.channels as usize);
-        let on = |b: bool| f64::from(u8::from(b));
-        let mut constants = vec![
-            ("WG_SIZE", f64::from(t.wg_size)),
-            ("GRID_STRIDE", on(t.max_groups > 0)),
-            ("CHANNELS", f64::from(img.channels)),
-            ("BITS", f64::from(img.bit_depth())),
-            ("PERCEPTUAL", on(opts.threshold.is_some())),
-            ("ANTIALIASING", on(opts.antialiasing)),
-            ("IGNORE", on(!opts.ignore.is_empty())),
-            ("DRAW", on(opts.diff)),
-        ];
-        if subgroups {
-            constants.push(("SUBGROUP_MIN", f64::from(gpu.features.subgroup_size[0])));
-        }
+        let subgroup_min = subgroups.then_some(gpu.features.subgroup_size[0]);
+        let layout = (img.channels, img.bit_depth());
+        let constants = overrides(&t, layout, opts, subgroup_min);
         // Every loop of the kernel has a constant or uniform bound (docs of kernel_unrolled).
         let kernel = gpu.kernel_variant(
             &shader!("compare"),

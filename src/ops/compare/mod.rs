@@ -21,8 +21,12 @@ mod align;
 mod antialiasing;
 mod bench;
 mod gpu;
+pub mod html;
+pub mod junit;
+mod mask;
 mod metrics;
 mod reference;
+mod regions;
 mod ssim;
 mod tune;
 pub mod verdict;
@@ -36,9 +40,11 @@ use crate::gpu::{Engine, Timings};
 use crate::io::image::Image;
 pub use align::{align, layout_name, rgba, Aligned, SizeChange};
 pub use gpu::{CompareGpu, ComparePlan};
+pub use mask::{Ignored, Mask};
 pub use metrics::{identical, metrics, ChannelMetrics, Metrics};
 pub use reference::{brightness, distance, reference, threshold_units};
-pub use ssim::{ssim, ssim_channel, SSIM_K1, SSIM_K2, SSIM_RADIUS, SSIM_SIGMA};
+pub use regions::{regions, Region, CELL, MAX_REGIONS};
+pub use ssim::{ssim, ssim_channel, ssim_with, SSIM_K1, SSIM_K2, SSIM_RADIUS, SSIM_SIGMA};
 pub use tune::{Tunables, MAX_GROUP_UNITS};
 
 /// `compare` in the registry.
@@ -52,7 +58,7 @@ pub const OP: super::Op = super::Op {
 
 /// pixelmatch's YIQ coefficients as it gives them (0.29889531, 0.58662247, 0.11448223 /
 /// 0.59597799, -0.27417610, -0.32180189 / 0.21147017, -0.52261711, 0.31114694), scaled by
-/// 10^8: exact integers. Keep in sync with wgsl/compare.wgsl.
+/// 10^8: exact integers. wgsl/compare.wgsl has them too (the shader test checks they agree).
 pub const YIQ_Y: [i64; 3] = [29_889_531, 58_662_247, 11_448_223];
 pub const YIQ_I: [i64; 3] = [59_597_799, -27_417_610, -32_180_189];
 pub const YIQ_Q: [i64; 3] = [21_147_017, -52_261_711, 31_114_694];

@@ -2,6 +2,7 @@
 
 use rayon::prelude::*;
 
+use super::mask::Ignored;
 use super::{ignored_in, Rect};
 use crate::io::image::{Image, Samples};
 
@@ -109,6 +110,19 @@ fn ssim_row(
 /// separably (along rows, then down columns) in bands of rows, in parallel; the bands' sums
 /// are added in order, so the result is the same on any number of threads.
 pub fn ssim_channel(a: &Image, b: &Image, ch: usize, ignore: &[Rect]) -> Option<f64> {
+    ssim_channel_with(
+        a,
+        b,
+        ch,
+        Ignored {
+            rects: ignore,
+            mask: None,
+        },
+    )
+}
+
+/// [`ssim_channel`] leaving out the pixels of a mask too.
+fn ssim_channel_with(a: &Image, b: &Image, ch: usize, ignore: Ignored) -> Option<f64> {
     let (w, h) = (a.width as usize, a.height as usize);
     let range = f64::from(a.max_value());
     let pad = ssim_pad(w, h);
@@ -154,7 +168,7 @@ struct Band<'a> {
     a: &'a Image,
     b: &'a Image,
     ch: usize,
-    ignore: &'a [Rect],
+    ignore: Ignored<'a>,
     c1: f64,
     c2: f64,
     /// Rows and columns this far from the edges are left out of the mean.
@@ -231,7 +245,7 @@ impl Band<'_> {
                 n += map.len() as u64;
             } else {
                 for (x, v) in cols.zip(&map) {
-                    if !self.ignore.iter().any(|q| q.contains(x as u32, yy as u32)) {
+                    if !self.ignore.contains(x as u32, yy as u32) {
                         sum += v;
                         n += 1;
                     }
@@ -255,23 +269,44 @@ impl Band<'_> {
 
 /// SSIM per channel and their mean. Identical samples give exactly 1 without filtering.
 pub fn ssim(a: &Image, b: &Image, ignore: &[Rect]) -> Option<(f64, Vec<f64>)> {
+    ssim_with(
+        a,
+        b,
+        Ignored {
+            rects: ignore,
+            mask: None,
+        },
+    )
+}
+
+/// [`ssim`] leaving out the pixels of a mask too (masked pixels are equal in both images,
+/// [`super::Mask::apply`], and are left out of the mean like ignored rectangles).
+pub fn ssim_with(a: &Image, b: &Image, ignore: Ignored) -> Option<(f64, Vec<f64>)> {
     let c = a.channels as usize;
     let per: Option<Vec<f64>> = if a.samples == b.samples {
         let any = ssim_channel_count(a, ignore) > 0;
         any.then(|| vec![1.0; c])
     } else {
-        (0..c).map(|ch| ssim_channel(a, b, ch, ignore)).collect()
+        (0..c)
+            .map(|ch| ssim_channel_with(a, b, ch, ignore))
+            .collect()
     };
     let per = per?;
     Some((per.iter().sum::<f64>() / c as f64, per))
 }
 
 /// The number of pixels SSIM averages over (see [`ssim_channel`]).
-fn ssim_channel_count(a: &Image, ignore: &[Rect]) -> u64 {
+fn ssim_channel_count(a: &Image, ignore: Ignored) -> u64 {
     let (w, h) = (a.width, a.height);
     let pad = ssim_pad(w as usize, h as usize) as u32;
     let (xs, ys) = (pad..w - pad, pad..h - pad);
-    xs.len() as u64 * ys.len() as u64 - ignored_in(ignore, xs, ys)
+    match ignore.mask {
+        None => xs.len() as u64 * ys.len() as u64 - ignored_in(ignore.rects, xs, ys),
+        Some(_) => ys
+            .flat_map(|y| xs.clone().map(move |x| (x, y)))
+            .filter(|&(x, y)| !ignore.contains(x, y))
+            .count() as u64,
+    }
 }
 
 /// How far from each edge the SSIM map is averaged: the window's radius, or 0 when the

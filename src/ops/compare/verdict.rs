@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{Metrics, Rect};
+use super::{Metrics, Rect, Region};
 use crate::io::image;
 use crate::io::json::Document;
 
@@ -94,6 +94,10 @@ pub enum Verdict {
 /// One compared pair in the JSON report. Documented in docs/formats.md.
 #[derive(Serialize)]
 pub struct PairDoc {
+    /// What the reports call the pair: its relative path in folder mode, else the actual
+    /// image's path.
+    #[serde(skip)]
+    pub name: String,
     pub expected: String,
     pub actual: String,
     pub status: Verdict,
@@ -112,6 +116,17 @@ pub struct PairDoc {
     pub metrics: Option<Metrics>,
     /// The diff image written, if any.
     pub diff: Option<String>,
+    /// The bounding boxes of the differing regions (ops::compare::regions), the largest
+    /// first, at most `MAX_REGIONS`; null when no diff image was drawn.
+    pub regions: Option<Vec<Region>>,
+    /// How many regions there were (more than `regions` lists when over the bound).
+    pub regions_total: Option<usize>,
+    /// The `--html` report's images of this pair, when written.
+    #[serde(skip)]
+    pub html: Option<super::html::PairImages>,
+    /// Whether `--update` wrote the actual image over the expected one (then the pair does
+    /// not fail the run, whatever its status).
+    pub updated: bool,
 }
 
 impl PairDoc {
@@ -131,6 +146,7 @@ impl PairDoc {
     /// A pair not compared yet: a match until found otherwise.
     pub fn new(expected: &Path, actual: &Path) -> PairDoc {
         PairDoc {
+            name: actual.display().to_string(),
             expected: expected.display().to_string(),
             actual: actual.display().to_string(),
             status: Verdict::Match,
@@ -143,6 +159,10 @@ impl PairDoc {
             actual_layout: None,
             metrics: None,
             diff: None,
+            regions: None,
+            regions_total: None,
+            html: None,
+            updated: false,
         }
     }
 }
@@ -182,6 +202,9 @@ pub struct FolderReport<'a> {
     /// Relative paths only under EXPECTED, and only under ACTUAL.
     pub missing: Vec<String>,
     pub extra: Vec<String>,
+    /// Relative paths `--update` wrote under EXPECTED: differing pairs replaced and extra
+    /// files added.
+    pub updated: Vec<String>,
 }
 
 impl<'a> Document for FolderReport<'a> {
@@ -228,8 +251,13 @@ pub fn finish(mut doc: PairDoc, limits: &[Limit]) -> PairDoc {
 pub fn summary_line(doc: &PairDoc) -> String {
     let name = &doc.actual;
     let Some(m) = &doc.metrics else {
+        let updated = if doc.updated {
+            "; expected image updated"
+        } else {
+            ""
+        };
         return format!(
-            "{name}: {}: {}\n",
+            "{name}: {}: {}{updated}\n",
             verdict_word(doc.status),
             doc.reason.as_deref().unwrap_or("")
         );
@@ -254,6 +282,9 @@ pub fn summary_line(doc: &PairDoc) -> String {
     if let Some(r) = &doc.reason {
         line += &format!(" ({r})");
     }
+    if doc.updated {
+        line += "; expected image updated";
+    }
     line.push('\n');
     line
 }
@@ -268,11 +299,16 @@ pub fn verdict_word(v: Verdict) -> &'static str {
 }
 
 /// The verdict on two folders: an error if any pair failed to compare, else a match when
-/// every file has its pair (`paired`) and every pair matches.
+/// every file has its pair (`paired`: or is allowed to lack it) and every pair matches or
+/// was updated.
 pub fn folder_verdict(files: &[PairDoc], paired: bool) -> Verdict {
     if files.iter().any(|f| f.status == Verdict::Error) {
         Verdict::Error
-    } else if paired && files.iter().all(|f| f.status == Verdict::Match) {
+    } else if paired
+        && files
+            .iter()
+            .all(|f| f.status == Verdict::Match || f.updated)
+    {
         Verdict::Match
     } else {
         Verdict::Mismatch

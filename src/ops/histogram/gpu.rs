@@ -18,17 +18,65 @@ use crate::tune::Tunable;
 pub(super) const TOTAL_WG_SIZE: u32 = 256;
 pub(super) const SCALE_WG_SIZE: u32 = 256;
 
-/// The counting kernels, for the shader tests.
+/// The running total's overridable constants.
+pub(super) const TOTAL_OVERRIDES: [(&str, u32); 1] = [("WG_SIZE", TOTAL_WG_SIZE)];
+
+/// The counting kernels, for the shader tests, with the constants of RGBA 16-bit luminance
+/// counted in two copies.
 pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
     use crate::ops::ShaderCase;
+    let g = Geometry {
+        wg_size: 256,
+        unit_pixels: 2,
+        unit_vecs: 1,
+        copies: 2,
+        span: 4096,
+        n_ranges: 16,
+        segment_pixels: 1 << 20,
+        max_tiles: 64,
+    };
+    let reduce = Tunables::default_for(&wgpu::Limits::default());
     vec![
-        ShaderCase::params::<ChunkParams>(shader!("histogram_chunk")),
-        ShaderCase::params::<ReduceParams>(shader!("histogram_reduce")),
-        ShaderCase::params::<TotalParams>(shader!("histogram_total")),
+        ShaderCase::params::<ChunkParams>(shader!("histogram_chunk"))
+            .with_const("LUMA_WEIGHTS", super::LUMA_WEIGHTS)
+            .with_const("LUMA_SHIFT", super::LUMA_SHIFT)
+            .with_overrides(&float(&chunk_overrides(&g, 4, 16, 4))),
+        ShaderCase::params::<ReduceParams>(shader!("histogram_reduce"))
+            .with_overrides(&float(&reduce_overrides(&reduce))),
+        ShaderCase::params::<TotalParams>(shader!("histogram_total"))
+            .with_overrides(&float(&TOTAL_OVERRIDES)),
     ]
 }
 
-/// Keep in sync with `Params` in wgsl/histogram_chunk.wgsl.
+/// Overridable constants as wgpu takes them.
+pub(super) fn float(constants: &[(&'static str, u32)]) -> Vec<(&'static str, f64)> {
+    constants.iter().map(|&(k, v)| (k, f64::from(v))).collect()
+}
+
+/// The chunk kernel's overridable constants: the geometry, the input's channels (`ic`) and
+/// bits, and the channels counted (`hc`).
+fn chunk_overrides(g: &Geometry, ic: u32, bits: u32, hc: u32) -> [(&'static str, u32); 8] {
+    [
+        ("WG_SIZE", g.wg_size),
+        ("IN_CHANNELS", ic),
+        ("BITS", bits),
+        ("HC", hc),
+        ("COPIES", g.copies),
+        ("SPAN", g.span),
+        ("UNIT_PIXELS", g.unit_pixels),
+        ("UNIT_VECS", g.unit_vecs),
+    ]
+}
+
+/// The reduce kernel's overridable constants.
+fn reduce_overrides(t: &Tunables) -> [(&'static str, u32); 2] {
+    [
+        ("WG_SIZE", t.reduce_wg_size),
+        ("ENTRIES_PER_WG", t.entries_per_wg),
+    ]
+}
+
+/// Its WGSL twin is `Params` in wgsl/histogram_chunk.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct ChunkParams {
@@ -47,7 +95,7 @@ crate::ops::params_layout!(ChunkParams {
     n_ranges
 });
 
-/// Keep in sync with `Params` in wgsl/histogram_reduce.wgsl.
+/// Its WGSL twin is `Params` in wgsl/histogram_reduce.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct ReduceParams {
@@ -68,7 +116,7 @@ crate::ops::params_layout!(ReduceParams {
     accumulate
 });
 
-/// Keep in sync with `Params` in wgsl/histogram_total.wgsl.
+/// Its WGSL twin is `Params` in wgsl/histogram_total.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct TotalParams {
@@ -251,7 +299,11 @@ impl<'g> HistogramGpu<'g> {
         }
     }
 
-    pub(super) fn kernel(&mut self, name: &str, constants: &[(&str, u32)]) -> Result<Rc<Kernel>> {
+    pub(super) fn kernel(
+        &mut self,
+        name: &str,
+        constants: &[(&'static str, u32)],
+    ) -> Result<Rc<Kernel>> {
         let key = format!("{name}{constants:?}");
         if let Some(k) = self.kernels.get(&key) {
             return Ok(Rc::clone(k));
@@ -262,14 +314,14 @@ impl<'g> HistogramGpu<'g> {
             "total" => shader!("histogram_total"),
             _ => shader!("histogram_plot_scale"),
         };
-        let constants: Vec<(&str, f64)> = constants.iter().map(|&(k, v)| (k, v as f64)).collect();
         // The chunk and reduce kernels bound every loop by a constant or a uniform size: no
         // loop counter in the way of unrolling their loops over units, pixels and chunks
         // (docs of `Gpu::kernel_unrolled`).
         let kernel = Rc::new(if matches!(name, "chunk" | "reduce") {
-            self.gpu.kernel_unrolled(&shader, "main", &constants)?
+            self.gpu
+                .kernel_unrolled(&shader, "main", &float(constants))?
         } else {
-            self.gpu.kernel(&shader, "main", &constants)?
+            self.gpu.kernel(&shader, "main", &float(constants))?
         });
         self.kernels.insert(key, Rc::clone(&kernel));
         Ok(kernel)
@@ -387,26 +439,8 @@ impl<'g> HistogramGpu<'g> {
         hc: u32,
     ) -> Result<(Rc<Kernel>, Rc<Kernel>)> {
         let t = self.tuning.tunables;
-        let chunk = self.kernel(
-            "chunk",
-            &[
-                ("WG_SIZE", g.wg_size),
-                ("IN_CHANNELS", ic),
-                ("BITS", bits),
-                ("HC", hc),
-                ("COPIES", g.copies),
-                ("SPAN", g.span),
-                ("UNIT_PIXELS", g.unit_pixels),
-                ("UNIT_VECS", g.unit_vecs),
-            ],
-        )?;
-        let reduce = self.kernel(
-            "reduce",
-            &[
-                ("WG_SIZE", t.reduce_wg_size),
-                ("ENTRIES_PER_WG", t.entries_per_wg),
-            ],
-        )?;
+        let chunk = self.kernel("chunk", &chunk_overrides(g, ic, bits, hc))?;
+        let reduce = self.kernel("reduce", &reduce_overrides(&t))?;
         Ok((chunk, reduce))
     }
 
@@ -451,7 +485,7 @@ impl<'g> HistogramGpu<'g> {
         let total_kernel = match &self.total {
             Some(t) => {
                 assert_eq!(t.channels, channels, "one set of channels per total");
-                Some(self.kernel("total", &[("WG_SIZE", TOTAL_WG_SIZE)])?)
+                Some(self.kernel("total", &TOTAL_OVERRIDES)?)
             }
             None => None,
         };

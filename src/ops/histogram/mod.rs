@@ -133,8 +133,8 @@ pub fn bin_of(v: u32, bins: u32, maxval: u32) -> u32 {
     (v * bins / maxval).min(bins - 1)
 }
 
-/// Integer luminance, the same on every adapter. Keep in sync with `luminance` in
-/// wgsl/histogram_chunk.wgsl.
+/// Integer luminance, the same on every adapter: `luminance` in wgsl/histogram_chunk.wgsl
+/// computes it with the same weights (the shader test checks them).
 pub fn luminance(r: u32, g: u32, b: u32) -> u32 {
     let [wr, wg, wb] = LUMA_WEIGHTS;
     (wr * r + wg * g + wb * b + (1 << (LUMA_SHIFT - 1))) >> LUMA_SHIFT

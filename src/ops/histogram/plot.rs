@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::gpu::SCALE_WG_SIZE;
+use super::gpu::{float, SCALE_WG_SIZE};
 use super::{Channels, Histogram, HistogramGpu};
 use crate::gpu::Usage;
 use crate::io::image::Image;
@@ -13,12 +13,16 @@ use crate::shader;
 pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
     use crate::ops::ShaderCase;
     vec![
-        ShaderCase::params::<ScaleParams>(shader!("histogram_plot_scale")),
+        ShaderCase::params::<ScaleParams>(shader!("histogram_plot_scale"))
+            .with_overrides(&float(&SCALE_OVERRIDES)),
         ShaderCase::params::<PlotParams>(shader!("histogram_plot")),
     ]
 }
 
-/// Keep in sync with `Params` in wgsl/histogram_plot_scale.wgsl.
+/// The scale pass's overridable constants.
+const SCALE_OVERRIDES: [(&str, u32); 1] = [("WG_SIZE", SCALE_WG_SIZE)];
+
+/// Its WGSL twin is `Params` in wgsl/histogram_plot_scale.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct ScaleParams {
@@ -39,7 +43,7 @@ crate::ops::params_layout!(ScaleParams {
     bottom_mask
 });
 
-/// Keep in sync with `Params` in wgsl/histogram_plot.wgsl.
+/// Its WGSL twin is `Params` in wgsl/histogram_plot.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct PlotParams {
@@ -223,7 +227,7 @@ impl HistogramGpu<'_> {
             .expect("start_total was called")
             .channels;
         let layout = PlotLayout::new(channels, height);
-        let kernel = self.kernel("scale", &[("WG_SIZE", SCALE_WG_SIZE)])?;
+        let kernel = self.kernel("scale", &SCALE_OVERRIDES)?;
         let t = self.total.as_ref().expect("checked above");
         let p = gpu.upload(
             "histogram plot scale params",

@@ -11,7 +11,7 @@ use crate::gpu::{Batch, Gpu, Kernel, Usage, Variant};
 use crate::shader;
 use crate::tune::Tunable;
 
-/// Keep in sync with `Params` in wgsl/matmul.wgsl.
+/// Its WGSL twin is `Params` in wgsl/matmul.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct MatmulParams {
@@ -77,10 +77,15 @@ fn blocks(
         .collect()
 }
 
-/// Both variants of the kernel, for the shader tests.
+/// Both variants of the kernel, with the constants of the default tiles on the WebGPU
+/// default limits, transposed and not, for the shader tests.
 pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
-    [Precision::F32, Precision::F16]
-        .map(|p| crate::ops::ShaderCase::variant::<MatmulParams>(shader!("matmul"), variant(p)))
+    let tile = Tunables::default_for(&wgpu::Limits::default());
+    [(Precision::F32, false, false), (Precision::F16, true, true)]
+        .map(|(p, ta, tb)| {
+            crate::ops::ShaderCase::variant::<MatmulParams>(shader!("matmul"), variant(p))
+                .with_overrides(&tile.constants(ta, tb))
+        })
         .into()
 }
 

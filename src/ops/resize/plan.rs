@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Result};
 
-use super::coeffs::{Dir, Pass};
+use super::coeffs::{Dir, Pass, PRECISION_BITS};
 use super::Filter;
 use crate::gpu::{Batch, Gpu, Kernel, Usage};
 use crate::io::image::Image;
@@ -17,13 +17,15 @@ use crate::shader;
 const WG_SIZE_H: u32 = 128;
 const WG_SIZE_V: u32 = 64;
 
-/// Keep in sync with `SH_SAMPLES` in wgsl/resize_h.wgsl: the input samples a workgroup holds.
+/// `SH_SAMPLES` of wgsl/resize_h.wgsl, the input samples a workgroup holds (the shader test
+/// checks they agree).
 const SH_SAMPLES: u32 = 4092;
-/// Keep in sync with `PIXELS_PER_THREAD` in wgsl/resize_h.wgsl: output pixels a thread of
-/// the horizontal pass sums.
+/// `PIXELS_PER_THREAD` of wgsl/resize_h.wgsl, the output pixels a thread of the horizontal
+/// pass sums (the shader test checks they agree).
 const PIXELS_PER_THREAD: u32 = 2;
 
-/// Keep in sync with `Params` in wgsl/shared/resize_pass.wgsl.
+/// Its WGSL twin is `Params` in wgsl/shared/resize_pass.wgsl (the shader test checks their
+/// fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct ResizeParams {
@@ -46,11 +48,41 @@ crate::ops::params_layout!(ResizeParams {
     wg_words
 });
 
-/// Every variant the op builds (the shaders' constants are all overridable).
+/// Every variant the op builds (the shaders' constants are all overridable: a pass of each
+/// direction, the first premultiplying and the last dividing alpha out).
 pub(super) fn shaders() -> Vec<ShaderCase> {
     vec![
-        ShaderCase::params::<ResizeParams>(shader!("resize_h")),
-        ShaderCase::params::<ResizeParams>(shader!("resize_v")),
+        ShaderCase::params::<ResizeParams>(shader!("resize_h"))
+            .with_const("PRECISION_BITS", PRECISION_BITS)
+            .with_const("SH_SAMPLES", SH_SAMPLES)
+            .with_const("PIXELS_PER_THREAD", PIXELS_PER_THREAD)
+            .with_overrides(&overrides(4, 16, Dir::Horizontal, true, false)),
+        ShaderCase::params::<ResizeParams>(shader!("resize_v"))
+            .with_const("PRECISION_BITS", PRECISION_BITS)
+            .with_overrides(&overrides(4, 16, Dir::Vertical, false, true)),
+    ]
+}
+
+/// A pass's overridable constants: its workgroup size, the image's layout, and whether it
+/// premultiplies alpha (the first pass) or divides it out (the last).
+fn overrides(
+    channels: u8,
+    depth: u32,
+    dir: Dir,
+    premultiply: bool,
+    unpremultiply: bool,
+) -> [(&'static str, f64); 5] {
+    let on = |b: bool| f64::from(u8::from(b));
+    let wg_size = match dir {
+        Dir::Horizontal => WG_SIZE_H,
+        Dir::Vertical => WG_SIZE_V,
+    };
+    [
+        ("WG_SIZE", f64::from(wg_size)),
+        ("CHANNELS", f64::from(channels)),
+        ("DEPTH", f64::from(depth)),
+        ("PREMULTIPLY", on(premultiply)),
+        ("UNPREMULTIPLY", on(unpremultiply)),
     ]
 }
 
@@ -123,27 +155,16 @@ impl ResizePlan {
             check("result", n_words * 4)?;
             check("weights", pass.axis.weights.len() as u64 * 4)?;
             let horizontal = pass.dir == Dir::Horizontal;
-            let (file, wg_size) = if horizontal {
-                (shader!("resize_h"), WG_SIZE_H)
+            let (premultiply, unpremultiply) = (alpha && i == 0, alpha && i + 1 == passes.len());
+            let constants = overrides(img.channels, depth, pass.dir, premultiply, unpremultiply);
+            let file = if horizontal {
+                shader!("resize_h")
             } else {
-                (shader!("resize_v"), WG_SIZE_V)
+                shader!("resize_v")
             };
             // Every loop of both kernels ends by construction (taps, words and pixels
             // bounded by the uniform sizes): no loop counter in the way of unrolling.
-            let kernel = gpu.kernel_unrolled(
-                &file,
-                "main",
-                &[
-                    ("WG_SIZE", f64::from(wg_size)),
-                    ("CHANNELS", c as f64),
-                    ("DEPTH", f64::from(depth)),
-                    ("PREMULTIPLY", f64::from(u8::from(alpha && i == 0))),
-                    (
-                        "UNPREMULTIPLY",
-                        f64::from(u8::from(alpha && i + 1 == passes.len())),
-                    ),
-                ],
-            )?;
+            let kernel = gpu.kernel_unrolled(&file, "main", &constants)?;
             let bounds: Vec<u32> = pass
                 .axis
                 .start
@@ -159,7 +180,7 @@ impl ResizePlan {
             let wg_words = if horizontal {
                 wg_words(c as u32, depth, w, n, ksize as u32)
             } else {
-                wg_size
+                WG_SIZE_V
             };
             let params = ResizeParams {
                 in_w: w,

@@ -3,12 +3,12 @@
 
 use anyhow::{bail, Result};
 
-use super::{Element, Layout, Mode, Options, Path, Tunables, MAX_SEGMENT};
+use super::{Elem, Element, Layout, Mode, Op, Options, Path, Tunables, MAX_SEGMENT};
 use crate::gpu::{Batch, Gpu, Kernel, Usage, Variant};
 use crate::shader;
 use crate::tune::Tunable;
 
-/// Keep in sync with `Params` in wgsl/scan_reduce.wgsl.
+/// Its WGSL twin is `Params` in wgsl/scan_reduce.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct ReduceParams {
@@ -17,7 +17,7 @@ struct ReduceParams {
 
 crate::ops::params_layout!(ReduceParams { n });
 
-/// Keep in sync with `Params` in wgsl/scan_block.wgsl.
+/// Its WGSL twin is `Params` in wgsl/scan_block.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct BlockParams {
@@ -37,7 +37,7 @@ crate::ops::params_layout!(BlockParams {
 
 const NO_TOTAL: u32 = u32::MAX;
 
-/// Keep in sync with `Params` in wgsl/scan_lookback.wgsl.
+/// Its WGSL twin is `Params` in wgsl/scan_lookback.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct LookbackParams {
@@ -76,23 +76,39 @@ pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
         ("workgroup", "scan_workgroup"),
         ("subgroup", "scan_subgroup"),
     ] {
+        let subgroup_min = (path == "subgroup").then_some(8);
+        let constants = overrides(256, Op::Min, Elem::F32, subgroup_min);
         for vpt in [1, 2, 4, 8] {
             let v = variant(path, snippet, vpt);
-            cases.push(ShaderCase::variant::<ReduceParams>(
-                shader!("scan_reduce"),
-                v.clone(),
-            ));
-            cases.push(ShaderCase::variant::<BlockParams>(
-                shader!("scan_block"),
-                v.clone(),
-            ));
-            cases.push(ShaderCase::variant::<LookbackParams>(
-                shader!("scan_lookback"),
-                v,
-            ));
+            cases.push(
+                ShaderCase::variant::<ReduceParams>(shader!("scan_reduce"), v.clone())
+                    .with_overrides(&constants),
+            );
+            cases.push(
+                ShaderCase::variant::<BlockParams>(shader!("scan_block"), v.clone())
+                    .with_overrides(&constants),
+            );
+            cases.push(
+                ShaderCase::variant::<LookbackParams>(shader!("scan_lookback"), v)
+                    .with_overrides(&constants),
+            );
         }
     }
     cases
+}
+
+/// The stage kernels' overridable constants: the workgroup size, the op and element type,
+/// and on the subgroup path the adapter's smallest subgroup size.
+fn overrides(wg: u32, op: Op, elem: Elem, subgroup_min: Option<u32>) -> Vec<(&'static str, f64)> {
+    let mut constants = vec![
+        ("WG_SIZE", f64::from(wg)),
+        ("OP", f64::from(op.code())),
+        ("DTYPE", f64::from(elem.code())),
+    ];
+    if let Some(min) = subgroup_min {
+        constants.push(("SUBGROUP_MIN", f64::from(min)));
+    }
+    constants
 }
 
 /// Whether the subgroup path can run here with `wg_size` invocations: the adapter has
@@ -212,15 +228,8 @@ fn kernels<T: Element>(gpu: &Gpu, opts: &Options, single: bool) -> Result<(Kerne
     opts.tunables().check(&gpu.limits)?;
     let wg = opts.tunables().wg_size;
     let subgroups = takes_subgroups(gpu, opts)?;
-    let mut constants = vec![
-        ("WG_SIZE", wg as f64),
-        ("OP", opts.op.code() as f64),
-        ("DTYPE", T::ELEM.code() as f64),
-    ];
-    if subgroups {
-        let min = gpu.features.subgroup_size[0];
-        constants.push(("SUBGROUP_MIN", min as f64));
-    }
+    let subgroup_min = subgroups.then_some(gpu.features.subgroup_size[0]);
+    let constants = overrides(wg, opts.op, T::ELEM, subgroup_min);
     // The in-tile path fills the stage files' `scan_tile` slot; VEC_PER_THREAD sizes
     // function-scope arrays, so it is a const the variant sets.
     let (path, tile_snippet) = if subgroups {
@@ -474,6 +483,15 @@ impl ScanPlan {
     /// Whether the in-tile scan uses subgroup operations.
     pub fn uses_subgroups(&self) -> bool {
         self.subgroups
+    }
+
+    /// The one data buffer of a scan that fits one segment (`None` past that): what another
+    /// op's passes write before the scan and read after it (the JPEG encoder's offsets).
+    pub fn single_buffer(&self) -> Option<&wgpu::Buffer> {
+        match &self.data[..] {
+            [one] => Some(one),
+            _ => None,
+        }
     }
 
     /// Copies the input into the segments' buffers.
