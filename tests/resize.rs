@@ -105,7 +105,10 @@ type Dims = (u32, u32);
 
 /// Shapes that reach every path: both passes either way round, one pass, none; rows whose
 /// samples end inside a word; workgroup tiles that cross rows (short rows) and spans too long
-/// for workgroup memory (a 4097-wide row to 3); 1x1; the tall path (height first).
+/// for workgroup memory (a 4097-wide row to 3); a reduction large enough that a workgroup
+/// takes fewer pixels to keep its input in workgroup memory (2000 to 50); words of a
+/// vertical pass across two rows and across two input words; 1x1; the tall path (height
+/// first).
 const SHAPES: &[(Dims, Dims)] = &[
     ((1, 1), (1, 1)),
     ((1, 1), (5, 3)),
@@ -117,6 +120,7 @@ const SHAPES: &[(Dims, Dims)] = &[
     ((5, 3), (2, 1)),
     ((4097, 2), (3, 2)),
     ((4097, 3), (1021, 5)),
+    ((2000, 3), (50, 2)),
     ((300, 7), (1200, 3)),
     ((2, 301), (3, 40)),
     ((3, 400), (2, 31)),

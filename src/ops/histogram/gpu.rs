@@ -314,7 +314,15 @@ impl<'g> HistogramGpu<'g> {
             "total" => shader!("histogram_total"),
             _ => shader!("histogram_plot_scale"),
         };
-        let kernel = Rc::new(self.gpu.kernel(&shader, "main", &float(constants))?);
+        // The chunk and reduce kernels bound every loop by a constant or a uniform size: no
+        // loop counter in the way of unrolling their loops over units, pixels and chunks
+        // (docs of `Gpu::kernel_unrolled`).
+        let kernel = Rc::new(if matches!(name, "chunk" | "reduce") {
+            self.gpu
+                .kernel_unrolled(&shader, "main", &float(constants))?
+        } else {
+            self.gpu.kernel(&shader, "main", &float(constants))?
+        });
         self.kernels.insert(key, Rc::clone(&kernel));
         Ok(kernel)
     }

@@ -1,6 +1,6 @@
 //! `resize`: Pillow's `Image.resize` (LANCZOS, BICUBIC, BILINEAR, BOX, NEAREST) byte for byte
 //! on 8-bit images, the same algorithm at 16 bits, identical on the native CPU engine and on
-//! every GPU adapter (wgsl/resize.wgsl).
+//! every GPU adapter (wgsl/resize_h.wgsl, wgsl/resize_v.wgsl).
 //!
 //! The weights are computed once on the host in f64 as Pillow computes them and quantised to
 //! 22-bit integers (`coeffs`); every engine then does integer sums only. An image is resized

@@ -1,6 +1,7 @@
-//! The GPU passes: one dispatch of wgsl/resize.wgsl per 1-D pass, a thread per output word,
-//! the weights uploaded as the host computed them; an intermediate buffer between two
-//! passes, packed as the image is.
+//! The GPU passes: one dispatch per 1-D pass, wgsl/resize_h.wgsl (a workgroup per run of
+//! output words, its input in workgroup memory, a thread per output pixel) or
+//! wgsl/resize_v.wgsl (a thread per output word); the weights uploaded tap-major; an
+//! intermediate buffer between two passes, packed as the image is.
 
 use anyhow::{bail, Result};
 
@@ -11,10 +12,20 @@ use crate::io::image::Image;
 use crate::ops::{sample_bytes, ShaderCase};
 use crate::shader;
 
-/// Threads a workgroup.
-const WG_SIZE: u32 = 64;
+/// Threads a workgroup of the horizontal pass (a thread an output pixel) and of the vertical
+/// one (a thread an output word).
+const WG_SIZE_H: u32 = 128;
+const WG_SIZE_V: u32 = 64;
 
-/// Its WGSL twin is `Params` in wgsl/resize.wgsl (the shader test checks their fields).
+/// `SH_SAMPLES` of wgsl/resize_h.wgsl, the input samples a workgroup holds (the shader test
+/// checks they agree).
+const SH_SAMPLES: u32 = 4092;
+/// `PIXELS_PER_THREAD` of wgsl/resize_h.wgsl, the output pixels a thread of the horizontal
+/// pass sums (the shader test checks they agree).
+const PIXELS_PER_THREAD: u32 = 2;
+
+/// Its WGSL twin is `Params` in wgsl/shared/resize_pass.wgsl (the shader test checks their
+/// fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct ResizeParams {
@@ -23,48 +34,72 @@ struct ResizeParams {
     ksize: u32,
     n_samples: u32,
     n_words: u32,
-    _pad: [u32; 3],
+    n_pos: u32,
+    wg_words: u32,
+    _pad: u32,
 }
 crate::ops::params_layout!(ResizeParams {
     in_w,
     out_w,
     ksize,
     n_samples,
-    n_words
+    n_words,
+    n_pos,
+    wg_words
 });
 
-/// Every variant the op builds (the shader's constants are all overridable: a pass of each
+/// Every variant the op builds (the shaders' constants are all overridable: a pass of each
 /// direction, the first premultiplying and the last dividing alpha out).
 pub(super) fn shaders() -> Vec<ShaderCase> {
-    let case = |dir, pm, unpm| {
-        ShaderCase::params::<ResizeParams>(shader!("resize"))
-            .with_const("PRECISION_BITS", PRECISION_BITS)
-            .with_overrides(&overrides(4, 16, dir, pm, unpm))
-    };
     vec![
-        case(Dir::Horizontal, true, false),
-        case(Dir::Vertical, false, true),
+        ShaderCase::params::<ResizeParams>(shader!("resize_h"))
+            .with_const("PRECISION_BITS", PRECISION_BITS)
+            .with_const("SH_SAMPLES", SH_SAMPLES)
+            .with_const("PIXELS_PER_THREAD", PIXELS_PER_THREAD)
+            .with_overrides(&overrides(4, 16, Dir::Horizontal, true, false)),
+        ShaderCase::params::<ResizeParams>(shader!("resize_v"))
+            .with_const("PRECISION_BITS", PRECISION_BITS)
+            .with_overrides(&overrides(4, 16, Dir::Vertical, false, true)),
     ]
 }
 
-/// A pass's overridable constants: the image's layout, the pass's direction, and whether
-/// it premultiplies alpha (the first pass) or divides it out (the last).
+/// A pass's overridable constants: its workgroup size, the image's layout, and whether it
+/// premultiplies alpha (the first pass) or divides it out (the last).
 fn overrides(
     channels: u8,
     depth: u32,
     dir: Dir,
     premultiply: bool,
     unpremultiply: bool,
-) -> [(&'static str, f64); 6] {
+) -> [(&'static str, f64); 5] {
     let on = |b: bool| f64::from(u8::from(b));
+    let wg_size = match dir {
+        Dir::Horizontal => WG_SIZE_H,
+        Dir::Vertical => WG_SIZE_V,
+    };
     [
-        ("WG_SIZE", f64::from(WG_SIZE)),
+        ("WG_SIZE", f64::from(wg_size)),
         ("CHANNELS", f64::from(channels)),
         ("DEPTH", f64::from(depth)),
-        ("HORIZONTAL", on(dir == Dir::Horizontal)),
         ("PREMULTIPLY", on(premultiply)),
         ("UNPREMULTIPLY", on(unpremultiply)),
     ]
+}
+
+/// The output words a workgroup of the horizontal pass writes: as many as keep the pixels
+/// they touch at most `WG_SIZE_H * PIXELS_PER_THREAD`, and fewer for a large reduction, so that
+/// the input those pixels read (about `scale` pixels each, and the taps at both ends) fits
+/// the workgroup's memory; a workgroup whose input still does not fit reads its taps from
+/// global memory.
+fn wg_words(channels: u32, depth: u32, in_len: u32, out_len: u32, ksize: u32) -> u32 {
+    let per = 32 / depth;
+    let scale = f64::from(in_len) / f64::from(out_len);
+    let room = f64::from(SH_SAMPLES / channels) - 2.0 * f64::from(ksize) - 2.0;
+    let pixels = (room / scale.max(1.0))
+        .floor()
+        .clamp(2.0, f64::from(WG_SIZE_H * PIXELS_PER_THREAD)) as u32;
+    // n words span at most (n * per + channels - 2) / channels + 1 pixels.
+    (((pixels - 2) * channels + 2) / per).max(1)
 }
 
 /// One pass on the device.
@@ -119,9 +154,17 @@ impl ResizePlan {
             let n_words = words(ow, oh);
             check("result", n_words * 4)?;
             check("weights", pass.axis.weights.len() as u64 * 4)?;
+            let horizontal = pass.dir == Dir::Horizontal;
             let (premultiply, unpremultiply) = (alpha && i == 0, alpha && i + 1 == passes.len());
             let constants = overrides(img.channels, depth, pass.dir, premultiply, unpremultiply);
-            let kernel = gpu.kernel(&shader!("resize"), "main", &constants)?;
+            let file = if horizontal {
+                shader!("resize_h")
+            } else {
+                shader!("resize_v")
+            };
+            // Every loop of both kernels ends by construction (taps, words and pixels
+            // bounded by the uniform sizes): no loop counter in the way of unrolling.
+            let kernel = gpu.kernel_unrolled(&file, "main", &constants)?;
             let bounds: Vec<u32> = pass
                 .axis
                 .start
@@ -129,6 +172,16 @@ impl ResizePlan {
                 .zip(&pass.axis.count)
                 .flat_map(|(&s, &n)| [s, n])
                 .collect();
+            let ksize = pass.axis.ksize;
+            let weights: Vec<i32> = (0..ksize)
+                .flat_map(|t| (0..n as usize).map(move |p| (p, t)))
+                .map(|(p, t)| pass.axis.weights[p * ksize + t])
+                .collect();
+            let wg_words = if horizontal {
+                wg_words(c as u32, depth, w, n, ksize as u32)
+            } else {
+                WG_SIZE_V
+            };
             let params = ResizeParams {
                 in_w: w,
                 out_w: ow,
@@ -140,7 +193,9 @@ impl ResizePlan {
                     )
                 })?,
                 n_words: n_words as u32,
-                _pad: [0; 3],
+                n_pos: n,
+                wg_words,
+                _pad: 0,
             };
             let label = match pass.dir {
                 Dir::Horizontal => "resize horizontal",
@@ -148,10 +203,10 @@ impl ResizePlan {
             };
             let params = gpu.upload("resize params", Usage::Uniform, &[params]);
             let bounds = gpu.upload("resize bounds", Usage::Storage, &bounds);
-            let weights = gpu.upload("resize weights", Usage::Storage, &pass.axis.weights);
+            let weights = gpu.upload("resize weights", Usage::Storage, &weights);
             dst = gpu.buffer(label, Usage::Storage, n_words * 4);
             let bind = gpu.bind(&kernel, &[&params, &input, &bounds, &weights, &dst]);
-            let workgroups = u32::try_from(n_words.div_ceil(u64::from(WG_SIZE)))?;
+            let workgroups = u32::try_from(n_words.div_ceil(u64::from(wg_words)))?;
             out.push(GpuPass {
                 kernel,
                 bind,

@@ -6,14 +6,9 @@ use super::{engine, subgroups_usable, Mode, Op, Options, Path, ScanPlan, Tunable
 use crate::bench::{Case, Sizes, Unit, MAX_PASSES};
 use crate::gpu::Engine;
 
-/// Segment length of the bench's L2-sized variant: 32 MiB of u32, within the L2 cache of
-/// large GPUs (50 MiB on an H100), so that scan_block may re-read a segment from L2 rather
-/// than memory (8 bytes per element from memory instead of 12).
-const L2_SEGMENT: usize = 1 << 23;
-
-/// `bench scan`: u32 exclusive sums of 2^20 and 2^`max_log2` elements (Gelem/s), on the path
-/// the adapter takes by default and, where that is the subgroup path, on the workgroup path
-/// too; the larger also in L2-sized segments (up to 2^28, within `MAX_PASSES`).
+/// `bench scan`: u32 exclusive sums of 2^20 and 2^`max_log2` elements (Gelem/s; one
+/// look-back pass), on the path the adapter takes by default and, where that is the subgroup
+/// path, on the workgroup path too; the larger also as an f32 sum (reduce-then-scan).
 pub(super) fn cases<'e>(engine: &'e Engine, sizes: &Sizes) -> Result<Vec<Case<'e>>> {
     let max_log2 = sizes.scan_max_log2;
     let mut sizes = vec![20.min(max_log2), max_log2];
@@ -37,30 +32,37 @@ pub(super) fn cases<'e>(engine: &'e Engine, sizes: &Sizes) -> Result<Vec<Case<'e
             }
             Engine::Gpu(gpu) => gpu,
         };
-        let mut variants = vec![(Path::Auto, None)];
+        let mut variants = vec![(Path::Auto, false)];
         if subgroups_usable(gpu, WG_SIZE) {
-            variants.push((Path::Workgroup, None));
+            variants.push((Path::Workgroup, false));
         }
-        if n > L2_SEGMENT {
-            variants.push((Path::Auto, Some(L2_SEGMENT)));
+        if log2 == max_log2 {
+            variants.push((Path::Auto, true));
         }
-        for (path, segment_len) in variants {
+        for (path, f32_sum) in variants {
             // The defaults, not the tune cache's shape: bench measures the same kernels
             // everywhere.
             let opts = Options {
                 path,
-                segment_len,
                 tunables: Some(Tunables::DEFAULT),
                 ..Options::default()
             };
-            let plan = ScanPlan::new::<u32>(gpu, n, &opts)?;
-            if plan.layout().passes() > MAX_PASSES as usize {
-                // Only L2-sized segments of the largest inputs come here.
+            let plan = if f32_sum {
+                let plan = ScanPlan::new::<f32>(gpu, n, &opts)?;
+                let values: Vec<f32> = data.iter().map(|&v| v as f32 * 1e-3).collect();
+                plan.upload(gpu, &values);
+                plan
+            } else {
+                let plan = ScanPlan::new::<u32>(gpu, n, &opts)?;
+                plan.upload(gpu, &data);
+                plan
+            };
+            if plan.passes() > u64::from(MAX_PASSES) {
                 continue;
             }
-            plan.upload(gpu, &data);
             let mut name = format!(
-                "u32 sum 2^{log2} {}",
+                "{} sum 2^{log2} {}",
+                if f32_sum { "f32" } else { "u32" },
                 if plan.uses_subgroups() {
                     "subgroup"
                 } else {

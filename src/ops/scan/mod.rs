@@ -1,12 +1,16 @@
 //! `scan`: prefix sums, minima and maxima of u32, i32 and f32 arrays of any length.
 //!
-//! Reduce-then-scan over as many levels as the length needs. Per segment of the input:
-//! `scan_reduce` writes the total of each tile of level 0 (the data) as level 1, and so on
-//! until a level fits in one tile; `scan_block` then scans that top level in place, starting
-//! from the segment's carry, and each level below it tile by tile, starting from the tile's
-//! scanned total in the level above. The top level's pass also writes carry + segment total
+//! One pass per segment by decoupled look-back (`scan_lookback`): each workgroup draws a
+//! ticket, scans that tile, publishes its total, walks back over the tiles before it to the
+//! first that has published its inclusive prefix, publishes its own and writes its tile;
+//! the data is read and written once (8 bytes per u32). A wait that gives up sets a fault
+//! flag and `run` scans again by reduce-then-scan, which f32 sums always take (their error
+//! bound rests on its tree; docs/scan.md): `scan_reduce` writes the total of each tile of
+//! level 0 (the data) as level 1, and so on until a level fits in one tile; `scan_block`
+//! then scans that top level in place, starting from the segment's carry, and each level
+//! below it tile by tile. Either way the segment's last step writes carry + segment total
 //! for the next segment, so segments (inputs larger than one storage binding) chain on the
-//! GPU without a read-back. The data is read twice and written once: 12 bytes per u32.
+//! GPU without a read-back.
 //!
 //! Inside a tile, each invocation owns `VEC_PER_THREAD` vec4s, `WG_SIZE` vec4s apart (every
 //! load and store is coalesced), scans each vec4 serially, and the workgroup scans the vec4
@@ -209,18 +213,41 @@ pub fn run<T: Element>(
         Engine::Gpu(_) if data.is_empty() => Vec::new(),
         Engine::Gpu(gpu) => {
             let opts = opts.resolved(gpu, data.len());
-            let plan = timings.phase("pipeline", || ScanPlan::new::<T>(gpu, data.len(), &opts))?;
-            timings.phase("upload", || plan.upload(gpu, data));
-            gpu.run_timed(timings, plan.passes(), |b, range| {
-                plan.record_passes(b, range)
-            })?;
-            timings.phase("download", || plan.read(gpu))?
+            let n = data.len();
+            let plan = timings.phase("pipeline", || ScanPlan::new::<T>(gpu, n, &opts))?;
+            match gpu_run(gpu, &plan, data, timings)? {
+                Some(out) => out,
+                // A look-back that gave up waiting left a wrong result: reduce-then-scan,
+                // which never waits on another workgroup, scans it again.
+                None => {
+                    let plan =
+                        timings.phase("pipeline", || ScanPlan::new_levels::<T>(gpu, n, &opts))?;
+                    gpu_run(gpu, &plan, data, timings)?.expect("reduce-then-scan never faults")
+                }
+            }
         }
     };
     if T::ELEM == Elem::F32 && opts.op == Op::Sum {
         check_f32_sums(bytemuck::cast_slice(data), bytemuck::cast_slice(&out))?;
     }
     Ok(out)
+}
+
+/// One run of `plan` over `data`: the result, or `None` where its look-back gave up.
+fn gpu_run<T: Element>(
+    gpu: &Gpu,
+    plan: &ScanPlan,
+    data: &[T],
+    timings: &mut Timings,
+) -> Result<Option<Vec<T>>> {
+    timings.phase("upload", || plan.upload(gpu, data));
+    gpu.run_timed(timings, plan.passes(), |b, range| {
+        plan.record_passes(b, range)
+    })?;
+    if plan.faulted(gpu)? {
+        return Ok(None);
+    }
+    Ok(Some(timings.phase("download", || plan.read(gpu))?))
 }
 
 /// An f32 sum whose running total leaves f32's range is refused on every engine: past it

@@ -37,6 +37,30 @@ crate::ops::params_layout!(BlockParams {
 
 const NO_TOTAL: u32 = u32::MAX;
 
+/// Its WGSL twin is `Params` in wgsl/scan_lookback.wgsl (the shader test checks their fields).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct LookbackParams {
+    n: u32,
+    inclusive: u32,
+    carry_slot: u32,
+    _pad: u32,
+}
+
+crate::ops::params_layout!(LookbackParams {
+    n,
+    inclusive,
+    carry_slot
+});
+
+/// Whether a scan of `elem` with `op` runs in one pass per segment by decoupled look-back
+/// (wgsl/scan_lookback.wgsl): every operator but the f32 sum, which keeps reduce-then-scan
+/// because its error bound ([`f32_sum_depth`]) rests on that tree's depth, and a look-back
+/// adds one rounding for every tile it walks over.
+pub fn single_pass(op: super::Op, elem: super::Elem) -> bool {
+    !(op == super::Op::Sum && elem == super::Elem::F32)
+}
+
 /// The stage files' variant: the in-tile path in the `scan_tile` slot, and VEC_PER_THREAD
 /// (it sizes function-scope arrays, so it is a const).
 fn variant(path: &str, tile_snippet: &'static str, vpt: u32) -> Variant {
@@ -61,7 +85,11 @@ pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
                     .with_overrides(&constants),
             );
             cases.push(
-                ShaderCase::variant::<BlockParams>(shader!("scan_block"), v)
+                ShaderCase::variant::<BlockParams>(shader!("scan_block"), v.clone())
+                    .with_overrides(&constants),
+            );
+            cases.push(
+                ShaderCase::variant::<LookbackParams>(shader!("scan_lookback"), v)
                     .with_overrides(&constants),
             );
         }
@@ -167,6 +195,7 @@ pub fn f32_sum_depth(layout: &Layout, tunables: Tunables, subgroup_size: Option<
 enum Stage {
     Reduce,
     Block,
+    Lookback,
 }
 
 struct Pass {
@@ -179,8 +208,11 @@ struct Pass {
 /// A scan with its buffers on the device, recordable many times (for `bench`). It scans in
 /// place: each record scans what the data buffers hold.
 pub struct ScanPlan {
-    reduce: Kernel,
-    block: Kernel,
+    kernels: Kernels,
+    /// The look-back's ticket and tile flags (zeroed before each pass), and its fault flag
+    /// (set by a workgroup that gave up waiting; zeroed before each record, read with the
+    /// result).
+    state: Option<(wgpu::Buffer, wgpu::Buffer)>,
     layout: Layout,
     /// The input, then the result: one buffer per segment.
     data: Vec<wgpu::Buffer>,
@@ -190,9 +222,9 @@ pub struct ScanPlan {
     _held: Vec<wgpu::Buffer>,
 }
 
-/// The reduce and block kernels for `T` and `opts` on `gpu`, and whether they take the
-/// subgroup path.
-fn kernels<T: Element>(gpu: &Gpu, opts: &Options) -> Result<(Kernel, Kernel, bool)> {
+/// The kernels for `T` and `opts` on `gpu` (look-back, or reduce and block), and whether
+/// they take the subgroup path.
+fn kernels<T: Element>(gpu: &Gpu, opts: &Options, single: bool) -> Result<(Kernels, bool)> {
     opts.tunables().check(&gpu.limits)?;
     let wg = opts.tunables().wg_size;
     let subgroups = takes_subgroups(gpu, opts)?;
@@ -216,10 +248,25 @@ fn kernels<T: Element>(gpu: &Gpu, opts: &Options) -> Result<(Kernel, Kernel, boo
         );
     }
     let variant = variant(path, tile_snippet, opts.tunables().vec_per_thread);
-    let reduce =
-        gpu.kernel_variant(&shader!("scan_reduce"), &variant, "main", &constants, false)?;
-    let block = gpu.kernel_variant(&shader!("scan_block"), &variant, "main", &constants, false)?;
-    Ok((reduce, block, subgroups))
+    // Every loop of the scan kernels has a constant or uniform bound (the look-back's walk
+    // and wait included): no loop counter keeping the driver from unrolling the loops over
+    // an invocation's vec4s, whose arrays would then spill (docs of `Gpu::kernel_unrolled`).
+    let build = |file| gpu.kernel_variant(&file, &variant, "main", &constants, true);
+    let kernels = if single {
+        Kernels::Lookback(build(shader!("scan_lookback"))?)
+    } else {
+        Kernels::Levels {
+            reduce: build(shader!("scan_reduce"))?,
+            block: build(shader!("scan_block"))?,
+        }
+    };
+    Ok((kernels, subgroups))
+}
+
+/// A plan's kernels: one look-back pass per segment, or reduce-then-scan over levels.
+enum Kernels {
+    Lookback(Kernel),
+    Levels { reduce: Kernel, block: Kernel },
 }
 
 /// The data buffer of each segment, the level totals the segments share, and the chain of
@@ -231,6 +278,39 @@ struct Buffers<'a> {
 }
 
 impl Buffers<'_> {
+    /// One look-back pass per segment, sharing `state` (zeroed before each); their params
+    /// buffers go to `held`.
+    fn lookback_passes(
+        &self,
+        gpu: &Gpu,
+        layout: &Layout,
+        mode: Mode,
+        (kernel, state, fault): (&Kernel, &wgpu::Buffer, &wgpu::Buffer),
+        held: &mut Vec<wgpu::Buffer>,
+    ) -> Vec<Pass> {
+        let mut passes = Vec::new();
+        for (s, seg) in layout.segments.iter().enumerate() {
+            let params = gpu.upload(
+                "scan params",
+                Usage::Uniform,
+                &[LookbackParams {
+                    n: seg.levels[0] as u32,
+                    inclusive: (mode == Mode::Inclusive) as u32,
+                    carry_slot: s as u32,
+                    _pad: 0,
+                }],
+            );
+            passes.push(Pass {
+                label: "scan_lookback".into(),
+                stage: Stage::Lookback,
+                bind: gpu.bind(kernel, &[&params, self.chain, &self.data[s], state, fault]),
+                workgroups: seg.levels[0].div_ceil(layout.tile) as u32,
+            });
+            held.push(params);
+        }
+        passes
+    }
+
     /// Every pass, in order: per segment, reductions up the levels, then block scans down
     /// them. Their params buffers go to `held`.
     fn passes(
@@ -300,21 +380,26 @@ impl Buffers<'_> {
 }
 
 impl ScanPlan {
-    /// Builds the pipelines and buffers for `n` elements of `T`.
+    /// Builds the pipelines and buffers for `n` elements of `T`: one look-back pass per
+    /// segment where [`single_pass`] says so, else reduce-then-scan.
     pub fn new<T: Element>(gpu: &Gpu, n: usize, opts: &Options) -> Result<ScanPlan> {
-        let (reduce, block, subgroups) = kernels::<T>(gpu, opts)?;
+        ScanPlan::build::<T>(gpu, n, opts, single_pass(opts.op, T::ELEM))
+    }
+
+    /// Like [`ScanPlan::new`], always reduce-then-scan: where a look-back gave up
+    /// ([`ScanPlan::faulted`]).
+    pub fn new_levels<T: Element>(gpu: &Gpu, n: usize, opts: &Options) -> Result<ScanPlan> {
+        ScanPlan::build::<T>(gpu, n, opts, false)
+    }
+
+    fn build<T: Element>(gpu: &Gpu, n: usize, opts: &Options, single: bool) -> Result<ScanPlan> {
+        let (kernels, subgroups) = kernels::<T>(gpu, opts, single)?;
         let layout = layout_for(gpu, n, opts);
         let vec4_bytes = |len: usize| len.div_ceil(4) as u64 * 16;
         let data: Vec<wgpu::Buffer> = layout
             .segments
             .iter()
             .map(|s| gpu.buffer("scan data", Usage::Storage, vec4_bytes(s.levels[0])))
-            .collect();
-        // Levels 1.. are shared by the segments; the first segment has the longest.
-        let level_lens = layout.segments.first().map_or(&[][..], |s| &s.levels[1..]);
-        let totals: Vec<wgpu::Buffer> = level_lens
-            .iter()
-            .map(|&len| gpu.buffer("scan totals", Usage::Storage, vec4_bytes(len)))
             .collect();
         // chain[s] is the carry into segment s; chain[0] stays the identity.
         let identity: u32 = bytemuck::cast(T::identity(opts.op));
@@ -323,19 +408,51 @@ impl ScanPlan {
             Usage::Storage,
             &vec![identity; layout.segments.len() + 1],
         );
-
         let mut held = Vec::new();
-        let bufs = Buffers {
-            data: &data,
-            totals: &totals,
-            chain: &chain,
+        let (passes, state) = match &kernels {
+            Kernels::Lookback(kernel) => {
+                // A ticket, then two words a tile of the longest (the first) segment.
+                let tiles = layout
+                    .segments
+                    .first()
+                    .map_or(0, |s| s.levels[0].div_ceil(layout.tile));
+                let state = gpu.buffer("scan state", Usage::Storage, 4 * (1 + 2 * tiles as u64));
+                let fault = gpu.buffer("scan fault", Usage::Storage, 4);
+                let bufs = Buffers {
+                    data: &data,
+                    totals: &[],
+                    chain: &chain,
+                };
+                let passes = bufs.lookback_passes(
+                    gpu,
+                    &layout,
+                    opts.mode,
+                    (kernel, &state, &fault),
+                    &mut held,
+                );
+                (passes, Some((state, fault)))
+            }
+            Kernels::Levels { reduce, block } => {
+                // Levels 1.. are shared by the segments; the first segment has the longest.
+                let level_lens = layout.segments.first().map_or(&[][..], |s| &s.levels[1..]);
+                let totals: Vec<wgpu::Buffer> = level_lens
+                    .iter()
+                    .map(|&len| gpu.buffer("scan totals", Usage::Storage, vec4_bytes(len)))
+                    .collect();
+                let bufs = Buffers {
+                    data: &data,
+                    totals: &totals,
+                    chain: &chain,
+                };
+                let passes = bufs.passes(gpu, &layout, opts.mode, [reduce, block], &mut held);
+                held.extend(totals);
+                (passes, None)
+            }
         };
-        let passes = bufs.passes(gpu, &layout, opts.mode, [&reduce, &block], &mut held);
-        held.extend(totals);
         held.push(chain);
         Ok(ScanPlan {
-            reduce,
-            block,
+            kernels,
+            state,
             layout,
             data,
             passes,
@@ -346,6 +463,21 @@ impl ScanPlan {
 
     pub fn layout(&self) -> &Layout {
         &self.layout
+    }
+
+    /// Whether a look-back of the last recorded run gave up waiting for a tile before it
+    /// (an adapter that did not keep a started workgroup running, or lavapipe's loop limit):
+    /// its result is wrong and is not to be used. Always false for reduce-then-scan.
+    pub fn faulted(&self, gpu: &Gpu) -> Result<bool> {
+        Ok(match &self.state {
+            Some((_, fault)) => gpu.read_vec::<u32>(fault, 1)?[0] != 0,
+            None => false,
+        })
+    }
+
+    /// Whether the plan scans by look-back (one pass a segment).
+    pub fn single_pass(&self) -> bool {
+        matches!(self.kernels, Kernels::Lookback(_))
     }
 
     /// Whether the in-tile scan uses subgroup operations.
@@ -383,10 +515,17 @@ impl ScanPlan {
     /// Records passes `range`, in order.
     pub fn record_passes(&self, batch: &mut Batch, range: std::ops::Range<u64>) {
         for p in &self.passes[range.start as usize..range.end as usize] {
-            let kernel = match p.stage {
-                Stage::Reduce => &self.reduce,
-                Stage::Block => &self.block,
+            let kernel = match (&self.kernels, &p.stage) {
+                (Kernels::Lookback(k), _) => k,
+                (Kernels::Levels { reduce, .. }, Stage::Reduce) => reduce,
+                (Kernels::Levels { block, .. }, _) => block,
             };
+            if let (Stage::Lookback, Some((state, fault))) = (&p.stage, &self.state) {
+                if std::ptr::eq(p, &self.passes[0]) {
+                    batch.clear_buffer(fault);
+                }
+                batch.clear_buffer(state);
+            }
             batch.dispatch(&p.label, kernel, &p.bind, p.workgroups);
         }
     }

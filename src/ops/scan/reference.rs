@@ -54,7 +54,8 @@ impl Layout {
         Layout { tile, segments }
     }
 
-    /// Compute passes `ScanPlan::record` makes: a reduce below the top, a block scan on every level.
+    /// Compute passes of reduce-then-scan (the f32 sum's `ScanPlan`): a reduce below the
+    /// top, a block scan on every level.
     pub fn passes(&self) -> usize {
         self.segments.iter().map(|s| 2 * s.levels.len() - 1).sum()
     }

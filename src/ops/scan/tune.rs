@@ -163,7 +163,7 @@ fn case<'g>(gpu: &'g Gpu, class: &SizeClass, t: &Tunables) -> Result<Case<'g>> {
         ..Options::default()
     };
     let plan = ScanPlan::new::<u32>(gpu, n, &opts)?;
-    if plan.layout().passes() > bench::MAX_PASSES as usize {
+    if plan.passes() > u64::from(bench::MAX_PASSES) {
         bail!("more passes than one timed batch holds");
     }
     let data: &Vec<u32> = class.input(|| (0..n as u32).map(|i| i % 1000).collect());
