@@ -247,8 +247,10 @@ pub fn histogram_frames(env: &dyn Env, stream: Stream, out: PerFrame<'_>) -> Res
         Some(format) => {
             check_bins(out.bins, format.bit_depth)?;
             let frames = stream.expected_frames();
-            env.estimate(crate::ops::histogram::cpu_estimate(
-                u64::from(format.width) * u64::from(format.height) * frames,
+            env.estimate(crate::ops::histogram::stream_gpu_saving(
+                u64::from(format.width) * u64::from(format.height),
+                format.frame_bytes(),
+                frames,
             ));
             env.detail(&format!("{}: {}", stream.name, format.describe()));
         }
