@@ -88,6 +88,18 @@ pub struct Ran {
     pub elapsed: Duration,
 }
 
+impl Ran {
+    /// The run in one line, for `-v`: `300 frames in 2.00 s (150.0 frames/s)`.
+    pub fn summary(&self) -> String {
+        let secs = self.elapsed.as_secs_f64();
+        format!(
+            "{} frames in {secs:.2} s ({:.1} frames/s)",
+            self.frames,
+            self.frames as f64 / secs.max(1e-9)
+        )
+    }
+}
+
 /// Runs the stream's frames through `workers` worker threads that `spawn` starts (each takes
 /// frames from its [`Jobs`] until `None`), with at most `in_flight` frames read and not yet
 /// written; `write` gets each result in frame order. The first error (reading, a frame's

@@ -189,12 +189,7 @@ fn per_frame(ctx: &Ctx, args: &HistogramArgs) -> Result<Status> {
         (None, None) => unreachable!("the JSON lines go to stdout without --plot-frames"),
     }
     if let Some(ran) = ran.filter(|_| ctx.global.verbose > 0) {
-        ctx.note(&format!(
-            "{} frames in {:.2} s ({:.1} frames/s)",
-            ran.frames,
-            ran.elapsed.as_secs_f64(),
-            ran.frames as f64 / ran.elapsed.as_secs_f64().max(1e-9)
-        ));
+        ctx.note(&ran.summary());
     }
     Ok(Status::Success)
 }

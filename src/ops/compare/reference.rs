@@ -203,6 +203,26 @@ impl Pass<'_> {
         for x0 in (0..a.width).step_by(SPAN as usize) {
             let x1 = (x0 + SPAN).min(a.width);
             if self.same(y, x0, x1) {
+                if let (Some(out), Samples::U8(s), true) =
+                    (out.as_deref_mut(), &a.samples, self.opts.ignore.is_empty())
+                {
+                    // The common case of a diff image, 8-bit with nothing ignored: the same
+                    // faded gray straight from the row's bytes.
+                    let row = y as usize * a.width as usize;
+                    let (x0, x1) = (x0 as usize, x1 as usize);
+                    let pixels = s[(row + x0) * c..(row + x1) * c].chunks_exact(c);
+                    for (p, o) in pixels.zip(out[x0 * 3..x1 * 3].chunks_exact_mut(3)) {
+                        let p = match *p {
+                            [g] => [g, g, g, 255],
+                            [g, a] => [g, g, g, a],
+                            [r, g, b] => [r, g, b, 255],
+                            [r, g, b, a, ..] => [r, g, b, a],
+                            [] => unreachable!("an image has at least one channel"),
+                        };
+                        o.fill(faded(p.map(u32::from)));
+                    }
+                    continue;
+                }
                 for x in x0..x1 {
                     k.ignored += u64::from(self.opts.ignore.iter().any(|r| r.contains(x, y)));
                     if let Some(out) = out.as_deref_mut() {
