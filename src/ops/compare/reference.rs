@@ -154,6 +154,7 @@ pub fn reference(a: &Image, b: &Image, opts: &Options) -> Comparison {
         opts,
         threshold: opts.threshold.map(threshold_units),
         c: a.channels as usize,
+        opaque_gray: std::array::from_fn(|l| faded([l as u32, l as u32, l as u32, 255])),
     };
     let zero = || Counts::zeros(pass.c);
     if opts.diff {
@@ -186,6 +187,8 @@ struct Pass<'a> {
     opts: &'a Options,
     threshold: Option<u128>,
     c: usize,
+    /// [`faded`] of an opaque pixel, by its luma.
+    opaque_gray: [u8; 256],
 }
 
 /// Pixels per span that [`Pass::row`] checks for equal samples first.
@@ -211,6 +214,15 @@ impl Pass<'_> {
                     let row = y as usize * a.width as usize;
                     let (x0, x1) = (x0 as usize, x1 as usize);
                     let pixels = s[(row + x0) * c..(row + x1) * c].chunks_exact(c);
+                    if c == 3 {
+                        // Opaque: the gray is a function of the luma alone.
+                        for (p, o) in pixels.zip(out[x0 * 3..x1 * 3].chunks_exact_mut(3)) {
+                            let [r, g, b] = [p[0], p[1], p[2]].map(u32::from);
+                            let luma = (306 * r + 601 * g + 117 * b + 512) >> 10;
+                            o.fill(self.opaque_gray[luma as usize]);
+                        }
+                        continue;
+                    }
                     for (p, o) in pixels.zip(out[x0 * 3..x1 * 3].chunks_exact_mut(3)) {
                         let p = match *p {
                             [g] => [g, g, g, 255],
