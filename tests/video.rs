@@ -500,3 +500,43 @@ fn per_frame_histograms_of_an_image2pipe_stream() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("stdin: image 3: "), "{err}");
 }
+
+// A stream's outputs (-o, --json, --plot-frames) never land on the stream being read: one
+// line, exit 2, the input's bytes intact.
+#[test]
+fn no_output_lands_on_the_stream_being_read() {
+    let dir = tempdir();
+    // A 2x2 4:2:0 stream of two frames, written by hand.
+    let mut y4m = b"YUV4MPEG2 W2 H2 F30:1 C420jpeg\n".to_vec();
+    for v in [10u8, 200] {
+        y4m.extend(b"FRAME\n");
+        y4m.extend([v, v, v, v, 128, 128]);
+    }
+    let path = dir.path().join("s.y4m");
+    std::fs::write(&path, &y4m).unwrap();
+    let cases: [&[&str]; 3] = [
+        &["blur", "s.y4m", "-r", "1", "-o", "s.y4m"],
+        &[
+            "histogram",
+            "s.y4m",
+            "--per-frame",
+            "--plot-frames",
+            "s.y4m",
+        ],
+        &["histogram", "s.y4m", "--per-frame", "--json", "s.json"],
+    ];
+    for (k, args) in cases.iter().enumerate() {
+        let r = crate::util::run_in(Some(dir.path()), args);
+        if k < 2 {
+            r.code(2);
+            assert!(
+                r.stderr.contains("s.y4m: names an input file"),
+                "{args:?}: {}",
+                r.stderr
+            );
+        } else {
+            r.code(0);
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), y4m, "{args:?}");
+    }
+}

@@ -80,6 +80,8 @@ impl VideoArgs {
                 _ => return Ok(None),
             };
             let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot open"))?;
+            // No output may land on the stream being read (-o, --json, --plot-frames).
+            crate::io::output::note_input(path);
             let size = meta.is_file().then_some(meta.len());
             (Box::new(BufReader::with_capacity(1 << 20, file)), size)
         };
