@@ -11,10 +11,10 @@
 //!
 //!     cargo run --release --example jpeg_codec -- RUNS [--out DIR] FILE...
 //!
-//! With --out, the encode-std outputs are written to DIR under the inputs' names (.jpg), for
-//! the script to compare with Pillow's.
+//! With --out, the outputs are written to DIR under the inputs' names: NAME.jpg (standard
+//! tables), NAME-opt.jpg and NAME-prog.jpg, for the script to compare with Pillow's.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -85,7 +85,7 @@ fn main() -> Result<()> {
             },
         ),
     ];
-    for (name, write) in settings {
+    for (name, write) in &settings {
         let mut bytes = 0;
         let (cpu, wall) = per_image(runs, images.len(), || {
             bytes = 0;
@@ -120,20 +120,18 @@ fn main() -> Result<()> {
     if let Some(dir) = out_dir {
         std::fs::create_dir_all(&dir)?;
         for (img, path) in images.iter().zip(&paths) {
-            let mut out = Vec::new();
-            let write = WriteOptions {
-                optimize: false,
-                ..base
-            };
-            image::encode_with(
-                img.clone(),
-                ::image::ImageFormat::Jpeg,
-                &Metadata::default(),
-                &write,
-                &mut out,
-            )?;
-            let name = Path::new(path.file_stem().context("file name")?).with_extension("jpg");
-            std::fs::write(dir.join(name), out)?;
+            let stem = path.file_stem().context("file name")?.to_string_lossy();
+            for ((_, write), suffix) in settings.iter().zip(["", "-opt", "-prog"]) {
+                let mut out = Vec::new();
+                image::encode_with(
+                    img.clone(),
+                    ::image::ImageFormat::Jpeg,
+                    &Metadata::default(),
+                    write,
+                    &mut out,
+                )?;
+                std::fs::write(dir.join(format!("{stem}{suffix}.jpg")), out)?;
+            }
         }
     }
     Ok(())

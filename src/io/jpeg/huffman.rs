@@ -204,17 +204,24 @@ pub(super) fn nbits(v: i32) -> u32 {
     32 - v.unsigned_abs().leading_zeros()
 }
 
-/// Entropy-coded bytes: bits gathered in a 64-bit buffer, written 0xFF-stuffed.
+/// Entropy-coded bytes as jchuff.c's `put_bits` and `flush_bits` make them: bits gathered at
+/// the low end of a 64-bit buffer, written eight bytes at a time (byte by byte, 0xFF
+/// stuffed, only when one of them is 0xFF). The output is written ahead into zeroed room, so
+/// a write is a store, not a push; `finish` cuts it to what was written.
 pub(super) struct BitWriter<'a> {
     out: &'a mut Vec<u8>,
+    /// Bytes of `out` written; room past them is zero-filled ahead of the writes.
+    pos: usize,
+    /// The bits not yet written, the newest at the low end (higher bits may be stale).
     buf: u64,
-    /// Free bits left in `buf` (its low end).
-    free: u32,
+    /// Free bits in `buf`.
+    free: i32,
 }
 
 impl<'a> BitWriter<'a> {
     pub fn new(out: &'a mut Vec<u8>) -> BitWriter<'a> {
         BitWriter {
+            pos: out.len(),
             out,
             buf: 0,
             free: 64,
@@ -224,56 +231,72 @@ impl<'a> BitWriter<'a> {
     /// Appends the low `n` bits of `bits` (n at most 32, higher bits zero).
     #[inline(always)]
     pub fn put(&mut self, bits: u32, n: u32) {
-        if n < self.free {
-            self.free -= n;
-            self.buf |= u64::from(bits) << self.free;
-        } else {
-            let spill = n - self.free;
-            let word = self.buf | (u64::from(bits) >> spill);
+        self.free -= n as i32;
+        if self.free < 0 {
+            // The buffer's free bits take the top of `bits`, the rest starts the next word
+            // (its flushed top is shifted out by later writes).
+            let word = (self.buf << (n as i32 + self.free)) | (u64::from(bits) >> -self.free);
             self.flush_word(word);
-            self.free = 64 - spill;
-            self.buf = if spill == 0 {
-                0
-            } else {
-                u64::from(bits) << self.free
-            };
+            self.free += 64;
+            self.buf = u64::from(bits);
+        } else {
+            self.buf = (self.buf << n) | u64::from(bits);
         }
+    }
+
+    /// At least 16 bytes of room past `pos`.
+    #[inline(always)]
+    fn room(&mut self) {
+        if self.out.len() < self.pos + 16 {
+            self.grow();
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let len = (self.out.len() * 2).max(self.pos + 4096);
+        self.out.resize(len, 0);
     }
 
     #[inline(always)]
     fn flush_word(&mut self, word: u64) {
+        self.room();
         // No byte of the word is 0xFF (the usual case): all eight at once.
         let ff = {
             let x = !word;
             x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080
         };
         if ff == 0 {
-            self.out.extend_from_slice(&word.to_be_bytes());
+            self.out[self.pos..self.pos + 8].copy_from_slice(&word.to_be_bytes());
+            self.pos += 8;
         } else {
-            for b in word.to_be_bytes() {
-                self.out.push(b);
-                if b == 0xFF {
-                    self.out.push(0);
-                }
-            }
+            self.stuffed(word, 8);
         }
     }
 
-    /// Pads the last byte with 1 bits (jchuff.c's `flush_bits`) and writes what is left.
+    /// The top `n` bytes of `word`, each 0xFF followed by a 0 (room for 2n bytes made).
+    fn stuffed(&mut self, word: u64, n: usize) {
+        for &b in &word.to_be_bytes()[..n] {
+            self.out[self.pos] = b;
+            self.out[self.pos + 1] = 0;
+            self.pos += 1 + usize::from(b == 0xFF);
+        }
+    }
+
+    /// Pads the last byte with 1 bits (jchuff.c's `flush_bits`), writes what is left and
+    /// cuts the output to what was written.
     pub fn finish(mut self) {
-        let used = 64 - self.free;
+        let used = 64 - self.free as u32;
         let pad = (8 - used % 8) % 8;
         if pad > 0 {
             self.put((1 << pad) - 1, pad);
         }
-        let used = 64 - self.free;
-        for i in 0..used / 8 {
-            let b = (self.buf >> (56 - 8 * i)) as u8;
-            self.out.push(b);
-            if b == 0xFF {
-                self.out.push(0);
-            }
+        let used = 64 - self.free as u32;
+        if used > 0 {
+            self.room();
+            self.stuffed(self.buf << (64 - used), used as usize / 8);
         }
+        self.out.truncate(self.pos);
     }
 }
 

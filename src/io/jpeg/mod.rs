@@ -140,6 +140,31 @@ pub fn encode(
     markers: &Markers,
     out: &mut Vec<u8>,
 ) -> Result<(), String> {
+    let frame = transformed(samples, width, height, channels, opts)?;
+    // Room for the file at about 2 bits a sample, so it seldom grows (and copies) on the way.
+    out.reserve(samples.len() / 4 + 1024);
+    frame.write_headers(markers, out)?;
+    if opts.progressive {
+        progressive::encode(&frame.comps, out);
+    } else {
+        baseline(&frame.comps, opts.optimize, out);
+    }
+    out.extend_from_slice(&[0xFF, 0xD9]);
+    for c in frame.comps {
+        scratch::give_blocks(c.coefs);
+    }
+    Ok(())
+}
+
+/// The frame of `samples` with every component's quantised coefficients, dummy blocks
+/// included: all the entropy coder reads.
+fn transformed(
+    samples: &[u8],
+    width: u32,
+    height: u32,
+    channels: u8,
+    opts: &EncodeOptions,
+) -> Result<Frame, String> {
     let mut frame = Frame::new(samples.len(), width, height, channels, opts)?;
     let (w, h) = (width as usize, height as usize);
     let (lh, lv) = (frame.lh, frame.lv);
@@ -167,19 +192,7 @@ pub fn encode(
     for c in comps.iter_mut() {
         pad(c);
     }
-    // Room for the file at about 2 bits a sample, so it seldom grows (and copies) on the way.
-    out.reserve(samples.len() / 4 + 1024);
-    frame.write_headers(markers, out)?;
-    if opts.progressive {
-        progressive::encode(&frame.comps, out);
-    } else {
-        baseline(&frame.comps, opts.optimize, out);
-    }
-    out.extend_from_slice(&[0xFF, 0xD9]);
-    for c in frame.comps {
-        scratch::give_blocks(c.coefs);
-    }
-    Ok(())
+    Ok(frame)
 }
 
 /// A frame's settings resolved before any sample is read: its quantisation tables and its
@@ -330,14 +343,28 @@ fn pad(c: &mut Component) {
     }
 }
 
+/// What a scan does with each of its blocks, in coding order: `comp` is the block's index
+/// among the scan's components. Its methods are inlined into the scan's loop, so a visitor's
+/// state (a bit writer's buffer) stays in registers.
+pub(crate) trait Visit<'a> {
+    fn block(&mut self, comp: usize, block: &'a [i16; 64]);
+}
+
+impl<'a, F: FnMut(usize, &'a [i16; 64])> Visit<'a> for F {
+    #[inline(always)]
+    fn block(&mut self, comp: usize, block: &'a [i16; 64]) {
+        self(comp, block)
+    }
+}
+
 /// The blocks of a scan in coding order, each with its component: an interleaved scan goes
 /// MCU by MCU (dummy blocks included), a one-component scan over its real blocks only.
 #[inline(always)]
-fn scan_order<'a>(comps: &'a [&'a Component], mut f: impl FnMut(usize, &'a [i16; 64])) {
+fn scan_order<'a>(comps: &[&'a Component], f: &mut impl Visit<'a>) {
     if let [c] = comps {
         for by in 0..c.hblocks {
-            for bx in 0..c.wblocks {
-                f(0, &c.coefs[by * c.pw + bx]);
+            for b in &c.coefs[by * c.pw..by * c.pw + c.wblocks] {
+                f.block(0, b);
             }
         }
         return;
@@ -347,8 +374,9 @@ fn scan_order<'a>(comps: &'a [&'a Component], mut f: impl FnMut(usize, &'a [i16;
         for x in 0..mx {
             for (i, c) in comps.iter().enumerate() {
                 for by in 0..c.v {
-                    for bx in 0..c.h {
-                        f(i, &c.coefs[(y * c.v + by) * c.pw + x * c.h + bx]);
+                    let row = (y * c.v + by) * c.pw + x * c.h;
+                    for b in &c.coefs[row..row + c.h] {
+                        f.block(i, b);
                     }
                 }
             }
@@ -394,38 +422,90 @@ fn baseline(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
         unsafe { baseline_avx2(comps, optimize, out) };
         return;
     }
-    baseline_body(comps, optimize, out, huffman::ac_mask);
+    baseline_scalar(comps, optimize, out);
+}
+
+/// The portable build of `baseline` (and the twin the vector build is tested against).
+pub(super) fn baseline_scalar(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
+    baseline_body::<false>(comps, optimize, out);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,bmi1,lzcnt")]
-unsafe fn baseline_avx2(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
-    // SAFETY: AVX2 is present (the caller checked).
-    baseline_body(comps, optimize, out, |b| unsafe {
-        huffman::ac_mask_avx2(b)
-    });
+pub(super) unsafe fn baseline_avx2(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
+    baseline_body::<true>(comps, optimize, out);
+}
+
+/// A block's `huffman::ac_mask`, by AVX2 where `AVX2` (only inside a build with it).
+#[inline(always)]
+fn mask<const AVX2: bool>(b: &[i16; 64]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        // SAFETY: AVX2 builds are called only where the CPU has AVX2 (`baseline`).
+        return unsafe { huffman::ac_mask_avx2(b) };
+    }
+    huffman::ac_mask(b)
+}
+
+/// Counts a baseline scan's symbols for the optimal tables.
+struct Counter<const AVX2: bool> {
+    tables: [usize; 3],
+    last: [i32; 3],
+    dc: [[u64; 256]; 2],
+    ac: [[u64; 256]; 2],
+}
+
+impl<const AVX2: bool> Visit<'_> for Counter<AVX2> {
+    #[inline(always)]
+    fn block(&mut self, i: usize, b: &[i16; 64]) {
+        let t = self.tables[i];
+        huffman::count_block(
+            b,
+            mask::<AVX2>(b),
+            &mut self.last[i],
+            &mut self.dc[t],
+            &mut self.ac[t],
+        );
+    }
+}
+
+/// Codes a baseline scan's blocks.
+struct Coder<'w, 'c, const AVX2: bool> {
+    w: BitWriter<'w>,
+    tables: [usize; 3],
+    last: [i32; 3],
+    dc: [&'c huffman::Codes; 2],
+    ac: [&'c huffman::Codes; 2],
+}
+
+impl<const AVX2: bool> Visit<'_> for Coder<'_, '_, AVX2> {
+    #[inline(always)]
+    fn block(&mut self, i: usize, b: &[i16; 64]) {
+        let t = self.tables[i];
+        let (dc, ac) = (self.dc[t], self.ac[t]);
+        huffman::encode_block(&mut self.w, b, mask::<AVX2>(b), &mut self.last[i], dc, ac);
+    }
 }
 
 #[inline(always)]
-fn baseline_body(
-    comps: &[Component],
-    optimize: bool,
-    out: &mut Vec<u8>,
-    mask: impl Fn(&[i16; 64]) -> u64,
-) {
+fn baseline_body<const AVX2: bool>(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
     let all: Vec<&Component> = comps.iter().collect();
     let ntables = if comps.len() == 1 { 1 } else { 2 };
+    let mut tables = [0; 3];
+    for (t, c) in tables.iter_mut().zip(comps) {
+        *t = c.table;
+    }
     let (dc, ac): (Vec<Table>, Vec<Table>) = if optimize {
-        let mut dcf = vec![[0u64; 256]; ntables];
-        let mut acf = vec![[0u64; 256]; ntables];
-        let mut last = vec![0i32; comps.len()];
-        scan_order(&all, |i, b| {
-            let t = comps[i].table;
-            huffman::count_block(b, mask(b), &mut last[i], &mut dcf[t], &mut acf[t]);
-        });
+        let mut counter = Counter::<AVX2> {
+            tables,
+            last: [0; 3],
+            dc: [[0; 256]; 2],
+            ac: [[0; 256]; 2],
+        };
+        scan_order(&all, &mut counter);
         (
-            dcf.iter().map(Table::optimal).collect(),
-            acf.iter().map(Table::optimal).collect(),
+            counter.dc[..ntables].iter().map(Table::optimal).collect(),
+            counter.ac[..ntables].iter().map(Table::optimal).collect(),
         )
     } else {
         std_tables(ntables)
@@ -433,13 +513,16 @@ fn baseline_body(
     baseline_headers(comps, &dc, &ac, out);
     let dcc: Vec<_> = dc.iter().map(Table::codes).collect();
     let acc: Vec<_> = ac.iter().map(Table::codes).collect();
-    let mut last = vec![0i32; comps.len()];
-    let mut w = BitWriter::new(out);
-    scan_order(&all, |i, b| {
-        let t = comps[i].table;
-        huffman::encode_block(&mut w, b, mask(b), &mut last[i], &dcc[t], &acc[t]);
-    });
-    w.finish();
+    let last = ntables - 1;
+    let mut coder = Coder::<AVX2> {
+        w: BitWriter::new(out),
+        tables,
+        last: [0; 3],
+        dc: [&dcc[0], &dcc[last]],
+        ac: [&acc[0], &acc[last]],
+    };
+    scan_order(&all, &mut coder);
+    coder.w.finish();
 }
 
 #[cfg(test)]

@@ -216,3 +216,86 @@ fn colour_conversion_matches_hand_computed_values() {
     assert_eq!(cb, [128, 128, 85]); // 128 - 0.16874 * 255 = 84.97
     assert_eq!(cr, [128, 128, 255]); // 128 + 0.5 * 255 = 255.5, floor after the -1 bias
 }
+
+/// Images for the entropy coders' twin tests: noise (dense blocks, large values), a smooth
+/// ramp (long zero runs, EOB runs across blocks) and a flat field (empty blocks).
+fn twin_images(w: usize, h: usize, channels: usize) -> Vec<Vec<u8>> {
+    let n = w * h * channels;
+    let ramp = (0..n)
+        .map(|i| {
+            let (x, y) = ((i / channels) % w, (i / channels) / w);
+            ((x * 3 + y * 2 + (i % channels) * 40) % 256) as u8
+        })
+        .collect();
+    vec![noise(n, 11), ramp, vec![97; n]]
+}
+
+fn has_avx2_bmi_lzcnt() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("bmi1")
+        && std::arch::is_x86_feature_detected!("lzcnt")
+}
+
+#[test]
+fn the_vector_entropy_coders_equal_their_scalar_twins() {
+    if !has_avx2_bmi_lzcnt() {
+        return;
+    }
+    for (w, h, channels) in [(67usize, 45usize, 3u8), (40, 33, 1), (9, 200, 3)] {
+        for (i, samples) in twin_images(w, h, channels.into()).iter().enumerate() {
+            for quality in [10u8, 75, 95, 100] {
+                for subsampling in [Subsampling::S444, Subsampling::S420] {
+                    let opts = EncodeOptions {
+                        quality,
+                        subsampling,
+                        optimize: false,
+                        progressive: false,
+                    };
+                    let frame = transformed(samples, w as u32, h as u32, channels, &opts).unwrap();
+                    let what = format!("{w}x{h}x{channels} image {i}, q{quality} {subsampling:?}");
+                    for optimize in [false, true] {
+                        let (mut a, mut b) = (Vec::new(), Vec::new());
+                        baseline_scalar(&frame.comps, optimize, &mut a);
+                        // SAFETY: the features are present (checked above).
+                        unsafe { baseline_avx2(&frame.comps, optimize, &mut b) };
+                        assert!(a == b, "baseline, optimised {optimize}: {what}");
+                    }
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    progressive::encode_scalar(&frame.comps, &mut a);
+                    // SAFETY: the features are present (checked above).
+                    unsafe { progressive::encode_avx2(&frame.comps, &mut b) };
+                    assert!(a == b, "progressive: {what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_avx2_band_masks_equal_their_scalar_twin() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        return;
+    }
+    let bytes = noise(64 * 200, 9);
+    for (i, b) in bytes.chunks_exact(64).enumerate() {
+        let keep = i % 9;
+        let block: [i16; 64] = std::array::from_fn(|k| match b[k] % 9 {
+            x if x < keep as u8 => [i16::MIN, -1, 1, i16::MAX, 7, -2, 3, -4][k % 8],
+            _ => 0,
+        });
+        for al in 0..4 {
+            // SAFETY: AVX2 is present (checked above).
+            assert_eq!(
+                unsafe { progressive::band_masks_avx2(&block, al) },
+                progressive::band_masks(&block, al)
+            );
+        }
+    }
+    // By hand: |x| >> 1 of 0, 1, -2, 3, -4 is 0, 0, 1, 1, 2.
+    let mut block = [0i16; 64];
+    block[1..5].copy_from_slice(&[1, -2, 3, -4]);
+    let want = (0b11100, 0b01100);
+    assert_eq!(progressive::band_masks(&block, 1), want);
+    // SAFETY: AVX2 is present (checked above).
+    assert_eq!(unsafe { progressive::band_masks_avx2(&block, 1) }, want);
+}
