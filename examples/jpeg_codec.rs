@@ -95,7 +95,7 @@ fn main() -> Result<()> {
                     img.clone(),
                     ::image::ImageFormat::Jpeg,
                     &Metadata::default(),
-                    &write,
+                    write,
                     &mut out,
                 )?;
                 bytes += out.len();

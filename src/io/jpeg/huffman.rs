@@ -98,6 +98,18 @@ impl Table {
         c
     }
 
+    /// The codes with each symbol's value bits folded in, for the baseline coder: symbol s
+    /// is followed by s & 15 value bits (the DC category; the AC run and size's size), so
+    /// entry s is its code shifted left by them, the total length in bits 32 and up. A
+    /// coefficient then costs one look-up, its value bits or'ed in, and one write.
+    pub fn folded(&self) -> [u64; 256] {
+        let c = self.codes();
+        std::array::from_fn(|s| {
+            let n = (s & 15) as u32;
+            u64::from(c.code[s] << n) | u64::from(u32::from(c.size[s]) + n) << 32
+        })
+    }
+
     /// The DHT segment's payload after its class/index byte.
     pub fn write_dht(&self, class_index: u8, out: &mut Vec<u8>) {
         let len = 2 + 1 + 16 + self.vals.len();
@@ -340,22 +352,22 @@ pub(super) unsafe fn ac_mask_avx2(block: &[i16; 64]) -> u64 {
 /// Codes one block (jchuff.c's `encode_one_block`), coefficients in zigzag order: the DC
 /// difference, then the AC run lengths and values, ZRL for 16 zeros, EOB after the last
 /// nonzero. Each symbol's code and its value bits go out in one write. `mask` is the block's
-/// `ac_mask`.
+/// `ac_mask`; `dc` and `ac` are `Table::folded`.
 #[inline(always)]
 pub(super) fn encode_block(
     w: &mut BitWriter,
     block: &[i16; 64],
     mask: u64,
     last_dc: &mut i32,
-    dc: &Codes,
-    ac: &Codes,
+    dc: &[u64; 256],
+    ac: &[u64; 256],
 ) {
     let diff = i32::from(block[0]) - *last_dc;
     *last_dc = i32::from(block[0]);
     let n = nbits(diff);
     let v = if diff < 0 { diff - 1 } else { diff } as u32 & ((1u32 << n) - 1);
-    let size = u32::from(dc.size[n as usize]);
-    w.put(dc.code[n as usize] << n | v, size + n);
+    let e = dc[n as usize];
+    w.put(e as u32 | v, (e >> 32) as u32);
     let mut mask = mask;
     let mut prev = 0u32;
     while mask != 0 {
@@ -364,17 +376,19 @@ pub(super) fn encode_block(
         let mut run = k - prev - 1;
         prev = k;
         while run > 15 {
-            w.put(ac.code[0xF0], u32::from(ac.size[0xF0]));
+            let e = ac[0xF0];
+            w.put(e as u32, (e >> 32) as u32);
             run -= 16;
         }
         let c = i32::from(block[k as usize]);
         let n = nbits(c);
         let v = if c < 0 { c - 1 } else { c } as u32 & ((1u32 << n) - 1);
-        let sym = ((run << 4) + n) as usize;
-        w.put(ac.code[sym] << n | v, u32::from(ac.size[sym]) + n);
+        let e = ac[((run << 4) + n) as usize];
+        w.put(e as u32 | v, (e >> 32) as u32);
     }
     if prev != 63 {
-        w.put(ac.code[0], u32::from(ac.size[0]));
+        let e = ac[0];
+        w.put(e as u32, (e >> 32) as u32);
     }
 }
 

@@ -140,9 +140,19 @@ pub fn encode(
     markers: &Markers,
     out: &mut Vec<u8>,
 ) -> Result<(), String> {
-    let frame = transformed(samples, width, height, channels, opts)?;
     // Room for the file at about 2 bits a sample, so it seldom grows (and copies) on the way.
     out.reserve(samples.len() / 4 + 1024);
+    if !opts.progressive && !opts.optimize {
+        let mut frame = Frame::new(samples.len(), width, height, channels, opts)?;
+        frame.write_headers(markers, out)?;
+        streamed(&mut frame, samples, out);
+        out.extend_from_slice(&[0xFF, 0xD9]);
+        for c in frame.comps {
+            scratch::give_blocks(c.coefs);
+        }
+        return Ok(());
+    }
+    let frame = transformed(samples, width, height, channels, opts)?;
     frame.write_headers(markers, out)?;
     if opts.progressive {
         progressive::encode(&frame.comps, out);
@@ -177,22 +187,126 @@ fn transformed(
     // MCU row by MCU row: its samples made, then their DCT while they are still in cache.
     for m in 0..h.div_ceil(8 * lv) {
         strips.fill(samples, m);
-        for (c, strip) in comps.iter_mut().zip(&strips.planes) {
-            for k in 0..c.v {
-                let by = m * c.v + k;
-                if by < c.hblocks {
-                    let row = &mut c.coefs[by * c.pw..by * c.pw + c.wblocks];
-                    let at = k * 8 * strip.stride;
-                    dct::block_row(&strip.data[at..], strip.stride, &divisors[c.table], row);
-                }
-            }
-        }
+        dct_mcu_row(&strips, m, comps, &divisors, true);
     }
     strips.give_back();
     for c in comps.iter_mut() {
         pad(c);
     }
     Ok(frame)
+}
+
+/// The DCT of MCU row `m`'s strips into each component's blocks: into the image's block rows
+/// (`whole`), or into the first rows of a buffer holding one MCU row.
+fn dct_mcu_row(
+    strips: &color::Strips,
+    m: usize,
+    comps: &mut [Component],
+    divisors: &[Divisors; 2],
+    whole: bool,
+) {
+    for (c, strip) in comps.iter_mut().zip(&strips.planes) {
+        for k in 0..c.v {
+            let by = m * c.v + k;
+            if by < c.hblocks {
+                let r = if whole { by } else { k };
+                let row = &mut c.coefs[r * c.pw..r * c.pw + c.wblocks];
+                let at = k * 8 * strip.stride;
+                dct::block_row(&strip.data[at..], strip.stride, &divisors[c.table], row);
+            }
+        }
+    }
+}
+
+/// Baseline with the standard tables (the tables known before any block), one MCU row at a
+/// time: its samples made, transformed and coded while in cache (jccoefct.c's single pass),
+/// so no image-sized buffer of coefficients is written and read back. DHT, SOS and the
+/// entropy-coded data; the same bytes as `baseline` without optimised tables.
+fn streamed(frame: &mut Frame, samples: &[u8], out: &mut Vec<u8>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("bmi1")
+        && std::arch::is_x86_feature_detected!("lzcnt")
+    {
+        // SAFETY: the features are present (checked just above).
+        unsafe { streamed_avx2(frame, samples, out) };
+        return;
+    }
+    streamed_scalar(frame, samples, out);
+}
+
+/// The portable build of `streamed` (and the twin the vector build is tested against).
+pub(super) fn streamed_scalar(frame: &mut Frame, samples: &[u8], out: &mut Vec<u8>) {
+    streamed_body::<false>(frame, samples, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,lzcnt")]
+pub(super) unsafe fn streamed_avx2(frame: &mut Frame, samples: &[u8], out: &mut Vec<u8>) {
+    streamed_body::<true>(frame, samples, out);
+}
+
+#[inline(always)]
+fn streamed_body<const AVX2: bool>(frame: &mut Frame, samples: &[u8], out: &mut Vec<u8>) {
+    let (w, h) = (frame.width as usize, frame.height as usize);
+    let (lh, lv) = (frame.lh, frame.lv);
+    let channels = if frame.comps.len() == 1 { 1 } else { 3 };
+    let comps = &mut frame.comps;
+    let mut strips = color::Strips::new(w, h, channels, &comps_shape(comps), lh, lv);
+    let divisors = frame.tables.map(|t| dct::Divisors::new(&t));
+    for c in comps.iter_mut() {
+        c.coefs = scratch::blocks(c.pw * c.v);
+    }
+    let ntables = if comps.len() == 1 { 1 } else { 2 };
+    let (dc, ac) = std_tables(ntables);
+    baseline_headers(comps, &dc, &ac, out);
+    let dcc: Vec<_> = dc.iter().map(Table::folded).collect();
+    let acc: Vec<_> = ac.iter().map(Table::folded).collect();
+    let mut tables = [0; 3];
+    for (t, c) in tables.iter_mut().zip(comps.iter()) {
+        *t = c.table;
+    }
+    let last = ntables - 1;
+    let mut coder = Coder::<AVX2> {
+        w: BitWriter::new(out),
+        tables,
+        last: [0; 3],
+        dc: [&dcc[0], &dcc[last]],
+        ac: [&acc[0], &acc[last]],
+    };
+    for m in 0..h.div_ceil(8 * lv) {
+        strips.fill(samples, m);
+        dct_mcu_row(&strips, m, comps, &divisors, false);
+        for c in comps.iter_mut() {
+            pad_mcu_row(c, m);
+        }
+        let row: Vec<&Component> = comps.iter().collect();
+        scan_mcu_row(&row, &mut coder);
+    }
+    coder.w.finish();
+    strips.give_back();
+}
+
+/// `pad` for a buffer holding MCU row `m` of a component: its real block rows' right edges,
+/// then rows below the image from the row above.
+fn pad_mcu_row(c: &mut Component, m: usize) {
+    let real = (c.hblocks - m * c.v).min(c.v);
+    for r in 0..real {
+        for bx in c.wblocks..c.pw {
+            let dc = c.coefs[r * c.pw + bx - 1][0];
+            c.coefs[r * c.pw + bx] = [0; 64];
+            c.coefs[r * c.pw + bx][0] = dc;
+        }
+    }
+    for r in real..c.v {
+        for mcu in 0..c.pw / c.h {
+            let dc = c.coefs[(r - 1) * c.pw + mcu * c.h + c.h - 1][0];
+            for bi in 0..c.h {
+                c.coefs[r * c.pw + mcu * c.h + bi] = [0; 64];
+                c.coefs[r * c.pw + mcu * c.h + bi][0] = dc;
+            }
+        }
+    }
 }
 
 /// A frame's settings resolved before any sample is read: its quantisation tables and its
@@ -384,6 +498,28 @@ fn scan_order<'a>(comps: &[&'a Component], f: &mut impl Visit<'a>) {
     }
 }
 
+/// `scan_order` over buffers holding one MCU row of each component (a one-component scan: of
+/// its real blocks).
+#[inline(always)]
+fn scan_mcu_row<'a>(comps: &[&'a Component], f: &mut impl Visit<'a>) {
+    if let [c] = comps {
+        for b in &c.coefs[..c.wblocks] {
+            f.block(0, b);
+        }
+        return;
+    }
+    for x in 0..comps[0].pw / comps[0].h {
+        for (i, c) in comps.iter().enumerate() {
+            for by in 0..c.v {
+                let row = by * c.pw + x * c.h;
+                for b in &c.coefs[row..row + c.h] {
+                    f.block(i, b);
+                }
+            }
+        }
+    }
+}
+
 /// The DHT segments of a baseline scan's tables (`dc[t]`, `ac[t]` for table t) and its SOS.
 pub(crate) fn baseline_headers(comps: &[Component], dc: &[Table], ac: &[Table], out: &mut Vec<u8>) {
     for (t, (dc, ac)) in dc.iter().zip(ac).enumerate() {
@@ -411,7 +547,8 @@ pub(crate) fn std_tables(ntables: usize) -> (Vec<Table>, Vec<Table>) {
 
 /// One sequential scan of every component: DHT, SOS, the entropy-coded data. Built twice:
 /// portable, and with AVX2 (the zero test of a block's coefficients) and BMI1/LZCNT (the
-/// bit counts) where the CPU has them.
+/// bit counts) where the CPU has them. `encode` calls it for optimised tables (the standard
+/// ones go MCU row by MCU row, `streamed`, and the tests hold that against this).
 fn baseline(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2")
@@ -474,8 +611,8 @@ struct Coder<'w, 'c, const AVX2: bool> {
     w: BitWriter<'w>,
     tables: [usize; 3],
     last: [i32; 3],
-    dc: [&'c huffman::Codes; 2],
-    ac: [&'c huffman::Codes; 2],
+    dc: [&'c [u64; 256]; 2],
+    ac: [&'c [u64; 256]; 2],
 }
 
 impl<const AVX2: bool> Visit<'_> for Coder<'_, '_, AVX2> {
@@ -511,8 +648,8 @@ fn baseline_body<const AVX2: bool>(comps: &[Component], optimize: bool, out: &mu
         std_tables(ntables)
     };
     baseline_headers(comps, &dc, &ac, out);
-    let dcc: Vec<_> = dc.iter().map(Table::codes).collect();
-    let acc: Vec<_> = ac.iter().map(Table::codes).collect();
+    let dcc: Vec<_> = dc.iter().map(Table::folded).collect();
+    let acc: Vec<_> = ac.iter().map(Table::folded).collect();
     let last = ntables - 1;
     let mut coder = Coder::<AVX2> {
         w: BitWriter::new(out),

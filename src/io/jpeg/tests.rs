@@ -259,6 +259,18 @@ fn the_vector_entropy_coders_equal_their_scalar_twins() {
                         // SAFETY: the features are present (checked above).
                         unsafe { baseline_avx2(&frame.comps, optimize, &mut b) };
                         assert!(a == b, "baseline, optimised {optimize}: {what}");
+                        if optimize {
+                            continue;
+                        }
+                        // The standard tables coded MCU row by MCU row: the same bytes.
+                        let (w, h) = (w as u32, h as u32);
+                        let (mut c, mut d) = (Vec::new(), Vec::new());
+                        let mut f = Frame::new(samples.len(), w, h, channels, &opts).unwrap();
+                        streamed_scalar(&mut f, samples, &mut c);
+                        // SAFETY: the features are present (checked above).
+                        unsafe { streamed_avx2(&mut f, samples, &mut d) };
+                        assert!(a == c, "streamed: {what}");
+                        assert!(a == d, "streamed, AVX2: {what}");
                     }
                     let (mut a, mut b) = (Vec::new(), Vec::new());
                     progressive::encode_scalar(&frame.comps, &mut a);
