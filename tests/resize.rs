@@ -214,8 +214,12 @@ fn fused_chunks_and_the_two_pass_kernels_equal_the_cpu_engine() {
                     resize::run(&Engine::Cpu, &img, &options, &mut Timings::default()).unwrap();
                 let passes = resize::passes(w, h, ow, oh, filter, 8);
                 for budget in [0, 2600, 3000, 3300, u32::MAX] {
-                    let plan = resize::ResizePlan::with_budget(gpu, &img, &passes, filter, budget)
-                        .unwrap();
+                    let t = resize::Tunables {
+                        budget_words: budget,
+                        ..resize::Tunables::DEFAULT
+                    };
+                    let plan =
+                        resize::ResizePlan::with_tunables(gpu, &img, &passes, filter, t).unwrap();
                     assert_eq!(plan.fused_chunks().is_none(), budget == 0);
                     chunked += usize::from(plan.fused_chunks() > Some(1));
                     plan.write(gpu, &img);

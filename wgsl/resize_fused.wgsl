@@ -8,12 +8,17 @@
 // that; and writes the tile's packed words. The first pass is the horizontal one (u = x,
 // v = y) where H_FIRST, else the vertical one (u = y, v = x), in Pillow's order.
 //
-// Workgroup memory `sh`, laid out by `FusedLayout` in src/ops/resize/plan.rs (offsets in
+// Workgroup memory `sh`, laid out by `FusedLayout` in src/ops/resize/fused.rs (offsets in
 // `params`, the whole size SH_WORDS): the first pass's weights tap-major (tap i of tile
-// position uu at i * TU + uu), the second's at `off_w2` (i * TV + vv), the intermediate at
-// `off_mid` (line vv of the tile's second-axis span at vv * TU + uu), the input chunk at
-// `off_in` (line vv at vv * in_stride + uu), which the output tile reuses once the sums are
-// done (row y at y * (TX + 1) + x).
+// position uu at i * TU + uu), the second's at `off_w2` (i * TV + vv), the tile positions'
+// first input positions at `off_s` (TU of the first pass, then TV of the second), the
+// intermediate at `off_mid` (line vv of the tile's second-axis span at vv * TU + uu), the
+// input chunk at `off_in` (line vv at vv * in_stride + uu), which the output tile reuses
+// once the sums are done (row y at y * (TX + 1) + x).
+//
+// Every position sums K1 (K2) taps, Pillow's ksize: the taps past a position's own count
+// have weight 0 (the weights are zero-padded to ksize), so what they read, wherever it is
+// in `sh`, adds nothing, and the tap loops have a constant count the compiler unrolls.
 
 // import: resize_math
 // import: grid
@@ -25,11 +30,9 @@ struct Params {
     in_w: u32,
     out_w: u32,
     // Output positions of the first and the second pass (the stride between taps in their
-    // weights), and their weights reserved per position (Pillow's ksize).
+    // weights).
     n1: u32,
     n2: u32,
-    k1: u32,
-    k2: u32,
     // Tiles along the first pass's axis, and in all.
     tiles_u: u32,
     n_tiles: u32,
@@ -37,13 +40,12 @@ struct Params {
     // chunk.
     in_stride: u32,
     rv: u32,
-    // Where the second pass's weights, the intermediate and the input chunk start in `sh`.
+    // Where the second pass's weights, the first input positions, the intermediate and the
+    // input chunk start in `sh`.
     off_w2: u32,
+    off_s: u32,
     off_mid: u32,
     off_in: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -64,6 +66,9 @@ override TU: u32 = 32u;
 override TV: u32 = 16u;
 // Whether the horizontal pass comes first.
 override H_FIRST: bool = true;
+// Taps a position of the first and of the second pass (Pillow's ksize).
+override K1: u32;
+override K2: u32;
 // Words of workgroup memory: `FusedLayout::words`.
 override SH_WORDS: u32;
 
@@ -73,11 +78,11 @@ var<workgroup> sh: array<u32, SH_WORDS>;
 var<workgroup> sh_tile: vec4<u32>;
 
 fn taps1(p: u32) -> vec2<u32> {
-    return vec2<u32>(bounds1[2u * p], min(bounds1[2u * p + 1u], params.k1));
+    return vec2<u32>(bounds1[2u * p], min(bounds1[2u * p + 1u], K1));
 }
 
 fn taps2(p: u32) -> vec2<u32> {
-    return vec2<u32>(bounds2[2u * p], min(bounds2[2u * p + 1u], params.k2));
+    return vec2<u32>(bounds2[2u * p], min(bounds2[2u * p + 1u], K2));
 }
 
 // Input pixel p (row-major), its samples in the low bytes of a word (the rest zero), colour
@@ -137,7 +142,7 @@ fn main(
         let d = taps2(v0 + nv_out - 1u);
         sh_tile = vec4<u32>(a.x, b.x + b.y - a.x, c.x, d.x + d.y - c.x);
     }
-    for (var e = lid; e < params.k1 * TU; e += WG_SIZE) {
+    for (var e = lid; e < K1 * TU; e += WG_SIZE) {
         let i = e / TU;
         let uu = e - i * TU;
         var k = 0i;
@@ -146,7 +151,7 @@ fn main(
         }
         sh[e] = bitcast<u32>(k);
     }
-    for (var e = lid; e < params.k2 * TV; e += WG_SIZE) {
+    for (var e = lid; e < K2 * TV; e += WG_SIZE) {
         let i = e / TV;
         let vv = e - i * TV;
         var k = 0i;
@@ -155,7 +160,25 @@ fn main(
         }
         sh[params.off_w2 + e] = bitcast<u32>(k);
     }
-    // A barrier: the weights and the spans are in place after it.
+    // The first input position of each tile position (positions past the image: unused).
+    for (var e = lid; e < TU + TV; e += WG_SIZE) {
+        var p = v0 + e - TU;
+        var n = params.n2;
+        if e < TU {
+            p = u0 + e;
+            n = params.n1;
+        }
+        var s = 0u;
+        if p < n {
+            if e < TU {
+                s = bounds1[2u * p];
+            } else {
+                s = bounds2[2u * p];
+            }
+        }
+        sh[params.off_s + e] = s;
+    }
+    // A barrier: the weights, the first positions and the spans are in place after it.
     let tile = workgroupUniformLoad(&sh_tile);
     let ub = tile.x;
     let nu = tile.y;
@@ -190,10 +213,9 @@ fn main(
             let vv = e / TU;
             let uu = e - vv * TU;
             if uu < nu_out {
-                let tp = taps1(u0 + uu);
-                let base = inb + vv * stride + tp.x - ub;
+                let base = inb + vv * stride + sh[params.off_s + uu] - ub;
                 var acc = vec4<i32>();
-                for (var i = 0u; i < tp.y; i++) {
+                for (var i = 0u; i < K1; i++) {
                     acc += lanes(sh[base + i]) * bitcast<i32>(sh[i * TU + uu]);
                 }
                 sh[mid + (c + vv) * TU + uu] = pack(acc);
@@ -208,10 +230,9 @@ fn main(
         let vv = e / TU;
         let uu = e - vv * TU;
         if uu < nu_out && vv < nv_out {
-            let tp = taps2(v0 + vv);
-            let base = mid + (tp.x - vb) * TU + uu;
+            let base = mid + (sh[params.off_s + TU + vv] - vb) * TU + uu;
             var acc = vec4<i32>();
-            for (var i = 0u; i < tp.y; i++) {
+            for (var i = 0u; i < K2; i++) {
                 acc += lanes(sh[base + i * TU]) * bitcast<i32>(sh[params.off_w2 + i * TV + vv]);
             }
             var px = pack(acc);

@@ -5,17 +5,20 @@
 //! params, the size as its `SH_WORDS` override).
 
 use super::coeffs::{Axis, Dir, Pass};
+use super::tune::Tunables;
 
-/// The tile shapes tried in turn (output positions along the first pass's axis, along the
-/// second's), the first whose workgroup memory fits the budget taken. Each side a multiple
-/// of 4, so that a tile's rows of output start and end on a word.
+/// The tile shapes (output positions along the first pass's axis, along the second's): the
+/// default first, then smaller ones, tried in turn where a tile does not fit the budget
+/// ([`Tunables::tiles`]). Each side a multiple of 4, so that a tile's rows of output start
+/// and end on a word.
 pub(super) const TILES: [(u32, u32); 4] = [(32, 16), (16, 16), (16, 8), (8, 8)];
 
 /// Threads a workgroup.
 pub(super) const WG_SIZE: u32 = 256;
 
-/// The workgroup memory (words) a tile may use: 24 KiB, so that eight 256-thread workgroups
-/// (a full H100 SM of 2048 threads) fit an SM's 228 KiB; less where the adapter has less.
+/// The workgroup memory (words) a tile may use by default: 24 KiB, so that eight 256-thread
+/// workgroups (a full H100 SM of 2048 threads) fit an SM's 228 KiB; less where the adapter
+/// has less.
 pub(super) const BUDGET_WORDS: u32 = 6144;
 
 /// The fewest lines of input a chunk holds (fewer, and the barriers of each chunk cost more
@@ -30,29 +33,26 @@ pub(super) struct FusedParams {
     pub out_w: u32,
     pub n1: u32,
     pub n2: u32,
-    pub k1: u32,
-    pub k2: u32,
     pub tiles_u: u32,
     pub n_tiles: u32,
     pub in_stride: u32,
     pub rv: u32,
     pub off_w2: u32,
+    pub off_s: u32,
     pub off_mid: u32,
     pub off_in: u32,
-    pub _pad: [u32; 3],
 }
 crate::ops::params_layout!(FusedParams {
     in_w,
     out_w,
     n1,
     n2,
-    k1,
-    k2,
     tiles_u,
     n_tiles,
     in_stride,
     rv,
     off_w2,
+    off_s,
     off_mid,
     off_in
 });
@@ -65,6 +65,9 @@ pub(super) struct FusedLayout {
     pub tv: u32,
     /// Whether the horizontal pass is the first.
     pub h_first: bool,
+    /// Taps a position of the first pass and of the second (Pillow's ksize).
+    pub k1: u32,
+    pub k2: u32,
     /// Chunks of input the widest tile loads (one where its whole input fits).
     pub chunks: u32,
     /// Words of workgroup memory (`SH_WORDS`), rounded up to a multiple of 256 words so that
@@ -122,7 +125,8 @@ impl FusedLayout {
         let nv = widest_span(a2, tv);
         let in_stride = nu | 1;
         let off_w2 = k1 * tu;
-        let off_mid = off_w2 + k2 * tv;
+        let off_s = off_w2 + k2 * tv;
+        let off_mid = off_s + tu + tv;
         let off_in = off_mid + tu * nv;
         let room = budget.checked_sub(off_in)?;
         let rv = (room / in_stride).min(nv);
@@ -137,6 +141,8 @@ impl FusedLayout {
             tu,
             tv,
             h_first,
+            k1,
+            k2,
             chunks: nv.div_ceil(rv),
             words: words.next_multiple_of(256).min(budget),
             params: FusedParams {
@@ -144,42 +150,43 @@ impl FusedLayout {
                 out_w,
                 n1: a1.len() as u32,
                 n2: a2.len() as u32,
-                k1,
-                k2,
                 tiles_u,
                 n_tiles,
                 in_stride,
                 rv,
                 off_w2,
+                off_s,
                 off_mid,
                 off_in,
-                _pad: [0; 3],
             },
         })
     }
 
-    /// The first of [`TILES`] that fits `budget` words (capped by [`BUDGET_WORDS`]).
+    /// The first of `t`'s tiles ([`Tunables::tiles`]) that fits its budget, capped by the
+    /// adapter's `limit_words`.
     pub fn choose(
         in_w: u32,
         channels: u32,
         depth: u32,
         passes: &[Pass],
-        budget: u32,
+        t: &Tunables,
+        limit_words: u32,
     ) -> Option<FusedLayout> {
-        let budget = budget.min(BUDGET_WORDS);
-        TILES
-            .iter()
-            .find_map(|&t| FusedLayout::new(in_w, channels, depth, passes, t, budget))
+        let budget = t.budget_words.min(limit_words);
+        t.tiles()
+            .find_map(|tile| FusedLayout::new(in_w, channels, depth, passes, tile, budget))
     }
 
     /// The pipeline's overridable constants (alpha's as the two-pass kernels take them).
-    pub fn overrides(&self, channels: u8, alpha: bool) -> [(&'static str, f64); 9] {
+    pub fn overrides(&self, channels: u8, alpha: bool) -> [(&'static str, f64); 11] {
         let on = |b: bool| f64::from(u8::from(b));
         [
             ("WG_SIZE", f64::from(WG_SIZE)),
             ("TU", f64::from(self.tu)),
             ("TV", f64::from(self.tv)),
             ("H_FIRST", on(self.h_first)),
+            ("K1", f64::from(self.k1)),
+            ("K2", f64::from(self.k2)),
             ("SH_WORDS", f64::from(self.words)),
             ("CHANNELS", f64::from(channels)),
             ("DEPTH", 8.0),
@@ -201,29 +208,31 @@ mod tests {
     #[test]
     fn the_4k_to_1080p_tile_is_one_chunk_of_hand_counted_size() {
         let p = passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
-        let l = FusedLayout::choose(3840, 3, 8, &p, 1 << 20).unwrap();
+        let l = FusedLayout::choose(3840, 3, 8, &p, &Tunables::DEFAULT, 1 << 20).unwrap();
         assert!(l.h_first);
         assert_eq!((l.tu, l.tv), (32, 16));
         let q = l.params;
-        assert_eq!((q.k1, q.k2), (13, 13));
+        assert_eq!((l.k1, l.k2), (13, 13));
         assert_eq!((q.in_stride, q.rv), (75, 42));
-        assert_eq!((q.off_w2, q.off_mid, q.off_in), (416, 624, 624 + 32 * 42));
-        assert_eq!(q.off_in + 75 * 42, 5118);
-        assert_eq!((l.words, l.chunks), (5120, 1));
+        // Weights 13 x 32 and 13 x 16, first positions 32 + 16, intermediate 32 x 42.
+        assert_eq!((q.off_w2, q.off_s, q.off_mid), (416, 624, 672));
+        assert_eq!(q.off_in, 672 + 32 * 42);
+        assert_eq!(q.off_in + 75 * 42, 5166);
+        assert_eq!((l.words, l.chunks), (5376, 1));
         assert_eq!((q.tiles_u, q.n_tiles), (60, 60 * 68));
     }
 
     #[test]
     fn it_applies_only_where_its_tiles_write_whole_words() {
         let p = passes(100, 80, 30, 20, Filter::Bicubic, 8);
-        assert!(FusedLayout::choose(100, 4, 8, &p, 1 << 20).is_some());
+        assert!(FusedLayout::choose(100, 4, 8, &p, &Tunables::DEFAULT, 1 << 20).is_some());
         // 30 RGB pixels end a row mid-word; 16-bit; one pass.
-        assert!(FusedLayout::choose(100, 3, 8, &p, 1 << 20).is_none());
-        assert!(FusedLayout::choose(100, 4, 16, &p, 1 << 20).is_none());
+        assert!(FusedLayout::choose(100, 3, 8, &p, &Tunables::DEFAULT, 1 << 20).is_none());
+        assert!(FusedLayout::choose(100, 4, 16, &p, &Tunables::DEFAULT, 1 << 20).is_none());
         let one = passes(100, 80, 100, 20, Filter::Bicubic, 8);
-        assert!(FusedLayout::choose(100, 4, 8, &one, 1 << 20).is_none());
+        assert!(FusedLayout::choose(100, 4, 8, &one, &Tunables::DEFAULT, 1 << 20).is_none());
         // A 40x reduction: 241 taps a position; no tile fits 24 KiB.
         let big = passes(4000, 4000, 100, 100, Filter::Lanczos3, 8);
-        assert!(FusedLayout::choose(4000, 4, 8, &big, 1 << 20).is_none());
+        assert!(FusedLayout::choose(4000, 4, 8, &big, &Tunables::DEFAULT, 1 << 20).is_none());
     }
 }

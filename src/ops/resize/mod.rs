@@ -8,7 +8,8 @@
 //! after. Semantics and limits: docs/resize.md.
 //!
 //! Files: `coeffs` (weights and pass order), `reference`, `engine` (the native CPU engine),
-//! `plan` (the GPU passes), `fused` (the one-dispatch pass's tile and layout), `bench`.
+//! `plan` (the GPU passes), `fused` (the one-dispatch pass's tile and layout), `tune` (its
+//! shape), `bench`.
 
 mod bench;
 mod coeffs;
@@ -16,6 +17,7 @@ pub mod engine;
 mod fused;
 mod plan;
 mod reference;
+mod tune;
 
 use anyhow::{bail, Result};
 
@@ -24,13 +26,14 @@ use crate::io::image::Image;
 pub use coeffs::{axis, nearest_axis, passes, Axis, Dir, Pass, PRECISION_BITS};
 pub use plan::ResizePlan;
 pub use reference::reference;
+pub use tune::Tunables;
 
 /// `resize` in the registry.
 pub const OP: super::Op = super::Op {
     command: true,
     name: "resize",
     bench: bench::cases,
-    tune: None,
+    tune: Some(crate::tune::tune::<tune::Tuning>),
     shaders: plan::shaders,
 };
 

@@ -10,11 +10,13 @@ use anyhow::{bail, Result};
 
 use super::coeffs::{Axis, Dir, Pass, PRECISION_BITS};
 use super::fused::{FusedLayout, FusedParams};
+use super::tune::Tunables;
 use super::Filter;
 use crate::gpu::{Batch, Gpu, Kernel, Usage};
 use crate::io::image::Image;
 use crate::ops::{sample_bytes, ShaderCase};
 use crate::shader;
+use crate::tune::Tunable;
 
 /// Threads a workgroup of the horizontal pass (a thread an output pixel) and of the vertical
 /// one (a thread an output word).
@@ -73,7 +75,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
 /// A fused layout as a plan makes one (4K RGBA to 1080p, lanczos3), for the shader test.
 fn fused_example() -> FusedLayout {
     let p = super::passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
-    FusedLayout::choose(3840, 4, 8, &p, u32::MAX).expect("the 4K case fuses")
+    FusedLayout::choose(3840, 4, 8, &p, &Tunables::DEFAULT, u32::MAX).expect("the 4K case fuses")
 }
 
 /// An axis's bounds (first input position, taps, a pair per output position) and its
@@ -154,19 +156,21 @@ pub struct ResizePlan {
 impl ResizePlan {
     /// The plan for images like `img` (size, channels, depth) and `passes` (not empty).
     pub fn new(gpu: &Gpu, img: &Image, passes: &[Pass], filter: Filter) -> Result<ResizePlan> {
-        let budget = gpu.limits.max_compute_workgroup_storage_size / 4;
-        ResizePlan::with_budget(gpu, img, passes, filter, budget)
+        let pixels = f64::from(img.width) * f64::from(img.height);
+        let t = crate::tune::choice(gpu, super::OP.name, pixels, Tunables::check)
+            .unwrap_or_else(|| Tunables::default_for(&gpu.limits));
+        ResizePlan::with_tunables(gpu, img, passes, filter, t)
     }
 
-    /// [`ResizePlan::new`] with the fused pass's tile given at most `budget` words of
-    /// workgroup memory (its default at most); 0 makes the two-pass plan. Tests reach the
-    /// fused pass's chunked loads and the two-pass kernels on small images with it.
-    pub fn with_budget(
+    /// [`ResizePlan::new`] with the fused kernel shaped by `t`. A budget too small for any
+    /// tile (0) makes the two-pass plan: tests reach the fused pass's chunked loads and the
+    /// two-pass kernels on small images so.
+    pub fn with_tunables(
         gpu: &Gpu,
         img: &Image,
         passes: &[Pass],
         filter: Filter,
-        budget: u32,
+        t: Tunables,
     ) -> Result<ResizePlan> {
         let c = u64::from(img.channels);
         let depth = img.bit_depth();
@@ -187,8 +191,8 @@ impl ResizePlan {
         };
         check("image", words(w, h) * 4)?;
         let src = gpu.buffer("resize src", Usage::Storage, words(w, h) * 4);
-        let budget = budget.min(gpu.limits.max_compute_workgroup_storage_size / 4);
-        if let Some(layout) = FusedLayout::choose(w, c as u32, depth, passes, budget) {
+        let limit = gpu.limits.max_compute_workgroup_storage_size / 4;
+        if let Some(layout) = FusedLayout::choose(w, c as u32, depth, passes, &t, limit) {
             let (ow, oh) = match passes[0].dir {
                 Dir::Horizontal => (passes[0].axis.len(), passes[1].axis.len()),
                 Dir::Vertical => (passes[1].axis.len(), passes[0].axis.len()),

@@ -94,7 +94,22 @@ pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
             );
         }
     }
+    // The op and element codes the overrides carry, named in scan_op.wgsl.
+    let ops = [Op::Sum, Op::Min, Op::Max];
+    let elems = [Elem::U32, Elem::I32, Elem::F32];
     cases
+        .into_iter()
+        .map(|case| {
+            let case = ["OP_SUM", "OP_MIN", "OP_MAX"]
+                .into_iter()
+                .zip(ops)
+                .fold(case, |c, (name, op)| c.with_const(name, op.code()));
+            ["DTYPE_U32", "DTYPE_I32", "DTYPE_F32"]
+                .into_iter()
+                .zip(elems)
+                .fold(case, |c, (name, e)| c.with_const(name, e.code()))
+        })
+        .collect()
 }
 
 /// The stage kernels' overridable constants: the workgroup size, the op and element type,
