@@ -116,7 +116,10 @@ impl FusedLayout {
         } else {
             second.axis.len()
         } as u32;
-        if depth != 8 || tx % 4 != 0 || (u64::from(out_w) * u64::from(channels)) % 4 != 0 {
+        if depth != 8
+            || !tx.is_multiple_of(4)
+            || !(u64::from(out_w) * u64::from(channels)).is_multiple_of(4)
+        {
             return None;
         }
         let (a1, a2) = (&first.axis, &second.axis);

@@ -59,7 +59,7 @@ impl Tunable for Tunables {
 
     /// Whether the kernel can run this choice on an adapter with `limits`.
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        let side = |v: u32| v % 4 == 0 && (4..=128).contains(&v);
+        let side = |v: u32| v.is_multiple_of(4) && (4..=128).contains(&v);
         if !side(self.tile_u) || !side(self.tile_v) {
             bail!("resize tile sides must be multiples of 4 from 4 to 128");
         }
