@@ -231,6 +231,23 @@ impl<'e> Blurrer<'e> {
         }
     }
 
+    /// As [`Blurrer::run`], the result's samples into `out`: written over in place on the CPU
+    /// engine where it fits ([`engine::blur_into`]), replaced otherwise.
+    pub fn run_into(
+        &mut self,
+        img: &Image,
+        out: &mut crate::io::image::Samples,
+        timings: &mut Timings,
+    ) -> Result<()> {
+        match self.engine {
+            Engine::Cpu => timings.phase("compute", || engine::blur_into(img, &self.options, out)),
+            Engine::Gpu(gpu) => {
+                *out = self.run_gpu(gpu, img, timings)?.samples;
+                Ok(())
+            }
+        }
+    }
+
     /// Blurs `img` on a GPU engine and leaves the result there: its buffer, in the host's
     /// layout (the bytes `run` would return, rows packed), for another kernel to read (the
     /// JPEG encoder, src/ops/encode/). `None` on the CPU engine and for an empty image.
