@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use wgpu::util::DeviceExt;
 
 use super::shader::{compose, Shader, Variant};
-use super::timing::{PassTimer, Timings};
+use super::timing::{PassTime, PassTimer, Timings};
 use super::Gpu;
 
 /// Passes recorded into one timed submission by [`Gpu::run_timed`]: two timestamp queries
@@ -449,6 +449,64 @@ impl Batch<'_> {
     /// Records copying the first `size` bytes (a multiple of 4) of `src` to the start of `dst`.
     pub fn copy(&mut self, src: &wgpu::Buffer, dst: &wgpu::Buffer, size: u64) {
         self.encoder.copy_buffer_to_buffer(src, 0, dst, 0, size);
+    }
+
+    /// Records copying `size` bytes (a multiple of 4) at `src_offset` of `src` to `dst_offset`
+    /// of `dst`.
+    pub fn copy_at(
+        &mut self,
+        src: &wgpu::Buffer,
+        src_offset: u64,
+        dst: &wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    ) {
+        self.encoder
+            .copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
+    }
+
+    /// Submits the batch and, once it is done, hands `staging` (a MAP_READ buffer that its
+    /// copies fill) to `f` in the mapped memory: one wait, for this submission alone (not for
+    /// work other threads submitted after it), and one mapping. The timer's pass times are
+    /// copied into `staging` at `times_at` (16 bytes a pass of its capacity) and read from
+    /// the same mapping.
+    pub fn submit_read<T>(
+        mut self,
+        staging: &wgpu::Buffer,
+        times_at: u64,
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<(T, Vec<PassTime>)> {
+        if let Some(timer) = self.timer.as_deref() {
+            timer.resolve_to(&mut self.encoder, staging, times_at);
+        }
+        let index = self.gpu.queue.submit([self.encoder.finish()]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        self.gpu
+            .device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+            .map_err(|e| anyhow!("waiting for the GPU failed: {e}"))?;
+        self.gpu.check()?;
+        rx.recv()
+            .context("read-back callback never ran")?
+            .map_err(|e| anyhow!("mapping the read-back buffer failed: {e}"))?;
+        let out = {
+            let view = staging
+                .get_mapped_range(..)
+                .map_err(|e| anyhow!("mapping the read-back buffer failed: {e}"))?;
+            let times = match self.timer.as_deref_mut() {
+                Some(timer) => timer.take_from(&view[times_at as usize..]),
+                None => Vec::new(),
+            };
+            (f(&view), times)
+        };
+        staging.unmap();
+        Ok(out)
     }
 
     /// Submits the batch and waits for it to finish (not for work submitted after it, by
