@@ -5,15 +5,21 @@ file, then each round feeds it on stdin to
     blur:       gpukit blur - -r R -o -          vs  ffmpeg -f yuv4mpegpipe -i - -vf avgblur=R -f yuv4mpegpipe -
     histogram:  gpukit histogram - --per-frame   vs  ffmpeg -f yuv4mpegpipe -i - -vf signalstats -f null -
 
-alternating which goes first; this script reads each one's stdout and drops it. Figures are
-the medians over the rounds, in frames per second, and the ratio is gpukit's over ffmpeg's
-(above 1: gpukit is faster). gpukit blurs chroma with the same radius as luma here
+alternating which goes first; this script reads each one's stdout into one reused buffer and
+drops it (a reader that costs little, so that it is not what bounds a fast filter). Figures
+are the medians over the rounds, in frames per second, and the ratio is gpukit's over
+ffmpeg's (above 1: gpukit is faster). gpukit blurs chroma with the same radius as luma here
 (--chroma-radius R), as avgblur does, so both do the same work.
 
-usage: python3 bench/video_stream.py GPUKIT [WxH [FRAMES [ROUNDS [RADIUS [GPUKIT_ARGS...]]]]]
+usage: python3 bench/video_stream.py [OPTIONS] GPUKIT [WxH [FRAMES [ROUNDS [RADIUS [GPUKIT_ARGS...]]]]]
 
 defaults: 1920x1080, 300 frames, 3 rounds, radius 15. GPUKIT_ARGS go before the subcommand
-(`--backend cpu`, `--device 0`). Needs ffmpeg on PATH.
+(`--backend cpu`, `--device 0`). Needs ffmpeg on PATH. OPTIONS (before GPUKIT):
+
+    --only blur|histogram   one of the two cases
+    --baseline OTHER        also OTHER's blur (another gpukit build) in the same rounds
+    --ceiling               also `cat` on the blur's rounds: the file copied into the pipe and
+                            read, no filter at all (what the pipes alone allow)
 """
 import os
 import statistics
@@ -22,12 +28,23 @@ import sys
 import tempfile
 import time
 
-GPUKIT = sys.argv[1]
-SIZE = sys.argv[2] if len(sys.argv) > 2 else "1920x1080"
-FRAMES = int(sys.argv[3]) if len(sys.argv) > 3 else 300
-ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 3
-RADIUS = sys.argv[5] if len(sys.argv) > 5 else "15"
-EXTRA = sys.argv[6:]
+ARGS = sys.argv[1:]
+ONLY = BASELINE = None
+CEILING = False
+while ARGS and ARGS[0] in ("--only", "--baseline", "--ceiling"):
+    flag = ARGS.pop(0)
+    if flag == "--ceiling":
+        CEILING = True
+    elif flag == "--only":
+        ONLY = ARGS.pop(0)
+    else:
+        BASELINE = ARGS.pop(0)
+GPUKIT = ARGS[0]
+SIZE = ARGS[1] if len(ARGS) > 1 else "1920x1080"
+FRAMES = int(ARGS[2]) if len(ARGS) > 2 else 300
+ROUNDS = int(ARGS[3]) if len(ARGS) > 3 else 3
+RADIUS = ARGS[4] if len(ARGS) > 4 else "15"
+EXTRA = ARGS[5:]
 
 
 def timed(argv, stream):
@@ -35,7 +52,8 @@ def timed(argv, stream):
     with open(stream, "rb") as f:
         t = time.perf_counter()
         p = subprocess.Popen(argv, stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        while p.stdout.read(1 << 20):
+        buf = bytearray(1 << 20)
+        while p.stdout.readinto(buf):
             pass
         err = p.stderr.read()
         if p.wait() != 0:
@@ -62,16 +80,26 @@ def main():
              [GPUKIT, *EXTRA, "histogram", "-", "--per-frame"],
              ff + ["-vf", "signalstats", "-f", "null", "-"], "signalstats"),
         ]
+        if ONLY:
+            cases = [c for c in cases if c[0].startswith(ONLY)]
         print(f"{SIZE} 8-bit 4:2:0 Y4M, {FRAMES} frames, {ROUNDS} rounds, {os.cpu_count()} cores")
         for name, g, f, peer in cases:
             tg, tf = [], []
+            others = []
+            if name.startswith("blur") and BASELINE:
+                others.append(("baseline " + BASELINE, [BASELINE] + g[1:], []))
+            if name.startswith("blur") and CEILING:
+                others.append(("cat (no filter)", ["cat"], []))
             for r in range(ROUNDS):
-                pair = [(g, tg), (f, tf)]
-                for argv, times in (pair if r % 2 == 0 else pair[::-1]):
+                runs = [(g, tg), (f, tf)] + [(argv, t) for _, argv, t in others]
+                for argv, times in (runs if r % 2 == 0 else runs[::-1]):
                     times.append(timed(argv, stream))
             fg, fp = FRAMES / statistics.median(tg), FRAMES / statistics.median(tf)
             print(f"{name:24} gpukit {fg:8.1f} frames/s   ffmpeg {peer} {fp:8.1f} frames/s"
                   f"   ratio {fg / fp:5.2f}x")
+            for label, _, times in others:
+                fo = FRAMES / statistics.median(times)
+                print(f"{'':24} {label}: {fo:8.1f} frames/s, ratio to ffmpeg {fo / fp:5.2f}x")
     finally:
         if os.path.exists(stream):
             os.remove(stream)

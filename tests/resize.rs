@@ -189,6 +189,61 @@ fn every_gpu_path_equals_the_cpu_engine() {
     });
 }
 
+/// The fused pass with its input loaded in several chunks (small workgroup-memory budgets),
+/// with its whole input at once, and the two-pass kernels (no budget), on the same images,
+/// both pass orders: each equals the CPU engine.
+#[test]
+fn fused_chunks_and_the_two_pass_kernels_equal_the_cpu_engine() {
+    let Engine::Gpu(gpu) = engine() else {
+        panic!("the tests' engine is a GPU adapter");
+    };
+    let mut chunked = 0;
+    // Horizontal first, vertical first (the height shrinks by more than twice the width),
+    // an upscale one way.
+    let shapes = [
+        ((64, 48), (16, 12)),
+        ((48, 160), (44, 20)),
+        ((33, 17), (12, 40)),
+    ];
+    for (k, &((w, h), (ow, oh))) in shapes.iter().enumerate() {
+        for channels in 1..=4u8 {
+            let img = random_image(w, h, channels, 8, 91 + k as u32 * 4 + u32::from(channels));
+            for filter in [Filter::Lanczos3, Filter::Bilinear, Filter::Nearest] {
+                let options = Options::new(exact(ow, oh), filter);
+                let want =
+                    resize::run(&Engine::Cpu, &img, &options, &mut Timings::default()).unwrap();
+                let passes = resize::passes(w, h, ow, oh, filter, 8);
+                for budget in [0, 2600, 3000, 3300, u32::MAX] {
+                    let t = resize::Tunables {
+                        budget_words: budget,
+                        ..resize::Tunables::DEFAULT
+                    };
+                    let plan =
+                        resize::ResizePlan::with_tunables(gpu, &img, &passes, filter, t).unwrap();
+                    assert_eq!(plan.fused_chunks().is_none(), budget == 0);
+                    chunked += usize::from(plan.fused_chunks() > Some(1));
+                    plan.write(gpu, &img);
+                    gpu.run_timed(&mut Timings::default(), 1, |b, _| plan.record(b))
+                        .unwrap();
+                    let got = plan.read(gpu).unwrap();
+                    let what = format!(
+                        "{} to {ow}x{oh} {} with {budget} words: {:?} chunks",
+                        img.describe(),
+                        filter.name(),
+                        plan.fused_chunks()
+                    );
+                    assert!(
+                        got == want,
+                        "{what}: differs by {:?}",
+                        max_diff(&got, &want)
+                    );
+                }
+            }
+        }
+    }
+    assert!(chunked > 0, "no plan loaded its input in chunks");
+}
+
 // An image resized to its own size is returned as it is: Pillow copies it (no premultiply
 // round trip).
 #[test]
@@ -323,6 +378,26 @@ fn the_command_writes_pillows_pixels() {
     .code(0);
     let got = image::load(&out_dir.join("a.png")).unwrap();
     assert_eq!((got.width, got.height), (61, 38));
+}
+
+/// With no adapter named, resize runs on the native CPU engine here: a small job (the
+/// estimate, `Options::gpu_saving`), and lavapipe, CI's only adapter, a software rasteriser.
+#[test]
+fn by_default_resize_runs_on_the_cores() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/resize");
+    let tmp = crate::util::tempdir();
+    let out = tmp.path().join("o.png");
+    let r = crate::util::run(&[
+        "-v",
+        "resize",
+        dir.join("rgb_37x23.png").to_str().unwrap(),
+        "--width",
+        "13",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    r.code(0);
+    assert!(r.stderr.contains("engine: native CPU ("), "{}", r.stderr);
 }
 
 /// The resolution is scaled with the pixels (a 300 dpi image halved is 150 dpi), so that the

@@ -94,21 +94,33 @@ pub fn gpukit_as_nobody() -> Command {
     use std::os::unix::process::CommandExt;
     static REACHABLE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     let dir = REACHABLE.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("gpukit-bin-")
-            .permissions(std::fs::Permissions::from_mode(0o755))
-            .tempdir()
-            .expect("a temporary folder for the binary")
-            .keep();
-        let bin = dir.join("gpukit");
+        // One folder a build folder, reused run after run: a fresh one each run outlived the
+        // run (a static is never dropped) and kept a 300 MB debug binary alive in each.
         let built = Path::new(env!("CARGO_BIN_EXE_gpukit"));
-        if std::fs::hard_link(built, &bin).is_err() {
-            std::fs::copy(built, &bin).expect("a copy of the binary");
-        }
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::create_dir(dir.join("cache")).unwrap();
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            built.hash(&mut h);
+            h.finish()
+        };
+        let dir = std::env::temp_dir().join(format!("gpukit-bin-{key:016x}"));
+        std::fs::create_dir_all(dir.join("cache")).expect("a folder for the binary");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::set_permissions(dir.join("cache"), std::fs::Permissions::from_mode(0o777))
             .unwrap();
+        // Linked (or copied) under a name of this process's, then renamed over the last run's
+        // binary: a test process of the same build running beside this one never sees a
+        // missing or half-copied file.
+        let bin = dir.join("gpukit");
+        let fresh = dir.join(format!("gpukit.{}", std::process::id()));
+        let _ = std::fs::remove_file(&fresh);
+        if std::fs::hard_link(built, &fresh).is_err() {
+            std::fs::copy(built, &fresh).expect("a copy of the binary");
+        }
+        std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&fresh, &bin).expect("the binary in place");
+        // A rename between two links of one file does nothing, leaving the fresh name.
+        let _ = std::fs::remove_file(&fresh);
         dir
     });
     let mut cmd = gpukit();

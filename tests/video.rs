@@ -205,6 +205,117 @@ fn y4m_16_bit_444_blurs_each_plane_as_16_bit_gray() {
     }
 }
 
+/// Little-endian 16-bit samples.
+fn words(bytes: &[u8]) -> Vec<u16> {
+    bytes
+        .chunks_exact(2)
+        .map(|v| u16::from_le_bytes([v[0], v[1]]))
+        .collect()
+}
+
+// 10-bit 4:2:0 (ffmpeg's `-pix_fmt yuv420p10le`, `C420p10` in the header) at an odd height
+// (ffmpeg 5.1's Y4M demuxer cannot read back its own odd-width 10-bit frames), through both
+// engines: written back as C420p10, every plane the reference blur of ffmpeg's
+// own decode as 16-bit gray (samples that stay within 10 bits); 12-bit 4:2:2 and 12-bit mono
+// on the CPU engine likewise.
+#[test]
+fn y4m_10_and_12_bit_blur_exactly_and_keep_their_format() {
+    let dir = tempdir();
+    let d = dir.path();
+    let (w, h) = (22u32, 11u32);
+    // The pixel format, its Y4M tag, the chroma planes' size (0: none), the engines.
+    type Case<'a> = (&'a str, &'a str, u32, u32, &'a [&'a [&'a str]]);
+    let cases: [Case; 3] = [
+        (
+            "yuv420p10le",
+            "C420p10",
+            w.div_ceil(2),
+            h.div_ceil(2),
+            &[&["--backend", "cpu"], &["--device", "0"]],
+        ),
+        (
+            "yuv422p12le",
+            "C422p12",
+            w.div_ceil(2),
+            h,
+            &[&["--backend", "cpu"]],
+        ),
+        ("gray12le", "Cmono12", 0, 0, &[&["--backend", "cpu"]]),
+    ];
+    for (pix_fmt, tag, cw, ch, engines) in cases {
+        let input = clip(
+            d,
+            "in.y4m",
+            "22:11",
+            3,
+            &["-strict", "-1", "-pix_fmt", pix_fmt],
+        );
+        let head = std::fs::read(&input).unwrap();
+        assert!(
+            String::from_utf8_lossy(&head[..60]).contains(tag),
+            "{pix_fmt}"
+        );
+        let a = decoded(d, &input, pix_fmt);
+        let sizes = match cw {
+            0 => vec![(w, h)],
+            _ => vec![(w, h), (cw, ch), (cw, ch)],
+        };
+        let frame: usize = sizes.iter().map(|(x, y)| 2 * (x * y) as usize).sum();
+        assert_eq!(a.len(), 3 * frame, "{pix_fmt}");
+        let max = *words(&a).iter().max().unwrap();
+        let bits = if tag.contains("10") { 10 } else { 12 };
+        assert!(
+            max < 1 << bits && max >= 1 << (bits - 2),
+            "{pix_fmt}: {max}"
+        );
+        for engine in engines {
+            let out = d.join("out.y4m").display().to_string();
+            let mut args = engine.to_vec();
+            args.extend([
+                "blur",
+                &input,
+                "-r",
+                "3",
+                "--chroma-radius",
+                "2",
+                "-o",
+                &out,
+            ]);
+            let r = gpukit().args(&args).output().unwrap();
+            assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+            let header = std::fs::read(&out).unwrap();
+            let line = String::from_utf8_lossy(
+                &header[..header.iter().position(|&b| b == b'\n').unwrap()],
+            )
+            .into_owned();
+            assert!(line.contains(&format!(" {tag}")), "{line}");
+            let b = decoded(d, &out, pix_fmt);
+            assert_eq!(b.len(), a.len(), "{pix_fmt} {engine:?}");
+            for (i, (fa, fb)) in a.chunks(frame).zip(b.chunks(frame)).enumerate() {
+                let mut at = 0;
+                for (p, &(pw, ph)) in sizes.iter().enumerate() {
+                    let n = 2 * (pw * ph) as usize;
+                    let o = Options::new(Kind::Box, if p == 0 { 3 } else { 2 }, 1);
+                    let img = Image::new_u16(pw, ph, 1, words(&fa[at..at + n]));
+                    let want = blur::reference(&img, &o).unwrap();
+                    let got = Image::new_u16(pw, ph, 1, words(&fb[at..at + n]));
+                    assert!(want == got, "{pix_fmt} {engine:?}: frame {i}, plane {p}");
+                    at += n;
+                }
+            }
+        }
+        // Bins are defined on 8- and 16-bit samples: a 10- or 12-bit histogram is refused in
+        // one line, not counted against the wrong maximum.
+        let (code, _, err) = gpukit_piped(&["histogram", "-", "--per-frame"], &head);
+        assert_eq!(code, 1, "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("{bits}-bit frames are not counted")),
+            "{err}"
+        );
+    }
+}
+
 /// Counts of `values` in 256 bins.
 fn counts(values: impl Iterator<Item = u32>) -> Vec<u64> {
     let mut c = vec![0u64; 256];
@@ -324,7 +435,8 @@ fn rgb_of(y: u8, u: u8, v: u8, kr: f64, kb: f64) -> [u32; 3] {
 }
 
 // 4:2:0 Y4M at an odd size: RGB counts from ffmpeg's yuv420p decode converted here, each
-// pixel with the chroma sample it falls in; BT.601 by default, BT.709 when the header says.
+// pixel with the chroma sample it falls in; BT.601 by default, BT.709 when the header says,
+// and what `--matrix` says over either.
 #[test]
 fn per_frame_histograms_of_420_y4m_follow_the_headers_matrix() {
     let dir = tempdir();
@@ -340,11 +452,17 @@ fn per_frame_histograms_of_420_y4m_follow_the_headers_matrix() {
         &bytes[header_end..],
     ]
     .concat();
-    for (stream, kr, kb) in [(&bytes, 0.299, 0.114), (&tagged, 0.2126, 0.0722)] {
-        let (code, out, err) = gpukit_piped(
-            &["--backend", "cpu", "histogram", "-", "--per-frame"],
-            stream,
-        );
+    // `--matrix` overrides the header either way (ffmpeg writes no matrix tag).
+    let (bt601, bt709) = ((0.299, 0.114), (0.2126, 0.0722));
+    for (stream, matrix, (kr, kb)) in [
+        (&bytes, None, bt601),
+        (&tagged, None, bt709),
+        (&bytes, Some("bt709"), bt709),
+        (&tagged, Some("bt601"), bt601),
+    ] {
+        let mut args = vec!["--backend", "cpu", "histogram", "-", "--per-frame"];
+        args.extend(matrix.iter().flat_map(|&m| ["--matrix", m]));
+        let (code, out, err) = gpukit_piped(&args, stream);
         assert_eq!(code, 0, "{err}");
         let got = lines(&out);
         assert_eq!(got.len(), 2);

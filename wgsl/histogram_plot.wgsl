@@ -36,7 +36,8 @@ fn vs_main(@builtin(vertex_index) i: u32) -> @builtin(position) vec4<f32> {
 // counts stay visible beside a spike: the row's centre y lies below the top when
 // y^2 * s < v * h^2. Any non-zero bar shows its bottom row. Products only (correctly
 // rounded), no division or square root, so every adapter and the CPU agree.
-// Keep in sync with `lit` in src/ops/histogram/plot.rs.
+// The twin of `lit` in src/ops/histogram/plot.rs (tests/histogram.rs,
+// `plot_matches_its_cpu_mirror`, holds the plots against each other).
 fn lit(v: f32, s: f32, h: u32, r: u32) -> bool {
     let y = f32(r) + 0.5;
     let hf = f32(h);

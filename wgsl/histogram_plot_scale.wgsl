@@ -28,7 +28,8 @@ override WG_SIZE: u32 = 256u;
 var<workgroup> sh_top: array<f32, WG_SIZE>;
 var<workgroup> sh_bottom: array<f32, WG_SIZE>;
 
-// A 64-bit count as f32. Keep in sync with `count_f32` in src/ops/histogram/plot.rs.
+// A 64-bit count as f32: the twin of `count_f32` in src/ops/histogram/plot.rs
+// (tests/histogram.rs, `plot_matches_its_cpu_mirror`, holds the plots against each other).
 fn count_f32(c: vec2<u32>) -> f32 {
     return f32(c.y) * 4294967296.0 + f32(c.x);
 }

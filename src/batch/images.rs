@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use image::ImageFormat;
 
 use super::driver::{Engines, Env, Run};
@@ -14,7 +14,7 @@ use super::inputs::Item;
 use super::pipeline::{Pipeline, StageTimes, Stages};
 use super::report::{FileRecord, FileStatus, Report};
 use super::{outputs, Outcome};
-use crate::gpu::{Engine, Timings};
+use crate::gpu::{Batch, Engine, Timings};
 use crate::io::image::{self as img_io, Header, Image, WriteOptions};
 use crate::io::jpeg::Subsampling;
 use crate::io::json::{JsonDest, JsonSink};
@@ -45,16 +45,26 @@ pub trait ImageOp: Sync {
 pub trait ImageWorker {
     /// The op's result for `image`, adding phases (and GPU passes) to `timings`.
     fn run(&mut self, image: &Image, timings: &mut Timings) -> Result<Image>;
-    /// The op's result for `image` left on the GPU (`run`'s samples in a storage buffer, a
-    /// byte each, rows packed), for the engine to encode there, where the result has
-    /// `image`'s size and layout. `None` (the default, and any CPU engine): only `run`.
-    fn run_on_device(
+    /// Whether [`ImageWorker::record_on_device`] takes `image`: on a GPU engine, where the
+    /// result has `image`'s size and layout. `false` (the default, and any CPU engine): only
+    /// `run`.
+    fn records_on_device(&self, _image: &Image) -> bool {
+        false
+    }
+    /// Records the op's passes for `image` into `batch` and leaves the result on the GPU
+    /// (`run`'s samples in a storage buffer, a byte each, rows packed), for the engine to
+    /// encode in the same submission. Only where `records_on_device`; `submitted` follows
+    /// once the batch ran.
+    fn record_on_device(
         &mut self,
         _image: &Image,
+        _batch: &mut Batch,
         _timings: &mut Timings,
-    ) -> Option<Result<wgpu::Buffer>> {
-        None
+    ) -> Result<wgpu::Buffer> {
+        bail!("this op leaves no result on the device")
     }
+    /// After a batch `record_on_device` recorded into was submitted.
+    fn submitted(&mut self) {}
 }
 
 /// Where and how the outputs are written (checked by [`run`] before any file is read).
@@ -115,11 +125,13 @@ fn encodes_on_engine(
         && matches!(img.channels, 1 | 3)
 }
 
-/// The JPEG file of the op's result on `image`, the result left on the GPU and encoded there
-/// (its pixels never come back): where the engine encodes the output and the worker can leave
-/// its result on the device. `None`: the result comes back (`ImageWorker::run`).
+/// The JPEG file of the op's result on `image`, the op's passes and the encoder's recorded
+/// into one submission (the result never comes back, only the file): where the engine
+/// encodes the output and the worker can leave its result on the device. `None`: the result
+/// comes back (`ImageWorker::run`).
 fn encode_on_device(
     w: &mut dyn ImageWorker,
+    encoder: &mut crate::ops::encode::Encoder,
     engine: &Engine,
     job: &Job,
     image: &Image,
@@ -140,22 +152,22 @@ fn encode_on_device(
     };
     if !encodes_on_engine(engine, job.format, write, image)
         || !encode::takes_on_device(gpu, width, height, channels, &options)
+        || !w.records_on_device(image)
     {
         return None;
     }
-    let buffer = match w.run_on_device(image, timings)? {
-        Ok(b) => b,
-        Err(e) => return Some(Err(e.context(job.input.display().to_string()))),
-    };
-    let made = encode::OnDevice {
-        buffer: &buffer,
-        width,
-        height,
-        channels,
-    };
     let mut file = Vec::new();
     let written = img_io::write_jpeg_with(channels, meta, write, &mut file, |o, m, out| {
-        out.extend(encode::encode_on_device(gpu, &made, o, m, timings)?);
+        let mut timed = Timings::default();
+        let mut record = |batch: &mut Batch| {
+            w.record_on_device(image, batch, &mut timed)
+                .with_context(|| job.input.display().to_string())
+        };
+        let made =
+            encoder.encode_recorded(gpu, width, height, channels, o, m, timings, &mut record);
+        w.submitted();
+        timings.merge(&timed);
+        out.extend(made?);
         Ok(())
     });
     Some(
@@ -288,8 +300,15 @@ pub fn run(
             }
             Ok((image, carried))
         },
-        start: |engine, _| Ok((op.worker(engine), engine)),
-        engine: |(w, engine): &mut (Box<dyn ImageWorker + '_>, &Engine),
+        start: |engine, _| {
+            let encoder = crate::ops::encode::Encoder::default();
+            Ok((op.worker(engine), engine, encoder))
+        },
+        engine: |(w, engine, encoder): &mut (
+            Box<dyn ImageWorker + '_>,
+            &Engine,
+            crate::ops::encode::Encoder,
+        ),
                  timings: &mut Timings,
                  &i: &usize,
                  (image, mut carried): (Image, Carried)| {
@@ -303,8 +322,9 @@ pub fn run(
                 image.bit_depth()
             ));
             img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
-            if let Some(file) = encode_on_device(w.as_mut(), engine, job, &image, &carried, timings)
-            {
+            let on_device =
+                encode_on_device(w.as_mut(), encoder, engine, job, &image, &carried, timings);
+            if let Some(file) = on_device {
                 let channels = image.channels;
                 return Ok((
                     Made::Jpeg {
@@ -324,9 +344,7 @@ pub fn run(
             let mut file = Vec::new();
             let (meta, write) = (&carried.metadata, &carried.write);
             img_io::write_jpeg_with(made.channels, meta, write, &mut file, |o, m, out| {
-                out.extend(crate::ops::encode::encode_jpeg(
-                    engine, &made, o, m, timings,
-                )?);
+                out.extend(encoder.encode(engine, &made, o, m, timings)?);
                 Ok(())
             })
             .with_context(|| format!("{}: encoding failed", job.output.display()))?;
@@ -657,12 +675,12 @@ mod tests {
                 .unwrap()
         };
         // 128 photos: 1920 x 1080 x 3 bytes at 3.0 - 0.25 ns a byte of one thread's time over
-        // the cores, less 6.7 ms a file over the engine threads.
+        // the cores, less 6.3 ms a file over the engine threads.
         let encode = |cores: f64, engines: f64| {
-            128.0 * (1920.0 * 1080.0 * 3.0 * 2.75e-9 / cores - 6.7e-3 / engines).max(0.0)
+            128.0 * (1920.0 * 1080.0 * 3.0 * 2.75e-9 / cores - 6.3e-3 / engines).max(0.0)
         };
         // Two cores, one engine thread: the cores are the bottleneck and the GPU's encoding
-        // pays (8.6 ms of the cores a file against 6.7 ms of the engine thread).
+        // pays (8.6 ms of the cores a file against 6.3 ms of the engine thread).
         pool(2).install(|| {
             let jpeg = job_saving(&op, &out, ImageFormat::Jpeg, &rgb, 128, 1);
             let want = op.0.as_secs_f64() + encode(2.0, 1.0);
@@ -675,8 +693,9 @@ mod tests {
             let want = op.0.as_secs_f64() + encode(6.0, 1.0);
             assert!((gray.as_secs_f64() - want).abs() < 1e-6, "{gray:?} {want}");
         });
-        // Sixteen cores, four engine threads (the H100 host of call AB): the waits cost more
-        // than the encoding saves, so nothing is added.
+        // Sixteen cores, four engine threads (the H200 host of call AF-gpubatch-2, where the
+        // GPU path was still slower): the waits cost more than the encoding saves, so nothing
+        // is added.
         pool(16).install(|| {
             assert_eq!(encode(16.0, 4.0), 0.0);
             assert_eq!(job_saving(&op, &out, ImageFormat::Jpeg, &rgb, 128, 4), op.0);

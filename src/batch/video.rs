@@ -17,8 +17,11 @@ use super::driver::Env;
 use crate::gpu::{Engine, Timings};
 use crate::io::image::stream::FrameStream;
 use crate::io::image::Image;
+use crate::io::image::Samples;
 use crate::io::output::PendingFile;
-use crate::io::video::{PixFmt, Spare, VideoFormat, VideoReader, VideoWriter, YuvToRgb};
+use crate::io::video::{
+    give_back, spare_buffer, PixFmt, Spare, VideoFormat, VideoReader, VideoWriter, YuvToRgb,
+};
 use crate::ops::blur::{Blurrer, Options as BlurOptions};
 use crate::ops::histogram::doc::{channel_docs, ChannelDoc};
 use crate::ops::histogram::frames::{self, Planes};
@@ -48,6 +51,14 @@ impl Stream {
     /// The frames the engine choice counts on.
     pub fn expected_frames(&self) -> u64 {
         self.frames.unwrap_or(ASSUMED_STREAM_FRAMES).max(1)
+    }
+
+    /// Converts the stream's Y'CbCr frames with `matrix`, whatever its header says (images
+    /// one after another have none).
+    pub fn set_matrix(&mut self, matrix: crate::io::video::Matrix) {
+        if let Source::Video(r) = &mut self.source {
+            r.set_matrix(matrix);
+        }
     }
 
     /// The video frames' format; `None` for a stream of images.
@@ -257,6 +268,14 @@ pub fn histogram_frames(env: &dyn Env, stream: Stream, out: PerFrame<'_>) -> Res
     let alpha = out.alpha;
     match &format {
         Some(format) => {
+            if !matches!(format.bit_depth, 8 | 16) {
+                anyhow::bail!(
+                    "{}: {}-bit frames are not counted: a histogram's bins are defined on 8- \
+                     and 16-bit samples (`blur` reads and writes them)",
+                    stream.name,
+                    format.bit_depth
+                );
+            }
             check_bins(out.bins, format.bit_depth)?;
             let frames = stream.expected_frames();
             env.estimate(crate::ops::histogram::stream_gpu_saving(
@@ -491,7 +510,8 @@ pub fn blur_frames(
         .iter()
         .map(|p| {
             let o = if p.chroma { chroma } else { luma };
-            o.gpu_saving(p.width, p.height, p.channels, format.bit_depth, 1)
+            let bits = 8 * format.sample_bytes() as u32;
+            o.gpu_saving(p.width, p.height, p.channels, bits, 1)
         })
         .sum::<Duration>()
         .checked_mul(frames.min(u64::from(u32::MAX)) as u32)
@@ -506,8 +526,12 @@ pub fn blur_frames(
         r.reuse(spare.clone());
     }
     let shared = Arc::new(format.clone());
+    let workers = workers_for(&engine);
+    let in_flight = 2 * workers;
+    // Every plane buffer a frame in flight may hold, its input's and its output's.
+    let most = 2 * 3 * (in_flight + 1);
     let spawn = |jobs: Jobs<Vec<Vec<u8>>>| {
-        let (engine, format) = (engine.clone(), shared.clone());
+        let (engine, format, spare) = (engine.clone(), shared.clone(), spare.clone());
         std::thread::spawn(move || {
             // One blurrer for the luma-sized planes and one for the chroma ones, so that each
             // keeps its GPU plan from frame to frame.
@@ -523,7 +547,21 @@ pub fn blur_frames(
                             true => &mut blur_chroma,
                             false => &mut blur_luma,
                         };
-                        blurred.push(b.run(img, &mut timings)?);
+                        // 8-bit planes are blurred into the buffers of frames written earlier.
+                        let mut out = match &img.samples {
+                            Samples::U8(s) => Samples::U8(spare_buffer(&spare, s.len())),
+                            Samples::U16(_) => Samples::U16(Vec::new()),
+                        };
+                        b.run_into(img, &mut out, &mut timings)?;
+                        blurred.push(Image {
+                            width: img.width,
+                            height: img.height,
+                            channels: img.channels,
+                            samples: out,
+                        });
+                    }
+                    if !format.wide() {
+                        give_back(&spare, format.plane_bytes(planes), most);
                     }
                     Ok(format.plane_bytes(blurred))
                 })();
@@ -533,20 +571,15 @@ pub fn blur_frames(
             }
         });
     };
-    let workers = workers_for(&engine);
     let mut writer = VideoWriter::new(out, &format);
     let ran = run_frames(
         stream,
         workers,
-        2 * workers,
+        in_flight,
         spawn,
         |_, frame: Vec<Vec<u8>>| {
             writer.planes(&frame)?;
-            let mut held = spare.lock().expect("spare buffers");
-            // At most the planes of the frames in flight.
-            if held.len() < 3 * 2 * workers {
-                held.extend(frame);
-            }
+            give_back(&spare, frame, most);
             Ok(())
         },
     )?;
@@ -566,6 +599,7 @@ pub fn write_stream(out: PendingFile, f: impl FnOnce(&mut dyn Write) -> Result<(
         .as_fd()
         .try_clone_to_owned()
         .context("stdout: cannot write")?;
+    crate::io::video::widen_pipe(&fd);
     let mut w = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::from(fd));
     f(&mut w)
         .and_then(|()| Ok(w.flush()?))

@@ -11,7 +11,7 @@ use super::outputs::OutputArgs;
 use super::video::VideoArgs;
 use super::{Ctx, Status};
 use crate::batch::images::{self, ImageOp, ImageWorker};
-use crate::gpu::{Engine, Timings};
+use crate::gpu::{Batch, Engine, Timings};
 use crate::io::image::{Header, Image};
 use crate::ops::blur::{self, Blurrer, Kind, Options};
 
@@ -109,12 +109,21 @@ impl ImageWorker for Blurrer<'_> {
         Blurrer::run(self, image, timings)
     }
 
-    fn run_on_device(
+    fn records_on_device(&self, image: &Image) -> bool {
+        Blurrer::records_on_device(self, image)
+    }
+
+    fn record_on_device(
         &mut self,
         image: &Image,
+        batch: &mut Batch,
         timings: &mut Timings,
-    ) -> Option<Result<wgpu::Buffer>> {
-        Blurrer::run_on_device(self, image, timings)
+    ) -> Result<wgpu::Buffer> {
+        Blurrer::record_on_device(self, image, batch, timings)
+    }
+
+    fn submitted(&mut self) {
+        Blurrer::submitted(self)
     }
 }
 

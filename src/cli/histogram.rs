@@ -30,6 +30,11 @@ pub struct HistogramArgs {
     /// The format of --plot-frames: y4m or png.
     #[arg(long, value_enum, default_value_t = PlotFormatArg::Y4m, requires = "plot_frames")]
     plot_format: PlotFormatArg,
+    /// With --per-frame on Y'CbCr frames: the matrix they are converted to R'G'B' with
+    /// (bt601 or bt709), over what the stream says (Y4M's XCOLORMATRIX, which ffmpeg does not
+    /// write; BT.601 when it says nothing).
+    #[arg(long, value_enum, requires = "per_frame")]
+    matrix: Option<MatrixArg>,
     /// The inputs are histogram JSON documents of shards of one run (`--json`): write the
     /// document of the whole run (docs/scale-out.md), to --json or stdout.
     #[arg(long, conflicts_with_all = ["plot", "sum", "alpha"])]
@@ -54,6 +59,12 @@ pub struct HistogramArgs {
     /// The plot's size in pixels, each side 16 to 16384.
     #[arg(long, value_name = "WxH", default_value = "1024x512", value_parser = parse_size)]
     plot_size: PlotSize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum MatrixArg {
+    Bt601,
+    Bt709,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -135,6 +146,13 @@ fn per_frame(ctx: &Ctx, args: &HistogramArgs) -> Result<Status> {
             ctx.global.max_image_bytes,
         )?
         .expect("a stream is required");
+    let mut stream = stream;
+    if let Some(m) = args.matrix {
+        stream.set_matrix(match m {
+            MatrixArg::Bt601 => crate::io::video::Matrix::Bt601,
+            MatrixArg::Bt709 => crate::io::video::Matrix::Bt709,
+        });
+    }
     let json_path = match (&args.json, &args.plot_frames) {
         (Some(JsonDest::File(p)), _) => {
             let ext = p.extension().map(|e| e.to_ascii_lowercase());

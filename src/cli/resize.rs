@@ -56,13 +56,13 @@ impl ImageOp for ResizeOp {
         })
     }
 
-    /// No estimate of the GPU's saving yet: the default runs resize on the native CPU
-    /// engine unless --device or --backend names an adapter (docs/resize.md).
-    fn gpu_saving(&self, _header: &Header, _files: u32) -> Duration {
-        Duration::ZERO
+    fn gpu_saving(&self, h: &Header, files: u32) -> Duration {
+        self.0
+            .gpu_saving(h.width, h.height, h.channels, h.bit_depth, files)
     }
 
-    /// Not counted either (so a JPEG output's encoding does not move resize to a GPU).
+    /// Not counted: resize's choice rests on its own sums (so a JPEG output's encoding alone
+    /// does not move resize to a GPU).
     fn output_size(&self, _header: &Header) -> Option<(u32, u32)> {
         None
     }

@@ -24,8 +24,8 @@ pub struct VideoArgs {
     /// known by its signature.)
     #[arg(long, value_name = "WxH", value_parser = parse_frame_size, requires = "pix_fmt")]
     raw: Option<(u32, u32)>,
-    /// Raw frames' pixel format, as ffmpeg names it: rgb24, rgba, gray, gray16le, yuv420p,
-    /// yuv422p, yuv444p.
+    /// Raw frames' pixel format, as ffmpeg names it: rgb24, rgba, gray, yuv420p, yuv422p,
+    /// yuv444p, and the planar ones of 9 to 16 bits (gray16le, yuv420p10le, ...).
     #[arg(long, value_name = "FMT", requires = "raw")]
     pix_fmt: Option<String>,
 }
@@ -66,6 +66,8 @@ impl VideoArgs {
         };
         let name = input_name(path);
         let (mut reader, size): (Box<dyn BufRead + Send>, Option<u64>) = if is_stdin(path) {
+            // A pipe on stdin carries frames in 1 MiB pieces, not 64 KiB ones.
+            crate::io::video::widen_pipe(std::io::stdin());
             (
                 Box::new(BufReader::with_capacity(1 << 20, std::io::stdin())),
                 None,
@@ -80,6 +82,7 @@ impl VideoArgs {
                 _ => return Ok(None),
             };
             let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot open"))?;
+            crate::io::video::widen_pipe(&file);
             // No output may land on the stream being read (-o, --json, --plot-frames).
             crate::io::output::note_input(path);
             let size = meta.is_file().then_some(meta.len());

@@ -77,6 +77,46 @@ impl PassTimer {
         }
     }
 
+    /// Records resolving the timestamps of the passes so far and copying them to `offset` of
+    /// `dst` (room for 16 bytes a pass of the capacity), for [`PassTimer::take_from`] to read
+    /// them there: no read-back of their own.
+    pub(crate) fn resolve_to(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        dst: &wgpu::Buffer,
+        offset: u64,
+    ) {
+        if let Some(q) = &self.queries {
+            let n = 2 * self.labels.len() as u64;
+            if n > 0 {
+                self.resolve(encoder);
+                encoder.copy_buffer_to_buffer(&q.resolve, 0, dst, offset, n * 8);
+            }
+        }
+    }
+
+    /// Like [`PassTimer::take`], from the timestamps [`PassTimer::resolve_to`] copied into
+    /// `bytes` (the mapped read-back, from that offset on).
+    pub fn take_from(&mut self, bytes: &[u8]) -> Vec<PassTime> {
+        let labels = std::mem::take(&mut self.labels);
+        let Some(q) = &self.queries else {
+            return Vec::new();
+        };
+        let tick = |i: usize| {
+            let b: [u8; 8] = bytes[8 * i..8 * i + 8].try_into().expect("8 bytes");
+            u64::from_le_bytes(b) as f64 * q.period_ns
+        };
+        labels
+            .into_iter()
+            .enumerate()
+            .map(|(i, label)| PassTime {
+                label,
+                start_ns: tick(2 * i),
+                end_ns: tick(2 * i + 1),
+            })
+            .collect()
+    }
+
     /// The passes recorded since the last `take`, with their GPU times, after the batch ran.
     /// Resets the timer for the next batch.
     pub fn take(&mut self, gpu: &Gpu) -> Result<Vec<PassTime>> {

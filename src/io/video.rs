@@ -3,7 +3,7 @@
 //! back in the same format; a frame's planes as gray (or interleaved RGB) images for the ops,
 //! and Y'CbCr frames as RGB by the stream's range and matrix (docs/formats.md, "Frame streams").
 
-use std::io::{BufRead, ErrorKind, Read, Write};
+use std::io::{BufRead, ErrorKind, IoSlice, Read, Write};
 
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
@@ -87,15 +87,13 @@ impl VideoFormat {
         let (pix, bit_depth) = match pix_fmt {
             "rgb24" => (PixFmt::Rgb, 8),
             "rgba" => (PixFmt::Rgba, 8),
-            "gray" => (PixFmt::Gray, 8),
-            "gray16le" => (PixFmt::Gray, 16),
-            "yuv420p" => (PixFmt::Yuv { x: 1, y: 1 }, 8),
-            "yuv422p" => (PixFmt::Yuv { x: 1, y: 0 }, 8),
-            "yuv444p" => (PixFmt::Yuv { x: 0, y: 0 }, 8),
-            other => bail!(crate::UsageError(format!(
-                "--pix-fmt {other}: gpukit reads rgb24, rgba, gray, gray16le, yuv420p, yuv422p \
-                 and yuv444p"
-            ))),
+            other => raw_planar(other).ok_or_else(|| {
+                crate::UsageError(format!(
+                    "--pix-fmt {other}: gpukit reads rgb24, rgba, gray, yuv420p, yuv422p and \
+                     yuv444p, and those of 9 to 16 bits little-endian (gray10le, \
+                     yuv420p10le, yuv444p16le, ...)"
+                ))
+            })?,
         };
         if width == 0 || height == 0 {
             bail!(crate::UsageError(
@@ -162,19 +160,11 @@ impl VideoFormat {
         let (Some(width), Some(height)) = (width, height) else {
             bail!("malformed Y4M header: it lacks the W (width) or H (height) tag");
         };
-        let (pix, bit_depth) = match colour {
-            "420jpeg" | "420paldv" | "420mpeg2" | "420" => (PixFmt::Yuv { x: 1, y: 1 }, 8),
-            "422" => (PixFmt::Yuv { x: 1, y: 0 }, 8),
-            "444" => (PixFmt::Yuv { x: 0, y: 0 }, 8),
-            "mono" => (PixFmt::Gray, 8),
-            "420p16" => (PixFmt::Yuv { x: 1, y: 1 }, 16),
-            "422p16" => (PixFmt::Yuv { x: 1, y: 0 }, 16),
-            "444p16" => (PixFmt::Yuv { x: 0, y: 0 }, 16),
-            "mono16" => (PixFmt::Gray, 16),
-            other => bail!(
-                "Y4M colour space C{other} is not read: gpukit reads 420 (jpeg, paldv, mpeg2), \
-                 422, 444 and mono, 8-bit or 16-bit (p16, mono16)"
-            ),
+        let Some((pix, bit_depth)) = y4m_colour(colour) else {
+            bail!(
+                "Y4M colour space C{colour} is not read: gpukit reads 420 (jpeg, paldv, mpeg2), \
+                 422, 444 and mono, 8-bit or 9- to 16-bit (420p10, 444p16, mono12, ...)"
+            );
         };
         Ok(VideoFormat {
             width,
@@ -186,6 +176,11 @@ impl VideoFormat {
             matrix,
             y4m_header: Some(line.to_string()),
         })
+    }
+
+    /// Whether samples take two bytes (9 to 16 bits, little-endian).
+    pub fn wide(&self) -> bool {
+        self.bit_depth > 8
     }
 
     /// The planes of a frame, in stream order.
@@ -214,7 +209,11 @@ impl VideoFormat {
 
     /// Bytes per sample.
     pub fn sample_bytes(&self) -> usize {
-        self.bit_depth as usize / 8
+        if self.wide() {
+            2
+        } else {
+            1
+        }
     }
 
     /// A frame's size in bytes.
@@ -260,7 +259,7 @@ impl VideoFormat {
             .iter()
             .map(|p| {
                 let n = p.width as usize * p.height as usize * p.channels as usize;
-                let img = if self.bit_depth == 8 {
+                let img = if !self.wide() {
                     Image::new_u8(p.width, p.height, p.channels, frame[at..at + n].to_vec())
                 } else {
                     let bytes = &frame[at..at + 2 * n];
@@ -293,7 +292,7 @@ impl VideoFormat {
     /// The planes (each plane's bytes, as [`VideoReader::next_planes`] reads them) as
     /// images, as [`VideoFormat::split`] gives them; 8-bit planes are moved, not copied.
     pub fn images(&self, planes: Vec<Vec<u8>>) -> Vec<Image> {
-        if self.bit_depth != 8 {
+        if self.wide() {
             return self.split(&planes.concat());
         }
         self.planes()
@@ -329,6 +328,58 @@ impl VideoFormat {
             _ => planes.remove(0),
         }
     }
+}
+
+/// A Y4M `C` tag's layout and bit depth, as ffmpeg's yuv4mpegpipe writes them: `420jpeg`,
+/// `420paldv`, `420mpeg2`, `420`, `422`, `444` and `mono` (8-bit); `420p10`, `422p12`,
+/// `444p16`, ... (`p` and 9 to 16 bits) and `mono10`, `mono16`, ... (samples of two bytes,
+/// little-endian, holding the stated depth).
+fn y4m_colour(tag: &str) -> Option<(PixFmt, u32)> {
+    let depth = |bits: &str| {
+        bits.parse::<u32>()
+            .ok()
+            .filter(|b| (9..=16).contains(b) && !bits.starts_with('0'))
+    };
+    if let Some(bits) = tag.strip_prefix("mono") {
+        return match bits {
+            "" => Some((PixFmt::Gray, 8)),
+            _ => Some((PixFmt::Gray, depth(bits)?)),
+        };
+    }
+    let (pix, rest) = match tag.get(..3)? {
+        "420" => (PixFmt::Yuv { x: 1, y: 1 }, &tag[3..]),
+        "422" => (PixFmt::Yuv { x: 1, y: 0 }, &tag[3..]),
+        "444" => (PixFmt::Yuv { x: 0, y: 0 }, &tag[3..]),
+        _ => return None,
+    };
+    match rest {
+        "" => Some((pix, 8)),
+        "jpeg" | "paldv" | "mpeg2" if tag.starts_with("420") => Some((pix, 8)),
+        _ => Some((pix, depth(rest.strip_prefix('p')?)?)),
+    }
+}
+
+/// A raw planar pixel format's layout and bit depth, as ffmpeg names it: `gray`, `yuv420p`,
+/// `yuv422p`, `yuv444p`, and each with `10le`, `12le`, `16le`, ... (9 to 16 bits).
+fn raw_planar(name: &str) -> Option<(PixFmt, u32)> {
+    let (pix, rest) = if let Some(rest) = name.strip_prefix("gray") {
+        (PixFmt::Gray, rest)
+    } else {
+        let rest = name.strip_prefix("yuv")?;
+        let pix = match rest.get(..4)? {
+            "420p" => PixFmt::Yuv { x: 1, y: 1 },
+            "422p" => PixFmt::Yuv { x: 1, y: 0 },
+            "444p" => PixFmt::Yuv { x: 0, y: 0 },
+            _ => return None,
+        };
+        (pix, &rest[4..])
+    };
+    if rest.is_empty() {
+        return Some((pix, 8));
+    }
+    let bits = rest.strip_suffix("le")?;
+    let depth = bits.parse::<u32>().ok()?;
+    ((9..=16).contains(&depth) && !bits.starts_with('0')).then_some((pix, depth))
 }
 
 /// Y'CbCr to R'G'B' in integers, the same on every machine (docs/formats.md): with
@@ -446,6 +497,27 @@ const MAX_LINE: usize = 4096;
 /// Spare plane buffers, handed back to a [`VideoReader`].
 pub type Spare = std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>;
 
+/// A buffer of `n` bytes from `spare` (its old bytes left in it), or a new one.
+pub fn spare_buffer(spare: &Spare, n: usize) -> Vec<u8> {
+    let reused = spare.lock().ok().and_then(|mut held| {
+        let at = held.iter().position(|b| b.len() == n)?;
+        Some(held.swap_remove(at))
+    });
+    reused.unwrap_or_else(|| vec![0u8; n])
+}
+
+/// Hands `buffers` back to `spare`, keeping at most `most` there (the rest are dropped).
+pub fn give_back(spare: &Spare, buffers: impl IntoIterator<Item = Vec<u8>>, most: usize) {
+    if let Ok(mut held) = spare.lock() {
+        for b in buffers {
+            if held.len() >= most {
+                return;
+            }
+            held.push(b);
+        }
+    }
+}
+
 /// Frames read one at a time.
 pub struct VideoReader<R> {
     reader: R,
@@ -499,16 +571,19 @@ impl<R: BufRead> VideoReader<R> {
 
     /// A buffer of `n` bytes to read a plane into: a spare one, or a new one.
     fn buffer(&mut self, n: usize) -> Vec<u8> {
-        let reused = self.spare.as_ref().and_then(|s| {
-            let mut held = s.lock().ok()?;
-            let at = held.iter().position(|b| b.len() == n)?;
-            Some(held.swap_remove(at))
-        });
-        reused.unwrap_or_else(|| vec![0u8; n])
+        match &self.spare {
+            Some(spare) => spare_buffer(spare, n),
+            None => vec![0u8; n],
+        }
     }
 
     pub fn format(&self) -> &VideoFormat {
         &self.format
+    }
+
+    /// Takes the frames' Y'CbCr as of `matrix`, whatever the header said.
+    pub fn set_matrix(&mut self, matrix: Matrix) {
+        self.format.matrix = matrix;
     }
 
     /// The next frame's index and bytes, or `None` at the end of the stream. A stream that
@@ -632,10 +707,29 @@ impl<'w> VideoWriter<'w> {
         VideoWriter { out, header, y4m }
     }
 
-    /// Writes one frame given as its planes' bytes.
+    /// Writes one frame given as its planes' bytes: Y4M's `FRAME` line and the planes in one
+    /// vectored write where the output takes it (a pipe does: one system call a frame).
     pub fn planes(&mut self, planes: &[Vec<u8>]) -> std::io::Result<()> {
-        self.begin()?;
-        planes.iter().try_for_each(|p| self.out.write_all(p))
+        if let Some(h) = self.header.take() {
+            self.out.write_all(h.as_bytes())?;
+            self.out.write_all(b"\n")?;
+        }
+        let frame: &[u8] = if self.y4m { b"FRAME\n" } else { b"" };
+        let mut slices: Vec<IoSlice> = std::iter::once(frame)
+            .chain(planes.iter().map(Vec::as_slice))
+            .filter(|s| !s.is_empty())
+            .map(IoSlice::new)
+            .collect();
+        let mut left = &mut slices[..];
+        while !left.is_empty() {
+            match self.out.write_vectored(left) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => IoSlice::advance_slices(&mut left, n),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Writes one frame.
@@ -659,6 +753,43 @@ impl<'w> VideoWriter<'w> {
     pub fn flush(&mut self) -> std::io::Result<()> {
         self.out.flush()
     }
+}
+
+/// The size a frame stream asks for on a pipe it reads or writes: 1 MiB, the most Linux gives
+/// a process without privileges (`/proc/sys/fs/pipe-max-size`). A 4K frame crosses the
+/// default 64 KiB pipe in some 190 pieces, each a switch between the writer and the reader;
+/// in 1 MiB pieces the two run side by side (docs/BENCHMARKS.md, call AF-video2-1).
+pub const PIPE_BYTES: usize = 1 << 20;
+
+/// Widens `fd` to [`PIPE_BYTES`] when it is a pipe or a FIFO smaller than that, and gives its
+/// size then; `None` for anything else. Best effort: where Linux refuses (a lower
+/// `pipe-max-size`, a user over its pipe quota) the pipe stays as it was.
+#[cfg(target_os = "linux")]
+pub fn widen_pipe(fd: impl std::os::fd::AsFd) -> Option<usize> {
+    use rustix::fs::{fstat, FileType};
+    use std::os::fd::AsRawFd;
+    let stat = fstat(&fd).ok()?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::Fifo {
+        return None;
+    }
+    let raw = fd.as_fd().as_raw_fd();
+    // SAFETY: F_GETPIPE_SZ and F_SETPIPE_SZ take and give plain integers on a descriptor that
+    // `fd` keeps open for the call (rustix has them behind its `pipe` feature, whose change
+    // would rebuild wgpu's whole tree for two calls).
+    let size = unsafe { libc::fcntl(raw, libc::F_GETPIPE_SZ) };
+    let size = usize::try_from(size).ok()?;
+    if size >= PIPE_BYTES {
+        return Some(size);
+    }
+    // SAFETY: as above.
+    let wide = unsafe { libc::fcntl(raw, libc::F_SETPIPE_SZ, PIPE_BYTES as libc::c_int) };
+    Some(usize::try_from(wide).unwrap_or(size))
+}
+
+/// Pipes keep their size where Linux's F_SETPIPE_SZ is not.
+#[cfg(not(target_os = "linux"))]
+pub fn widen_pipe<T>(_fd: T) -> Option<usize> {
+    None
 }
 
 /// Whether `head` (a stream's first bytes) begins a Y4M stream.
@@ -719,7 +850,9 @@ mod tests {
         assert!(err(b"YUV4MPEG2 W3\n").contains("lacks"));
         assert!(err(b"YUV4MPEG2 W0 H2\n").contains("bad W"));
         assert!(err(b"YUV4MPEG2 W2 H2 C411\n").contains("C411"));
-        assert!(err(b"YUV4MPEG2 W2 H2 C420p10\n").contains("C420p10"));
+        assert!(err(b"YUV4MPEG2 W2 H2 C420p17\n").contains("C420p17"));
+        assert!(err(b"YUV4MPEG2 W2 H2 C422p8\n").contains("C422p8"));
+        assert!(err(b"YUV4MPEG2 W2 H2 Cmono010\n").contains("Cmono010"));
         assert!(err(b"YUV4MPEG2 W2 H2 Q1\n").contains("unknown tag"));
         assert!(err("YUV4MPEG2 W2 H2 \u{e9}1\n".as_bytes()).contains("unknown tag"));
         assert!(err(b"YUV4MPEG2 W4000000 H4000000\n").contains("more than the 1 MiB limit"));
@@ -729,6 +862,56 @@ mod tests {
             "frame 1 is cut short: the stream ended 2 bytes into its 4"
         );
         assert!(err(b"YUV4MPEG2 W2 H2 Cmono\nFRAMX\n1234").contains("frame 0: expected"));
+    }
+
+    // What ffmpeg's yuv4mpegpipe writes for 9- to 16-bit frames (ffmpeg 5.1 and 7.0:
+    // `-pix_fmt yuv420p10le` gives `C420p10 XYSCSS=420P10`, `gray12le` gives `Cmono12`): two
+    // bytes a sample, the planes subsampled as their 8-bit kin; raw names as ffmpeg's.
+    #[test]
+    fn wide_y4m_colour_tags_and_raw_names() {
+        let f = |c: &str| VideoFormat::y4m(&format!("YUV4MPEG2 W5 H3 C{c}")).unwrap();
+        for (c, pix, bits, bytes) in [
+            ("420p10", PixFmt::Yuv { x: 1, y: 1 }, 10, 2 * (15 + 2 * 6)),
+            ("422p12", PixFmt::Yuv { x: 1, y: 0 }, 12, 2 * (15 + 2 * 9)),
+            ("444p9", PixFmt::Yuv { x: 0, y: 0 }, 9, 2 * 45),
+            ("420p14", PixFmt::Yuv { x: 1, y: 1 }, 14, 2 * (15 + 2 * 6)),
+            ("mono12", PixFmt::Gray, 12, 30),
+            ("mono", PixFmt::Gray, 8, 15),
+            ("420mpeg2", PixFmt::Yuv { x: 1, y: 1 }, 8, 15 + 2 * 6),
+        ] {
+            let v = f(c);
+            assert_eq!(
+                (v.pix, v.bit_depth, v.frame_bytes()),
+                (pix, bits, bytes),
+                "{c}"
+            );
+        }
+        let ten = f("420p10");
+        let frame: Vec<u8> = (0..54u32).map(|i| (i * 37 % 256) as u8).collect();
+        let planes = ten.split(&frame);
+        assert_eq!((planes[0].bit_depth(), planes[1].width), (16, 3));
+        assert_eq!(ten.join(&planes), frame);
+        assert_eq!(ten.describe(), "5x3 yuv420p 10-bit");
+        for (name, pix, bits) in [
+            ("yuv420p10le", PixFmt::Yuv { x: 1, y: 1 }, 10),
+            ("yuv444p16le", PixFmt::Yuv { x: 0, y: 0 }, 16),
+            ("gray12le", PixFmt::Gray, 12),
+            ("gray16le", PixFmt::Gray, 16),
+            ("yuv422p", PixFmt::Yuv { x: 1, y: 0 }, 8),
+        ] {
+            let v = VideoFormat::raw(4, 2, name).unwrap();
+            assert_eq!((v.pix, v.bit_depth), (pix, bits), "{name}");
+        }
+        for bad in [
+            "yuv420p10be",
+            "yuv420p8le",
+            "gray17le",
+            "yuv411p",
+            "gray010le",
+            "nv12",
+        ] {
+            assert!(VideoFormat::raw(4, 2, bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -806,6 +989,72 @@ mod tests {
                 assert_eq!(rgb[3 * i..3 * i + 3], p.map(|s| s as u8), "pixel {i}");
             }
         }
+    }
+
+    // A pipe is widened to 1 MiB, never narrowed; a regular file is left alone.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn pipes_are_widened_and_files_left_alone() {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let mut fds = [0; 2];
+        // SAFETY: pipe(2) fills the two descriptors, owned here from then on.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let [r, w] = fds.map(|fd| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) });
+        // SAFETY: a query on an open descriptor.
+        let size =
+            |fd: &std::os::fd::OwnedFd| unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETPIPE_SZ) };
+        assert_eq!(size(&r), 64 << 10);
+        assert_eq!(widen_pipe(&w), Some(PIPE_BYTES));
+        assert_eq!(size(&r) as usize, PIPE_BYTES);
+        // SAFETY: as above; a larger size than 1 MiB needs privileges, and may be refused.
+        unsafe {
+            libc::fcntl(
+                r.as_raw_fd(),
+                libc::F_SETPIPE_SZ,
+                2 * PIPE_BYTES as libc::c_int,
+            )
+        };
+        let wide = size(&r) as usize;
+        assert!(wide >= PIPE_BYTES);
+        assert_eq!(widen_pipe(&r), Some(wide));
+        let file = tempfile::tempfile().unwrap();
+        assert_eq!(widen_pipe(&file), None);
+    }
+
+    // A frame goes out in one vectored write where the output takes it whole, and in order
+    // where it takes a few bytes at a time (a full pipe, a slow reader).
+    #[test]
+    fn planes_are_written_whole_and_in_order_whatever_each_write_takes() {
+        struct Few(Vec<u8>);
+        impl Write for Few {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                let n = buf.len().min(3);
+                self.0.extend_from_slice(&buf[..n]);
+                Ok(n)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let f = VideoFormat::y4m("YUV4MPEG2 W2 H2 C420jpeg").unwrap();
+        let planes = [b"abcd".to_vec(), b"e".to_vec(), b"f".to_vec()];
+        let want = b"YUV4MPEG2 W2 H2 C420jpeg\nFRAME\nabcdefFRAME\nabcdef".to_vec();
+        let mut few = Few(Vec::new());
+        let mut w = VideoWriter::new(&mut few, &f);
+        w.planes(&planes).unwrap();
+        w.planes(&planes).unwrap();
+        assert_eq!(few.0, want);
+        let mut whole = Vec::new();
+        let mut w = VideoWriter::new(&mut whole, &f);
+        w.planes(&planes).unwrap();
+        w.planes(&planes).unwrap();
+        assert_eq!(whole, want);
+        let raw = VideoFormat::raw(2, 1, "gray").unwrap();
+        let mut out = Vec::new();
+        VideoWriter::new(&mut out, &raw)
+            .planes(&[b"xy".to_vec()])
+            .unwrap();
+        assert_eq!(out, b"xy");
     }
 
     #[test]

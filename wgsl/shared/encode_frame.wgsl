@@ -16,7 +16,7 @@ struct Params {
     blocks_per_mcu: u32,
     // Blocks in the scan, dummy blocks included.
     nblocks: u32,
-    // 32-bit words of entropy-coded bits (the stuffing passes; 0 before they are known).
+    // 32-bit words the entropy-coded bits may take at most (the stuffing passes run over them).
     nwords: u32,
     _pad: u32,
     // Per component: h, v (sampling factors), blocks with samples across, down.

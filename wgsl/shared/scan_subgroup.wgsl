@@ -4,8 +4,10 @@
 // import: lane_subgroup
 
 // One total per subgroup and per k: VEC_PER_THREAD * WG_SIZE / subgroup size of them
-// (32 entries for 32-lane subgroups).
-var<workgroup> sh_totals: array<u32, WG_SIZE * VEC_PER_THREAD / SUBGROUP_MIN>;
+// (32 entries for 32-lane subgroups). Their count, SH_WORDS, is `Tunables::workgroup_bytes`
+// / 4 (src/ops/scan/tune.rs), set by the plan.
+override SH_WORDS: u32;
+var<workgroup> sh_totals: array<u32, SH_WORDS>;
 
 // Where this invocation's values sit in the tile's order: subgroup after subgroup, so that
 // a subgroup's lanes are consecutive whatever local_invocation_index they have. Subgroups are

@@ -4,8 +4,11 @@
 
 // Blelloch's tree holds VEC_PER_THREAD values per invocation; every 32nd slot is skipped
 // (GPU Gems 3, ch. 39) so that the tree's strided accesses fall in different banks.
+// The tree's words, WG_SIZE * VEC_PER_THREAD and one in 32 more, are SH_WORDS:
+// `Tunables::workgroup_bytes` / 4 (src/ops/scan/tune.rs), set by the plan.
 const LOG_BANKS: u32 = 5u;
-var<workgroup> sh_tree: array<u32, WG_SIZE * VEC_PER_THREAD + ((WG_SIZE * VEC_PER_THREAD) >> LOG_BANKS)>;
+override SH_WORDS: u32;
+var<workgroup> sh_tree: array<u32, SH_WORDS>;
 
 fn padded(i: u32) -> u32 {
     return i + (i >> LOG_BANKS);

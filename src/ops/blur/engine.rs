@@ -42,19 +42,7 @@ fn blur_tiled(img: &Image, params: &Options, ring_bytes: usize, lanes16: bool) -
     if img.pixels() == 0 {
         return Ok(img.clone());
     }
-    let (w, h, c) = (
-        img.width as usize,
-        img.height as usize,
-        img.channels as usize,
-    );
-    let geo = Geometry {
-        w,
-        h,
-        c,
-        radius: params.radius as usize,
-        ring_bytes,
-        lanes16,
-    };
+    let geo = Geometry::of(img, params, ring_bytes, lanes16);
     let n = params.iterations;
     Ok(match &img.samples {
         Samples::U8(s) => {
@@ -72,6 +60,41 @@ fn blur_tiled(img: &Image, params: &Options, ring_bytes: usize, lanes16: bool) -
             Image::new_u16(img.width, img.height, img.channels, out)
         }
     })
+}
+
+/// [`blur`] into `out`, which holds the result's samples afterwards. For an image without
+/// alpha blurred once, a buffer of the result's type and size is written over in place (a
+/// frame stream's planes reuse theirs: no fresh pages to fault in every frame); otherwise
+/// `out` is replaced by [`blur`]'s result.
+pub fn blur_into(img: &Image, params: &Options, out: &mut Samples) -> Result<()> {
+    let max = img.max_value();
+    let ar = arith(params, max, alpha_lane(img.channels))?;
+    let fits = match (&img.samples, &*out) {
+        (Samples::U8(s), Samples::U8(o)) => s.len() == o.len(),
+        (Samples::U16(s), Samples::U16(o)) => s.len() == o.len(),
+        _ => false,
+    };
+    if !fits || ar.alpha.is_some() || params.iterations != 1 || img.pixels() == 0 {
+        *out = blur(img, params)?.samples;
+        return Ok(());
+    }
+    let geo = Geometry::of(img, params, RING_BYTES, true);
+    // `run`'s passes, for its one iteration.
+    let passes = Passes {
+        row: ar.first,
+        column: ColumnArith::Finish(ar.second),
+        max_in: max as u64,
+    };
+    match (&img.samples, out) {
+        (Samples::U8(s), Samples::U8(o)) => {
+            blur_once_into::<u8, u16, u8>(s, &geo, &ar.weights, &passes, o)
+        }
+        (Samples::U16(s), Samples::U16(o)) => {
+            blur_once_into::<u16, u32, u16>(s, &geo, &ar.weights, &passes, o)
+        }
+        _ => unreachable!("checked above"),
+    }
+    Ok(())
 }
 
 /// A sample type: the image's (u8, u16) or the intermediate's (u16 for 8-bit images, whose
@@ -138,6 +161,19 @@ struct Geometry {
     ring_bytes: usize,
     /// Whether 16-bit lanes may be used (`Plan::lanes16`).
     lanes16: bool,
+}
+
+impl Geometry {
+    fn of(img: &Image, params: &Options, ring_bytes: usize, lanes16: bool) -> Geometry {
+        Geometry {
+            w: img.width as usize,
+            h: img.height as usize,
+            c: img.channels as usize,
+            radius: params.radius as usize,
+            ring_bytes,
+            lanes16,
+        }
+    }
 }
 
 /// An image without alpha: the blur `iterations` times, on the image's own sample type.
@@ -397,6 +433,19 @@ fn blur_once<T: Sample, M: Sample, O: Sample>(
     weights: &[u32],
     passes: &Passes,
 ) -> Vec<O> {
+    let mut out = vec![O::default(); geo.w * geo.h * geo.c];
+    blur_once_into::<T, M, O>(src, geo, weights, passes, &mut out);
+    out
+}
+
+/// [`blur_once`] into `out` (of the image's size; every sample is written).
+fn blur_once_into<T: Sample, M: Sample, O: Sample>(
+    src: &[T],
+    geo: &Geometry,
+    weights: &[u32],
+    passes: &Passes,
+    out: &mut [O],
+) {
     let Geometry {
         w,
         h,
@@ -456,7 +505,7 @@ fn blur_once<T: Sample, M: Sample, O: Sample>(
         .flat_map(|&b| strips.iter().map(move |&s| (s, b)))
         .collect();
 
-    let mut out = vec![O::default(); w * h * c];
+    assert_eq!(out.len(), w * h * c, "the output has the image's size");
     let ptr = OutPtr(out.as_mut_ptr());
     let avx2 = has_avx2();
     // Scratch is reused from tile to tile of one task (every value is written before it is
@@ -473,7 +522,6 @@ fn blur_once<T: Sample, M: Sample, O: Sample>(
             let _ = avx2;
             tile::<T, M, O>(src, &plan, xs, ys, ptr, sc);
         });
-    out
 }
 
 /// Whether this CPU runs AVX2 (the tile code is compiled twice: for it, and for the target's
@@ -1406,6 +1454,41 @@ mod tests {
             check(&noise(w, h, 3, false, 9), Options::new(Kind::Box, 20000, 1));
             let g = Kind::Gaussian { sigma: 160.0 };
             check(&noise(w, h, 3, false, 9), Options::new(g, 500, 1));
+        }
+    }
+
+    // A frame stream's planes are blurred into the buffers of earlier frames: every sample of
+    // a reused buffer is written over (its old ones gone), and a buffer of another size or
+    // type, an image with alpha or several iterations still give the reference's result.
+    #[test]
+    fn blur_into_a_reused_buffer_equals_the_reference() {
+        let cases = [
+            (noise(37, 21, 1, false, 1), Options::new(Kind::Box, 5, 1)),
+            (noise(37, 21, 1, true, 2), Options::new(Kind::Box, 3, 1)),
+            (
+                noise(19, 33, 3, false, 3),
+                Options::new(Kind::Gaussian { sigma: 1.5 }, 3, 1),
+            ),
+            (noise(19, 33, 4, false, 4), Options::new(Kind::Box, 2, 1)),
+            (noise(19, 33, 1, false, 5), Options::new(Kind::Box, 2, 3)),
+        ];
+        for (img, params) in cases {
+            let want = reference(&img, &params).unwrap().samples;
+            let n = img.pixels() * img.channels as usize;
+            let stale = match &img.samples {
+                Samples::U8(_) => Samples::U8(vec![0xa5; n]),
+                Samples::U16(_) => Samples::U16(vec![0xa5a5; n]),
+            };
+            for mut out in [stale, Samples::U8(vec![1; 3]), Samples::U16(Vec::new())] {
+                blur_into(&img, &params, &mut out).unwrap();
+                assert!(
+                    out == want,
+                    "{}x{}x{} {params:?}",
+                    img.width,
+                    img.height,
+                    img.channels
+                );
+            }
         }
     }
 }

@@ -16,9 +16,9 @@ mod plan;
 mod reference;
 mod tune;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
-use crate::gpu::{Engine, Gpu, Timings};
+use crate::gpu::{Batch, Engine, Gpu, Timings};
 use crate::io::image::Image;
 use crate::tune::Tunable;
 pub use arith::{gaussian_radius, gaussian_weights, max_box_radius, MAX_GAUSS_RADIUS};
@@ -231,23 +231,57 @@ impl<'e> Blurrer<'e> {
         }
     }
 
-    /// Blurs `img` on a GPU engine and leaves the result there: its buffer, in the host's
-    /// layout (the bytes `run` would return, rows packed), for another kernel to read (the
-    /// JPEG encoder, src/ops/encode/). `None` on the CPU engine and for an empty image.
-    pub fn run_on_device(
+    /// As [`Blurrer::run`], the result's samples into `out`: written over in place on the CPU
+    /// engine where it fits ([`engine::blur_into`]), replaced otherwise.
+    pub fn run_into(
         &mut self,
         img: &Image,
+        out: &mut crate::io::image::Samples,
         timings: &mut Timings,
-    ) -> Option<Result<wgpu::Buffer>> {
+    ) -> Result<()> {
         match self.engine {
-            Engine::Gpu(gpu) if img.pixels() > 0 => {
-                Some(self.blur_gpu(gpu, img, timings, false).map(|mut plan| {
-                    let out = plan.result_on_device();
-                    self.plan = Some(plan);
-                    out
-                }))
+            Engine::Cpu => timings.phase("compute", || engine::blur_into(img, &self.options, out)),
+            Engine::Gpu(gpu) => {
+                *out = self.run_gpu(gpu, img, timings)?.samples;
+                Ok(())
             }
-            _ => None,
+        }
+    }
+
+    /// Whether [`Blurrer::record_on_device`] takes `img`: a GPU engine and an image of at
+    /// least one pixel.
+    pub fn records_on_device(&self, img: &Image) -> bool {
+        matches!(self.engine, Engine::Gpu(_)) && img.pixels() > 0
+    }
+
+    /// Records the blur of `img` into `batch` (the samples written to the upload buffer at
+    /// once, the copy to the device and every pass recorded) and leaves the result there:
+    /// its buffer, in the host's layout (the bytes `run` would return, rows packed), for
+    /// another kernel recorded after it to read (the JPEG encoder, src/ops/encode/). Only
+    /// where [`Blurrer::records_on_device`]; call [`Blurrer::submitted`] once the batch ran.
+    pub fn record_on_device(
+        &mut self,
+        img: &Image,
+        batch: &mut Batch,
+        timings: &mut Timings,
+    ) -> Result<wgpu::Buffer> {
+        let Engine::Gpu(gpu) = self.engine else {
+            bail!("the CPU engine leaves nothing on a device");
+        };
+        let mut plan = self.plan_for(gpu, img, timings)?;
+        timings.phase("upload", || plan.write(gpu, img))?;
+        plan.record_upload(batch);
+        plan.record(batch);
+        let out = plan.result_on_device();
+        self.plan = Some(plan);
+        Ok(out)
+    }
+
+    /// After the batch [`Blurrer::record_on_device`] recorded into ran: the upload buffer
+    /// mapped again for the next image.
+    pub fn submitted(&mut self) {
+        if let Some(plan) = self.plan.as_mut() {
+            plan.remap_upload();
         }
     }
 
@@ -266,6 +300,18 @@ impl<'e> Blurrer<'e> {
         Ok(out)
     }
 
+    /// The plan for `img`: the last one where it fits. Taken out while in use: after an error
+    /// it is dropped, whatever state its staging was left in.
+    fn plan_for(&mut self, gpu: &Gpu, img: &Image, timings: &mut Timings) -> Result<BlurPlan> {
+        match self.plan.take() {
+            Some(plan) if plan.fits(img) => Ok(plan),
+            other => {
+                drop(other);
+                timings.phase("plan", || BlurPlan::for_layout(gpu, img, &self.options))
+            }
+        }
+    }
+
     /// The blur's passes on `img` (of at least one pixel), with the copy to the read-back
     /// buffer when `download`; the plan is handed back for the caller to read and keep.
     fn blur_gpu(
@@ -275,15 +321,7 @@ impl<'e> Blurrer<'e> {
         timings: &mut Timings,
         download: bool,
     ) -> Result<BlurPlan> {
-        // Taken out while in use: after an error it is dropped, whatever state its staging
-        // was left in.
-        let mut plan = match self.plan.take() {
-            Some(plan) if plan.fits(img) => plan,
-            other => {
-                drop(other);
-                timings.phase("plan", || BlurPlan::for_layout(gpu, img, &self.options))?
-            }
-        };
+        let mut plan = self.plan_for(gpu, img, timings)?;
         timings.phase("upload", || plan.write(gpu, img))?;
         let passes = plan.passes();
         gpu.run_timed(timings, passes, |b, range| {

@@ -564,11 +564,16 @@ impl BlurPlan {
         }
     }
 
-    /// The result on the device, in the host's layout (what `read` copies out), after a batch
-    /// without the download ran; the upload staging is mapped again for the next image.
-    pub(super) fn result_on_device(&mut self) -> wgpu::Buffer {
-        self.upload.remap();
+    /// The result on the device, in the host's layout (what `read` copies out), once a batch
+    /// without the download runs.
+    pub(super) fn result_on_device(&self) -> wgpu::Buffer {
         self.download_src.clone()
+    }
+
+    /// Asks for the upload staging to be mapped again for the next image, once the batch
+    /// that copies from it was submitted.
+    pub(super) fn remap_upload(&mut self) {
+        self.upload.remap();
     }
 
     /// The result, after a batch with [`BlurPlan::record_download`] ran, as an image like

@@ -14,9 +14,9 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 
 use crate::bench::{Case, Sizes, Unit};
-use crate::gpu::{Engine, Gpu, Timings};
+use crate::gpu::{Batch, Engine, Gpu, PassTimer, Timings};
 use crate::io::image::{Image, Samples};
-use crate::io::jpeg::{self, EncodeOptions, Frame, Markers, Table};
+use crate::io::jpeg::{self, EncodeOptions, Frame, Markers};
 use plan::{EncodePlan, Source};
 
 /// `encode` in the registry: bench only (the image subcommands write JPEG through it).
@@ -38,35 +38,11 @@ pub fn encode_jpeg(
     markers: &Markers,
     timings: &mut Timings,
 ) -> Result<Vec<u8>> {
-    let Samples::U8(samples) = &img.samples else {
-        bail!("JPEG stores neither alpha nor 16-bit samples");
-    };
-    let (width, height, channels) = (img.width, img.height, img.channels);
-    let frame = Frame::new(samples.len(), width, height, channels, opts).map_err(|e| anyhow!(e))?;
-    let mut out = Vec::new();
-    match engine {
-        Engine::Gpu(gpu) if !opts.progressive && plan::fits(gpu, &frame, samples.len()) => {
-            out = encode_timed(gpu, &frame, Source::Host(samples), opts, markers, timings)?;
-        }
-        _ => timings.phase("encode", || {
-            jpeg::encode(samples, width, height, channels, opts, markers, &mut out)
-                .map_err(|e| anyhow!(e))
-        })?,
-    }
-    Ok(out)
+    Encoder::default().encode(engine, img, opts, markers, timings)
 }
 
-/// An 8-bit gray or RGB image already on `gpu` (another op's result, a byte a sample, rows
-/// packed), of `width` x `height` x `channels`.
-pub struct OnDevice<'a> {
-    pub buffer: &'a wgpu::Buffer,
-    pub width: u32,
-    pub height: u32,
-    pub channels: u8,
-}
-
-/// Whether [`encode_on_device`] takes an image of `width` x `height` x `channels` with
-/// `opts`: baseline, gray or RGB, within one storage binding.
+/// Whether [`Encoder::encode_recorded`] takes an image of `width` x `height` x `channels`
+/// with `opts`: baseline, gray or RGB, within one storage binding.
 pub fn takes_on_device(
     gpu: &Gpu,
     width: u32,
@@ -79,48 +55,119 @@ pub fn takes_on_device(
         && Frame::new(len, width, height, channels, opts).is_ok_and(|f| plan::fits(gpu, &f, len))
 }
 
-/// [`encode_jpeg`] of an image already on the GPU: the same bytes, and the pixels never
-/// cross the bus. Only what [`takes_on_device`] accepts.
-pub fn encode_on_device(
-    gpu: &Gpu,
-    img: &OnDevice,
-    opts: &EncodeOptions,
-    markers: &Markers,
-    timings: &mut Timings,
-) -> Result<Vec<u8>> {
-    if !takes_on_device(gpu, img.width, img.height, img.channels, opts) {
-        bail!("the GPU encoder codes baseline gray or RGB frames within one storage binding");
-    }
-    let len = img.width as usize * img.height as usize * usize::from(img.channels);
-    let frame =
-        Frame::new(len, img.width, img.height, img.channels, opts).map_err(|e| anyhow!(e))?;
-    encode_timed(
-        gpu,
-        &frame,
-        Source::Device(img.buffer),
-        opts,
-        markers,
-        timings,
-    )
+/// An engine thread's JPEG encoder: on a GPU its plan (kernels, buffers sized for the worst
+/// case, bind groups, read-back) is kept from one file to the next of the same size and
+/// settings, and each file is one submission, one wait and one mapping.
+#[derive(Default)]
+pub struct Encoder {
+    plan: Option<EncodePlan>,
+    timer: Option<PassTimer>,
 }
 
-/// The GPU passes, their wall time one phase, "gpu encode" (their passes kept), beside the op's
-/// own upload, compute and download in a batch's --timings.
-fn encode_timed(
-    gpu: &Gpu,
-    frame: &Frame,
-    source: Source,
-    opts: &EncodeOptions,
-    markers: &Markers,
-    timings: &mut Timings,
-) -> Result<Vec<u8>> {
-    let t = Tunables::resolved(gpu, frame.width as usize * frame.height as usize);
-    let mut own = Timings::default();
-    let start = std::time::Instant::now();
-    let out = encode_gpu(gpu, frame, source, opts.optimize, markers, t, &mut own)?;
-    timings.add("gpu encode", start.elapsed());
-    timings.add_passes_of(&own);
-    Ok(out)
+impl Encoder {
+    /// [`encode_jpeg`], keeping the GPU plan for the next image.
+    pub fn encode(
+        &mut self,
+        engine: &Engine,
+        img: &Image,
+        opts: &EncodeOptions,
+        markers: &Markers,
+        timings: &mut Timings,
+    ) -> Result<Vec<u8>> {
+        let Samples::U8(samples) = &img.samples else {
+            bail!("JPEG stores neither alpha nor 16-bit samples");
+        };
+        let (width, height, channels) = (img.width, img.height, img.channels);
+        let frame =
+            Frame::new(samples.len(), width, height, channels, opts).map_err(|e| anyhow!(e))?;
+        match engine {
+            Engine::Gpu(gpu) if !opts.progressive && plan::fits(gpu, &frame, samples.len()) => {
+                let t = Tunables::resolved(gpu, frame.width as usize * frame.height as usize);
+                let source = Source::Host(samples);
+                self.run(gpu, &frame, source, opts.optimize, markers, t, timings)
+            }
+            _ => {
+                let mut out = Vec::new();
+                timings.phase("encode", || {
+                    jpeg::encode(samples, width, height, channels, opts, markers, &mut out)
+                        .map_err(|e| anyhow!(e))
+                })?;
+                Ok(out)
+            }
+        }
+    }
+
+    /// The JPEG file (the same bytes as [`encode_jpeg`]'s) of an 8-bit gray or RGB image of
+    /// `width` x `height` x `channels` that `record` makes on `gpu`: it records its passes
+    /// into the encoder's batch and returns their result's buffer (a byte a sample, rows
+    /// packed), which the encoder reads there. One submission for both, and only the file
+    /// comes back. Only what [`takes_on_device`] accepts.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the image's shape, the file's settings and the recorder, each needed once"
+    )]
+    pub fn encode_recorded(
+        &mut self,
+        gpu: &Gpu,
+        width: u32,
+        height: u32,
+        channels: u8,
+        opts: &EncodeOptions,
+        markers: &Markers,
+        timings: &mut Timings,
+        record: &mut dyn FnMut(&mut Batch) -> Result<wgpu::Buffer>,
+    ) -> Result<Vec<u8>> {
+        if !takes_on_device(gpu, width, height, channels, opts) {
+            bail!("the GPU encoder codes baseline gray or RGB frames within one storage binding");
+        }
+        let len = width as usize * height as usize * usize::from(channels);
+        let frame = Frame::new(len, width, height, channels, opts).map_err(|e| anyhow!(e))?;
+        let t = Tunables::resolved(gpu, width as usize * height as usize);
+        let source = Source::Recorded(record);
+        self.run(gpu, &frame, source, opts.optimize, markers, t, timings)
+    }
+
+    /// One file on the GPU: the passes that make the samples (if any) and every encode pass
+    /// in one batch, its wall time one phase, "gpu encode", and its passes timed.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the frame, its samples and settings, the tunables and the timings"
+    )]
+    fn run(
+        &mut self,
+        gpu: &Gpu,
+        frame: &Frame,
+        source: Source,
+        optimize: bool,
+        markers: &Markers,
+        t: Tunables,
+        timings: &mut Timings,
+    ) -> Result<Vec<u8>> {
+        let start = std::time::Instant::now();
+        let mut plan = match self.plan.take() {
+            Some(p) if p.fits(frame, optimize, t) => p,
+            other => {
+                drop(other);
+                EncodePlan::new(gpu, frame, optimize, t)?
+            }
+        };
+        // A timer left with passes of a batch that failed before its submission is dropped.
+        let mut timer = self
+            .timer
+            .take()
+            .unwrap_or_else(|| PassTimer::new(gpu, plan::TIMED_PASSES));
+        let mut batch = gpu.batch(Some(&mut timer));
+        let src = plan.samples(gpu, &mut batch, source)?;
+        plan.record(gpu, &mut batch, &src);
+        let mut out = Vec::new();
+        let headers = |o: &mut Vec<u8>| frame.write_headers(markers, o).map_err(|e| anyhow!(e));
+        let times = plan.submit(gpu, batch, frame, headers, &mut out)?;
+        timings.add("gpu encode", start.elapsed());
+        timings.add_passes(&times);
+        self.plan = Some(plan);
+        self.timer = Some(timer);
+        Ok(out)
+    }
 }
 
 /// The CPU encoder's time a byte of input, one thread: 18.9 ms for a 1920x1080 RGB photo at
@@ -131,13 +178,15 @@ const CPU_NS_PER_BYTE: f64 = 3.0;
 /// The GPU encoder's host time a byte of input: the samples copied up (a third of the
 /// blur's 0.65 ns for both copies) and the file, about a tenth of them, copied back.
 const HOST_NS_PER_BYTE: f64 = 0.25;
-/// The time an engine thread spends on each file it encodes on the GPU, waiting on the device
-/// (the symbol counts, the bit count, the stuffed length, the stream: each a round trip) and
-/// building the tables: 6.7 ms a 1920x1080 photo in the 16-core batch on the H100 host (the
-/// `gpu encode` phase, 858 ms over 128 files, call AB of docs/BENCHMARKS.md). The engine
-/// threads are few (a quarter of the cores, at most 4), so this, not the GPU, bounds the
-/// batch there: the GPU path made 233 images/s where the cores alone made 382.
-const ENGINE_NS_PER_FILE: f64 = 6.7e6;
+/// The time an engine thread spends on each file it encodes on the GPU: writing the samples
+/// to the upload buffer, then one submission (the op's passes and the encoder's) waited on
+/// until its read-back is mapped, and the file copied out: 6.3 ms a 1920x1080 photo in the
+/// 16-core batch on an H200 host (`gpu encode` 5.3 ms and `upload` 1.0 ms a file, 128 files,
+/// call AF-gpubatch-2 of docs/BENCHMARKS.md), for 0.45 ms of GPU work: the four engine
+/// threads still take turns somewhere in the submission or the wait. The engine threads
+/// are few (a quarter of the cores, at most 4), so this, not the GPU, bounds the batch there:
+/// the GPU path took 445-476 ms for the batch where the cores alone took 404-429 ms.
+const ENGINE_NS_PER_FILE: f64 = 6.3e6;
 
 /// What encoding `files` baseline JPEGs of `width` x `height` x `channels` on a GPU saves:
 /// the CPU encoder's time on the cores, less the GPU path's host copies and the waits it puts
@@ -159,38 +208,8 @@ pub fn gpu_saving(
         .unwrap_or(Duration::MAX)
 }
 
-fn encode_gpu(
-    gpu: &Gpu,
-    frame: &Frame,
-    samples: Source,
-    optimize: bool,
-    markers: &Markers,
-    t: Tunables,
-    timings: &mut Timings,
-) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut plan = timings.phase("upload", || EncodePlan::new(gpu, frame, samples, t))?;
-    let ntables = if frame.comps.len() == 1 { 1 } else { 2 };
-    gpu.run_timed(timings, 1, |b, _| plan.record_blocks(gpu, b, optimize))?;
-    let (dc, ac) = if optimize {
-        let counts = timings.phase("download", || plan.read_counts(gpu, ntables))?;
-        counts
-            .iter()
-            .map(|[dc, ac]| (Table::optimal(dc), Table::optimal(ac)))
-            .unzip()
-    } else {
-        jpeg::std_tables(ntables)
-    };
-    timings.phase("compute", || plan.size_for(gpu, &dc, &ac))?;
-    gpu.run_timed(timings, 1, |b, _| plan.record_tail(b))?;
-    frame
-        .write_headers(markers, &mut out)
-        .map_err(|e| anyhow!(e))?;
-    jpeg::baseline_headers(&frame.comps, &dc, &ac, &mut out);
-    timings.phase("download", || plan.read_stream(gpu, &mut out))?;
-    out.extend_from_slice(&[0xFF, 0xD9]);
-    Ok(out)
-}
+#[cfg(test)]
+mod tests;
 
 /// `bench encode`: a 1920x1080 RGB image of smooth gradients and noise, baseline 4:2:0 at
 /// quality 90 with Annex K tables, every pass on the device (tables and sizes settled by one
@@ -214,12 +233,10 @@ fn bench_cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
         Engine::Gpu(gpu) => {
             let frame = Frame::new(samples.len(), w, h, 3, &opts).map_err(|e| anyhow!(e))?;
             let t = Tunables::resolved(gpu, (w * h) as usize);
-            let mut plan = EncodePlan::new(gpu, &frame, Source::Host(&samples), t)?;
-            let (dc, ac) = jpeg::std_tables(2);
-            plan.size_for(gpu, &dc, &ac)?;
+            let mut plan = EncodePlan::new(gpu, &frame, false, t)?;
+            let src = plan.host_samples(gpu, &samples);
             Case::gpu("encode", name, Unit::GBps, work, move |b| {
-                plan.record_blocks(gpu, b, false);
-                plan.record_tail(b);
+                plan.record(gpu, b, &src)
             })
         }
         Engine::Cpu => Case::cpu("encode", name, Unit::GBps, work, move || {

@@ -1,11 +1,14 @@
 //! The GPU passes of a baseline JPEG: blocks (colour, downsampling, DCT, quantisation), the
-//! symbol histogram for optimised tables, bit lengths, their scan into offsets, packing,
-//! the 0xFF counts, their scan and the stuffing. Two submissions: the second is sized by the
-//! total bit count the first reads back (4 bytes); only the stuffed stream comes back after it.
+//! symbol histogram and the optimal tables built from it, bit lengths, their scan into
+//! offsets, packing, the 0xFF counts, their scan and the stuffing, all recorded into the
+//! batch that makes the samples (one submission a file), with buffers sized for the worst
+//! case so that nothing waits for the host. One mapping brings back the bit and 0xFF counts,
+//! the tables, the pass times and the stream (a prefix sized by the last file; a longer
+//! stream's rest is read after it).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
-use crate::gpu::{Batch, Gpu, Kernel, Usage};
+use crate::gpu::{Batch, Gpu, Kernel, PassTime, Usage};
 use crate::io::jpeg::{Component, Divisors, Frame, Table};
 use crate::ops::scan::{self, ScanPlan};
 use crate::shader;
@@ -48,16 +51,22 @@ const MAX_BLOCK_BITS: u64 = 27 + 63 * 26;
 /// Every shader the encoder builds, for the shader tests.
 pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
     use crate::ops::ShaderCase;
-    ["encode_dct", "encode_huffman", "encode_stuff"]
-        .map(|name| {
-            let shader = match name {
-                "encode_dct" => shader!("encode_dct"),
-                "encode_huffman" => shader!("encode_huffman"),
-                _ => shader!("encode_stuff"),
-            };
-            ShaderCase::params::<EncodeParams>(shader)
-        })
-        .into()
+    [
+        "encode_dct",
+        "encode_huffman",
+        "encode_tables",
+        "encode_stuff",
+    ]
+    .map(|name| {
+        let shader = match name {
+            "encode_dct" => shader!("encode_dct"),
+            "encode_huffman" => shader!("encode_huffman"),
+            "encode_tables" => shader!("encode_tables"),
+            _ => shader!("encode_stuff"),
+        };
+        ShaderCase::params::<EncodeParams>(shader)
+    })
+    .into()
 }
 
 impl EncodeParams {
@@ -91,15 +100,19 @@ pub(super) fn blocks(comps: &[Component]) -> u64 {
     }
 }
 
+/// The most 32-bit words the coded bits of `n` blocks take: every block at its longest.
+fn max_words(n: u64) -> u64 {
+    (n * MAX_BLOCK_BITS).div_ceil(32)
+}
+
 /// Whether a frame fits the GPU passes on `gpu`: every bit offset within a u32, and every
 /// buffer within one storage binding: the samples, and the stuffed output at its worst (every
 /// block at its longest, every byte 0xFF), the largest of the others. Else the CPU encodes it.
 pub(super) fn fits(gpu: &Gpu, frame: &Frame, samples: usize) -> bool {
     let n = blocks(&frame.comps);
     let max = gpu.limits.max_storage_buffer_binding_size;
-    let worst_bytes = (n * MAX_BLOCK_BITS).div_ceil(8) + 8;
     n * MAX_BLOCK_BITS < u64::from(u32::MAX)
-        && 2 * worst_bytes <= max
+        && 8 * max_words(n) + 16 <= max
         && (samples as u64).next_multiple_of(4) <= max
 }
 
@@ -118,64 +131,92 @@ fn code_words(dc: &[Table], ac: &[Table]) -> Vec<u32> {
     words
 }
 
+/// Words a table takes in the tables kernel's output: bits[0..17], then up to 256 symbols.
+/// Keep in sync with `DHT_WORDS` in wgsl/encode_tables.wgsl.
+const DHT_WORDS: u64 = 273;
+/// The read-back's layout: the bit count, the 0xFF count, the tables (four), the pass times
+/// (16 bytes a pass), then the stream's first bytes.
+const DHT_AT: u64 = 8;
+const TIMES_AT: u64 = DHT_AT + 4 * DHT_WORDS * 4;
+/// Passes a file's batch times: the op's that make the samples (a blur's few) and the
+/// encoder's dozen.
+pub(super) const TIMED_PASSES: u32 = 64;
+const STREAM_AT: u64 = TIMES_AT + 16 * TIMED_PASSES as u64;
+
 /// Where the encoder reads the samples (gray or RGB, a byte each, rows packed).
 pub(super) enum Source<'a> {
     /// On the host: uploaded.
     Host(&'a [u8]),
-    /// Already on the device (another op's result), read where it is.
-    Device(&'a wgpu::Buffer),
+    /// Made on the device by passes recorded into the file's batch (another op's result),
+    /// read where it is.
+    Recorded(&'a mut dyn FnMut(&mut Batch) -> Result<wgpu::Buffer>),
 }
 
-/// One image's encode on the device: the buffers of both submissions and their passes.
-pub(super) struct EncodePlan {
+/// What a plan was made for: a frame's layout, its quantisation and the table mode.
+#[derive(PartialEq)]
+struct Key {
     params: EncodeParams,
+    divisors: Vec<[u32; 4]>,
+    optimize: bool,
     t: Tunables,
+}
+
+impl PartialEq for EncodeParams {
+    fn eq(&self, other: &Self) -> bool {
+        bytemuck::bytes_of(self) == bytemuck::bytes_of(other)
+    }
+}
+
+/// One frame shape's encode on the device, kept from one file to the next of the same shape
+/// and settings: its kernels, buffers (sized for the worst case), bind groups and read-back.
+pub(super) struct EncodePlan {
+    key: Key,
+    params: EncodeParams,
+    ntables: u32,
     dct: Kernel,
     count: Kernel,
+    tables: Kernel,
     lens: Kernel,
     pack: Kernel,
     ff_count: Kernel,
     stuff: Kernel,
-    dct_bind: wgpu::BindGroup,
     params_buf: wgpu::Buffer,
+    divisors: wgpu::Buffer,
+    /// The samples, when they come from the host.
+    host: Option<wgpu::Buffer>,
     coefs: wgpu::Buffer,
     hist: wgpu::Buffer,
+    /// Held for the bind groups.
+    _codes: wgpu::Buffer,
+    dht: wgpu::Buffer,
     offsets: ScanPlan,
-    /// Made once the bit count is known.
-    tail: Option<Tail>,
-    /// The sample and divisor buffers, held for the bind group.
-    _held: Vec<wgpu::Buffer>,
-}
-
-/// The second submission's buffers: the coded words, the stuffing shifts and the output.
-struct Tail {
     words: wgpu::Buffer,
     shifts: ScanPlan,
     out: wgpu::Buffer,
-    /// Bytes of coded data before stuffing.
-    bytes: u64,
-    lens_bind: wgpu::BindGroup,
-    pack_bind: wgpu::BindGroup,
+    count_bind: wgpu::BindGroup,
+    tables_bind: wgpu::BindGroup,
+    huffman_bind: [wgpu::BindGroup; 2],
     ff_bind: wgpu::BindGroup,
     stuff_bind: wgpu::BindGroup,
-    /// The code words and the params with the word count, held for the bind groups.
-    _held: [wgpu::Buffer; 2],
+    /// The read-back, and how many of the stream's bytes it takes (the last file's length
+    /// and an eighth; a longer stream's rest is read after it).
+    staging: wgpu::Buffer,
+    prefix: u64,
 }
 
 impl EncodePlan {
-    /// Uploads `samples` (gray or RGB, as `frame` says) and builds the kernels.
-    pub(super) fn new(
-        gpu: &Gpu,
-        frame: &Frame,
-        samples: Source,
-        t: Tunables,
-    ) -> Result<EncodePlan> {
+    /// Builds the kernels and buffers for `frame` (with Annex K tables unless `optimize`).
+    pub(super) fn new(gpu: &Gpu, frame: &Frame, optimize: bool, t: Tunables) -> Result<EncodePlan> {
         t.check(&gpu.limits)?;
-        let params = EncodeParams::new(frame);
-        let n = params.nblocks as usize;
+        let mut params = EncodeParams::new(frame);
+        let n = u64::from(params.nblocks);
+        let cap = max_words(n);
+        params.nwords = u32::try_from(cap)?;
+        let ntables = if frame.comps.len() == 1 { 1 } else { 2 };
         let wg = |w: u32| [("WG_SIZE", f64::from(w))];
-        // One MCU a workgroup, its shape fixed by the block size.
+        // One MCU a workgroup, its shape fixed by the block size; one table a workgroup.
         let dct = gpu.kernel(&shader!("encode_dct"), "main", &[])?;
+        let tables = gpu.kernel(&shader!("encode_tables"), "main", &[])?;
         let huffman = shader!("encode_huffman");
         let count = gpu.kernel(&huffman, "count", &wg(t.huffman_wg))?;
         let lens = gpu.kernel(&huffman, "lens", &wg(t.huffman_wg))?;
@@ -183,203 +224,294 @@ impl EncodePlan {
         let ff_count = gpu.kernel(&shader!("encode_stuff"), "count", &wg(t.stuff_wg))?;
         let stuff = gpu.kernel(&shader!("encode_stuff"), "stuff", &wg(t.stuff_wg))?;
 
-        let src = match samples {
-            Source::Host(bytes) => {
-                // Padded to whole words.
-                let src = gpu.buffer(
-                    "encode samples",
-                    Usage::Storage,
-                    bytes.len().next_multiple_of(4) as u64,
-                );
-                gpu.write_padded(&src, bytes);
-                src
-            }
-            Source::Device(buffer) => buffer.clone(),
+        let divisor_words: Vec<[u32; 4]> = frame
+            .tables
+            .iter()
+            .flat_map(|t| Divisors::new(t).words())
+            .collect();
+        let divisors = gpu.upload("encode divisors", Usage::Storage, &divisor_words);
+        let params_buf = gpu.upload("encode params", Usage::Uniform, &[params]);
+        let coefs = gpu.buffer("encode blocks", Usage::Storage, n * 128);
+        let hist = gpu.buffer("encode histogram", Usage::Storage, 1024 * 4);
+        // Optimal tables are built on the device into `codes`; Annex K's are written once.
+        let codes = if optimize {
+            gpu.buffer("encode codes", Usage::Storage, 1024 * 4)
+        } else {
+            let (dc, ac) = crate::io::jpeg::std_tables(ntables as usize);
+            gpu.upload("encode codes", Usage::Storage, &code_words(&dc, &ac))
         };
+        let dht = gpu.buffer("encode tables", Usage::Storage, 4 * DHT_WORDS * 4);
+        let scan_opts = scan::Options::default().resolved(gpu, n as usize + 1);
+        let offsets = ScanPlan::new::<u32>(gpu, n as usize + 1, &scan_opts)?;
+        let scan_opts = scan::Options::default().resolved(gpu, cap as usize + 1);
+        let shifts = ScanPlan::new::<u32>(gpu, cap as usize + 1, &scan_opts)?;
+        let (Some(offsets_buf), Some(shifts_buf)) =
+            (offsets.single_buffer(), shifts.single_buffer())
+        else {
+            bail!("{n} blocks are more than one scan segment holds");
+        };
+        let words = gpu.buffer("encode words", Usage::Storage, cap * 4 + 4);
+        // Every byte may be 0xFF and take a 0x00 after it.
+        let out = gpu.buffer("encode out", Usage::Storage, cap * 8 + 8);
+        // Each kernel's bind group (each pipeline has its own layout: a binding its entry
+        // point does not use is left out, so those come last).
+        let count_bind = gpu.bind(&count, &[&params_buf, &coefs, &codes, &hist, &words]);
+        let tables_bind = gpu.bind(&tables, &[&params_buf, &hist, &codes, &dht]);
+        let huffman_bind = [&lens, &pack].map(|k| {
+            gpu.bind(
+                k,
+                &[&params_buf, &coefs, &codes, &hist, &words, offsets_buf],
+            )
+        });
+        let ff_bind = gpu.bind(&ff_count, &[&params_buf, &words, offsets_buf, shifts_buf]);
+        let stuff_bind = gpu.bind(
+            &stuff,
+            &[&params_buf, &words, offsets_buf, shifts_buf, &out],
+        );
+        // A photo's stream is a tenth of its samples or less; the first file settles it.
+        let samples = u64::from(frame.width) * u64::from(frame.height) * frame.comps.len() as u64;
+        let prefix = (samples / 4 + 4096).next_multiple_of(4).min(out.size());
+        let staging = staging(gpu, prefix);
+        Ok(EncodePlan {
+            key: Key {
+                params,
+                divisors: divisor_words,
+                optimize,
+                t,
+            },
+            params,
+            ntables,
+            dct,
+            count,
+            tables,
+            lens,
+            pack,
+            ff_count,
+            stuff,
+            params_buf,
+            divisors,
+            host: None,
+            coefs,
+            hist,
+            _codes: codes,
+            dht,
+            offsets,
+            words,
+            shifts,
+            out,
+            count_bind,
+            tables_bind,
+            huffman_bind,
+            ff_bind,
+            stuff_bind,
+            staging,
+            prefix,
+        })
+    }
+
+    /// Whether the plan encodes `frame` with these settings.
+    pub(super) fn fits(&self, frame: &Frame, optimize: bool, t: Tunables) -> bool {
+        let mut params = EncodeParams::new(frame);
+        params.nwords = self.params.nwords;
         let divisors: Vec<[u32; 4]> = frame
             .tables
             .iter()
             .flat_map(|t| Divisors::new(t).words())
             .collect();
-        let divisors = gpu.upload("encode divisors", Usage::Storage, &divisors);
-        let params_buf = gpu.upload("encode params", Usage::Uniform, &[params]);
-        let coefs = gpu.buffer("encode blocks", Usage::Storage, n as u64 * 128);
-        let hist = gpu.buffer("encode histogram", Usage::Storage, 1024 * 4);
-        let scan_opts = scan::Options::default().resolved(gpu, n + 1);
-        let offsets = ScanPlan::new::<u32>(gpu, n + 1, &scan_opts)?;
-        if offsets.single_buffer().is_none() {
-            bail!("{n} blocks are more than one scan segment holds");
+        self.key
+            == Key {
+                params,
+                divisors,
+                optimize,
+                t,
+            }
+    }
+
+    /// The samples' buffer for `source`: the host's written into the plan's own (queued
+    /// before the batch), or what the passes `source` records into `batch` make.
+    pub(super) fn samples(
+        &mut self,
+        gpu: &Gpu,
+        batch: &mut Batch,
+        source: Source,
+    ) -> Result<wgpu::Buffer> {
+        match source {
+            Source::Host(bytes) => Ok(self.host_samples(gpu, bytes)),
+            Source::Recorded(record) => record(batch),
         }
-        let dct_bind = gpu.bind(&dct, &[&params_buf, &src, &divisors, &coefs]);
-        Ok(EncodePlan {
-            params,
-            t,
-            dct,
-            count,
-            lens,
-            pack,
-            ff_count,
-            stuff,
-            dct_bind,
-            params_buf,
-            coefs,
-            hist,
-            offsets,
-            tail: None,
-            _held: vec![src, divisors],
-        })
     }
 
-    fn offsets_buf(&self) -> &wgpu::Buffer {
-        self.offsets.single_buffer().expect("checked in new")
+    /// `bytes` written (at the next submission) into the plan's own samples buffer.
+    pub(super) fn host_samples(&mut self, gpu: &Gpu, bytes: &[u8]) -> wgpu::Buffer {
+        let size = (bytes.len() as u64).next_multiple_of(4).max(16);
+        let buf = match self.host.take() {
+            Some(b) if b.size() == size => b,
+            _ => gpu.buffer("encode samples", Usage::Storage, size),
+        };
+        gpu.write_padded(&buf, bytes);
+        self.host = Some(buf.clone());
+        buf
     }
 
-    /// The blocks, and with `count` their symbol histogram.
-    pub(super) fn record_blocks(&self, gpu: &Gpu, batch: &mut Batch, count: bool) {
-        let blocks = self.params.nblocks;
-        batch.dispatch(
-            "encode_dct",
+    /// Records every pass of the encode of `src` and the copies to the read-back.
+    pub(super) fn record(&self, gpu: &Gpu, batch: &mut Batch, src: &wgpu::Buffer) {
+        let p = &self.params;
+        let n = p.nblocks;
+        let dct_bind = gpu.bind(
             &self.dct,
-            &self.dct_bind,
-            blocks / self.params.blocks_per_mcu,
+            &[&self.params_buf, src, &self.divisors, &self.coefs],
         );
-        if count {
+        batch.dispatch("encode_dct", &self.dct, &dct_bind, n / p.blocks_per_mcu);
+        let hwg = self.key.t.huffman_wg;
+        let swg = self.key.t.stuff_wg;
+        if self.key.optimize {
             batch.clear_buffer(&self.hist);
-            // The histogram pass reads no codes and writes no coded words, but its shader
-            // names them: small stand-ins fill their bindings.
-            let codes = gpu.buffer("encode no codes", Usage::Storage, 16);
-            let words = gpu.buffer("encode no words", Usage::Storage, 16);
-            let bind = gpu.bind(
-                &self.count,
-                &[&self.params_buf, &self.coefs, &codes, &self.hist, &words],
-            );
             batch.dispatch(
                 "encode_count",
                 &self.count,
-                &bind,
-                blocks.div_ceil(self.t.huffman_wg),
+                &self.count_bind,
+                n.div_ceil(hwg),
+            );
+            batch.dispatch(
+                "encode_tables",
+                &self.tables,
+                &self.tables_bind,
+                2 * self.ntables,
             );
         }
-    }
-
-    /// The symbol counts of the last `record_blocks(.., true)`: (DC, AC) per table.
-    pub(super) fn read_counts(&self, gpu: &Gpu, tables: usize) -> Result<Vec<[[u64; 256]; 2]>> {
-        let hist: Vec<u32> = gpu.read_vec(&self.hist, 1024)?;
-        Ok((0..tables)
-            .map(|t| {
-                [0, 1].map(|class| {
-                    std::array::from_fn(|s| u64::from(hist[t * 512 + class * 256 + s]))
-                })
-            })
-            .collect())
-    }
-
-    /// Sets the tables and sizes the second submission for them: runs the bit lengths and
-    /// their scan, and reads the total back.
-    pub(super) fn size_for(&mut self, gpu: &Gpu, dc: &[Table], ac: &[Table]) -> Result<()> {
-        let codes = gpu.upload("encode codes", Usage::Storage, &code_words(dc, ac));
-        let n = self.params.nblocks;
-        // The first lengths pass writes no coded words: a stand-in fills their binding.
-        let spare = gpu.buffer("encode no words", Usage::Storage, 16);
-        let bind = |kernel: &Kernel, words: &wgpu::Buffer| {
-            gpu.bind(
-                kernel,
-                &[
-                    &self.params_buf,
-                    &self.coefs,
-                    &codes,
-                    &self.hist,
-                    words,
-                    self.offsets_buf(),
-                ],
-            )
-        };
-        let mut batch = gpu.batch(None);
-        self.record_lens(&mut batch, &bind(&self.lens, &spare));
-        batch.submit()?;
-        let total = gpu.read(self.offsets_buf(), u64::from(n) * 4, 4)?;
-        let bits = u64::from(u32::from_le_bytes(total[..4].try_into().expect("4 bytes")));
-        let bytes = bits.div_ceil(8);
-        let nwords = bytes.div_ceil(4);
-        let params = EncodeParams {
-            nwords: nwords as u32,
-            ..self.params
-        };
-        let params = gpu.upload("encode params", Usage::Uniform, &[params]);
-        let words = gpu.buffer("encode words", Usage::Storage, nwords * 4);
-        let scan_opts = scan::Options::default().resolved(gpu, nwords as usize + 1);
-        let shifts = ScanPlan::new::<u32>(gpu, nwords as usize + 1, &scan_opts)?;
-        let shifts_buf = shifts
-            .single_buffer()
-            .context("the coded words are more than one scan segment holds")?;
-        // Every byte may be 0xFF and take a 0x00 after it.
-        let out = gpu.buffer("encode out", Usage::Storage, nwords * 8);
-        // Each kernel's bind group (each pipeline has its own layout).
-        let lens_bind = bind(&self.lens, &words);
-        let pack_bind = bind(&self.pack, &words);
-        let ff_bind = gpu.bind(&self.ff_count, &[&params, &words, shifts_buf]);
-        let stuff_bind = gpu.bind(&self.stuff, &[&params, &words, shifts_buf, &out]);
-        self.tail = Some(Tail {
-            words,
-            shifts,
-            out,
-            bytes,
-            lens_bind,
-            pack_bind,
-            ff_bind,
-            stuff_bind,
-            _held: [codes, params],
-        });
-        Ok(())
-    }
-
-    fn record_lens(&self, batch: &mut Batch, bind: &wgpu::BindGroup) {
-        let n = self.params.nblocks;
         batch.dispatch(
             "encode_lens",
             &self.lens,
-            bind,
-            (n + 1).div_ceil(self.t.huffman_wg),
+            &self.huffman_bind[0],
+            (n + 1).div_ceil(hwg),
         );
         self.offsets.record(batch);
-    }
-
-    /// The lengths, offsets, packing and stuffing, with the tables `size_for` set.
-    pub(super) fn record_tail(&self, batch: &mut Batch) {
-        let tail = self.tail.as_ref().expect("size_for ran");
-        self.record_lens(batch, &tail.lens_bind);
-        batch.clear_buffer(&tail.words);
-        batch.clear_buffer(&tail.out);
-        let n = self.params.nblocks;
+        batch.clear_buffer(&self.words);
+        batch.clear_buffer(&self.out);
         batch.dispatch(
             "encode_pack",
             &self.pack,
-            &tail.pack_bind,
-            n.div_ceil(self.t.huffman_wg),
+            &self.huffman_bind[1],
+            n.div_ceil(hwg),
         );
-        let nwords = tail.bytes.div_ceil(4) as u32;
+        let cap = p.nwords;
         batch.dispatch(
             "encode_ff_count",
             &self.ff_count,
-            &tail.ff_bind,
-            (nwords + 1).div_ceil(self.t.stuff_wg),
+            &self.ff_bind,
+            (cap + 1).div_ceil(swg),
         );
-        tail.shifts.record(batch);
+        self.shifts.record(batch);
         batch.dispatch(
             "encode_stuff",
             &self.stuff,
-            &tail.stuff_bind,
-            nwords.div_ceil(self.t.stuff_wg),
+            &self.stuff_bind,
+            cap.div_ceil(swg),
         );
+        let offsets = self.offsets.single_buffer().expect("checked in new");
+        let shifts = self.shifts.single_buffer().expect("checked in new");
+        batch.copy_at(offsets, u64::from(n) * 4, &self.staging, 0, 4);
+        batch.copy_at(shifts, u64::from(cap) * 4, &self.staging, 4, 4);
+        if self.key.optimize {
+            let size = 2 * u64::from(self.ntables) * DHT_WORDS * 4;
+            batch.copy_at(&self.dht, 0, &self.staging, DHT_AT, size);
+        }
+        batch.copy_at(&self.out, 0, &self.staging, STREAM_AT, self.prefix);
     }
 
-    /// The stuffed entropy-coded bytes of the last `record_tail`.
-    pub(super) fn read_stream(&self, gpu: &Gpu, out: &mut Vec<u8>) -> Result<()> {
-        let tail = self.tail.as_ref().expect("size_for ran");
-        let nwords = tail.bytes.div_ceil(4);
-        let buf = tail.shifts.single_buffer().expect("checked in size_for");
-        let ff = gpu.read(buf, nwords * 4, 4)?;
-        let ff = u64::from(u32::from_le_bytes(ff[..4].try_into().expect("4 bytes")));
-        gpu.read_with(&tail.out, 0, tail.bytes + ff, |b| out.extend_from_slice(b))
+    /// Submits `batch` (with [`EncodePlan::record`]'s passes) and writes the file: the
+    /// headers (`write_headers`, then the tables and the SOS), the stream and EOI. One wait
+    /// and one mapping; a stream longer than the prefix read with it has its rest read
+    /// after, and the next file's prefix made longer.
+    pub(super) fn submit(
+        &mut self,
+        gpu: &Gpu,
+        batch: Batch,
+        frame: &Frame,
+        write_headers: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+        out: &mut Vec<u8>,
+    ) -> Result<Vec<PassTime>> {
+        let ntables = self.ntables as usize;
+        let optimize = self.key.optimize;
+        let prefix = self.prefix;
+        let (len, times) = batch.submit_read(&self.staging, TIMES_AT, |view| {
+            let word = |at: usize| u32::from_le_bytes(view[at..at + 4].try_into().expect("4"));
+            let bytes = u64::from(word(0)).div_ceil(8) + u64::from(word(4));
+            let (dc, ac) = if optimize {
+                let table = |k: usize| {
+                    let at = DHT_AT as usize + k * DHT_WORDS as usize * 4;
+                    let w = |i: usize| word(at + 4 * i) as u8;
+                    let bits: [u8; 17] = std::array::from_fn(w);
+                    let count: usize = bits[1..].iter().map(|&b| usize::from(b)).sum();
+                    let vals = (0..count.min(256)).map(|i| w(17 + i)).collect();
+                    Table { bits, vals }
+                };
+                (0..ntables)
+                    .map(|t| (table(2 * t), table(2 * t + 1)))
+                    .unzip()
+            } else {
+                crate::io::jpeg::std_tables(ntables)
+            };
+            write_headers(out)?;
+            crate::io::jpeg::baseline_headers(&frame.comps, &dc, &ac, out);
+            let first = bytes.min(prefix) as usize;
+            let at = STREAM_AT as usize;
+            out.extend_from_slice(&view[at..at + first]);
+            Ok::<u64, anyhow::Error>(bytes)
+        })?;
+        let len = len?;
+        if len > prefix {
+            gpu.read_with(&self.out, prefix, len - prefix, |b| {
+                out.extend_from_slice(b)
+            })?;
+            self.prefix = (len + len / 8 + 4096)
+                .next_multiple_of(4)
+                .min(self.out.size());
+            self.staging = staging(gpu, self.prefix);
+        }
+        out.extend_from_slice(&[0xFF, 0xD9]);
+        Ok(times)
     }
+}
+
+/// The read-back buffer of a plan whose stream prefix is `prefix` bytes.
+fn staging(gpu: &Gpu, prefix: u64) -> wgpu::Buffer {
+    // MAP_READ to be read in place, COPY_DST for the batch to copy into.
+    gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("encode read-back"),
+        size: STREAM_AT + prefix,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
+/// The optimal tables the device builds from `counts` (DC luma, AC luma, DC chroma, AC
+/// chroma: the histogram's order), as the DHT segments hold them, and the codes the coding
+/// passes read (code | length << 16 by symbol): `encode_tables` alone, for its tests.
+#[cfg(test)]
+pub(super) fn device_tables(gpu: &Gpu, counts: &[[u32; 256]; 4]) -> Result<(Vec<Table>, Vec<u32>)> {
+    let params = EncodeParams {
+        channels: 3,
+        ..EncodeParams::default()
+    };
+    let kernel = gpu.kernel(&shader!("encode_tables"), "main", &[])?;
+    let params = gpu.upload("encode params", Usage::Uniform, &[params]);
+    let hist = gpu.upload("encode histogram", Usage::Storage, counts.as_flattened());
+    let codes = gpu.buffer("encode codes", Usage::Storage, 1024 * 4);
+    let dht = gpu.buffer("encode tables", Usage::Storage, 4 * DHT_WORDS * 4);
+    let bind = gpu.bind(&kernel, &[&params, &hist, &codes, &dht]);
+    let mut batch = gpu.batch(None);
+    batch.dispatch("encode_tables", &kernel, &bind, 4);
+    batch.submit()?;
+    let words: Vec<u32> = gpu.read_vec(&dht, 4 * DHT_WORDS as usize)?;
+    let tables = words
+        .chunks(DHT_WORDS as usize)
+        .map(|w| {
+            let bits: [u8; 17] = std::array::from_fn(|i| w[i] as u8);
+            let count: usize = bits[1..].iter().map(|&b| usize::from(b)).sum();
+            let vals = w[17..17 + count].iter().map(|&v| v as u8).collect();
+            Table { bits, vals }
+        })
+        .collect();
+    Ok((tables, gpu.read_vec(&codes, 1024)?))
 }

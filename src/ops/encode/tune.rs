@@ -116,7 +116,7 @@ impl OpTuning for Tuning {
         let mut want = Vec::new();
         jpeg::encode(&samples, w, h, 3, &opts, &markers, &mut want).map_err(anyhow::Error::msg)?;
         let frame = Frame::new(samples.len(), w, h, 3, &opts).map_err(anyhow::Error::msg)?;
-        let got = super::encode_gpu(
+        let got = super::Encoder::default().run(
             gpu,
             &frame,
             super::Source::Host(&samples),
@@ -141,18 +141,14 @@ impl OpTuning for Tuning {
         };
         let frame =
             Frame::new(samples.len(), w, h, 3, &options(false)).map_err(anyhow::Error::msg)?;
-        let mut plan = EncodePlan::new(gpu, &frame, super::Source::Host(samples), *t)?;
-        let (dc, ac) = jpeg::std_tables(2);
-        plan.size_for(gpu, &dc, &ac)?;
+        let mut plan = EncodePlan::new(gpu, &frame, false, *t)?;
+        let src = plan.host_samples(gpu, samples);
         Ok(Case::gpu(
             super::OP.name,
             format!("RGB 4:2:0 {}", class.label),
             Unit::GBps,
             samples.len() as f64,
-            move |b| {
-                plan.record_blocks(gpu, b, false);
-                plan.record_tail(b);
-            },
+            move |b| plan.record(gpu, b, &src),
         ))
     }
 }

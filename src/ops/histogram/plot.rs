@@ -140,14 +140,17 @@ impl PlotLayout {
     }
 }
 
-/// A 64-bit count as f32, rounded as the GPU does. Keep in sync with `count_f32` in
-/// wgsl/histogram_plot_scale.wgsl.
+/// A 64-bit count as f32, rounded as the GPU does: the twin of `count_f32` in
+/// wgsl/histogram_plot_scale.wgsl. tests/histogram.rs (`plot_matches_its_cpu_mirror`) holds
+/// the GPU's plots against this file's pixel for pixel (with counts below 2^24 only: a
+/// count's high word is not reached there).
 pub(super) fn count_f32(c: u64) -> f32 {
     (c >> 32) as u32 as f32 * 4294967296.0 + c as u32 as f32
 }
 
 /// Whether a bar of value `v` on scale `s` (square root) reaches row `r` of a panel of `h`
-/// rows. Keep in sync with `lit` in wgsl/histogram_plot.wgsl.
+/// rows: the twin of `lit` in wgsl/histogram_plot.wgsl, held against it pixel for pixel by
+/// tests/histogram.rs (`plot_matches_its_cpu_mirror`).
 fn lit(v: f32, s: f32, h: u32, r: u32) -> bool {
     let y = r as f32 + 0.5;
     let hf = h as f32;

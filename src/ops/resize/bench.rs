@@ -2,10 +2,11 @@
 
 use anyhow::Result;
 
-use super::{passes, Filter, Options, ResizePlan, Size};
+use super::{passes, Filter, Options, ResizePlan, Size, Tunables};
 use crate::bench::{Case, Sizes, Unit};
 use crate::gpu::Engine;
 use crate::io::image::Image;
+use crate::tune::Tunable;
 
 /// `bench resize`: a 3840x2160 RGB8 image (noise) to 1920x1080 with lanczos3 (the target
 /// case), bicubic and box; as RGBA8 (premultiplied) with lanczos3; and a 2048x1536 RGB8
@@ -60,7 +61,9 @@ pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> 
         cases.push(match engine {
             Engine::Gpu(gpu) => {
                 let p = passes(img.width, img.height, ow, oh, filter, 8);
-                let plan = ResizePlan::new(gpu, img, &p, filter)?;
+                // The defaults, as every op's bench measures (not the tune cache's choice).
+                let t = Tunables::default_for(&gpu.limits);
+                let plan = ResizePlan::with_tunables(gpu, img, &p, filter, t)?;
                 plan.write(gpu, img);
                 Case::gpu("resize", name.into(), Unit::Gpixps, work, move |b| {
                     plan.record(b)

@@ -373,7 +373,7 @@ fn column_sums(s: &[u8], o: &mut [u8], row: usize, first: usize, ks: &[i32], acc
     body(s, o, row, first, ks, acc)
 }
 
-fn has_avx2() -> bool {
+pub(super) fn has_avx2() -> bool {
     super::super::blur::engine::has_avx2()
 }
 

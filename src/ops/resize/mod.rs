@@ -1,6 +1,6 @@
 //! `resize`: Pillow's `Image.resize` (LANCZOS, BICUBIC, BILINEAR, BOX, NEAREST) byte for byte
 //! on 8-bit images, the same algorithm at 16 bits, identical on the native CPU engine and on
-//! every GPU adapter (wgsl/resize_h.wgsl, wgsl/resize_v.wgsl).
+//! every GPU adapter (wgsl/resize_fused.wgsl, or wgsl/resize_h.wgsl and wgsl/resize_v.wgsl).
 //!
 //! The weights are computed once on the host in f64 as Pillow computes them and quantised to
 //! 22-bit integers (`coeffs`); every engine then does integer sums only. An image is resized
@@ -8,13 +8,16 @@
 //! after. Semantics and limits: docs/resize.md.
 //!
 //! Files: `coeffs` (weights and pass order), `reference`, `engine` (the native CPU engine),
-//! `plan` (the GPU passes), `bench`.
+//! `plan` (the GPU passes), `fused` (the one-dispatch pass's tile and layout), `tune` (its
+//! shape), `bench`.
 
 mod bench;
 mod coeffs;
 pub mod engine;
+mod fused;
 mod plan;
 mod reference;
+mod tune;
 
 use anyhow::{bail, Result};
 
@@ -23,13 +26,14 @@ use crate::io::image::Image;
 pub use coeffs::{axis, nearest_axis, passes, Axis, Dir, Pass, PRECISION_BITS};
 pub use plan::ResizePlan;
 pub use reference::reference;
+pub use tune::Tunables;
 
 /// `resize` in the registry.
 pub const OP: super::Op = super::Op {
     command: true,
     name: "resize",
     bench: bench::cases,
-    tune: None,
+    tune: Some(crate::tune::tune::<tune::Tuning>),
     shaders: plan::shaders,
 };
 
@@ -234,7 +238,130 @@ impl Options {
     pub fn check(&self) -> Result<()> {
         self.size.check()
     }
+
+    /// The native CPU engine's estimated time for an image of `width` x `height` with
+    /// `channels` samples a pixel of `bit_depth` bits, at [`CPU_RATES`] ([`super::cpu_time`]);
+    /// zero for a size this image cannot take (it fails on any engine).
+    pub fn cpu_estimate(
+        &self,
+        width: u32,
+        height: u32,
+        channels: u8,
+        bit_depth: u32,
+    ) -> std::time::Duration {
+        self.cpu_estimate_at(&CPU_RATES, width, height, channels, bit_depth)
+    }
+
+    /// [`Options::cpu_estimate`] at `rates`: every pass's sample-taps (output samples times
+    /// the taps each reads, counted from the weights), plus alpha's two conversions where
+    /// the image has alpha.
+    pub fn cpu_estimate_at(
+        &self,
+        rates: &CpuRates,
+        width: u32,
+        height: u32,
+        channels: u8,
+        bit_depth: u32,
+    ) -> std::time::Duration {
+        let Ok((ow, oh)) = self.size.resolve(width, height) else {
+            return std::time::Duration::ZERO;
+        };
+        let c = f64::from(channels);
+        let lanes = bit_depth == 8 && engine::has_avx2();
+        let per_tap = if lanes {
+            rates.tap_ns_8bit
+        } else {
+            rates.tap_ns_wide
+        };
+        let (mut w, mut h) = (f64::from(width), f64::from(height));
+        let mut ns = 0.0;
+        for pass in passes(width, height, ow, oh, self.filter, bit_depth) {
+            let taps: f64 = pass.axis.count.iter().map(|&n| f64::from(n)).sum();
+            let len = pass.axis.len() as f64;
+            // Each output position's taps, over the lines across the pass.
+            let lines = match pass.dir {
+                Dir::Horizontal => h,
+                Dir::Vertical => w,
+            };
+            ns += taps * lines * c * per_tap;
+            match pass.dir {
+                Dir::Horizontal => w = len,
+                Dir::Vertical => h = len,
+            }
+        }
+        let alpha = channels.is_multiple_of(2) && self.filter != Filter::Nearest;
+        if alpha && (ow, oh) != (width, height) {
+            let samples = f64::from(width) * f64::from(height) + f64::from(ow) * f64::from(oh);
+            ns += samples * c * rates.alpha_ns;
+        }
+        super::cpu_time(ns, usize::MAX)
+    }
+
+    /// What a GPU would save against the native CPU engine on `files` images like this one
+    /// ([`Options::cpu_estimate`]), for the engine choice (`gpu::SMALL_JOB`): the engine's
+    /// time less the GPU path's own host time, copying the image into staging and the result
+    /// out of it at `HOST_COPY_NS_PER_BYTE` (blur's, measured on an H100 host). Never
+    /// negative; saturates at `Duration::MAX`.
+    pub fn gpu_saving(
+        &self,
+        width: u32,
+        height: u32,
+        channels: u8,
+        bit_depth: u32,
+        files: u32,
+    ) -> std::time::Duration {
+        self.gpu_saving_at(&CPU_RATES, width, height, channels, bit_depth, files)
+    }
+
+    /// [`Options::gpu_saving`] with the engine's time at `rates`.
+    pub fn gpu_saving_at(
+        &self,
+        rates: &CpuRates,
+        width: u32,
+        height: u32,
+        channels: u8,
+        bit_depth: u32,
+        files: u32,
+    ) -> std::time::Duration {
+        let engine = self.cpu_estimate_at(rates, width, height, channels, bit_depth);
+        let (ow, oh) = self.size.resolve(width, height).unwrap_or((0, 0));
+        let pixels = f64::from(width) * f64::from(height) + f64::from(ow) * f64::from(oh);
+        let bytes = pixels * f64::from(channels) * f64::from(bit_depth / 8);
+        let copies = super::cpu_time(bytes * HOST_COPY_NS_PER_BYTE, usize::MAX);
+        engine
+            .saturating_sub(copies)
+            .checked_mul(files)
+            .unwrap_or(std::time::Duration::MAX)
+    }
 }
+
+/// The native CPU engine's speeds on one core, for its time estimate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuRates {
+    /// Nanoseconds a sample-tap (one sample times one weight) of an 8-bit image in i32 lanes
+    /// (AVX2).
+    pub tap_ns_8bit: f64,
+    /// The same for 16-bit images (i64 sums), or without AVX2.
+    pub tap_ns_wide: f64,
+    /// Nanoseconds a sample of the input and of the output for alpha's premultiply and its
+    /// inverse.
+    pub alpha_ns: f64,
+}
+
+/// The engine's speeds, rounded towards slower. 8-bit: 2048x1536 to 512x384 RGB8 lanczos3 (25
+/// taps a position: 59.0 M sample-taps in the horizontal pass, 14.7 M in the vertical) took
+/// 9.3 ms on one thread of the 2-core development machine (docs/BENCHMARKS.md, "resize: the
+/// native CPU engine against Pillow"): 0.126 ns. 16-bit and alpha: not measured; the i64 sums
+/// and the per-sample conversions are taken as a scalar loop's 0.5 ns a tap and 1 ns a sample.
+pub const CPU_RATES: CpuRates = CpuRates {
+    tap_ns_8bit: 0.13,
+    tap_ns_wide: 0.5,
+    alpha_ns: 1.0,
+};
+
+/// The GPU path's host time per byte of the image and of the result, the copies into and out
+/// of staging (blur's `HOST_COPY_NS_PER_BYTE` for both copies of one image: half each).
+const HOST_COPY_NS_PER_BYTE: f64 = 0.325;
 
 /// Resizes `img` on the engine. Adds plan, upload, compute and download phases to `timings`,
 /// and GPU time per pass where the adapter has timestamps.

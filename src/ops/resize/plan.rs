@@ -1,16 +1,22 @@
-//! The GPU passes: one dispatch per 1-D pass, wgsl/resize_h.wgsl (a workgroup per run of
-//! output words, its input in workgroup memory, a thread per output pixel) or
-//! wgsl/resize_v.wgsl (a thread per output word); the weights uploaded tap-major; an
-//! intermediate buffer between two passes, packed as the image is.
+//! The GPU passes. Where it applies (8-bit, both dimensions changing, output rows ending on
+//! a word, the tile fitting workgroup memory: `fused::FusedLayout`), one dispatch of
+//! wgsl/resize_fused.wgsl does both passes. Otherwise one dispatch per 1-D pass,
+//! wgsl/resize_h.wgsl (a workgroup per run of output words, its input in workgroup memory, a
+//! thread per output pixel) or wgsl/resize_v.wgsl (a thread per output word), with an
+//! intermediate buffer between two passes, packed as the image is. The weights are uploaded
+//! tap-major either way.
 
 use anyhow::{bail, Result};
 
-use super::coeffs::{Dir, Pass, PRECISION_BITS};
+use super::coeffs::{Axis, Dir, Pass, PRECISION_BITS};
+use super::fused::{FusedLayout, FusedParams};
+use super::tune::Tunables;
 use super::Filter;
 use crate::gpu::{Batch, Gpu, Kernel, Usage};
 use crate::io::image::Image;
 use crate::ops::{sample_bytes, ShaderCase};
 use crate::shader;
+use crate::tune::Tunable;
 
 /// Threads a workgroup of the horizontal pass (a thread an output pixel) and of the vertical
 /// one (a thread an output word).
@@ -60,7 +66,33 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         ShaderCase::params::<ResizeParams>(shader!("resize_v"))
             .with_const("PRECISION_BITS", PRECISION_BITS)
             .with_overrides(&overrides(4, 16, Dir::Vertical, false, true)),
+        ShaderCase::params::<FusedParams>(shader!("resize_fused"))
+            .with_const("PRECISION_BITS", PRECISION_BITS)
+            .with_overrides(&fused_example().overrides(4, true)),
     ]
+}
+
+/// A fused layout as a plan makes one (4K RGBA to 1080p, lanczos3), for the shader test.
+fn fused_example() -> FusedLayout {
+    let p = super::passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
+    FusedLayout::choose(3840, 4, 8, &p, &Tunables::DEFAULT, u32::MAX).expect("the 4K case fuses")
+}
+
+/// An axis's bounds (first input position, taps, a pair per output position) and its
+/// weights tap-major (tap t of position p at t * len + p), as the kernels read them.
+fn device_axis(axis: &Axis) -> (Vec<u32>, Vec<i32>) {
+    let bounds = axis
+        .start
+        .iter()
+        .zip(&axis.count)
+        .flat_map(|(&s, &n)| [s, n])
+        .collect();
+    let n = axis.len();
+    let weights = (0..axis.ksize)
+        .flat_map(|t| (0..n).map(move |p| (p, t)))
+        .map(|(p, t)| axis.weights[p * axis.ksize + t])
+        .collect();
+    (bounds, weights)
 }
 
 /// A pass's overridable constants: its workgroup size, the image's layout, and whether it
@@ -118,11 +150,28 @@ pub struct ResizePlan {
     out: (u32, u32),
     channels: u8,
     depth: u32,
+    chunks: Option<u32>,
 }
 
 impl ResizePlan {
     /// The plan for images like `img` (size, channels, depth) and `passes` (not empty).
     pub fn new(gpu: &Gpu, img: &Image, passes: &[Pass], filter: Filter) -> Result<ResizePlan> {
+        let pixels = f64::from(img.width) * f64::from(img.height);
+        let t = crate::tune::choice(gpu, super::OP.name, pixels, Tunables::check)
+            .unwrap_or_else(|| Tunables::default_for(&gpu.limits));
+        ResizePlan::with_tunables(gpu, img, passes, filter, t)
+    }
+
+    /// [`ResizePlan::new`] with the fused kernel shaped by `t`. A budget too small for any
+    /// tile (0) makes the two-pass plan: tests reach the fused pass's chunked loads and the
+    /// two-pass kernels on small images so.
+    pub fn with_tunables(
+        gpu: &Gpu,
+        img: &Image,
+        passes: &[Pass],
+        filter: Filter,
+        t: Tunables,
+    ) -> Result<ResizePlan> {
         let c = u64::from(img.channels);
         let depth = img.bit_depth();
         let per = u64::from(32 / depth);
@@ -142,6 +191,46 @@ impl ResizePlan {
         };
         check("image", words(w, h) * 4)?;
         let src = gpu.buffer("resize src", Usage::Storage, words(w, h) * 4);
+        let limit = gpu.limits.max_compute_workgroup_storage_size / 4;
+        if let Some(layout) = FusedLayout::choose(w, c as u32, depth, passes, &t, limit) {
+            let (ow, oh) = match passes[0].dir {
+                Dir::Horizontal => (passes[0].axis.len(), passes[1].axis.len()),
+                Dir::Vertical => (passes[1].axis.len(), passes[0].axis.len()),
+            };
+            let (ow, oh) = (ow as u32, oh as u32);
+            let n_words = words(ow, oh);
+            check("result", n_words * 4)?;
+            let constants = layout.overrides(img.channels, alpha);
+            // Every loop ends by construction (bounded by the uniform sizes and the tile).
+            let kernel = gpu.kernel_unrolled(&shader!("resize_fused"), "main", &constants)?;
+            let mut buffers = vec![
+                gpu.upload("resize params", Usage::Uniform, &[layout.params]),
+                src.clone(),
+            ];
+            for pass in passes {
+                check("weights", pass.axis.weights.len() as u64 * 4)?;
+                let (bounds, weights) = device_axis(&pass.axis);
+                buffers.push(gpu.upload("resize bounds", Usage::Storage, &bounds));
+                buffers.push(gpu.upload("resize weights", Usage::Storage, &weights));
+            }
+            let dst = gpu.buffer("resize fused", Usage::Storage, n_words * 4);
+            buffers.push(dst.clone());
+            let bind = gpu.bind(&kernel, &buffers.iter().collect::<Vec<_>>());
+            return Ok(ResizePlan {
+                passes: vec![GpuPass {
+                    kernel,
+                    bind,
+                    workgroups: layout.params.n_tiles,
+                    label: "resize fused",
+                }],
+                src,
+                dst,
+                out: (ow, oh),
+                channels: img.channels,
+                depth,
+                chunks: Some(layout.chunks),
+            });
+        }
         let mut input = src.clone();
         let mut out = Vec::new();
         let mut dst = src.clone();
@@ -165,18 +254,8 @@ impl ResizePlan {
             // Every loop of both kernels ends by construction (taps, words and pixels
             // bounded by the uniform sizes): no loop counter in the way of unrolling.
             let kernel = gpu.kernel_unrolled(&file, "main", &constants)?;
-            let bounds: Vec<u32> = pass
-                .axis
-                .start
-                .iter()
-                .zip(&pass.axis.count)
-                .flat_map(|(&s, &n)| [s, n])
-                .collect();
+            let (bounds, weights) = device_axis(&pass.axis);
             let ksize = pass.axis.ksize;
-            let weights: Vec<i32> = (0..ksize)
-                .flat_map(|t| (0..n as usize).map(move |p| (p, t)))
-                .map(|(p, t)| pass.axis.weights[p * ksize + t])
-                .collect();
             let wg_words = if horizontal {
                 wg_words(c as u32, depth, w, n, ksize as u32)
             } else {
@@ -223,7 +302,14 @@ impl ResizePlan {
             out: (w, h),
             channels: img.channels,
             depth,
+            chunks: None,
         })
+    }
+
+    /// Where the plan is the fused pass, the chunks of input its widest tile loads; None for
+    /// the 1-D passes.
+    pub fn fused_chunks(&self) -> Option<u32> {
+        self.chunks
     }
 
     /// Queues `img`'s samples (like the plan's image) for upload.

@@ -10,9 +10,13 @@ pub trait Element: bytemuck::Pod + PartialEq + fmt::Debug + Send + Sync {
     const ELEM: Elem;
     /// The CPU reference's accumulator.
     type Acc: Copy;
-    /// Keep in sync with `identity` in wgsl/shared/scan_op.wgsl.
+    /// The twin of `identity` in wgsl/shared/scan_op.wgsl: tests/scan.rs
+    /// (`identities_start_exclusive_scans`) holds the GPU's for every op and type against
+    /// these values.
     fn identity(op: Op) -> Self;
-    /// Keep in sync with `combine` in wgsl/shared/scan_op.wgsl.
+    /// The twin of `combine` in wgsl/shared/scan_op.wgsl: tests/scan.rs
+    /// (`*_matches_cpu_for_every_op_mode_and_path`) holds every op and type on the GPU
+    /// against the CPU reference.
     fn combine(op: Op, a: Self, b: Self) -> Self;
     fn acc_identity(op: Op) -> Self::Acc;
     fn acc_combine(op: Op, a: Self::Acc, x: Self) -> Self::Acc;

@@ -77,8 +77,12 @@ pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
         ("subgroup", "scan_subgroup"),
     ] {
         let subgroup_min = (path == "subgroup").then_some(8);
-        let constants = overrides(256, Op::Min, Elem::F32, subgroup_min);
         for vpt in [1, 2, 4, 8] {
+            let t = Tunables {
+                wg_size: 256,
+                vec_per_thread: vpt,
+            };
+            let constants = overrides(&t, Op::Min, Elem::F32, subgroup_min);
             let v = variant(path, snippet, vpt);
             cases.push(
                 ShaderCase::variant::<ReduceParams>(shader!("scan_reduce"), v.clone())
@@ -94,14 +98,42 @@ pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
             );
         }
     }
+    // The op and element codes the overrides carry, named in scan_op.wgsl; the workgroup
+    // path's bank padding, which `Tunables::workgroup_bytes` counts.
+    let ops = [Op::Sum, Op::Min, Op::Max];
+    let elems = [Elem::U32, Elem::I32, Elem::F32];
     cases
+        .into_iter()
+        .map(|case| {
+            let case = if case.variant.name.starts_with("workgroup") {
+                case.with_const("LOG_BANKS", super::tune::LOG_BANKS)
+            } else {
+                case
+            };
+            let case = ["OP_SUM", "OP_MIN", "OP_MAX"]
+                .into_iter()
+                .zip(ops)
+                .fold(case, |c, (name, op)| c.with_const(name, op.code()));
+            ["DTYPE_U32", "DTYPE_I32", "DTYPE_F32"]
+                .into_iter()
+                .zip(elems)
+                .fold(case, |c, (name, e)| c.with_const(name, e.code()))
+        })
+        .collect()
 }
 
-/// The stage kernels' overridable constants: the workgroup size, the op and element type,
-/// and on the subgroup path the adapter's smallest subgroup size.
-fn overrides(wg: u32, op: Op, elem: Elem, subgroup_min: Option<u32>) -> Vec<(&'static str, f64)> {
+/// The stage kernels' overridable constants: the workgroup size, the in-tile scan's words of
+/// workgroup memory (`Tunables::workgroup_bytes`, the one place their count is worked out),
+/// the op and element type, and on the subgroup path the adapter's smallest subgroup size.
+fn overrides(
+    t: &Tunables,
+    op: Op,
+    elem: Elem,
+    subgroup_min: Option<u32>,
+) -> Vec<(&'static str, f64)> {
     let mut constants = vec![
-        ("WG_SIZE", f64::from(wg)),
+        ("WG_SIZE", f64::from(t.wg_size)),
+        ("SH_WORDS", (t.workgroup_bytes(subgroup_min) / 4) as f64),
         ("OP", f64::from(op.code())),
         ("DTYPE", f64::from(elem.code())),
     ];
@@ -226,10 +258,9 @@ pub struct ScanPlan {
 /// they take the subgroup path.
 fn kernels<T: Element>(gpu: &Gpu, opts: &Options, single: bool) -> Result<(Kernels, bool)> {
     opts.tunables().check(&gpu.limits)?;
-    let wg = opts.tunables().wg_size;
     let subgroups = takes_subgroups(gpu, opts)?;
     let subgroup_min = subgroups.then_some(gpu.features.subgroup_size[0]);
-    let constants = overrides(wg, opts.op, T::ELEM, subgroup_min);
+    let constants = overrides(&opts.tunables(), opts.op, T::ELEM, subgroup_min);
     // The in-tile path fills the stage files' `scan_tile` slot; VEC_PER_THREAD sizes
     // function-scope arrays, so it is a const the variant sets.
     let (path, tile_snippet) = if subgroups {

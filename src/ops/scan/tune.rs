@@ -23,6 +23,10 @@ pub struct Tunables {
     pub vec_per_thread: u32,
 }
 
+/// `LOG_BANKS` of wgsl/shared/scan_workgroup.wgsl (the shader test checks they agree): its
+/// tree skips one slot in 2^LOG_BANKS.
+pub(super) const LOG_BANKS: u32 = 5;
+
 impl Tunables {
     /// The defaults, measured on an H200 (2^28 u32 at 220 Gelem/s) and valid everywhere.
     pub const DEFAULT: Tunables = Tunables {
@@ -32,12 +36,13 @@ impl Tunables {
 
     /// Workgroup memory of the in-tile scan: one total per subgroup and vec4 on the subgroup
     /// path (`subgroup_min` the adapter's smallest subgroup), Blelloch's padded tree of every
-    /// vec4 total on the workgroup path. Keep in sync with wgsl/shared/scan_*.wgsl.
+    /// vec4 total on the workgroup path. The shaders' arrays take their size from this (the
+    /// `SH_WORDS` override the plan sets), so it is worked out here only.
     pub fn workgroup_bytes(&self, subgroup_min: Option<u32>) -> u64 {
         let totals = u64::from(self.wg_size) * u64::from(self.vec_per_thread);
         4 * match subgroup_min {
             Some(min) => totals / u64::from(min.max(1)),
-            None => totals + (totals >> 5),
+            None => totals + (totals >> LOG_BANKS),
         }
     }
 }
