@@ -204,3 +204,48 @@ fn other_levels_and_the_cpu_engine_encode_on_the_cores() {
         assert_eq!(phases, ["encode"]);
     }
 }
+
+#[test]
+fn a_gpu_batch_encodes_its_pngs_on_the_device_as_the_cpu_batch_writes_them() {
+    let dir = crate::util::tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    for (name, channels, bits) in [
+        ("g8", 1, 8),
+        ("ga16", 2, 16),
+        ("rgb8", 3, 8),
+        ("rgba16", 4, 16),
+    ] {
+        let img = smooth(53, 31, channels, bits, 7);
+        let mut file = Vec::new();
+        image::encode(img, ::image::ImageFormat::Png, &mut file).unwrap();
+        std::fs::write(d.join("in").join(format!("{name}.png")), file).unwrap();
+    }
+    for level in ["1", "6"] {
+        let batch = |backend: &str, out: &str| {
+            let args = ["--timings", "--backend", backend, "blur", "in", "-r", "2"];
+            let r = crate::util::run_in(
+                Some(d),
+                &[&args[..], &["--out-dir", out, "--compression", level]].concat(),
+            );
+            r.code(0);
+            r.stderr
+        };
+        let gpu_stderr = batch("vulkan", &format!("gpu{level}"));
+        batch("cpu", &format!("cpu{level}"));
+        let on_device = gpu_stderr.contains("timing: gpu encode");
+        assert_eq!(on_device, level == "1", "level {level}: {gpu_stderr}");
+        // Encoded on the device, the blurred pixels never come back: no download phase.
+        let downloaded = gpu_stderr.contains("timing: download");
+        assert_eq!(downloaded, !on_device, "level {level}: {gpu_stderr}");
+        for entry in std::fs::read_dir(d.join(format!("cpu{level}"))).unwrap() {
+            let name = entry.unwrap().file_name();
+            let cpu = std::fs::read(d.join(format!("cpu{level}")).join(&name)).unwrap();
+            let gpu = std::fs::read(d.join(format!("gpu{level}")).join(&name)).unwrap();
+            assert!(
+                cpu == gpu,
+                "level {level} {name:?}: the GPU batch's file differs"
+            );
+        }
+    }
+}
