@@ -9,8 +9,9 @@ mod deflate;
 mod plan;
 #[cfg(test)]
 mod tests;
+mod tune;
 
-use std::fmt;
+pub use tune::Tunables;
 
 use anyhow::{bail, Result};
 
@@ -19,7 +20,6 @@ use ::image::ImageFormat;
 
 use crate::io::image::{self, Image, Samples, WriteOptions};
 use crate::io::metadata::Metadata;
-use crate::tune::{max_invocations, Tunable};
 use plan::{PngPlan, Source};
 
 /// `encode_png` in the registry: bench and tune only (the image subcommands write PNG
@@ -27,7 +27,7 @@ use plan::{PngPlan, Source};
 pub const OP: crate::ops::Op = crate::ops::Op {
     name: "encode_png",
     bench: bench_cases,
-    tune: None,
+    tune: Some(crate::tune::tune::<tune::Tuning>),
     shaders: plan::shaders,
     command: false,
 };
@@ -49,57 +49,6 @@ impl Layout {
             channels: img.channels,
             sixteen: matches!(img.samples, Samples::U16(_)),
         }
-    }
-}
-
-/// The PNG kernels' workgroup sizes. The bytes are the same for every choice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Tunables {
-    /// Invocations a workgroup of wgsl/encode_png_filter.wgsl (one piece each).
-    pub filter_wg: u32,
-    /// Invocations a workgroup of wgsl/encode_png_deflate.wgsl (one piece each).
-    pub deflate_wg: u32,
-}
-
-impl Tunables {
-    /// The defaults: valid on every adapter (WebGPU's 256 invocations).
-    pub const DEFAULT: Tunables = Tunables {
-        filter_wg: 256,
-        deflate_wg: 64,
-    };
-
-    /// The tune cache's choice on `gpu` for images of `pixels`, else the defaults.
-    pub fn resolved(gpu: &Gpu, pixels: usize) -> Tunables {
-        crate::tune::choice(gpu, OP.name, pixels as f64, Tunables::check)
-            .unwrap_or(Tunables::DEFAULT)
-    }
-}
-
-impl fmt::Display for Tunables {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "filter wg={} deflate wg={}",
-            self.filter_wg, self.deflate_wg
-        )
-    }
-}
-
-impl Tunable for Tunables {
-    fn default_for(_: &wgpu::Limits) -> Self {
-        Tunables::DEFAULT
-    }
-
-    fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        let max = max_invocations(limits);
-        for (name, wg) in [("filter", self.filter_wg), ("deflate", self.deflate_wg)] {
-            if !wg.is_power_of_two() || !(32..=max).contains(&wg) {
-                bail!(
-                    "encode_png {name} workgroup size {wg} is not a power of two from 32 to {max}"
-                );
-            }
-        }
-        Ok(())
     }
 }
 
@@ -197,6 +146,18 @@ fn encode_timed(
     timings: &mut Timings,
 ) -> Result<Option<Vec<u8>>> {
     let t = Tunables::resolved(gpu, layout.width as usize * layout.height as usize);
+    encode_with(gpu, layout, source, meta, t, timings)
+}
+
+/// [`encode_timed`] with the kernels shaped by `t`.
+fn encode_with(
+    gpu: &Gpu,
+    layout: &Layout,
+    source: Source,
+    meta: &Metadata,
+    t: Tunables,
+    timings: &mut Timings,
+) -> Result<Option<Vec<u8>>> {
     let mut own = Timings::default();
     let start = std::time::Instant::now();
     let zlib = zlib_gpu(gpu, layout, source, t, &mut own)?;
