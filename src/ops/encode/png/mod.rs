@@ -197,11 +197,11 @@ const CPU_NS_PER_BYTE: f64 = 2.5;
 /// The GPU path's host time a byte of samples: the coded stream (about 0.4 of them) read
 /// back, its CRC and the chunks around it.
 const HOST_NS_PER_BYTE: f64 = 0.25;
-/// The time an engine thread spends on each file it encodes on the GPU, waiting on the
-/// device: one submission and two reads (the bit count with the Adler sums, then the stream).
-/// An estimate (half the JPEG path's four round trips and table building, 6.7 ms on the H100
-/// host); to be measured there.
-const ENGINE_NS_PER_FILE: f64 = 2.0e6;
+/// The time an engine thread spends on each file it encodes on the GPU: 5.0 ms a 1920x1080
+/// photo in the 16-core batch on the H200 host (the `gpu encode` phase, 638 ms over 128 files,
+/// call AF-pnggpu-1 of docs/BENCHMARKS.md) for 0.135 ms of kernels: a fresh plan a file, two
+/// read-backs, the CRC and chunks.
+const ENGINE_NS_PER_FILE: f64 = 5.0e6;
 
 /// What encoding `files` level-1 PNGs of `width` x `height` pixels of `bytes_per_pixel` on a
 /// GPU saves: the CPU engine's encoding on the cores, less the GPU path's host time, less the
