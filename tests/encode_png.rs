@@ -249,3 +249,16 @@ fn a_gpu_batch_encodes_its_pngs_on_the_device_as_the_cpu_batch_writes_them() {
         }
     }
 }
+
+// Plans are kept between images of one layout: each image is coded from clean buffers (a
+// short stream after a long one, another Adler-32, a stored one between).
+#[test]
+fn images_of_one_layout_in_a_row_each_equal_the_cpu_engine() {
+    let (w, h) = (90, 17);
+    let meta = Metadata::default();
+    check("busy", &smooth(w, h, 3, 8, 1), &meta);
+    check("flat", &flat(w, h, 3), &meta);
+    check("noise", &random_image(w, h, 3, 8, 3), &meta);
+    check("smooth again", &smooth(w, h, 3, 8, 2), &meta);
+    check("busy again", &smooth(w, h, 3, 8, 1), &meta);
+}

@@ -1,10 +1,11 @@
 //! The GPU passes of a PNG's image data: the rows filtered with each workgroup's Adler-32
-//! sums, each piece's bit length, their scan into offsets, the packing; one submission, then
-//! two reads (the bit count with the sums, then the coded bytes).
+//! sums, each piece's bit length, their scan into offsets, the packing, and the copies to the
+//! host's read-back buffers; one submission and one wait an image, the plan kept for the
+//! next image of the layout.
 
 use anyhow::{bail, Result};
 
-use crate::gpu::{Batch, Gpu, Kernel, Usage};
+use crate::gpu::{Batch, Download, Gpu, Kernel, Usage};
 use crate::ops::scan::{self, ScanPlan};
 use crate::shader;
 use crate::tune::Tunable;
@@ -102,27 +103,38 @@ pub(super) enum Source<'a> {
     Device(&'a wgpu::Buffer),
 }
 
-/// One image's PNG data on the device: its buffers and passes.
+/// The PNG data of images of one layout on the device: its buffers and passes, kept from one
+/// image to the next (`super::with_plan`).
 pub(super) struct PngPlan {
+    layout: Layout,
     params: PngParams,
     t: Tunables,
     filter: Kernel,
     lens: Kernel,
     pack: Kernel,
-    filter_bind: wgpu::BindGroup,
+    /// Made by `set_source` for each image.
+    filter_bind: Option<wgpu::BindGroup>,
     lens_bind: wgpu::BindGroup,
     pack_bind: wgpu::BindGroup,
     offsets: ScanPlan,
+    params_buf: wgpu::Buffer,
+    filtered: wgpu::Buffer,
     words: wgpu::Buffer,
     /// Word 0 the total bit count, then three words a filter workgroup (its Adler sums).
     meta: wgpu::Buffer,
-    /// The samples, params, filtered bytes and code table, held for the bind groups.
-    _held: Vec<wgpu::Buffer>,
+    /// Where the host reads `meta` and the first `words`: as many bytes as the stored
+    /// stream's (a longer coded stream is not used), in the same submission as the passes.
+    meta_back: Download,
+    words_back: Download,
+    /// The samples of a host image, uploaded; made on first use.
+    host_src: Option<wgpu::Buffer>,
+    /// The code table, held for the bind groups.
+    _table: wgpu::Buffer,
 }
 
 impl PngPlan {
-    /// Uploads the samples (or binds them where they are) and builds the passes.
-    pub(super) fn new(gpu: &Gpu, layout: &Layout, samples: Source, t: Tunables) -> Result<PngPlan> {
+    /// Builds the passes and buffers for images of `layout`.
+    pub(super) fn new(gpu: &Gpu, layout: &Layout, t: Tunables) -> Result<PngPlan> {
         t.check(&gpu.limits)?;
         let params = PngParams::new(layout);
         let n = params.npieces as usize;
@@ -138,61 +150,93 @@ impl PngPlan {
         ];
         let lens = gpu.kernel(&deflate_shader, "lens", &consts)?;
         let pack = gpu.kernel(&deflate_shader, "pack", &consts)?;
-        let src = match samples {
-            Source::Host(bytes) => {
-                let src = gpu.buffer(
-                    "png samples",
-                    Usage::Storage,
-                    bytes.len().next_multiple_of(4) as u64,
-                );
-                gpu.write_padded(&src, bytes);
-                src
-            }
-            Source::Device(buffer) => buffer.clone(),
-        };
         let params_buf = gpu.upload("png params", Usage::Uniform, &[params]);
         let filtered = gpu.buffer("png filtered", Usage::Storage, n as u64 * 8);
         let table = gpu.upload("png codes", Usage::Storage, &deflate::table_words());
         let filter_groups = params.npieces.div_ceil(t.filter_wg);
-        let meta = gpu.buffer(
-            "png sums",
-            Usage::Storage,
-            4 + 12 * u64::from(filter_groups),
-        );
-        let words = gpu.buffer("png words", Usage::Storage, (max_bits(layout) / 32 + 2) * 4);
+        let meta_len = 4 + 12 * u64::from(filter_groups);
+        let meta = gpu.buffer("png sums", Usage::Storage, meta_len);
+        let words_len = (max_bits(layout) / 32 + 2) * 4;
+        let words = gpu.buffer("png words", Usage::Storage, words_len);
         let scan_opts = scan::Options::default().resolved(gpu, n + 1);
         let offsets = ScanPlan::new::<u32>(gpu, n + 1, &scan_opts)?;
         let Some(offsets_buf) = offsets.single_buffer() else {
             bail!("{n} pieces are more than one scan segment holds");
         };
-        let filter_bind = gpu.bind(&filter, &[&params_buf, &src, &filtered, &meta]);
         // `lens` does not use the bit count's slot, the last binding.
         let deflate = [&params_buf, &filtered, &table, offsets_buf, &words, &meta];
         let lens_bind = gpu.bind(&lens, &deflate[..5]);
         let pack_bind = gpu.bind(&pack, &deflate);
+        let stored = deflate::stored_size(filtered_len(layout) as usize) as u64;
+        let back_len = stored.next_multiple_of(4).min(words_len);
         Ok(PngPlan {
+            layout: *layout,
             params,
             t,
             filter,
             lens,
             pack,
-            filter_bind,
+            filter_bind: None,
             lens_bind,
             pack_bind,
             offsets,
+            params_buf,
+            filtered,
             words,
+            meta_back: gpu.download_buffer("png sums read-back", meta_len as usize),
+            words_back: gpu.download_buffer("png stream read-back", back_len as usize),
             meta,
-            _held: vec![src, params_buf, filtered, table],
+            host_src: None,
+            _table: table,
         })
+    }
+
+    /// Whether this plan codes images of `layout` with `t`.
+    pub(super) fn takes(&self, layout: &Layout, t: &Tunables) -> bool {
+        self.layout == *layout && self.t == *t
+    }
+
+    /// Device memory the plan holds, roughly (what the plans kept are bounded by).
+    pub(super) fn bytes(&self) -> u64 {
+        [&self.filtered, &self.words, &self.meta]
+            .iter()
+            .map(|b| b.size())
+            .sum::<u64>()
+            + u64::from(self.params.npieces) * 4
+            + self.words_back.buffer().size()
+            + self.host_src.as_ref().map_or(0, wgpu::Buffer::size)
+    }
+
+    /// The image to code next: uploaded into the plan's own buffer, or read where it is.
+    pub(super) fn set_source(&mut self, gpu: &Gpu, samples: Source) {
+        let src = match samples {
+            Source::Host(bytes) => {
+                let src = self.host_src.get_or_insert_with(|| {
+                    gpu.buffer(
+                        "png samples",
+                        Usage::Storage,
+                        bytes.len().next_multiple_of(4) as u64,
+                    )
+                });
+                gpu.write_padded(src, bytes);
+                src.clone()
+            }
+            Source::Device(buffer) => buffer.clone(),
+        };
+        self.filter_bind = Some(gpu.bind(
+            &self.filter,
+            &[&self.params_buf, &src, &self.filtered, &self.meta],
+        ));
     }
 
     /// Every pass: filter, bit lengths, their scan, packing.
     pub(super) fn record(&self, batch: &mut Batch) {
         let n = self.params.npieces;
+        let filter_bind = self.filter_bind.as_ref().expect("set_source ran");
         batch.dispatch(
             "png_filter",
             &self.filter,
-            &self.filter_bind,
+            filter_bind,
             n.div_ceil(self.t.filter_wg),
         );
         batch.dispatch(
@@ -211,23 +255,40 @@ impl PngPlan {
         );
     }
 
-    /// The zlib stream of the last `record`, or `None` where the png crate would store the
-    /// data instead (the coded stream is larger).
+    /// The copies to the read-back buffers, after `record` in the same submission.
+    pub(super) fn record_read_back(&self, batch: &mut Batch) {
+        batch.copy(
+            &self.meta,
+            self.meta_back.buffer(),
+            self.meta_back.buffer().size(),
+        );
+        batch.copy(
+            &self.words,
+            self.words_back.buffer(),
+            self.words_back.buffer().size(),
+        );
+    }
+
+    /// The zlib stream of the last submission of `record` and `record_read_back`, or `None`
+    /// where the png crate would store the data instead (the coded stream is larger).
     pub(super) fn read(&self, gpu: &Gpu) -> Result<Option<Vec<u8>>> {
-        let groups = self.params.npieces.div_ceil(self.t.filter_wg) as usize;
-        let meta: Vec<u32> = gpu.read_vec(&self.meta, 1 + 3 * groups)?;
-        let bits = u64::from(HEADER_BITS) + u64::from(meta[0]);
-        let adler = combine_adler(&meta[1..]);
-        let raw = u64::from(self.params.row_len + 1) * u64::from(self.params.height);
+        let (bits, adler) = self.meta_back.read(gpu, |b| {
+            let meta: &[u32] = bytemuck::cast_slice(b);
+            (
+                u64::from(HEADER_BITS) + u64::from(meta[0]),
+                combine_adler(&meta[1..]),
+            )
+        })?;
+        let raw = filtered_len(&self.layout);
         // The end-of-block code, then the 4-byte check.
         let coded = (bits + deflate::eob_len()).div_ceil(8) + 4;
         if coded > deflate::stored_size(raw as usize) as u64 {
             return Ok(None);
         }
         let mut out = Vec::with_capacity(coded as usize);
-        gpu.read_with(&self.words, 0, bits.div_ceil(8), |b| {
-            out.extend_from_slice(b)
-        })?;
+        let len = bits.div_ceil(8) as usize;
+        self.words_back
+            .read(gpu, |b| out.extend_from_slice(&b[..len]))?;
         for (o, h) in out.iter_mut().zip(HEADER) {
             *o |= h;
         }

@@ -150,7 +150,8 @@ impl OpTuning for Tuning {
         let Samples::U8(samples) = &img.samples else {
             unreachable!("made 8-bit")
         };
-        let plan = PngPlan::new(gpu, &Layout::of(img), Source::Host(samples), *t)?;
+        let mut plan = PngPlan::new(gpu, &Layout::of(img), *t)?;
+        plan.set_source(gpu, Source::Host(samples));
         Ok(Case::gpu(
             OP.name,
             format!("RGB {}", class.label),
