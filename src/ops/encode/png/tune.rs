@@ -117,7 +117,7 @@ impl OpTuning for Tuning {
                 if (i / 40) % 3 == 0 {
                     500
                 } else {
-                    (i as u16) * 31 + u16::from(n >> 5)
+                    (i as u16).wrapping_mul(31).wrapping_add(u16::from(n >> 5))
                 }
             })
             .collect();
