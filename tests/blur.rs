@@ -796,7 +796,8 @@ fn other_formats_keep_their_layout() {
 fn timings_name_the_phases() {
     let dir = tempdir();
     let out = dir.path().join("o.png");
-    // The GPU's phases: on the adapter, not the native CPU engine (lavapipe here).
+    // The GPU's phases: on the adapter, not the native CPU engine (lavapipe here). Level 6:
+    // the PNG is encoded on the cores, so the blurred pixels come back (a download).
     let r = run(&[
         "--backend",
         "vulkan",
@@ -805,6 +806,8 @@ fn timings_name_the_phases() {
         "-r",
         "3",
         "--timings",
+        "--compression",
+        "6",
         "-o",
         out.to_str().unwrap(),
     ]);

@@ -11,6 +11,7 @@ mod compare_ci;
 mod copy;
 mod devices;
 mod encode;
+mod encode_png;
 mod fidelity;
 mod histogram;
 mod input;

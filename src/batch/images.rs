@@ -98,14 +98,22 @@ pub struct Outputs {
 /// output on a GPU engine: only the compressed stream comes back from the device).
 enum Made {
     Pixels(Image),
-    Jpeg { file: Vec<u8>, channels: u8 },
+    Jpeg {
+        file: Vec<u8>,
+        channels: u8,
+    },
+    /// A PNG file the GPU encoded at level 1 (ops/encode/png).
+    Png {
+        file: Vec<u8>,
+        channels: u8,
+    },
 }
 
 impl Made {
     fn channels(&self) -> u8 {
         match self {
             Made::Pixels(img) => img.channels,
-            Made::Jpeg { channels, .. } => *channels,
+            Made::Jpeg { channels, .. } | Made::Png { channels, .. } => *channels,
         }
     }
 }
@@ -177,6 +185,56 @@ fn encode_on_device(
     )
 }
 
+/// Whether the engine encodes a PNG output itself: a GPU, compression level 1 (the other
+/// levels are zlib's, on the cores).
+fn png_on_engine(engine: &Engine, format: ImageFormat, write: &WriteOptions) -> bool {
+    matches!(engine, Engine::Gpu(_))
+        && format == ImageFormat::Png
+        && write.compression == WriteOptions::FASTEST_COMPRESSION
+}
+
+/// The PNG file of the op's result on `image`, left on the GPU and encoded there, as
+/// [`encode_on_device`] does for JPEG. `None`: the result comes back.
+fn png_on_device(
+    w: &mut dyn ImageWorker,
+    engine: &Engine,
+    job: &Job,
+    image: &Image,
+    carried: &Carried,
+    timings: &mut Timings,
+) -> Option<Result<Vec<u8>>> {
+    use crate::ops::encode::png;
+    let Engine::Gpu(gpu) = engine else {
+        return None;
+    };
+    let layout = png::Layout::of(image);
+    if !png_on_engine(engine, job.format, &carried.write)
+        || !png::takes(gpu, &layout, carried.write.compression)
+        || !w.records_on_device(image)
+    {
+        return None;
+    }
+    // The op's passes in a submission of their own, the encoder's in the next (the JPEG
+    // path records both into one).
+    let mut batch = gpu.batch(None);
+    let recorded = w
+        .record_on_device(image, &mut batch, timings)
+        .and_then(|buffer| batch.submit().map(|()| buffer));
+    w.submitted();
+    let buffer = match recorded {
+        Ok(b) => b,
+        Err(e) => return Some(Err(e.context(job.input.display().to_string()))),
+    };
+    let made = png::OnDevice {
+        buffer: &buffer,
+        layout,
+    };
+    Some(
+        png::encode_on_device(gpu, &made, &carried.metadata, timings)
+            .with_context(|| format!("{}: encoding failed", job.output.display())),
+    )
+}
+
 /// What a GPU saves on a batch of `files` images like `header`: the op's own saving, and,
 /// for baseline JPEG output of a size the op knows in advance, the encoding it takes off
 /// the cores, less what it costs the batch's `engine_threads`.
@@ -191,10 +249,23 @@ fn job_saving(
     let saving = op.gpu_saving(header, files);
     let baseline = format == ImageFormat::Jpeg && !out.progressive;
     let layout = header.bit_depth == 8 && matches!(header.channels, 1 | 3);
+    let png_level1 = format == ImageFormat::Png
+        && out.compression.unwrap_or(WriteOptions::DEFAULT_COMPRESSION)
+            == WriteOptions::FASTEST_COMPRESSION;
     match op.output_size(header) {
         Some((w, h)) if baseline && layout => saving.saturating_add(
             crate::ops::encode::gpu_saving(w, h, header.channels, files, engine_threads),
         ),
+        Some((w, h)) if png_level1 => {
+            let bytes = header.channels * if header.bit_depth > 8 { 2 } else { 1 };
+            saving.saturating_add(crate::ops::encode::png::gpu_saving(
+                w,
+                h,
+                bytes,
+                files,
+                engine_threads,
+            ))
+        }
         _ => saving,
     }
 }
@@ -322,6 +393,16 @@ pub fn run(
                 image.bit_depth()
             ));
             img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
+            if let Some(file) = png_on_device(w.as_mut(), engine, job, &image, &carried, timings) {
+                let channels = image.channels;
+                return Ok((
+                    Made::Png {
+                        file: file?,
+                        channels,
+                    },
+                    carried,
+                ));
+            }
             let on_device =
                 encode_on_device(w.as_mut(), encoder, engine, job, &image, &carried, timings);
             if let Some(file) = on_device {
@@ -338,6 +419,13 @@ pub fn run(
                 .run(&image, timings)
                 .with_context(|| format!("{}", job.input.display()))?;
             op.metadata((image.width, image.height), &made, &mut carried.metadata);
+            if png_on_engine(engine, job.format, &carried.write) {
+                let (meta, level) = (&carried.metadata, carried.write.compression);
+                let file = crate::ops::encode::png::encode_png(engine, &made, meta, level, timings)
+                    .with_context(|| format!("{}: encoding failed", job.output.display()))?;
+                let channels = made.channels;
+                return Ok((Made::Png { file, channels }, carried));
+            }
             if !encodes_on_engine(engine, job.format, &carried.write, &made) {
                 return Ok((Made::Pixels(made), carried));
             }
@@ -391,7 +479,9 @@ pub fn run(
                     &carried.metadata,
                     &carried.write,
                 ),
-                Made::Jpeg { file, .. } => pending.commit_with(|w| Ok(w.write_all(&file)?)),
+                Made::Jpeg { file, .. } | Made::Png { file, .. } => {
+                    pending.commit_with(|w| Ok(w.write_all(&file)?))
+                }
             }
         },
         finish: |_, _: &mut Timings| Ok(()),
@@ -685,8 +775,13 @@ mod tests {
             let jpeg = job_saving(&op, &out, ImageFormat::Jpeg, &rgb, 128, 1);
             let want = op.0.as_secs_f64() + encode(2.0, 1.0);
             assert!((jpeg.as_secs_f64() - want).abs() < 1e-6, "{jpeg:?} {want}");
-            // A small job on its own; not one once its encoding moves to the GPU.
-            assert!(job_saving(&op, &out, ImageFormat::Png, &rgb, 128, 1) < SMALL_JOB);
+            // A small job on its own (PNG at zlib's level 6 stays on the cores); not one once
+            // its encoding moves to the GPU.
+            let zlib = Outputs {
+                compression: Some(6),
+                ..Outputs::default()
+            };
+            assert!(job_saving(&op, &zlib, ImageFormat::Png, &rgb, 128, 1) < SMALL_JOB);
             assert!(jpeg > SMALL_JOB);
             // Gray: a third of the bytes.
             let gray = job_saving(&op, &out, ImageFormat::Jpeg, &header(1, 8), 128, 1);
@@ -717,5 +812,56 @@ mod tests {
             job_saving(&op, &out, ImageFormat::Jpeg, &header(4, 8), 9, 1),
             op.0
         );
+    }
+
+    // The engine choice counts a level-1 PNG output's encoding, every layout and depth (the
+    // GPU encodes them all), less the waits on the engine threads; not other levels.
+    #[test]
+    fn the_estimate_counts_the_png_encoding_a_gpu_takes_off_the_cores() {
+        use crate::gpu::SMALL_JOB;
+        let op = Fake(SMALL_JOB - Duration::from_millis(1));
+        let out = Outputs::default();
+        let pool = |n| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .unwrap()
+        };
+        // 128 images of 1920 x 1080 x `bytes` at 2.5 - 0.25 ns a byte of one thread's time
+        // over the cores, less 5 ms a file over the engine threads.
+        let encode = |bytes: f64, cores: f64, engines: f64| {
+            128.0 * (1920.0 * 1080.0 * bytes * 2.25e-9 / cores - 5.0e-3 / engines).max(0.0)
+        };
+        let close = |got: Duration, want: f64| {
+            assert!((got.as_secs_f64() - want).abs() < 1e-6, "{got:?} {want}");
+        };
+        pool(2).install(|| {
+            let rgb = job_saving(&op, &out, ImageFormat::Png, &header(3, 8), 128, 1);
+            close(rgb, op.0.as_secs_f64() + encode(3.0, 2.0, 1.0));
+            assert!(rgb > SMALL_JOB);
+            let rgba16 = job_saving(&op, &out, ImageFormat::Png, &header(4, 16), 128, 1);
+            close(rgba16, op.0.as_secs_f64() + encode(8.0, 2.0, 1.0));
+            let level9 = Outputs {
+                compression: Some(9),
+                ..Outputs::default()
+            };
+            assert_eq!(
+                job_saving(&op, &level9, ImageFormat::Png, &header(3, 8), 128, 1),
+                op.0
+            );
+        });
+        // Sixteen cores, four engine threads (the H200 host of call AF-pnggpu-1): 0.87 ms of
+        // the cores a file against 1.25 ms of waits, so nothing is added; the RGBA 16-bit
+        // file's 2.3 ms of the cores still pays.
+        pool(16).install(|| {
+            assert_eq!(encode(3.0, 16.0, 4.0), 0.0);
+            assert_eq!(
+                job_saving(&op, &out, ImageFormat::Png, &header(3, 8), 128, 4),
+                op.0
+            );
+            let rgba16 = job_saving(&op, &out, ImageFormat::Png, &header(4, 16), 128, 4);
+            close(rgba16, op.0.as_secs_f64() + encode(8.0, 16.0, 4.0));
+            assert!(encode(8.0, 16.0, 4.0) > 0.0);
+        });
     }
 }

@@ -175,6 +175,7 @@ pub const REGISTRY: &[Op] = &[
     compare::OP,
     resize::OP,
     encode::OP,
+    encode::png::OP,
 ];
 
 /// An image's samples as the bytes a kernel reads (`Gpu::write_padded` writes them): 8-bit as

@@ -32,7 +32,7 @@ pub use orientation::orient;
 pub use read::{input_name, is_regular_file, is_stdin, load, load_with, probe, probe_with, Source};
 pub use write::{
     check_layout, encode, encode_with, output_format, save, save_to, save_to_with, write_jpeg_with,
-    WriteOptions,
+    write_png_with, WriteOptions,
 };
 
 /// Interleaved samples, row-major, `channels` per pixel.

@@ -194,34 +194,9 @@ fn write_png_level(
     level: u8,
     w: &mut dyn Write,
 ) -> Result<()> {
-    use png::{BitDepth, ColorType, Compression, DeflateCompression, Filter};
-    let mut info = png::Info::with_size(img.width, img.height);
-    info.color_type = match img.channels {
-        1 => ColorType::Grayscale,
-        2 => ColorType::GrayscaleAlpha,
-        3 => ColorType::Rgb,
-        _ => ColorType::Rgba,
-    };
-    info.bit_depth = match img.samples {
-        Samples::U8(_) => BitDepth::Eight,
-        Samples::U16(_) => BitDepth::Sixteen,
-    };
-    info.icc_profile = meta.icc_profile.as_deref().map(Into::into);
-    info.exif_metadata = meta.exif.as_deref().map(Into::into);
-    info.pixel_dims = meta.density.map(metadata::Density::to_png);
-    info.uncompressed_latin1_text = meta.text.latin1.clone();
-    info.compressed_latin1_text = meta.text.compressed.clone();
-    info.utf8_text = meta.text.utf8.clone();
-    if let Some(xmp) = meta
-        .xmp
-        .as_deref()
-        .and_then(|x| std::str::from_utf8(x).ok())
-    {
-        info.utf8_text.push(png::text_metadata::ITXtChunk::new(
-            metadata::PNG_XMP_KEYWORD,
-            xmp,
-        ));
-    }
+    use png::{Compression, DeflateCompression, Filter};
+    let sixteen = matches!(img.samples, Samples::U16(_));
+    let info = png_info(img.width, img.height, img.channels, sixteen, meta);
     let mut encoder = png::Encoder::with_info(w, info)?;
     match level {
         0 => encoder.set_compression(Compression::NoCompression),
@@ -239,6 +214,70 @@ fn write_png_level(
     }
     let mut writer = encoder.write_header()?;
     writer.write_image_data(data)?;
+    writer.finish()?;
+    Ok(())
+}
+
+/// The PNG header and ancillary chunks of an image of this layout with `meta`.
+fn png_info(
+    width: u32,
+    height: u32,
+    channels: u8,
+    sixteen: bool,
+    meta: &Metadata,
+) -> png::Info<'_> {
+    use png::{BitDepth, ColorType};
+    let mut info = png::Info::with_size(width, height);
+    info.color_type = match channels {
+        1 => ColorType::Grayscale,
+        2 => ColorType::GrayscaleAlpha,
+        3 => ColorType::Rgb,
+        _ => ColorType::Rgba,
+    };
+    info.bit_depth = if sixteen {
+        BitDepth::Sixteen
+    } else {
+        BitDepth::Eight
+    };
+    info.icc_profile = meta.icc_profile.as_deref().map(Into::into);
+    info.exif_metadata = meta.exif.as_deref().map(Into::into);
+    info.pixel_dims = meta.density.map(metadata::Density::to_png);
+    info.uncompressed_latin1_text = meta.text.latin1.clone();
+    info.compressed_latin1_text = meta.text.compressed.clone();
+    info.utf8_text = meta.text.utf8.clone();
+    if let Some(xmp) = meta
+        .xmp
+        .as_deref()
+        .and_then(|x| std::str::from_utf8(x).ok())
+    {
+        info.utf8_text.push(png::text_metadata::ITXtChunk::new(
+            metadata::PNG_XMP_KEYWORD,
+            xmp,
+        ));
+    }
+    info
+}
+
+/// Writes a PNG file of `width` x `height` x `channels` (16-bit samples with `sixteen`) with
+/// `meta` around `zlib`, its image data already compressed (the GPU's, ops/encode/png): the
+/// chunks as the png crate writes them at level 1, the data split into IDAT chunks where
+/// it does.
+pub fn write_png_with(
+    width: u32,
+    height: u32,
+    channels: u8,
+    sixteen: bool,
+    meta: &Metadata,
+    zlib: &[u8],
+    w: &mut dyn Write,
+) -> Result<()> {
+    /// The png crate's `MAX_IDAT_CHUNK_LEN`.
+    const MAX_IDAT: usize = (u32::MAX >> 1) as usize;
+    let info = png_info(width, height, channels, sixteen, meta);
+    let mut writer = png::Encoder::with_info(w, info)?.write_header()?;
+    for chunk in zlib.chunks(MAX_IDAT) {
+        writer.write_chunk(png::chunk::IDAT, chunk)?;
+    }
     writer.finish()?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! docs/encode.md explains the passes.
 
 mod plan;
+pub mod png;
 mod tune;
 
 pub use tune::Tunables;
