@@ -19,7 +19,7 @@
 // order.
 @group(0) @binding(3) var<storage, read_write> dht: array<u32>;
 
-// Keep in sync with `DHT_WORDS` in src/ops/encode/plan.rs.
+// `DHT_WORDS` of src/ops/encode/plan.rs: the shader test checks they agree.
 const DHT_WORDS: u32 = 273u;
 const WG_SIZE: u32 = 64u;
 // 256 symbols and the pseudo-symbol; each invocation holds entries lid + j * WG_SIZE.

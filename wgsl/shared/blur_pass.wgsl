@@ -51,8 +51,10 @@ override ALPHA_SCALE: u32 = 255u;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 // Gaussian weights w[0..=2r], summing to a power of two, four to a vec4 (uniform arrays
 // have 16-byte elements): a uniform, so that an unrolled tap loop reads them as constants.
-// 251 vec4s hold 1001 taps, radius 500 (keep in sync with MAX_GAUSS_RADIUS).
-@group(0) @binding(3) var<uniform> weights: array<vec4<u32>, 251>;
+// WEIGHT_VEC4S vec4s hold 1001 taps, radius 500: `WEIGHT_VEC4S` of src/ops/blur/plan.rs, made
+// from MAX_GAUSS_RADIUS (the shader test checks they agree).
+const WEIGHT_VEC4S: u32 = 251u;
+@group(0) @binding(3) var<uniform> weights: array<vec4<u32>, WEIGHT_VEC4S>;
 
 fn weight(k: u32) -> u32 {
     return weights[k >> 2u][k & 3u];

@@ -161,8 +161,10 @@ fn gauss_stride(width: u32, fmt: u32) -> u32 {
     width + width / (128 / staged_bytes(fmt)) + 1
 }
 
-/// The uniform array of gaussian weights: 251 vec4s, 1001 taps (wgsl/shared/blur_pass.wgsl).
-const WEIGHT_SLOTS: usize = 4 * 251;
+/// The uniform array of gaussian weights: `WEIGHT_VEC4S` of wgsl/shared/blur_pass.wgsl (the
+/// shader test checks they agree), enough for the 2 MAX_GAUSS_RADIUS + 1 taps of the widest.
+const WEIGHT_VEC4S: u32 = (2 * super::MAX_GAUSS_RADIUS + 1).div_ceil(4);
+const WEIGHT_SLOTS: usize = 4 * WEIGHT_VEC4S as usize;
 
 /// A blur planned for one image size and layout on one device: pipelines, buffers, strips and
 /// their bindings, and the staging the images travel through. Ready to record (many times,
@@ -226,6 +228,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
             .with_const("FMT_PACK8", FMT_PACK8)
             .with_const("FMT_PACK16", FMT_PACK16)
             .with_const("FMT_WIDE", FMT_WIDE)
+            .with_const("WEIGHT_VEC4S", WEIGHT_VEC4S)
             .with_overrides(&c)
     };
     let gauss = Kind::Gaussian { sigma: 2.0 };

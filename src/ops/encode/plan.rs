@@ -64,7 +64,14 @@ pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
             "encode_tables" => shader!("encode_tables"),
             _ => shader!("encode_stuff"),
         };
-        ShaderCase::params::<EncodeParams>(shader)
+        let case = ShaderCase::params::<EncodeParams>(shader);
+        match name {
+            "encode_tables" => case.with_const(
+                "DHT_WORDS",
+                u32::try_from(DHT_WORDS).expect("a table's words fit 32 bits"),
+            ),
+            _ => case,
+        }
     })
     .into()
 }
@@ -131,8 +138,8 @@ fn code_words(dc: &[Table], ac: &[Table]) -> Vec<u32> {
     words
 }
 
-/// Words a table takes in the tables kernel's output: bits[0..17], then up to 256 symbols.
-/// Keep in sync with `DHT_WORDS` in wgsl/encode_tables.wgsl.
+/// Words a table takes in the tables kernel's output: bits[0..17], then up to 256 symbols:
+/// `DHT_WORDS` of wgsl/encode_tables.wgsl (the shader test checks they agree).
 const DHT_WORDS: u64 = 273;
 /// The read-back's layout: the bit count, the 0xFF count, the tables (four), the pass times
 /// (16 bytes a pass), then the stream's first bytes.
