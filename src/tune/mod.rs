@@ -16,6 +16,8 @@
 pub mod cache;
 mod lookup;
 mod search;
+#[cfg(test)]
+pub(crate) use search::assert_stages_hold_the_default;
 
 use std::any::Any;
 use std::cell::OnceCell;

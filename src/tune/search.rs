@@ -317,3 +317,18 @@ impl<T: Tunable> Search<'_, '_, T> {
         ))
     }
 }
+
+/// For an op's tests: every stage's candidates around `T`'s default, quick or full, hold the
+/// default and pass its limits check on the WebGPU default limits.
+#[cfg(test)]
+pub(crate) fn assert_stages_hold_the_default<O: OpTuning>() {
+    let limits = wgpu::Limits::default();
+    let default = O::Tunables::default_for(&limits);
+    for quick in [false, true] {
+        for s in O::stages() {
+            let c = (s.candidates)(&default, &limits, quick);
+            assert!(c.contains(&default), "{} quick {quick}", s.name);
+            assert!(c.iter().all(|t| t.check(&limits).is_ok()), "{}", s.name);
+        }
+    }
+}

@@ -169,14 +169,8 @@ mod tests {
 
     #[test]
     fn candidate_spaces_fit_the_limits_and_hold_the_defaults() {
+        crate::tune::assert_stages_hold_the_default::<Tuning>();
         let limits = wgpu::Limits::default();
-        for quick in [false, true] {
-            for s in Tuning::stages() {
-                let c = (s.candidates)(&Tunables::DEFAULT, &limits, quick);
-                assert!(c.contains(&Tunables::DEFAULT), "{} quick {quick}", s.name);
-                assert!(c.iter().all(|t| t.check(&limits).is_ok()), "{}", s.name);
-            }
-        }
         let odd = Tunables {
             huffman_wg: 48,
             ..Tunables::DEFAULT
