@@ -191,6 +191,16 @@ pub fn pow2(lo: u32, hi: u32) -> impl Iterator<Item = u32> + Clone {
     std::iter::successors(Some(lo), |&v| v.checked_mul(2)).take_while(move |&v| v <= hi)
 }
 
+/// A 1-D workgroup size `wg` a tuner may try: a power of two from 32 (a warp) to the
+/// adapter's [`max_invocations`]; the error names `what` ("compare", "encode huffman").
+pub fn check_workgroup(what: &str, wg: u32, limits: &wgpu::Limits) -> Result<()> {
+    let max = max_invocations(limits);
+    if !wg.is_power_of_two() || !(32..=max).contains(&wg) {
+        anyhow::bail!("{what} workgroup size {wg} is not a power of two from 32 to {max}");
+    }
+    Ok(())
+}
+
 /// The most invocations of a 1-D workgroup on an adapter with `limits`.
 pub fn max_invocations(limits: &wgpu::Limits) -> u32 {
     limits

@@ -100,12 +100,8 @@ impl Tunable for Tunables {
     }
     /// Whether the pass can run this choice on an adapter with `limits`.
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        let max = max_invocations(limits);
         let wg = self.wg_size;
-        ensure!(
-            wg.is_power_of_two() && (32..=max).contains(&wg),
-            "compare workgroup size {wg} is not a power of two from 32 to {max}"
-        );
+        crate::tune::check_workgroup("compare", wg, limits)?;
         ensure!(
             matches!(self.units, 1 | 2 | 4 | 8 | 16 | 32),
             "compare units per invocation must be 1, 2, 4, 8, 16 or 32, not {}",

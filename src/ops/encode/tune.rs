@@ -4,14 +4,15 @@
 
 use std::fmt;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::bench::{Case, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
 use crate::io::image::Image;
 use crate::io::jpeg::{self, EncodeOptions, Frame, Markers, Subsampling};
 use crate::tune::{
-    image_classes, max_invocations, pow2, Level, OpTuning, SizeClass, Stage, Tunable,
+    check_workgroup, image_classes, max_invocations, pow2, Level, OpTuning, SizeClass, Stage,
+    Tunable,
 };
 
 use super::plan::EncodePlan;
@@ -56,13 +57,8 @@ impl Tunable for Tunables {
     }
 
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        let max = max_invocations(limits);
-        for (name, wg) in [("huffman", self.huffman_wg), ("stuff", self.stuff_wg)] {
-            if !wg.is_power_of_two() || !(32..=max).contains(&wg) {
-                bail!("encode {name} workgroup size {wg} is not a power of two from 32 to {max}");
-            }
-        }
-        Ok(())
+        check_workgroup("encode huffman", self.huffman_wg, limits)?;
+        check_workgroup("encode stuff", self.stuff_wg, limits)
     }
 }
 

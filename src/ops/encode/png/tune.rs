@@ -4,14 +4,15 @@
 
 use std::fmt;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::bench::{Case, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
 use crate::io::image::{Image, Samples};
 use crate::io::metadata::Metadata;
 use crate::tune::{
-    image_classes, max_invocations, pow2, Level, OpTuning, SizeClass, Stage, Tunable,
+    check_workgroup, image_classes, max_invocations, pow2, Level, OpTuning, SizeClass, Stage,
+    Tunable,
 };
 
 use super::plan::{PngPlan, Source};
@@ -56,15 +57,8 @@ impl Tunable for Tunables {
     }
 
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        let max = max_invocations(limits);
-        for (name, wg) in [("filter", self.filter_wg), ("deflate", self.deflate_wg)] {
-            if !wg.is_power_of_two() || !(32..=max).contains(&wg) {
-                bail!(
-                    "encode_png {name} workgroup size {wg} is not a power of two from 32 to {max}"
-                );
-            }
-        }
-        Ok(())
+        check_workgroup("encode_png filter", self.filter_wg, limits)?;
+        check_workgroup("encode_png deflate", self.deflate_wg, limits)
     }
 }
 
