@@ -600,10 +600,7 @@ pub fn write_stream(out: PendingFile, f: impl FnOnce(&mut dyn Write) -> Result<(
         .try_clone_to_owned()
         .context("stdout: cannot write")?;
     crate::io::video::widen_pipe(&fd);
-    let mut w = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::from(fd));
-    f(&mut w)
-        .and_then(|()| Ok(w.flush()?))
-        .map_err(|e| e.context("stdout: cannot write"))
+    crate::io::output::write_to("stdout", std::fs::File::from(fd), f)
 }
 
 /// The one engine a stream runs on, shared by its workers.

@@ -553,8 +553,9 @@ fn finish(file: &File, keep: Option<&Keep>) -> io::Result<()> {
     file.sync_all()
 }
 
-/// Runs `f` on a buffered `sink`; a failed write becomes `NAME: cannot write: REASON`.
-fn write_to<W: Write>(
+/// Runs `f` on a buffered `sink`; a failed write becomes `NAME: cannot write: REASON`, and
+/// any other error of `f` (a cut input, say) is returned as it is.
+pub(crate) fn write_to<W: Write>(
     name: &str,
     sink: W,
     f: impl FnOnce(&mut dyn Write) -> Result<()>,
