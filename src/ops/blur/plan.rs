@@ -155,10 +155,16 @@ fn staged_bytes(fmt: u32) -> u32 {
     }
 }
 
+/// log2 of the staged elements between two of padding in workgroup memory: one every 128
+/// bytes (`G_SKEW_SHIFT` of wgsl/blur_gauss.wgsl, set from this).
+fn skew_shift(fmt: u32) -> u32 {
+    (128 / staged_bytes(fmt)).trailing_zeros()
+}
+
 /// Elements a staged gaussian line of `width` samples in format `fmt` takes in workgroup
-/// memory: one of padding every 128 bytes (`skew` in wgsl/blur_gauss.wgsl; keep in sync).
+/// memory (`G_STRIDE` of wgsl/blur_gauss.wgsl, set from this): `skew(width) + 1`.
 fn gauss_stride(width: u32, fmt: u32) -> u32 {
-    width + width / (128 / staged_bytes(fmt)) + 1
+    width + (width >> skew_shift(fmt)) + 1
 }
 
 /// The uniform array of gaussian weights: `WEIGHT_VEC4S` of wgsl/shared/blur_pass.wgsl (the
@@ -300,10 +306,7 @@ fn shape(
             shader: shader!("blur_box"),
             entry: "box_pass",
             variant: box_variant(t.box_ppt),
-            constants: vec![
-                ("BOX_ROWS", t.box_rows as f64),
-                ("BOX_TPL", t.box_tpl as f64),
-            ],
+            constants: t.box_overrides().map(|(k, v)| (k, v as f64)).into(),
             rows_per_wg: t.box_rows,
             chunk: t.box_chunk(),
             staging: None,
@@ -697,6 +700,8 @@ fn pass_overrides(
     if let Some((rows, width)) = shape.staging {
         let stage = stage_fmt(fmt_in, premultiply);
         c.push(("G_IN_LEN", (rows * gauss_stride(width, stage)) as f64));
+        c.push(("G_STRIDE", gauss_stride(width, stage) as f64));
+        c.push(("G_SKEW_SHIFT", skew_shift(stage) as f64));
         c.push(("STAGE_FMT", stage as f64));
     }
     c.extend([
