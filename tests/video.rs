@@ -170,6 +170,92 @@ fn raw_rgb24_frames_blur_in_order_through_stdin_and_stdout() {
     }
 }
 
+/// Every frame of a stream (Y4M, or raw frames of `raw`'s size and pixel format) as its
+/// planes, read with gpukit's own reader.
+fn stream_planes(bytes: &[u8], raw: Option<(u32, u32, &str)>) -> Vec<Vec<Image>> {
+    use gpukit::io::video::{VideoFormat, VideoReader};
+    let mut reader = match raw {
+        None => VideoReader::y4m(bytes, u64::MAX).unwrap(),
+        Some((w, h, pix)) => {
+            VideoReader::raw(bytes, VideoFormat::raw(w, h, pix).unwrap(), u64::MAX).unwrap()
+        }
+    };
+    let format = reader.format().clone();
+    let mut frames = Vec::new();
+    while let Some((i, planes)) = reader.next_planes().unwrap() {
+        assert_eq!(i, frames.len() as u64);
+        frames.push(format.images(planes));
+    }
+    frames
+}
+
+// The GPU stream (a ring of four slots, frames read straight into them) on nine frames of
+// odd sizes: 4:2:0, 4:2:2 and 4:4:4 at 8 and 16 bits, and raw rgba and gray16le, every
+// frame's every plane the reference blur of the input's (luma -r 3, chroma 2), in order; a
+// stream cut inside frame 6 is one line naming it, and no output file is left.
+#[test]
+fn gpu_stream_blurs_more_frames_than_slots_exactly_in_every_layout() {
+    let dir = tempdir();
+    let d = dir.path();
+    let out = d.join("out").display().to_string();
+    type Case<'a> = (&'a str, &'a str, Option<(u32, u32, &'a str)>);
+    let cases: [Case; 7] = [
+        ("yuv420p", "33:19", None),
+        ("yuv422p", "33:19", None),
+        ("yuv444p", "31:17", None),
+        ("yuv420p16le", "34:19", None),
+        ("yuv444p16le", "31:17", None),
+        ("rgba", "21:13", Some((21, 13, "rgba"))),
+        ("gray16le", "23:11", Some((23, 11, "gray16le"))),
+    ];
+    for (pix_fmt, size, raw) in cases {
+        let mut format = vec!["-strict", "-1", "-pix_fmt", pix_fmt];
+        format.extend([
+            "-f",
+            if raw.is_some() {
+                "rawvideo"
+            } else {
+                "yuv4mpegpipe"
+            },
+        ]);
+        let input = clip(d, "in", size, 9, &format);
+        let bytes = std::fs::read(&input).unwrap();
+        let frames_in = stream_planes(&bytes, raw);
+        assert_eq!(frames_in.len(), 9, "{pix_fmt}");
+        let raw_args = raw.map(|(w, h, pix)| (format!("{w}x{h}"), pix));
+        let mut args = vec!["--device", "0", "blur", "-", "-r", "3"];
+        args.extend(["--chroma-radius", "2", "-o", &out]);
+        if let Some((size, pix)) = &raw_args {
+            args.extend(["--raw", size, "--pix-fmt", pix]);
+        }
+        if raw.is_some() {
+            // --chroma-radius is for Y'CbCr only.
+            args.retain(|a| *a != "--chroma-radius" && *a != "2");
+        }
+        let (code, _, err) = gpukit_piped(&args, &bytes);
+        assert_eq!(code, 0, "{pix_fmt}: {err}");
+        let frames_out = stream_planes(&std::fs::read(&out).unwrap(), raw);
+        assert_eq!(frames_out.len(), 9, "{pix_fmt}");
+        for (i, (a, b)) in frames_in.iter().zip(&frames_out).enumerate() {
+            for (p, (pa, pb)) in a.iter().zip(b).enumerate() {
+                let r = if p == 0 || raw.is_some() { 3 } else { 2 };
+                let want = blur::reference(pa, &Options::new(Kind::Box, r, 1)).unwrap();
+                assert!(want == *pb, "{pix_fmt}: frame {i}, plane {p} differs");
+            }
+        }
+        std::fs::remove_file(&out).unwrap();
+        if pix_fmt == "yuv420p" {
+            let frame = (bytes.len() - bytes.iter().position(|&b| b == b'\n').unwrap()) / 9;
+            let cut = &bytes[..bytes.len() - 2 * frame - frame / 2];
+            let (code, _, err) = gpukit_piped(&args, cut);
+            assert_eq!(code, 1, "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains("stdin: frame 6 is cut short"), "{err}");
+            assert!(!Path::new(&out).exists(), "a half-written output was left");
+        }
+    }
+}
+
 // 16-bit 4:4:4 Y4M (ffmpeg's C444p16): each plane a 16-bit gray image, the same radius on all.
 #[test]
 fn y4m_16_bit_444_blurs_each_plane_as_16_bit_gray() {

@@ -208,9 +208,10 @@ pub fn run_frames<O: Send + 'static>(
     })
 }
 
-/// How many frames a stream keeps in flight on an engine: the GPU overlaps one frame's
-/// upload, another's passes and a third's download with threads of its own; the native CPU
-/// engine blurs each frame on every core and keeps a second frame ready.
+/// How many worker threads a stream keeps busy on an engine (a blur stream on a GPU runs
+/// through the ring of src/batch/video_gpu.rs instead): on a GPU three, each waiting for its
+/// own submission; the native CPU engine works on each frame with every core and keeps a
+/// second frame ready.
 pub fn workers_for(engine: &Engine) -> usize {
     match engine {
         Engine::Gpu(_) => 3,
@@ -519,6 +520,10 @@ pub fn blur_frames(
     env.estimate(saving);
     let engine = open_engine(env)?;
     env.detail(&format!("{}: {}", stream.name, format.describe()));
+    if let Engine::Gpu(_) = &*engine {
+        let slots = super::video_gpu::SLOTS;
+        return super::video_gpu::blur_frames(engine, stream, (luma, chroma), out, slots);
+    }
     let mut stream = stream;
     // The planes written go back to the reader for the frames to come.
     let spare = Spare::default();

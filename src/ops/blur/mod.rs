@@ -277,6 +277,31 @@ impl<'e> Blurrer<'e> {
         Ok(out)
     }
 
+    /// Records the blur of an image shaped like `like` whose samples, in the host's layout,
+    /// lie in `src` at `src.1`, and the copy of the result to `dst` at `dst.1` (offsets a
+    /// multiple of 4, each image's bytes padded to a whole word): the host copies nothing and
+    /// nothing waits, for a caller that keeps its own staging and submits the batch when it
+    /// likes (the GPU frame stream, src/batch/video_gpu.rs). Only where
+    /// [`Blurrer::records_on_device`]; `like`'s samples are not read.
+    pub fn record_between(
+        &mut self,
+        like: &Image,
+        batch: &mut Batch,
+        src: (&wgpu::Buffer, u64),
+        dst: (&wgpu::Buffer, u64),
+        timings: &mut Timings,
+    ) -> Result<()> {
+        let Engine::Gpu(gpu) = self.engine else {
+            bail!("the CPU engine records nothing on a device");
+        };
+        let plan = self.plan_for(gpu, like, timings)?;
+        plan.record_upload_from(batch, src.0, src.1);
+        plan.record(batch);
+        plan.record_download_to(batch, dst.0, dst.1);
+        self.plan = Some(plan);
+        Ok(())
+    }
+
     /// After the batch [`Blurrer::record_on_device`] recorded into ran: the upload buffer
     /// mapped again for the next image.
     pub fn submitted(&mut self) {
