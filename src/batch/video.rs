@@ -506,17 +506,17 @@ pub fn blur_frames(
         .cloned()
         .expect("blur streams are video frames");
     let frames = stream.expected_frames();
-    let saving = format
-        .planes()
-        .iter()
-        .map(|p| {
-            let o = if p.chroma { chroma } else { luma };
-            let bits = 8 * format.sample_bytes() as u32;
-            o.gpu_saving(p.width, p.height, p.channels, bits, 1)
-        })
-        .sum::<Duration>()
-        .checked_mul(frames.min(u64::from(u32::MAX)) as u32)
-        .unwrap_or(Duration::MAX);
+    let model = super::video_gpu::StreamModel::here();
+    let costs = model.frame_costs(&format, luma, chroma);
+    let saving = model.saving(costs, frames);
+    env.detail(&format!(
+        "{}: a frame takes about {:.2} ms on the cores, {:.2} ms on a GPU, {:.2} ms through \
+         the pipes; {frames} frames",
+        stream.name,
+        costs.engine.as_secs_f64() * 1e3,
+        costs.device.as_secs_f64() * 1e3,
+        costs.pipes.as_secs_f64() * 1e3,
+    ));
     env.estimate(saving);
     let engine = open_engine(env)?;
     env.detail(&format!("{}: {}", stream.name, format.describe()));

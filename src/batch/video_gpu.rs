@@ -28,6 +28,87 @@ pub const SLOTS: usize = 4;
 /// How often the device thread polls while it waits for a frame to submit.
 const POLL_EVERY: Duration = Duration::from_micros(100);
 
+/// The GPU ring's device time per byte of a frame: the copy to the device, the passes and the
+/// copy back, which overlap the host's reading and writing (docs/BENCHMARKS.md, call
+/// AJ-video3-1).
+pub const DEVICE_NS_PER_BYTE: f64 = 0.12;
+
+/// The pipes' time per byte of a frame, read in and written out side by side: the floor of
+/// either engine. 243 frames/s of a 4K 4:2:0 stream (12.4 MB a frame), the native engine's
+/// rate on the 16-core H200 host of call AF-video2-1, bound by its pipes.
+pub const PIPE_NS_PER_BYTE: f64 = 0.33;
+
+/// What the engine choice weighs for a blur stream: the native CPU engine's threads, and
+/// the per-byte times of the GPU ring and of the pipes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StreamModel {
+    /// Threads the native CPU engine shares a frame's work among.
+    pub threads: usize,
+    pub device_ns_per_byte: f64,
+    pub pipe_ns_per_byte: f64,
+}
+
+/// A frame's time on each side, as [`StreamModel::frame_costs`] gives them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameCosts {
+    /// The native CPU engine's blur of every plane, its threads together.
+    pub engine: Duration,
+    /// The GPU ring's device time.
+    pub device: Duration,
+    /// Reading the frame in and writing it out.
+    pub pipes: Duration,
+}
+
+impl StreamModel {
+    /// This machine's: the CPU engine's threads, the measured per-byte times.
+    pub fn here() -> StreamModel {
+        StreamModel {
+            threads: rayon::current_num_threads(),
+            device_ns_per_byte: DEVICE_NS_PER_BYTE,
+            pipe_ns_per_byte: PIPE_NS_PER_BYTE,
+        }
+    }
+
+    /// One frame of `format` blurred with `luma` (the luma-sized planes) and `chroma`: the
+    /// engine's time from [`BlurOptions::cpu_work_ns`], the others from the frame's bytes.
+    pub fn frame_costs(
+        &self,
+        format: &VideoFormat,
+        luma: BlurOptions,
+        chroma: BlurOptions,
+    ) -> FrameCosts {
+        let bits = 8 * format.sample_bytes() as u32;
+        let work: f64 = format
+            .planes()
+            .iter()
+            .map(|p| {
+                let o = if p.chroma { chroma } else { luma };
+                o.cpu_work_ns(p.width, p.height, p.channels, bits)
+            })
+            .sum();
+        let bytes = format.frame_bytes() as f64;
+        let ns = |v: f64| Duration::try_from_secs_f64(v * 1e-9).unwrap_or(Duration::MAX);
+        FrameCosts {
+            engine: ns(work / self.threads.max(1) as f64),
+            device: ns(bytes * self.device_ns_per_byte),
+            pipes: ns(bytes * self.pipe_ns_per_byte),
+        }
+    }
+
+    /// What the GPU ring would save against the native CPU engine on `frames` frames, for
+    /// the engine choice (`gpu::SMALL_JOB`): each runs a frame at the pace of the slower of
+    /// its own work and the pipes (reading, the work and writing overlap on both), so the
+    /// saving is the difference of the two paces, never negative, times the frames.
+    pub fn saving(&self, costs: FrameCosts, frames: u64) -> Duration {
+        let cores = costs.engine.max(costs.pipes);
+        let gpu = costs.device.max(costs.pipes);
+        cores
+            .saturating_sub(gpu)
+            .checked_mul(u32::try_from(frames).unwrap_or(u32::MAX))
+            .unwrap_or(Duration::MAX)
+    }
+}
+
 /// Where each plane of a frame lies in a slot: planes one after another, each starting on a
 /// whole word (GPU copies move words), the padding between them left zero.
 struct Layout {
@@ -318,5 +399,79 @@ impl Device<'_> {
             )?;
         }
         batch.submit_queued()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::blur::Kind;
+
+    fn stream_4k() -> VideoFormat {
+        VideoFormat::raw(3840, 2160, "yuv420p").unwrap()
+    }
+
+    #[test]
+    fn frame_costs_by_hand() {
+        // 8 294 400 luma and 2 x 2 073 600 chroma samples, 12 441 600 bytes; a box below
+        // radius 128 costs 0.9 ns a sample on one core with AVX2, 1.2 without.
+        let f = stream_4k();
+        let o = BlurOptions::new(Kind::Box, 15, 1);
+        let model = StreamModel {
+            threads: 16,
+            device_ns_per_byte: 0.1,
+            pipe_ns_per_byte: 0.2,
+        };
+        let c = model.frame_costs(&f, o, o);
+        let per_sample = if crate::ops::blur::engine::has_avx2() {
+            0.9
+        } else {
+            1.2
+        };
+        let engine_ms = 12_441_600.0 * per_sample / 16.0 * 1e-6;
+        assert!(
+            (c.engine.as_secs_f64() * 1e3 - engine_ms).abs() < 1e-6,
+            "{c:?}"
+        );
+        assert!(
+            (c.device.as_secs_f64() * 1e3 - 1.24416).abs() < 1e-6,
+            "{c:?}"
+        );
+        assert!(
+            (c.pipes.as_secs_f64() * 1e3 - 2.48832).abs() < 1e-6,
+            "{c:?}"
+        );
+    }
+
+    // A long 4K stream on a 16-core host: the GPU ring is chosen where its per-frame cost is
+    // below the cores' and the pipes allow the difference to show; the cores where the GPU
+    // costs more, or where the pipes bound both.
+    #[test]
+    fn a_long_4k_stream_opens_the_gpu_only_where_it_is_faster() {
+        let f = stream_4k();
+        let gauss = BlurOptions::new(Kind::Gaussian { sigma: 10.0 }, 30, 1);
+        let model = |device, pipes| StreamModel {
+            threads: 16,
+            device_ns_per_byte: device,
+            pipe_ns_per_byte: pipes,
+        };
+        let saving = |m: StreamModel| m.saving(m.frame_costs(&f, gauss, gauss), 300);
+        // The cores take 12.4 M samples x (0.5 + 0.075 x 61) ns / 16 = 3.9 ms a frame (AVX2).
+        let fast_gpu = model(0.1, 0.05);
+        let c = fast_gpu.frame_costs(&f, gauss, gauss);
+        assert!(c.device < c.engine, "{c:?}");
+        assert!(saving(fast_gpu) > crate::gpu::SMALL_JOB, "{c:?}");
+        // A GPU ring slower than the cores: no saving at all.
+        assert_eq!(saving(model(0.5, 0.05)), Duration::ZERO);
+        // Pipes slower than either: both run at the pipes' pace.
+        assert_eq!(saving(model(0.1, 0.5)), Duration::ZERO);
+        // A box of radius 15 on 16 cores (0.7 ms a frame) against the measured GPU ring:
+        // the cores.
+        let o = BlurOptions::new(Kind::Box, 15, 1);
+        let m = StreamModel {
+            threads: 16,
+            ..StreamModel::here()
+        };
+        assert!(m.saving(m.frame_costs(&f, o, o), 300) < crate::gpu::SMALL_JOB);
     }
 }

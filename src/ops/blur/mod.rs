@@ -114,6 +114,15 @@ impl Options {
         channels: u8,
         bit_depth: u32,
     ) -> std::time::Duration {
+        super::cpu_time(
+            self.cpu_work_ns(width, height, channels, bit_depth),
+            usize::MAX,
+        )
+    }
+
+    /// [`Options::cpu_estimate`]'s work before it is shared among the threads: nanoseconds
+    /// on one core.
+    pub fn cpu_work_ns(&self, width: u32, height: u32, channels: u8, bit_depth: u32) -> f64 {
         let taps = 2.0 * f64::from(self.radius) + 1.0;
         let alpha = channels.is_multiple_of(2);
         let lanes = !alpha && bit_depth == 8 && engine::has_avx2();
@@ -126,10 +135,7 @@ impl Options {
             (Kind::Gaussian { .. }, false) => 0.2 * taps,
         };
         let samples = f64::from(width) * f64::from(height) * f64::from(channels);
-        super::cpu_time(
-            samples * per_sample * f64::from(self.iterations),
-            usize::MAX,
-        )
+        samples * per_sample * f64::from(self.iterations)
     }
 
     /// What a GPU would save against the native CPU engine on `files` images like this one
