@@ -390,15 +390,18 @@ fn y4m_10_and_12_bit_blur_exactly_and_keep_their_format() {
                 }
             }
         }
-        // Bins are defined on 8- and 16-bit samples: a 10- or 12-bit histogram is refused in
-        // one line, not counted against the wrong maximum.
-        let (code, _, err) = gpukit_piped(&["histogram", "-", "--per-frame"], &head);
-        assert_eq!(code, 1, "{err}");
+        // A 10- or 12-bit histogram is counted on its own maximum: more bins than values is a
+        // usage error in one line.
+        let too_many = ((1u32 << bits) + 1).to_string();
+        let args = ["histogram", "-", "--per-frame", "--bins", &too_many];
+        let (code, _, err) = gpukit_piped(&args, &head);
+        assert_eq!(code, 2, "{err}");
         assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(
-            err.contains(&format!("{bits}-bit frames are not counted")),
-            "{err}"
+        let want = format!(
+            "--bins {too_many}: {bits}-bit frames take 1 to {} bins",
+            1 << bits
         );
+        assert!(err.contains(&want), "{err}");
     }
 }
 
@@ -427,6 +430,92 @@ fn channel(line: &serde_json::Value, name: &str) -> Vec<u64> {
         .find(|c| c["name"] == name)
         .unwrap_or_else(|| panic!("no {name} in {line}"));
     serde_json::from_value(ch["counts"].clone()).unwrap()
+}
+
+/// R', G', B' of one limited-range BT.601 `bits`-bit Y'CbCr sample, by the formula of
+/// docs/formats.md ("What the histogram counts"): Y' from 16 << (bits - 8) scaled by
+/// max / (219 << (bits - 8)), chroma from the half scaled by max / (224 << (bits - 8)), the
+/// factors in 16.16 fixed point, rounded, clamped to 0..=max.
+fn rgb_of_bits(y: u32, u: u32, v: u32, bits: u32) -> [u32; 3] {
+    let (kr, kb) = (0.299, 0.114);
+    let kg = 1.0 - kr - kb;
+    let (max, scale) = ((1i64 << bits) - 1, 1i64 << (bits - 8));
+    let (ky, kc) = (
+        max as f64 / (219 * scale) as f64,
+        max as f64 / (224 * scale) as f64,
+    );
+    let q = |f: f64| (f * 65536.0).round() as i64;
+    let half = 1i64 << (bits - 1);
+    let (y, u, v) = (
+        q(ky) * (i64::from(y) - 16 * scale),
+        i64::from(u) - half,
+        i64::from(v) - half,
+    );
+    let f = |s: i64| ((s + 32768) >> 16).clamp(0, max) as u32;
+    [
+        f(y + q(kc * 2.0 * (1.0 - kr)) * v),
+        f(y - q(kc * 2.0 * kb * (1.0 - kb) / kg) * u - q(kc * 2.0 * kr * (1.0 - kr) / kg) * v),
+        f(y + q(kc * 2.0 * (1.0 - kb)) * u),
+    ]
+}
+
+// 10-bit 4:2:0 (ffmpeg's `-pix_fmt yuv420p10le`) through `histogram --per-frame` on both
+// engines: each frame's red, green, blue and luminance counts are those of ffmpeg's own decode
+// converted here, binned on the stream's own maximum, 1023, as 8- and 16-bit samples are on
+// 255 and 65535: bin = min(floor(v * bins / 1023), bins - 1), with 256 bins and with 1024
+// (one a value).
+#[test]
+fn per_frame_histograms_of_10_bit_420_count_on_their_own_maximum() {
+    let dir = tempdir();
+    let d = dir.path();
+    let (w, h) = (22usize, 11usize);
+    let input = clip(
+        d,
+        "in.y4m",
+        "22:11",
+        3,
+        &["-strict", "-1", "-pix_fmt", "yuv420p10le"],
+    );
+    let raw = words(&decoded(d, &input, "yuv420p10le"));
+    let bytes = std::fs::read(&input).unwrap();
+    let (cw, cs) = (w.div_ceil(2), w.div_ceil(2) * h.div_ceil(2));
+    let frames: Vec<&[u16]> = raw.chunks(w * h + 2 * cs).collect();
+    assert_eq!(frames.len(), 3);
+    for bins in [256u32, 1024] {
+        for engine in [["--backend", "cpu"], ["--device", "0"]] {
+            let b = bins.to_string();
+            let mut args = engine.to_vec();
+            args.extend(["histogram", "-", "--per-frame", "--bins", &b]);
+            let (code, out, err) = gpukit_piped(&args, &bytes);
+            assert_eq!(code, 0, "{err}");
+            let got = lines(&out);
+            assert_eq!(got.len(), 3, "{engine:?}");
+            for (i, (line, f)) in got.iter().zip(&frames).enumerate() {
+                assert_eq!(line["bins"], bins);
+                let rgb: Vec<[u32; 3]> = (0..w * h)
+                    .map(|p| {
+                        let c = (p / w / 2) * cw + (p % w) / 2;
+                        let (y, u, v) = (f[p], f[w * h + c], f[w * h + cs + c]);
+                        rgb_of_bits(y.into(), u.into(), v.into(), 10)
+                    })
+                    .collect();
+                let binned = |values: &mut dyn Iterator<Item = u32>| {
+                    let mut counts = vec![0u64; bins as usize];
+                    for v in values {
+                        counts[(v * bins / 1023).min(bins - 1) as usize] += 1;
+                    }
+                    counts
+                };
+                for (c, name) in ["red", "green", "blue"].iter().enumerate() {
+                    let want = binned(&mut rgb.iter().map(|p| p[c]));
+                    assert_eq!(channel(line, name), want, "{engine:?} frame {i} {name}");
+                }
+                let lum = |p: &[u32; 3]| (6966 * p[0] + 23436 * p[1] + 2366 * p[2] + 16384) >> 15;
+                let want = binned(&mut rgb.iter().map(lum));
+                assert_eq!(channel(line, "luminance"), want, "{engine:?} frame {i}");
+            }
+        }
+    }
 }
 
 // Mono Y4M: each frame's gray counts are the counts of ffmpeg's gray decode of that frame,
