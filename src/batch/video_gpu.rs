@@ -28,10 +28,15 @@ pub const SLOTS: usize = 4;
 /// How often the device thread polls while it waits for a frame to submit.
 const POLL_EVERY: Duration = Duration::from_micros(100);
 
-/// The GPU ring's device time per byte of a frame: the copy to the device, the passes and the
-/// copy back, which overlap the host's reading and writing (docs/BENCHMARKS.md, call
-/// AJ-video3-1).
-pub const DEVICE_NS_PER_BYTE: f64 = 0.12;
+/// The GPU ring's time per byte of a frame: the copy to the device, the passes and the copy
+/// back, which overlap the host's reading and writing. Measured whole: 158.6 frames/s of a 4K
+/// 4:2:0 stream (12.4 MB a frame) through the ring on a 16-core H200 host whose pipes let the
+/// native engine run 197 frames/s (docs/BENCHMARKS.md, call AJ-video3-1). The GPU's own work
+/// on a frame is far less (a copy of 12.4 MB each way and the passes); what bounds the ring
+/// there is not yet measured apart (the host's writes into upload memory, which wgpu places
+/// in device memory mapped through the BAR, are the suspect: every GPU frame path measured on
+/// that host moved 1.8 to 2.0 GB/s).
+pub const DEVICE_NS_PER_BYTE: f64 = 0.51;
 
 /// The pipes' time per byte of a frame, read in and written out side by side: the floor of
 /// either engine. 243 frames/s of a 4K 4:2:0 stream (12.4 MB a frame), the native engine's
