@@ -45,6 +45,11 @@ override ALPHA_LANE: u32 = 3u;
 // into 16 bits and a for 16-bit ones. Keep in sync with `Premultiply` in src/ops/blur/arith.rs.
 override PM_DIV: u32 = 1u;
 override ALPHA_SCALE: u32 = 255u;
+// The last pass's alpha sum of a window whose every alpha is the maximum (0: none), and
+// the constants that divide colour by it: `Opaque` in src/ops/blur/arith.rs.
+override OPAQUE_SA: u32 = 0u;
+override OPAQUE_D: u32 = 1u;
+override OPAQUE_T: u32 = 0u;
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
@@ -171,8 +176,17 @@ fn finish(s: vec4<u32>) -> vec4<u32> {
     }
     let sa = s[ALPHA_LANE];
     var out: vec4<u32>;
-    for (var k = 0u; k < 4u; k++) {
-        out[k] = unpremultiply(s[k], sa);
+    if sa == OPAQUE_SA {
+        // An all-opaque window: the same quotients, by constants (`Opaque::colour`).
+        let q = s / OPAQUE_D;
+        let up = select(vec4<u32>(0u), vec4<u32>(1u), s - q * OPAQUE_D >= vec4<u32>(OPAQUE_T));
+        out = min(q + up, vec4<u32>(MAX_VALUE));
+    } else {
+        for (var k = 0u; k < 4u; k++) {
+            if k != ALPHA_LANE {
+                out[k] = unpremultiply(s[k], sa);
+            }
+        }
     }
     out[ALPHA_LANE] = a;
     return out;
