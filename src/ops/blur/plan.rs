@@ -505,6 +505,22 @@ impl BlurPlan {
         );
     }
 
+    /// Records copying an image's samples, in the host's layout, from `src` at `at` (a
+    /// multiple of 4, with the padding to a whole word after them) to the device: before the
+    /// passes, in place of [`BlurPlan::write`] and [`BlurPlan::record_upload`].
+    pub(super) fn record_upload_from(&self, batch: &mut Batch, src: &wgpu::Buffer, at: u64) {
+        let size = self.upload.buffer().size();
+        batch.copy_at(src, at, &self.upload_dst, 0, size);
+    }
+
+    /// Records copying the result, in the host's layout and padded to a whole word, to `dst`
+    /// at `at` (a multiple of 4): after the passes, in place of
+    /// [`BlurPlan::record_download`].
+    pub(super) fn record_download_to(&self, batch: &mut Batch, dst: &wgpu::Buffer, at: u64) {
+        let size = self.download.buffer().size();
+        batch.copy_at(&self.download_src, 0, dst, at, size);
+    }
+
     /// Records copying the result to the read-back buffer: after the passes.
     pub(super) fn record_download(&self, batch: &mut Batch) {
         batch.copy(
