@@ -371,12 +371,15 @@ fn histogram_counts_are_exact_for_other_choices() {
             max_copies: 1,
             packed: true,
             target_tiles: 2048,
+            slices: 1,
         },
         histogram::Tunables {
             chunk_wg_size: 512,
             max_copies: 16,
             packed: false,
             target_tiles: 3,
+            // More copies of the counts than tiles: some stay zero.
+            slices: 64,
         },
         // 16-bit counters, an odd number of copies (lavapipe's 32 KiB hold 16 of 512 words).
         histogram::Tunables {
@@ -384,6 +387,7 @@ fn histogram_counts_are_exact_for_other_choices() {
             max_copies: 3,
             packed: true,
             target_tiles: 5,
+            slices: 3,
         },
     ];
     for t in choices {

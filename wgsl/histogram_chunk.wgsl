@@ -18,8 +18,10 @@ struct Params {
 @group(0) @binding(0) var<uniform> params: Params;
 // The segment's samples as stored in the image, interleaved, packed little-endian into words.
 @group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
-// The image's bins * HC counts, bin-major: counts[bin * HC + channel]. Every workgroup adds
-// its tile's counts in (integer adds: the order does not change the sums).
+// SLICES copies of the image's bins * HC counts, bin-major: counts[slice * bins * HC +
+// bin * HC + channel]. Tile t adds its counts into slice t % SLICES (integer adds: the order
+// does not change the sums); the slices spread the adds of many tiles to one count over
+// several addresses, and the host and the total pass sum them.
 @group(0) @binding(2) var<storage, read_write> counts: array<atomic<u32>>;
 
 override WG_SIZE: u32 = 256u;
@@ -38,6 +40,8 @@ override COPIES: u32 = 1u;
 // Counters per workgroup word: 1 (32-bit) or 2 (16-bit halves; the host chooses it only where
 // no copy's counter can reach 65536 in one tile).
 override PACK: u32 = 1u;
+// Copies of the image's counts in `counts`.
+override SLICES: u32 = 1u;
 // Bins of each channel the workgroup histogram holds.
 override SPAN: u32 = 256u;
 // A unit is UNIT_VECS vec4 words holding UNIT_PIXELS whole pixels; an invocation loads one
@@ -87,9 +91,9 @@ fn count(base: u32, lo: u32, span: u32, ch: u32, v: u32) {
 
 // Adds counter e of the workgroup's histogram (summed over the copies) into the image's
 // counts; counters past this range's bins stay zero and add nothing.
-fn flush(e: u32, n: u32, lo: u32) {
+fn flush(e: u32, n: u32, lo: u32, slice: u32) {
     if n != 0u {
-        atomicAdd(&counts[(lo + e % SPAN) * HC + e / SPAN], n);
+        atomicAdd(&counts[slice + (lo + e % SPAN) * HC + e / SPAN], n);
     }
 }
 
@@ -164,6 +168,7 @@ fn main(
 
     // The copies summed (each half apart: two 16-bit counters of several copies can pass
     // 65535) and added into the image's counts of bins [lo, lo + span).
+    let slice = (tile % SLICES) * params.bins * HC;
     for (var w = lid; w < WORDS; w += WG_SIZE) {
         var low = 0u;
         var high = 0u;
@@ -176,9 +181,9 @@ fn main(
                 high += v >> 16u;
             }
         }
-        flush(w * PACK, low, lo);
+        flush(w * PACK, low, lo, slice);
         if PACK == 2u && w * 2u + 1u < ENTRIES {
-            flush(w * 2u + 1u, high, lo);
+            flush(w * 2u + 1u, high, lo, slice);
         }
     }
 }

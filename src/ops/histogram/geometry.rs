@@ -1,7 +1,7 @@
 //! How an image layout is cut up for the GPU: whole pixels in whole vec4 words, tiles per
 //! segment, sub-histogram copies and bin ranges that fit workgroup memory.
 
-use super::tune::CHUNK_BUDGET;
+use super::tune::{CHUNK_BUDGET, SLICE_BUDGET};
 use super::Tunables;
 use crate::gpu::Gpu;
 
@@ -92,6 +92,8 @@ pub(super) struct Geometry {
     pub(super) max_tile_units: u64,
     /// The most tiles the grid holds (tiles x ranges workgroups in a 2-D grid).
     pub(super) grid: u64,
+    /// Copies of the image's counts the tiles add into (tile t into copy t % slices).
+    pub(super) slices: u32,
 }
 
 impl Geometry {
@@ -154,6 +156,11 @@ impl Geometry {
             max_tiles,
             max_tile_units,
             grid,
+            // No more slices than tiles, nor than SLICE_BUDGET bytes of counts to read back.
+            slices: (t.slices as u64)
+                .min(max_tiles)
+                .min(SLICE_BUDGET / chunk_bytes)
+                .max(1) as u32,
         }
     }
 

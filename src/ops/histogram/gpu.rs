@@ -37,6 +37,7 @@ pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
         max_tiles: 64,
         max_tile_units: 1 << 16,
         grid: 1 << 20,
+        slices: 4,
     };
     vec![
         ShaderCase::params::<ChunkParams>(shader!("histogram_chunk"))
@@ -55,7 +56,7 @@ pub(super) fn float(constants: &[(&'static str, u32)]) -> Vec<(&'static str, f64
 
 /// The chunk kernel's overridable constants: the geometry, the input's channels (`ic`) and
 /// bits, and the channels counted (`hc`).
-fn chunk_overrides(g: &Geometry, ic: u32, bits: u32, hc: u32) -> [(&'static str, u32); 9] {
+fn chunk_overrides(g: &Geometry, ic: u32, bits: u32, hc: u32) -> [(&'static str, u32); 10] {
     [
         ("WG_SIZE", g.wg_size),
         ("IN_CHANNELS", ic),
@@ -63,6 +64,7 @@ fn chunk_overrides(g: &Geometry, ic: u32, bits: u32, hc: u32) -> [(&'static str,
         ("HC", hc),
         ("COPIES", g.copies),
         ("PACK", g.pack),
+        ("SLICES", g.slices),
         ("SPAN", g.span),
         ("UNIT_PIXELS", g.unit_pixels),
         ("UNIT_VECS", g.unit_vecs),
@@ -93,9 +95,10 @@ crate::ops::params_layout!(ChunkParams {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct TotalParams {
     entries: u32,
+    slices: u32,
 }
 
-crate::ops::params_layout!(TotalParams { entries });
+crate::ops::params_layout!(TotalParams { entries, slices });
 
 /// The pass of one segment size: the chunk pass, adding into the image's counts.
 pub(super) struct SegmentPasses {
@@ -118,8 +121,10 @@ pub struct HistogramPlan {
     pub(super) bins: u32,
     /// One segment's pixels, packed into words as the image stores them.
     pub(super) src: wgpu::Buffer,
-    /// The image's counts (u32, bin-major), added into by every chunk workgroup.
+    /// The image's counts (u32, bin-major) in `slices` copies, added into by the chunk
+    /// workgroups (tile t into slice t % slices).
     pub(super) counts: wgpu::Buffer,
+    pub(super) slices: u32,
     pub(super) segments: Vec<SegmentPasses>,
     // Kept alive for the bind groups.
     pub(super) _params: Vec<wgpu::Buffer>,
@@ -266,7 +271,11 @@ impl<'g> HistogramGpu<'g> {
         let first = sizes[0];
         let src_bytes = first.div_ceil(g.unit_pixels as u64) * g.unit_vecs as u64 * 16;
         let src = gpu.buffer("histogram pixels", Usage::Storage, src_bytes);
-        let counts = gpu.buffer("histogram counts", Usage::Storage, entries as u64 * 4);
+        let counts = gpu.buffer(
+            "histogram counts",
+            Usage::Storage,
+            u64::from(g.slices) * u64::from(entries) * 4,
+        );
         let mut params = Vec::new();
         let mut segments = Vec::new();
         for &seg_pixels in &sizes {
@@ -308,6 +317,7 @@ impl<'g> HistogramGpu<'g> {
             bins,
             src,
             counts,
+            slices: g.slices,
             segments,
             _params: params,
         })
@@ -380,6 +390,7 @@ impl<'g> HistogramGpu<'g> {
                         Usage::Uniform,
                         &[TotalParams {
                             entries: plan.entries,
+                            slices: plan.slices,
                         }],
                     );
                     let bind = gpu.bind(k, &[&p, &plan.counts, &t.buffer]);
@@ -400,14 +411,20 @@ impl<'g> HistogramGpu<'g> {
         if let Some(t) = self.total.as_mut() {
             t.pixels += plan.pixels;
         }
-        let counts: Vec<u32> = timings.phase("download", || {
-            gpu.read_vec(&plan.counts, plan.entries as usize)
+        let slices: Vec<u32> = timings.phase("download", || {
+            gpu.read_vec(&plan.counts, (plan.slices * plan.entries) as usize)
         })?;
+        let mut counts = vec![0u64; plan.entries as usize];
+        for slice in slices.chunks_exact(plan.entries as usize) {
+            for (c, &n) in counts.iter_mut().zip(slice) {
+                *c += u64::from(n);
+            }
+        }
         Ok(Histogram {
             channels,
             bins: plan.bins,
             pixels: plan.pixels,
-            counts: counts.into_iter().map(u64::from).collect(),
+            counts,
         })
     }
 

@@ -1,7 +1,6 @@
 //! Unit tests of the bins, the layout helpers, the statistics and the CPU reference.
 
 use super::geometry::{copies_and_span, packed_units_per_invocation, unit};
-use super::tune::MAX_COPIES;
 use super::*;
 
 #[test]
@@ -52,11 +51,11 @@ fn units_hold_whole_pixels_in_whole_vec4s() {
 #[test]
 fn bins_split_into_ranges_that_fit() {
     // lavapipe's 32 KiB: 4 x 256 32-bit counters (4 KiB) fit 8 times, 16-bit ones 16 times;
-    // the H100's 48 KiB 12 and 24 times, capped at MAX_COPIES (16).
-    assert_eq!(copies_and_span(4, 256, 1, 32768, MAX_COPIES), (8, 256, 1));
-    assert_eq!(copies_and_span(4, 256, 2, 32768, MAX_COPIES), (16, 256, 1));
-    assert_eq!(copies_and_span(4, 256, 1, 49152, MAX_COPIES), (12, 256, 1));
-    assert_eq!(copies_and_span(4, 256, 2, 49152, MAX_COPIES), (16, 256, 1));
+    // the H100's 48 KiB 12 and 24 times, capped at 16 here.
+    assert_eq!(copies_and_span(4, 256, 1, 32768, 16), (8, 256, 1));
+    assert_eq!(copies_and_span(4, 256, 2, 32768, 16), (16, 256, 1));
+    assert_eq!(copies_and_span(4, 256, 1, 49152, 16), (12, 256, 1));
+    assert_eq!(copies_and_span(4, 256, 2, 49152, 16), (16, 256, 1));
     // 65536 bins need ranges.
     for (hc, bins, pack, bytes) in [
         (4, 65536, 1, 32768),
@@ -64,7 +63,7 @@ fn bins_split_into_ranges_that_fit() {
         (1, 1000, 1, 2048),
         (5, 1001, 2, 2048),
     ] {
-        let (copies, span, ranges) = copies_and_span(hc, bins, pack, bytes, MAX_COPIES);
+        let (copies, span, ranges) = copies_and_span(hc, bins, pack, bytes, 16);
         assert_eq!(copies, 1);
         assert!(copies * (hc * span).div_ceil(pack) * 4 <= bytes);
         assert!(span * ranges >= bins && span * (ranges - 1) < bins);

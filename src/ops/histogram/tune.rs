@@ -9,17 +9,23 @@ use crate::gpu::{Engine, Gpu, Timings};
 use crate::io::image::Image;
 use crate::tune::{self, pow2, Level, OpTuning, SizeClass, Stage, Tunable};
 
-// The defaults of `Tunables`. The chunk pass: invocations per workgroup (capped by the
-// adapter), sub-histograms per workgroup (capped by workgroup storage: 16 of 16-bit counters
-// for 4 x 256 bins take 32 KiB), 16-bit counters, and tiles per image aimed at (two
-// 1024-invocation workgroups on each of an H100's 132 SMs: one wave). The tiles' counts,
-// added into the image's with global atomics, are kept within CHUNK_BUDGET bytes of 32-bit
-// counts, so bigger bin counts get fewer, bigger tiles.
+// The defaults of `Tunables`, as `gpukit tune` chose them on an H200 for 4096x2048 RGBA8
+// (call AJ-kern3-1 of docs/BENCHMARKS.md): the chunk pass's invocations per workgroup (capped
+// by the adapter), sub-histograms per workgroup (capped by workgroup storage), 32-bit
+// counters (16-bit ones, two a word, lost at every size there), tiles per image aimed at
+// (one 1024-invocation workgroup on each of an H100's 132 SMs; more tiles mean more global
+// adds to the same counts, which cost more than the occupancy gains), and copies of the
+// image's counts the tiles add into. The tiles' counts are kept within CHUNK_BUDGET bytes of
+// 32-bit counts, so bigger bin counts get fewer, bigger tiles.
 const CHUNK_WG_SIZE: u32 = 1024;
-pub(super) const MAX_COPIES: u32 = 16;
-const PACKED: bool = true;
-const TARGET_TILES: u64 = 256;
+const MAX_COPIES: u32 = 2;
+const PACKED: bool = false;
+const TARGET_TILES: u64 = 128;
+const SLICES: u32 = 8;
 pub(super) const CHUNK_BUDGET: u64 = 32 << 20;
+// The most bytes the copies of the image's counts take (read back per image): 16-bit bin
+// counts get one.
+pub(super) const SLICE_BUDGET: u64 = 1 << 20;
 
 /// The shape of the histogram kernels' work, which `gpukit tune` chooses per adapter and
 /// size. Counts are exact for every choice.
@@ -34,6 +40,9 @@ pub struct Tunables {
     pub packed: bool,
     /// Tiles per segment aimed at; fewer when their counts would pass CHUNK_BUDGET.
     pub target_tiles: u64,
+    /// Copies of the image's counts in device memory (1 to 64): tile t adds into copy
+    /// t % slices, so fewer tiles add into one address; the copies are summed on reading.
+    pub slices: u32,
 }
 
 impl Tunables {
@@ -44,6 +53,7 @@ impl Tunables {
             max_copies: MAX_COPIES,
             packed: PACKED,
             target_tiles: TARGET_TILES,
+            slices: SLICES,
         }
     }
 }
@@ -52,11 +62,12 @@ impl std::fmt::Display for Tunables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "chunk wg={} copies={} counters={} tiles={}",
+            "chunk wg={} copies={} counters={} tiles={} slices={}",
             self.chunk_wg_size,
             self.max_copies,
             if self.packed { 16 } else { 32 },
             self.target_tiles,
+            self.slices,
         )
     }
 }
@@ -77,8 +88,11 @@ impl Tunable for Tunables {
         if !self.chunk_wg_size.is_power_of_two() || self.chunk_wg_size > max {
             bail!("histogram workgroup sizes must be powers of two up to {max}");
         }
-        if !(1..=64).contains(&self.max_copies) || self.target_tiles == 0 {
-            bail!("histogram copies must be 1 to 64, target tiles at least 1");
+        if !(1..=64).contains(&self.max_copies)
+            || !(1..=64).contains(&self.slices)
+            || self.target_tiles == 0
+        {
+            bail!("histogram copies and slices must be 1 to 64, target tiles at least 1");
         }
         Ok(())
     }
@@ -158,6 +172,20 @@ fn stages() -> Vec<Stage<Tunables>> {
                     packed: !best.packed,
                     ..*best
                 }]
+            },
+        },
+        Stage {
+            name: "slices",
+            candidates: |best, _, quick| {
+                let slices: Vec<u32> = if quick {
+                    vec![1]
+                } else {
+                    pow2(1, 64).collect()
+                };
+                slices
+                    .into_iter()
+                    .map(|slices| Tunables { slices, ..*best })
+                    .collect()
             },
         },
     ]

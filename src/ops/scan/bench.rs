@@ -40,11 +40,11 @@ pub(super) fn cases<'e>(engine: &'e Engine, sizes: &Sizes) -> Result<Vec<Case<'e
             variants.push((Path::Auto, true));
         }
         for (path, f32_sum) in variants {
-            // The defaults, not the tune cache's shape: bench measures the same kernels
-            // everywhere.
+            // The defaults for the length, not the tune cache's shape: bench measures the
+            // same kernels everywhere.
             let opts = Options {
                 path,
-                tunables: Some(Tunables::DEFAULT),
+                tunables: Some(Tunables::for_len(n, &gpu.limits)),
                 ..Options::default()
             };
             let plan = if f32_sum {

@@ -124,7 +124,7 @@ pub struct Options {
     /// reach chained segments with small inputs.
     pub segment_len: Option<usize>,
     /// Workgroup size and work per invocation (`gpukit tune` measures them). `None`: the
-    /// tune cache's choice for this adapter and length, else [`Tunables::DEFAULT`].
+    /// tune cache's choice for this adapter and length, else [`Tunables::for_len`].
     pub tunables: Option<Tunables>,
 }
 
@@ -147,12 +147,12 @@ impl Options {
     }
 
     /// These options with the shape settled for `n` elements on `gpu`: the one given, else
-    /// the tune cache's, else the defaults. What [`run`] scans with.
+    /// the tune cache's, else the defaults for that length. What [`run`] scans with.
     pub fn resolved(&self, gpu: &Gpu, n: usize) -> Options {
         let t = self
             .tunables
             .or_else(|| crate::tune::choice(gpu, OP.name, n as f64, Tunables::check))
-            .unwrap_or(Tunables::DEFAULT);
+            .unwrap_or_else(|| Tunables::for_len(n, &gpu.limits));
         Options {
             tunables: Some(t),
             ..*self
