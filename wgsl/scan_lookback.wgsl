@@ -1,7 +1,9 @@
 // scan_lookback: scans a whole segment in one pass by decoupled look-back (Merrill and
 // Garland, "Single-pass Parallel Prefix Scan with Decoupled Look-back", 2016): each
 // workgroup scans one tile, publishes the tile's total, walks back over the tiles before it
-// until one has published its inclusive prefix, publishes its own, and writes its tile.
+// until one has published its inclusive prefix (one tile a step, scan_walk_serial, or on the
+// subgroup path a subgroup's size of tiles a step, scan_walk_subgroup), publishes its own,
+// and writes its tile.
 // Tiles are numbered in the order workgroups start (an atomic ticket), so every tile a
 // workgroup waits for belongs to a workgroup that is already running: the wait never depends
 // on the scheduler starting another workgroup (WebGPU promises no order between
@@ -97,6 +99,18 @@ fn wait_for(j: u32) -> vec2<u32> {
     return s;
 }
 
+// After the walk: publishes the tile's inclusive prefix (`before`, the combination of every
+// element before the tile, with its `total`), the segment's carry from its last tile, and
+// `before` for the workgroup. By one invocation.
+fn finish(tile: u32, before: u32, total: u32, last: bool) {
+    let through = combine(before, total);
+    publish(tile, PREFIX, through);
+    if last {
+        carries[params.carry_slot + 1u] = through;
+    }
+    sh_before = before;
+}
+
 @compute @workgroup_size(WG_SIZE)
 fn main(lane: Lane) {
     if lane.lid == 0u {
@@ -121,39 +135,7 @@ fn main(lane: Lane) {
         t[k] = combine4(x[k]);
     }
     let scan = tile_exclusive(t, lane);
-    if lane.lid == 0u {
-        // The combination of every element before this tile, the segment's carry first.
-        var before = carries[params.carry_slot];
-        if tile > 0u {
-            publish(tile, AGGREGATE, scan.total);
-            // Tiles j+1 .. tile-1, walking back; tile 0 (a PREFIX from the start) always ends
-            // the walk, within `tile` steps.
-            var after = identity();
-            var j = tile - 1u;
-            var found = false;
-            for (var step = 0u; step < tile && !found; step++) {
-                let s = wait_for(j);
-                if s.y == NOT_READY {
-                    break;
-                }
-                after = combine(s.x, after);
-                found = s.y == PREFIX;
-                j -= 1u;
-            }
-            // A wait that gave up, or a walk that lavapipe's loop limit cut short: the
-            // result is wrong, and the host says so.
-            if !found {
-                atomicStore(&fault[0], 1u);
-            }
-            before = after;
-        }
-        let through = combine(before, scan.total);
-        publish(tile, PREFIX, through);
-        if tile == (n_vec4 - 1u) / tile_vec4 {
-            carries[params.carry_slot + 1u] = through;
-        }
-        sh_before = before;
-    }
+    look_back(tile, scan.total, tile == (n_vec4 - 1u) / tile_vec4, lane);
     let carry = workgroupUniformLoad(&sh_before);
     for (var k = 0u; k < VEC_PER_THREAD; k++) {
         let i = tile * tile_vec4 + k * WG_SIZE + p;
@@ -175,3 +157,6 @@ fn main(lane: Lane) {
 
 // import: scan_op
 // import: scan_tile
+// The walk (`look_back`): one invocation a tile at a time, or on the subgroup path a whole
+// subgroup, a tile a lane.
+// import: scan_walk_serial

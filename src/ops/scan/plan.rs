@@ -61,11 +61,17 @@ pub fn single_pass(op: super::Op, elem: super::Elem) -> bool {
     !(op == super::Op::Sum && elem == super::Elem::F32)
 }
 
-/// The stage files' variant: the in-tile path in the `scan_tile` slot, and VEC_PER_THREAD
-/// (it sizes function-scope arrays, so it is a const).
+/// The stage files' variant: the in-tile path in the `scan_tile` slot, on the subgroup path
+/// the look-back's walk by a subgroup in the `scan_walk_serial` slot, and VEC_PER_THREAD (it
+/// sizes function-scope arrays, so it is a const).
 fn variant(path: &str, tile_snippet: &'static str, vpt: u32) -> Variant {
-    Variant::consts(format!("{path} vpt{vpt}"), &[("VEC_PER_THREAD", vpt)])
-        .slot("scan_tile", tile_snippet)
+    let v = Variant::consts(format!("{path} vpt{vpt}"), &[("VEC_PER_THREAD", vpt)])
+        .slot("scan_tile", tile_snippet);
+    if tile_snippet == "scan_subgroup" {
+        v.slot("scan_walk_serial", "scan_walk_subgroup")
+    } else {
+        v
+    }
 }
 
 /// Every scan kernel and variant, for the shader tests.
