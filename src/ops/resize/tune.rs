@@ -13,9 +13,9 @@ use crate::tune::{self, Level, OpTuning, SizeClass, Stage, Tunable};
 /// The fused kernel's shape. Any choice gives the same bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Tunables {
-    /// The tile first tried: output positions along the first pass's axis and along the
-    /// second's (multiples of 4); where it does not fit the budget, the smaller tiles of
-    /// `fused::TILES` in turn.
+    /// The tile first tried: output positions along the first pass's axis (a power of two)
+    /// and along the second's (a multiple of 4: the segment a workgroup walks down); where
+    /// it does not fit the budget, the smaller tiles of `fused::TILES` in turn.
     pub tile_u: u32,
     pub tile_v: u32,
     /// The most words of workgroup memory a tile may use (the adapter's limit caps it).
@@ -59,9 +59,11 @@ impl Tunable for Tunables {
 
     /// Whether the kernel can run this choice on an adapter with `limits`.
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        let side = |v: u32| v.is_multiple_of(4) && (4..=128).contains(&v);
-        if !side(self.tile_u) || !side(self.tile_v) {
-            bail!("resize tile sides must be multiples of 4 from 4 to 128");
+        if !self.tile_u.is_power_of_two() || !(4..=128).contains(&self.tile_u) {
+            bail!("resize's tile width must be a power of two from 4 to 128");
+        }
+        if !self.tile_v.is_multiple_of(4) || !(4..=256).contains(&self.tile_v) {
+            bail!("resize's tile height must be a multiple of 4 from 4 to 256");
         }
         let max = limits.max_compute_workgroup_storage_size / 4;
         if !(256..=max).contains(&self.budget_words) {
@@ -87,16 +89,16 @@ impl OpTuning for Tuning {
                 name: "tile",
                 candidates: |best, _, quick| {
                     let tiles: &[(u32, u32)] = if quick {
-                        &[(16, 16)]
+                        &[(32, 32)]
                     } else {
                         &[
-                            (16, 8),
-                            (16, 16),
-                            (32, 8),
-                            (32, 16),
+                            (16, 32),
+                            (16, 64),
                             (32, 32),
-                            (64, 8),
-                            (64, 16),
+                            (32, 64),
+                            (32, 128),
+                            (64, 32),
+                            (64, 64),
                         ]
                     };
                     tiles
