@@ -166,39 +166,69 @@ fn write_quad(px: array<u32, 4>, x: u32, y: u32) {
     }
 }
 
-// The step's input: `lines` lines of `tile.y` pixels from line `l0` of the tile on, element
-// e of them (neighbouring threads take neighbouring pixels of an input row): its line and
-// position in the tile, and the pixel's index in the image.
-fn input_at(e: u32, l0: u32, lines: u32, tile: vec4<u32>) -> vec3<u32> {
-    if H_FIRST {
-        let l = e / tile.y;
-        let uu = e - l * tile.y;
-        return vec3<u32>(l, uu, (tile.z + l0 + l) * params.in_w + tile.x + uu);
-    }
-    let uu = e / lines;
-    let l = e - uu * lines;
-    return vec3<u32>(l, uu, (tile.x + uu) * params.in_w + tile.z + l0 + l);
-}
-
 // Lines in step j (0 past the span).
 fn step_lines(j: u32, span: u32) -> u32 {
     let l0 = min(j * N, span);
     return min(N, span - l0);
 }
 
+// Where a thread's share of a step's input starts: its elements are e = lid + k * WG_SIZE
+// of `lines` lines of `tile.y` pixels, neighbouring threads on neighbouring pixels of an
+// input row (along a line where H_FIRST, across the lines else). As (e / d, e % d) of the
+// divisor d (`tile.y` where H_FIRST, `lines` else), and the step from one k to the next
+// (the divisions done once, not per element).
+struct Walk {
+    q: u32,
+    r: u32,
+    dq: u32,
+    dr: u32,
+    d: u32,
+}
+
+fn walk(lid: u32, lines: u32, tile: vec4<u32>) -> Walk {
+    let d = select(lines, tile.y, H_FIRST);
+    return Walk(lid / d, lid % d, WG_SIZE / d, WG_SIZE % d, d);
+}
+
+fn next(w: Walk) -> Walk {
+    var n = w;
+    n.q += w.dq;
+    n.r += w.dr;
+    if n.r >= w.d {
+        n.r -= w.d;
+        n.q += 1u;
+    }
+    return n;
+}
+
+// A walk's element: its line and position in the step's input, and the pixel's index in the
+// image; whether it is inside the step (its line below `lines`).
+fn element(w: Walk, l0: u32, lines: u32, tile: vec4<u32>) -> vec4<u32> {
+    if H_FIRST {
+        let p = (tile.z + l0 + w.q) * params.in_w + tile.x + w.r;
+        return vec4<u32>(w.q, w.r, p, u32(w.q < lines));
+    }
+    let p = (tile.x + w.q) * params.in_w + tile.z + l0 + w.r;
+    return vec4<u32>(w.r, w.q, p, u32(w.q < tile.y));
+}
+
 // Issues the loads of step j's input into `pre_lo` and `pre_hi`.
 fn prefetch(j: u32, tile: vec4<u32>, lid: u32) {
     let lines = step_lines(j, tile.w);
-    let count = lines * tile.y;
+    if lines == 0u {
+        return;
+    }
+    var w = walk(lid, lines, tile);
     for (var k = 0u; k < PF; k++) {
-        let e = lid + k * WG_SIZE;
-        if e < count {
-            let b = input_at(e, j * N, lines, tile).z * CHANNELS;
+        let at = element(w, j * N, lines, tile);
+        if at.w != 0u {
+            let b = at.z * CHANNELS;
             pre_lo[k] = src[b / 4u];
             if CHANNELS == 3u && b % 4u > 1u {
                 pre_hi[k] = src[b / 4u + 1u];
             }
         }
+        w = next(w);
     }
 }
 
@@ -206,11 +236,13 @@ fn prefetch(j: u32, tile: vec4<u32>, lid: u32) {
 // colour premultiplied by alpha in an image with alpha.
 fn store(j: u32, tile: vec4<u32>, lid: u32) {
     let lines = step_lines(j, tile.w);
-    let count = lines * tile.y;
+    if lines == 0u {
+        return;
+    }
+    var w = walk(lid, lines, tile);
     for (var k = 0u; k < PF; k++) {
-        let e = lid + k * WG_SIZE;
-        if e < count {
-            let at = input_at(e, j * N, lines, tile);
+        let at = element(w, j * N, lines, tile);
+        if at.w != 0u {
             let shift = ((at.z * CHANNELS) % 4u) * 8u;
             var v = pre_lo[k] >> shift;
             if CHANNELS == 3u && shift > 8u {
@@ -227,6 +259,7 @@ fn store(j: u32, tile: vec4<u32>, lid: u32) {
             }
             sh[OFF_IN + at.x * IN_STRIDE + at.y] = v;
         }
+        w = next(w);
     }
 }
 
