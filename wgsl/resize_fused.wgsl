@@ -10,8 +10,8 @@
 // registers (`pre_lo`, `pre_hi`), stored into workgroup memory once the sums are done: the
 // global loads overlap the arithmetic, and each step costs two barriers.
 //
-// A thread of the first pass keeps one position along u and sums LPT lines of it, each
-// weight read once for all of them. Along u, a warp covers GU positions of 32 / GU lines, so
+// A thread of the first pass keeps one position along u and sums LPT lines of it, two at a
+// time, each weight read once for both. Along u, a warp covers GU positions of 32 / GU lines, so
 // that at a reduction of 2 (4) the input it reads spreads over the banks of workgroup memory.
 // A thread of the second pass makes four outputs: where H_FIRST four neighbours along u, one
 // weight read a tap and the intermediate read as a vec4; else four neighbours along v. Their
@@ -371,33 +371,33 @@ fn main(
             prefetch(j + 1u, tile, lid);
         }
 
-        // The first pass: this thread's LPT lines of the step at uu.
+        // The first pass: this thread's LPT lines of the step at uu, two at a time (each
+        // weight read once for both).
         let lines = step_lines(j, tile.w);
-        let base = OFF_IN + line0 * IN_STRIDE + s1;
-        var acc = array<vec4<i32>, 8>();
-        if line0 + (LPT - 1u) * lines_a_round < lines {
-            for (var i = 0u; i < K1; i++) {
-                let k = bitcast<i32>(sh[i * TU + uu]);
-                for (var q = 0u; q < LPT; q++) {
-                    acc[q] += lanes(sh[base + q * lines_a_round * IN_STRIDE + i]) * k;
+        for (var q = 0u; q < LPT; q += 2u) {
+            let l = line0 + q * lines_a_round;
+            let l2 = l + lines_a_round;
+            let at = OFF_IN + l * IN_STRIDE + s1;
+            let at2 = at + lines_a_round * IN_STRIDE;
+            if q + 1u < LPT && l2 < lines {
+                var a = vec4<i32>();
+                var a2 = vec4<i32>();
+                for (var i = 0u; i < K1; i++) {
+                    let k = bitcast<i32>(sh[i * TU + uu]);
+                    a += lanes(sh[at + i]) * k;
+                    a2 += lanes(sh[at2 + i]) * k;
                 }
-            }
-        } else {
-            // The segment's last step: only the lines inside its span.
-            for (var q = 0u; q < LPT; q++) {
-                if line0 + q * lines_a_round < lines {
-                    for (var i = 0u; i < K1; i++) {
-                        let k = bitcast<i32>(sh[i * TU + uu]);
-                        acc[q] += lanes(sh[base + q * lines_a_round * IN_STRIDE + i]) * k;
-                    }
+                if uu < nu_out {
+                    put_mid(j * N + l, uu, pack(a));
+                    put_mid(j * N + l2, uu, pack(a2));
                 }
-            }
-        }
-        if uu < nu_out {
-            for (var q = 0u; q < LPT; q++) {
-                let l = line0 + q * lines_a_round;
-                if l < lines {
-                    put_mid(j * N + l, uu, pack(acc[q]));
+            } else if l < lines {
+                var a = vec4<i32>();
+                for (var i = 0u; i < K1; i++) {
+                    a += lanes(sh[at + i]) * bitcast<i32>(sh[i * TU + uu]);
+                }
+                if uu < nu_out {
+                    put_mid(j * N + l, uu, pack(a));
                 }
             }
         }

@@ -21,14 +21,19 @@ pub(super) const WG_SIZE: u32 = 256;
 /// has less.
 pub(super) const BUDGET_WORDS: u32 = 6144;
 
-/// The intermediate lines a thread sums a step at most (its accumulators: `acc` in the
-/// shader), and the input pixels it loads a step at most (its registers: `pre_lo`).
+/// The intermediate lines a thread sums a step at most, and the input pixels it loads a step
+/// at most (registers: `pre_lo` and `pre_hi` in the shader).
 const MAX_LPT: u32 = 8;
 const MAX_PF: u32 = 16;
 
-/// The intermediate lines a step aims at: 32 lines of a 2x reduction make 16 output lines,
-/// so that a step's two barriers are spread over 13 taps of 32 x 32 sums.
-const STEP_LINES: u32 = 32;
+/// The intermediate lines a step aims at by default (`Tunables::step_lines`): 32 lines of a
+/// 2x reduction make 16 output lines, so that a step's two barriers are spread over 13 taps
+/// of 32 x 32 sums.
+pub(super) const STEP_LINES: u32 = 32;
+
+/// The fewest workgroups a grid aims at (about a wave of an H100's 132 SMs at 4 workgroups
+/// each): a tile's segment is halved, down to 16 lines, until its grid has as many.
+const MIN_TILES: u32 = 512;
 
 /// The fewest intermediate lines a step makes (fewer, and a step's two barriers cost more
 /// than its sums), unless the segment needs fewer.
@@ -127,6 +132,7 @@ impl FusedLayout {
         passes: &[Pass],
         tile: (u32, u32),
         budget: u32,
+        step_lines: u32,
     ) -> Option<FusedLayout> {
         let [first, second] = passes else {
             return None;
@@ -157,7 +163,7 @@ impl FusedLayout {
         // The second pass makes units of one output line, or of four where the vertical
         // pass is first (four neighbours along x); the intermediate lines a unit reads.
         let unit = widest_span(a2, if h_first { 1 } else { 4 });
-        let most = (STEP_LINES * tu / WG_SIZE).clamp(1, MAX_LPT);
+        let most = (step_lines * tu / WG_SIZE).clamp(1, MAX_LPT);
         // A step of lpt rounds of lines, or of part of one round where even one does not fit.
         let steps = (1..=most)
             .rev()
@@ -206,7 +212,8 @@ impl FusedLayout {
     }
 
     /// The first of `t`'s tiles ([`Tunables::tiles`]) that fits its budget, capped by the
-    /// adapter's `limit_words`.
+    /// adapter's `limit_words`, its segment shortened where the grid would have fewer than
+    /// `MIN_TILES` workgroups.
     pub fn choose(
         size: (u32, u32),
         channels: u32,
@@ -216,8 +223,26 @@ impl FusedLayout {
         limit_words: u32,
     ) -> Option<FusedLayout> {
         let budget = t.budget_words.min(limit_words);
-        t.tiles()
-            .find_map(|tile| FusedLayout::new(size, channels, depth, passes, tile, budget))
+        let [a1, a2] = passes else {
+            return None;
+        };
+        t.tiles().find_map(|(tu, mut seg)| {
+            let grid = |seg: u32| {
+                (a1.axis.len() as u32).div_ceil(tu) * (a2.axis.len() as u32).div_ceil(seg)
+            };
+            while seg >= 32 && grid(seg) < MIN_TILES {
+                seg = (seg / 2).next_multiple_of(4);
+            }
+            FusedLayout::new(
+                size,
+                channels,
+                depth,
+                passes,
+                (tu, seg),
+                budget,
+                t.step_lines,
+            )
+        })
     }
 
     /// The pipeline's overridable constants (alpha's as the two-pass kernels take them).
@@ -263,13 +288,14 @@ mod tests {
         assert_eq!((l.tu, l.seg), (32, 64));
         assert_eq!((l.k1, l.k2), (13, 13));
         assert_eq!((l.lpt, l.lines, l.in_stride, l.steps), (4, 32, 75, 5));
-        // 32 lines of 74 pixels over 256 threads; a ring of 32 + 12 lines.
-        assert_eq!((l.pf, l.ring), (10, 44));
+        // 32 lines of 74 pixels over 256 threads; a ring of a step's 32 lines and the 12 an
+        // output line reads, less one.
+        assert_eq!((l.pf, l.ring), (10, 43));
         // A reduction by 2: a warp covers 16 positions of 2 lines.
         assert_eq!(l.gu, 16);
         // Weights 13 x 32 and 13 x 64, first lines 64, steps' first rows 6, input 32 x 75
-        // and 13 words of slack; the ring (44 + 12 lines of 32) and the tile's spans.
-        assert_eq!(l.words, 416 + 832 + 64 + 6 + 32 * 75 + 13 + 56 * 32 + 4);
+        // and 13 words of slack; the ring (43 + 12 lines of 32) and the tile's spans.
+        assert_eq!(l.words, 416 + 832 + 64 + 6 + 32 * 75 + 13 + 55 * 32 + 4);
         assert_eq!((l.params.tiles_u, l.params.n_tiles), (60, 60 * 17));
     }
 
@@ -288,6 +314,17 @@ mod tests {
         let big = passes(4000, 4000, 100, 100, Filter::Lanczos3, 8);
         let l = FusedLayout::choose((4000, 4000), 4, 8, &big, &Tunables::DEFAULT, 1 << 20);
         assert!(l.is_none());
+    }
+
+    // A small output's segments are shortened until the grid has MIN_TILES workgroups (or
+    // the segment 16 lines): 2048x1536 to 512x384 has 16 columns of 32, 6 segments of 64,
+    // 12 of 32, 24 of 16.
+    #[test]
+    fn a_small_grid_takes_shorter_segments() {
+        let p = passes(2048, 1536, 512, 384, Filter::Lanczos3, 8);
+        let l = FusedLayout::choose((2048, 1536), 3, 8, &p, &Tunables::DEFAULT, 1 << 20).unwrap();
+        assert_eq!((l.tu, l.seg), (32, 16));
+        assert_eq!(l.params.n_tiles, 16 * 24);
     }
 
     // A small budget shortens the steps before it narrows the tile.
