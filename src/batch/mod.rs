@@ -14,6 +14,7 @@ pub mod pipeline;
 pub mod report;
 pub mod shard;
 pub mod video;
+pub mod video_gpu;
 
 pub use inputs::{expand, same_folder, Expanded, InputOptions, Item};
 pub use pipeline::{Outcome, Pipeline, StageTimes, Stages};
