@@ -13,8 +13,9 @@ use super::driver::{Engines, Env, Run};
 use super::inputs::Item;
 use super::pipeline::{Pipeline, StageTimes, Stages};
 use super::report::{FileRecord, FileStatus, Report};
+use super::staging::Staging;
 use super::{outputs, Outcome};
-use crate::gpu::{Batch, Engine, Timings};
+use crate::gpu::{Batch, Engine, Timings, Upload};
 use crate::io::image::{self as img_io, Header, Image, WriteOptions};
 use crate::io::jpeg::Subsampling;
 use crate::io::json::{JsonDest, JsonSink};
@@ -39,6 +40,12 @@ pub trait ImageOp: Sync {
     /// The output's metadata, from the input's (`input` is the input's width and height):
     /// as it is by default; an op that changes the size scales what depends on it.
     fn metadata(&self, _input: (u32, u32), _output: &Image, _metadata: &mut Metadata) {}
+    /// Whether its workers' [`ImageWorker::record_on_device`] take an upload staged by the
+    /// decoding threads (the decoded samples as they are, in the host's layout), so that the
+    /// batch writes each image into one there: `false` (the default) stages none.
+    fn stages_samples(&self) -> bool {
+        false
+    }
 }
 
 /// An op on one engine, image after image.
@@ -53,11 +60,13 @@ pub trait ImageWorker {
     }
     /// Records the op's passes for `image` into `batch` and leaves the result on the GPU
     /// (`run`'s samples in a storage buffer, a byte each, rows packed), for the engine to
-    /// encode in the same submission. Only where `records_on_device`; `submitted` follows
-    /// once the batch ran.
+    /// encode in the same submission; `staged`, where given, holds `image`'s samples already
+    /// written (`ImageOp::stages_samples`). Only where `records_on_device`; `submitted`
+    /// follows once the batch ran.
     fn record_on_device(
         &mut self,
         _image: &Image,
+        _staged: Option<&Upload>,
         _batch: &mut Batch,
         _timings: &mut Timings,
     ) -> Result<wgpu::Buffer> {
@@ -142,7 +151,7 @@ fn encode_on_device(
     encoder: &mut crate::ops::encode::Encoder,
     engine: &Engine,
     job: &Job,
-    image: &Image,
+    (image, staged): (&Image, Option<&Upload>),
     carried: &Carried,
     timings: &mut Timings,
 ) -> Option<Result<Vec<u8>>> {
@@ -168,7 +177,7 @@ fn encode_on_device(
     let written = img_io::write_jpeg_with(channels, meta, write, &mut file, |o, m, out| {
         let mut timed = Timings::default();
         let mut record = |batch: &mut Batch| {
-            w.record_on_device(image, batch, &mut timed)
+            w.record_on_device(image, staged, batch, &mut timed)
                 .with_context(|| job.input.display().to_string())
         };
         let made =
@@ -199,7 +208,7 @@ fn png_on_device(
     w: &mut dyn ImageWorker,
     engine: &Engine,
     job: &Job,
-    image: &Image,
+    (image, staged): (&Image, Option<&Upload>),
     carried: &Carried,
     timings: &mut Timings,
 ) -> Option<Result<Vec<u8>>> {
@@ -218,7 +227,7 @@ fn png_on_device(
     // path records both into one).
     let mut batch = gpu.batch(None);
     let recorded = w
-        .record_on_device(image, &mut batch, timings)
+        .record_on_device(image, staged, &mut batch, timings)
         .and_then(|buffer| batch.submit().map(|()| buffer));
     w.submitted();
     let buffer = match recorded {
@@ -269,6 +278,17 @@ fn job_saving(
         _ => saving,
     }
 }
+
+/// An engine thread's state: the op's worker, its engine and the GPU encoder's plans.
+type Worker<'e> = (
+    Box<dyn ImageWorker + 'e>,
+    &'e Engine,
+    crate::ops::encode::Encoder,
+);
+
+/// The bytes the upload buffers the decoding threads write may hold together: 41 RGB 1080p
+/// images, more than a batch has between its decoders and its engines at once.
+const STAGING_BUDGET: usize = 256 << 20;
 
 /// What travels with an image from decoder to encoder.
 struct Carried {
@@ -358,6 +378,98 @@ pub fn run(
     }
     let hide =
         env.quiet() || jobs.len() == 1 || report_sink.as_ref().is_some_and(JsonSink::is_stdout);
+    // Each decoded image bound for the GPU's encoder is written into an upload buffer on the
+    // decoding thread (the cores), so the engine thread only records and submits.
+    let staging = Staging::new(STAGING_BUDGET);
+    let stage = |image: &Image, job: &Job, carried: &Carried| -> Option<Upload> {
+        if !op.stages_samples() || image.pixels() == 0 {
+            return None;
+        }
+        let [engine @ Engine::Gpu(gpu)] = devices.opened() else {
+            return None;
+        };
+        let write = &carried.write;
+        if !png_on_engine(engine, job.format, write)
+            && !encodes_on_engine(engine, job.format, write, image)
+        {
+            return None;
+        }
+        // A failure here is met again, and reported, where the engine thread writes its own
+        // upload.
+        let bytes = crate::ops::sample_bytes(&image.samples);
+        staging.stage(gpu, &bytes).ok().flatten()
+    };
+    let made = |(w, engine, encoder): &mut Worker<'_>,
+                timings: &mut Timings,
+                i: usize,
+                (image, staged): (Image, Option<&Upload>),
+                mut carried: Carried|
+     -> Result<(Made, Carried)> {
+        let job = &jobs[i];
+        env.detail(&format!(
+            "{}: {}x{}, {} channels, {}-bit",
+            job.input.display(),
+            image.width,
+            image.height,
+            image.channels,
+            image.bit_depth()
+        ));
+        img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
+        if let Some(file) =
+            png_on_device(w.as_mut(), engine, job, (&image, staged), &carried, timings)
+        {
+            let channels = image.channels;
+            return Ok((
+                Made::Png {
+                    file: file?,
+                    channels,
+                },
+                carried,
+            ));
+        }
+        let on_device = encode_on_device(
+            w.as_mut(),
+            encoder,
+            engine,
+            job,
+            (&image, staged),
+            &carried,
+            timings,
+        );
+        if let Some(file) = on_device {
+            let channels = image.channels;
+            return Ok((
+                Made::Jpeg {
+                    file: file?,
+                    channels,
+                },
+                carried,
+            ));
+        }
+        let made = w
+            .run(&image, timings)
+            .with_context(|| format!("{}", job.input.display()))?;
+        op.metadata((image.width, image.height), &made, &mut carried.metadata);
+        if png_on_engine(engine, job.format, &carried.write) {
+            let (meta, level) = (&carried.metadata, carried.write.compression);
+            let file = crate::ops::encode::png::encode_png(engine, &made, meta, level, timings)
+                .with_context(|| format!("{}: encoding failed", job.output.display()))?;
+            let channels = made.channels;
+            return Ok((Made::Png { file, channels }, carried));
+        }
+        if !encodes_on_engine(engine, job.format, &carried.write, &made) {
+            return Ok((Made::Pixels(made), carried));
+        }
+        let mut file = Vec::new();
+        let (meta, write) = (&carried.metadata, &carried.write);
+        img_io::write_jpeg_with(made.channels, meta, write, &mut file, |o, m, out| {
+            out.extend(encoder.encode(engine, &made, o, m, timings)?);
+            Ok(())
+        })
+        .with_context(|| format!("{}: encoding failed", job.output.display()))?;
+        let channels = made.channels;
+        Ok((Made::Jpeg { file, channels }, carried))
+    };
     let stages = Stages {
         decode: |&i: &usize| {
             let job = &jobs[i];
@@ -369,75 +481,22 @@ pub fn run(
                     env.warn(&format!("{}: {dropped}", job.output.display()));
                 }
             }
-            Ok((image, carried))
+            let staged = stage(&image, job, &carried);
+            Ok((image, carried, staged))
         },
         start: |engine, _| {
             let encoder = crate::ops::encode::Encoder::default();
             Ok((op.worker(engine), engine, encoder))
         },
-        engine: |(w, engine, encoder): &mut (
-            Box<dyn ImageWorker + '_>,
-            &Engine,
-            crate::ops::encode::Encoder,
-        ),
+        engine: |state: &mut Worker<'_>,
                  timings: &mut Timings,
                  &i: &usize,
-                 (image, mut carried): (Image, Carried)| {
-            let job = &jobs[i];
-            env.detail(&format!(
-                "{}: {}x{}, {} channels, {}-bit",
-                job.input.display(),
-                image.width,
-                image.height,
-                image.channels,
-                image.bit_depth()
-            ));
-            img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
-            if let Some(file) = png_on_device(w.as_mut(), engine, job, &image, &carried, timings) {
-                let channels = image.channels;
-                return Ok((
-                    Made::Png {
-                        file: file?,
-                        channels,
-                    },
-                    carried,
-                ));
+                 (image, carried, staged): (Image, Carried, Option<Upload>)| {
+            let made = made(state, timings, i, (image, staged.as_ref()), carried);
+            if let Some(upload) = staged {
+                staging.give_back(upload);
             }
-            let on_device =
-                encode_on_device(w.as_mut(), encoder, engine, job, &image, &carried, timings);
-            if let Some(file) = on_device {
-                let channels = image.channels;
-                return Ok((
-                    Made::Jpeg {
-                        file: file?,
-                        channels,
-                    },
-                    carried,
-                ));
-            }
-            let made = w
-                .run(&image, timings)
-                .with_context(|| format!("{}", job.input.display()))?;
-            op.metadata((image.width, image.height), &made, &mut carried.metadata);
-            if png_on_engine(engine, job.format, &carried.write) {
-                let (meta, level) = (&carried.metadata, carried.write.compression);
-                let file = crate::ops::encode::png::encode_png(engine, &made, meta, level, timings)
-                    .with_context(|| format!("{}: encoding failed", job.output.display()))?;
-                let channels = made.channels;
-                return Ok((Made::Png { file, channels }, carried));
-            }
-            if !encodes_on_engine(engine, job.format, &carried.write, &made) {
-                return Ok((Made::Pixels(made), carried));
-            }
-            let mut file = Vec::new();
-            let (meta, write) = (&carried.metadata, &carried.write);
-            img_io::write_jpeg_with(made.channels, meta, write, &mut file, |o, m, out| {
-                out.extend(encoder.encode(engine, &made, o, m, timings)?);
-                Ok(())
-            })
-            .with_context(|| format!("{}: encoding failed", job.output.display()))?;
-            let channels = made.channels;
-            Ok((Made::Jpeg { file, channels }, carried))
+            made
         },
         encode: |&i: &usize, (made, carried): (Made, Carried)| {
             let job = &jobs[i];

@@ -13,6 +13,7 @@ pub mod outputs;
 pub mod pipeline;
 pub mod report;
 pub mod shard;
+pub mod staging;
 pub mod video;
 
 pub use inputs::{expand, same_folder, Expanded, InputOptions, Item};

@@ -492,11 +492,19 @@ impl BlurPlan {
 
     /// Records copying the written image to the device: before the passes.
     pub(super) fn record_upload(&self, batch: &mut Batch) {
-        batch.copy(
-            self.upload.buffer(),
-            &self.upload_dst,
-            self.upload.buffer().size(),
-        );
+        self.record_upload_from(batch, &self.upload);
+    }
+
+    /// The bytes an upload of an image this plan fits holds.
+    pub(super) fn upload_bytes(&self) -> usize {
+        self.upload.bytes()
+    }
+
+    /// As [`BlurPlan::record_upload`], from `upload` (written elsewhere, of
+    /// [`BlurPlan::upload_bytes`]) in place of the plan's own.
+    pub(super) fn record_upload_from(&self, batch: &mut Batch, upload: &Upload) {
+        debug_assert_eq!(upload.bytes(), self.upload.bytes());
+        batch.copy(upload.buffer(), &self.upload_dst, upload.buffer().size());
     }
 
     /// Records copying the result to the read-back buffer: after the passes.
