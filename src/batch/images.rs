@@ -223,25 +223,30 @@ fn png_on_device(
     {
         return None;
     }
-    // The op's passes in a submission of their own, the encoder's in the next (the JPEG
-    // path records both into one).
-    let mut batch = gpu.batch(None);
-    let recorded = w
-        .record_on_device(image, staged, &mut batch, timings)
-        .and_then(|buffer| batch.submit().map(|()| buffer));
+    // The op's passes and the encoder's in one submission, as for JPEG.
+    let (meta, mut made, mut timed) = (&carried.metadata, None, Timings::default());
+    let mut recorded = false;
+    let mut record = |batch: &mut Batch| {
+        let buffer = w.record_on_device(image, staged, batch, &mut timed)?;
+        recorded = true;
+        made = Some(buffer.clone());
+        Ok(buffer)
+    };
+    let coded = png::encode_recorded(gpu, &layout, meta, timings, &mut record);
     w.submitted();
-    let buffer = match recorded {
-        Ok(b) => b,
-        Err(e) => return Some(Err(e.context(job.input.display().to_string()))),
-    };
-    let made = png::OnDevice {
-        buffer: &buffer,
-        layout,
-    };
-    Some(
-        png::encode_on_device(gpu, &made, &carried.metadata, timings)
-            .with_context(|| format!("{}: encoding failed", job.output.display())),
-    )
+    timings.merge(&timed);
+    let file = coded.and_then(|coded| match (coded, &made) {
+        (Some(file), _) => Ok(file),
+        (None, Some(buffer)) => {
+            png::encode_read_back(gpu, &png::OnDevice { buffer, layout }, meta, timings)
+        }
+        (None, None) => unreachable!("the image was made before it was coded"),
+    });
+    // The op's errors name the input, the encoder's the output.
+    Some(match recorded {
+        true => file.with_context(|| format!("{}: encoding failed", job.output.display())),
+        false => file.with_context(|| job.input.display().to_string()),
+    })
 }
 
 /// What a GPU saves on a batch of `files` images like `header`: the op's own saving, and,

@@ -104,6 +104,18 @@ pub fn encode_on_device(
     if let Some(file) = encode_timed(gpu, &img.layout, Source::Device(img.buffer), meta, timings)? {
         return Ok(file);
     }
+    encode_read_back(gpu, img, meta, timings)
+}
+
+/// The file of an image on the device as the cores encode it, read back first: where the
+/// png crate stores the data (the GPU's coded stream would be larger).
+pub fn encode_read_back(
+    gpu: &Gpu,
+    img: &OnDevice,
+    meta: &Metadata,
+    timings: &mut Timings,
+) -> Result<Vec<u8>> {
+    let compression = WriteOptions::FASTEST_COMPRESSION;
     let l = img.layout;
     let samples = l.width as usize * l.height as usize * usize::from(l.channels);
     let host = timings.phase("download", || -> Result<Image> {
@@ -116,6 +128,23 @@ pub fn encode_on_device(
         })
     })?;
     cpu_file(&host, meta, compression, timings)
+}
+
+/// [`encode_on_device`] of the image that `record` makes on the device: its passes (another
+/// op's, a blur's) recorded into the encoder's submission, so that a file is one submission,
+/// one wait and one mapping. `None` where the png crate stores the data instead (noise): the
+/// caller then writes it with [`encode_read_back`]. Only what [`takes`] accepts.
+pub fn encode_recorded(
+    gpu: &Gpu,
+    layout: &Layout,
+    meta: &Metadata,
+    timings: &mut Timings,
+    record: &mut dyn FnMut(&mut crate::gpu::Batch) -> Result<wgpu::Buffer>,
+) -> Result<Option<Vec<u8>>> {
+    if !takes(gpu, layout, WriteOptions::FASTEST_COMPRESSION) {
+        bail!("the GPU's PNG encoder takes level 1 within one storage binding");
+    }
+    encode_timed(gpu, layout, Source::Recorded(record), meta, timings)
 }
 
 /// The CPU engine's file (the reference).
@@ -176,7 +205,8 @@ fn encode_with(
     Ok(file)
 }
 
-/// The zlib stream of the image data, from the GPU passes: one submission and one wait.
+/// The zlib stream of the image data, from the GPU passes: one submission, one wait and one
+/// mapping.
 fn zlib_gpu(
     gpu: &Gpu,
     layout: &Layout,
@@ -185,12 +215,9 @@ fn zlib_gpu(
     timings: &mut Timings,
 ) -> Result<Option<Vec<u8>>> {
     with_plan(gpu, layout, t, |plan| {
-        timings.phase("upload", || plan.set_source(gpu, source));
-        gpu.run_timed(timings, 1, |b, _| {
-            plan.record(b);
-            plan.record_read_back(b);
-        })?;
-        timings.phase("download", || plan.read(gpu))
+        let (zlib, times) = plan.run(gpu, source)?;
+        timings.add_passes(&times);
+        Ok(zlib)
     })
 }
 
