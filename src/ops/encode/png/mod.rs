@@ -269,11 +269,13 @@ const CPU_NS_PER_BYTE: f64 = 2.5;
 /// The GPU path's host time a byte of samples: the coded stream (about 0.4 of them) read
 /// back, its CRC and the chunks around it.
 const HOST_NS_PER_BYTE: f64 = 0.25;
-/// The time an engine thread spends on each file it encodes on the GPU: 5.0 ms a 1920x1080
-/// photo in the 16-core batch on the H200 host (the `gpu encode` phase, 638 ms over 128 files,
-/// call AF-pnggpu-1 of docs/BENCHMARKS.md) for 0.135 ms of kernels, when each file had a
-/// fresh plan and two read-backs (plans are kept and one wait suffices since: unmeasured).
-const ENGINE_NS_PER_FILE: f64 = 5.0e6;
+/// The time an engine thread spends on each file it encodes on the GPU: 4.9 ms a 1920x1080
+/// photo in the 16-core batch on an H200 host (`gpu encode` 4.3 ms, the blur's passes and
+/// the encoder's in one submission, one wait and one mapping; the plans and the uploads of
+/// the files decoded before the device was open 0.6 ms; 128 files, call AJ-gpubatch2-2 of
+/// docs/BENCHMARKS.md) for 0.27 ms of passes. On 16 cores with 4 engine threads the GPU path
+/// and the cores were level there (244 and 239 images/s).
+const ENGINE_NS_PER_FILE: f64 = 4.9e6;
 
 /// What encoding `files` level-1 PNGs of `width` x `height` pixels of `bytes_per_pixel` on a
 /// GPU saves: the CPU engine's encoding on the cores, less the GPU path's host time, less the
