@@ -273,7 +273,7 @@ const HOST_NS_PER_BYTE: f64 = 0.25;
 /// photo in the 16-core batch on an H200 host (`gpu encode` 4.3 ms, the blur's passes and
 /// the encoder's in one submission, one wait and one mapping; the plans and the uploads of
 /// the files decoded before the device was open 0.6 ms; 128 files, call AJ-gpubatch2-2 of
-/// docs/BENCHMARKS.md) for 0.27 ms of passes. On 16 cores with 4 engine threads the GPU path
+/// docs/BENCHMARKS.md) for 0.21 ms of passes. On 16 cores with 4 engine threads the GPU path
 /// and the cores were level there (244 and 239 images/s).
 const ENGINE_NS_PER_FILE: f64 = 4.9e6;
 
