@@ -329,7 +329,8 @@ pub fn run(
         .as_ref()
         .map(|r| JsonSink::open_as(r, "--report"))
         .transpose()?;
-    let jobs = jobs(out, list(out.out_dir.as_deref())?)?;
+    // `_made`: an `--out-dir` this run made is removed again if nothing was written into it.
+    let (jobs, _made) = jobs(out, list(out.out_dir.as_deref())?)?;
     if jobs.is_empty() {
         env.note("this shard holds none of the inputs");
         return Ok(true);
@@ -587,7 +588,7 @@ pub fn run(
 
 /// Inputs paired with their outputs, checked up front (nothing is created but the output
 /// folder).
-fn jobs(out: &Outputs, items: Vec<Item>) -> Result<Vec<Job>> {
+fn jobs(out: &Outputs, items: Vec<Item>) -> Result<(Vec<Job>, Option<output::MadeFolders>)> {
     let usage = |m: String| anyhow::Error::new(crate::UsageError(m));
     let outputs = match (&out.output, &out.out_dir) {
         (Some(o), _) => {
@@ -633,10 +634,12 @@ fn jobs(out: &Outputs, items: Vec<Item>) -> Result<Vec<Job>> {
         })
         .collect::<Result<Vec<_>>>()?;
     check_encoding(out, &jobs)?;
-    if let Some(dir) = &out.out_dir {
-        output::prepare_folder(dir)?;
-    }
-    Ok(jobs)
+    let made = out
+        .out_dir
+        .as_deref()
+        .map(output::prepare_folder)
+        .transpose()?;
+    Ok((jobs, made))
 }
 
 /// `--quality`, `--compression` and the JPEG flags must apply to some output.

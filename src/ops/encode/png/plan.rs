@@ -14,7 +14,7 @@ use crate::tune::Tunable;
 use super::deflate::{self, HEADER, HEADER_BITS};
 use super::{Layout, Tunables};
 
-/// Keep in sync with `Params` in wgsl/shared/encode_png.wgsl.
+/// `Params` of wgsl/shared/encode_png.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub(super) struct PngParams {
