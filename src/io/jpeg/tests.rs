@@ -179,7 +179,7 @@ fn the_avx2_strips_equal_their_scalar_twin() {
 }
 
 /// Every mix of the extremes and the middle (0, 1, 127, 128, 254, 255) of R, G and B, then
-/// noise: 1216 pixels, 76 vector steps and no tail, then the same less 7 pixels (a tail).
+/// noise: 1216 pixels, 38 vector steps and no tail, then the same less 7 pixels (a tail).
 #[test]
 fn the_avx2_colour_conversion_equals_its_scalar_twin() {
     if !std::arch::is_x86_feature_detected!("avx2") {
