@@ -104,6 +104,38 @@ fn a_recursive_batch_equals_the_reference_for_any_number_of_jobs() {
 }
 
 #[test]
+fn a_batch_that_writes_nothing_leaves_no_out_dir_behind() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::write(d.join("bad.png"), b"\x89PNG\r\n\x1a\nnot really").unwrap();
+    // A folder that was there before is kept, empty; one the run made (with its parent) goes.
+    std::fs::create_dir(d.join("kept")).unwrap();
+    for out in ["new/out", "kept"] {
+        let r = run_in(Some(d), &["blur", "bad.png", "--out-dir", out, "-r", "1"]);
+        r.code(1);
+        assert!(r.stderr.starts_with("gpukit: bad.png: "), "{}", r.stderr);
+    }
+    assert!(!d.join("new").exists());
+    assert_eq!(std::fs::read_dir(d.join("kept")).unwrap().count(), 0);
+    // One good input among bad ones: the folder stays with what was written.
+    std::fs::copy(fixture("pngsuite/basn2c08.png"), d.join("good.png")).unwrap();
+    let r = run_in(
+        Some(d),
+        &[
+            "blur",
+            "bad.png",
+            "good.png",
+            "--out-dir",
+            "new/out",
+            "-r",
+            "1",
+        ],
+    );
+    r.code(1);
+    assert_blurred(&d.join("good.png"), &d.join("new/out/good.png"), 1);
+}
+
+#[test]
 fn a_corrupt_file_in_the_middle_fails_alone_and_the_report_says_so() {
     let dir = tempdir();
     let d = dir.path();

@@ -155,6 +155,35 @@ fn every_layout_and_depth_matches_cpu() {
     }
 }
 
+// Opaque images take the kernels' division by constants wherever a window is all opaque
+// (`OPAQUE_SA` in wgsl/shared/blur_pass.wgsl); the translucent block and the edges around it
+// take the exact division by the alpha sum.
+#[test]
+fn mostly_opaque_images_match_cpu() {
+    for (channels, sixteen) in [(4u8, false), (4, true), (2, false), (2, true)] {
+        let mut img = noise(37, 29, channels, sixteen, 41);
+        let c = channels as usize;
+        let translucent = |i: usize| (300..340).contains(&i);
+        match &mut img.samples {
+            Samples::U8(v) => v
+                .chunks_mut(c)
+                .enumerate()
+                .for_each(|(i, p)| p[c - 1] = if translucent(i) { p[c - 1] / 2 } else { 255 }),
+            Samples::U16(v) => v
+                .chunks_mut(c)
+                .enumerate()
+                .for_each(|(i, p)| p[c - 1] = if translucent(i) { p[c - 1] / 2 } else { 65535 }),
+        }
+        for params in [
+            BlurParams::new(Kind::Box, 3, 1),
+            BlurParams::new(Kind::Box, 15, 2),
+            BlurParams::new(GAUSS1, gaussian_radius(1.0), 1),
+        ] {
+            check(&img, params);
+        }
+    }
+}
+
 /// RGBA with alpha ramps 1..=255 along the rows (up on even rows, down on odd ones; times
 /// 257 for 16-bit), every 5th pixel fully transparent, and noise for colour.
 fn alpha_ramps(sixteen: bool) -> Image {

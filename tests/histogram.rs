@@ -73,7 +73,7 @@ fn every_layout_and_size_matches_the_cpu() {
         let mut hg = HistogramGpu::new(g, bins);
         for channels in 1..=4u8 {
             for bits in [8, 16] {
-                for (w, h) in [(1, 1), (3, 5), (17, 13), (31, 33)] {
+                for (w, h) in [(1, 1), (3, 5), (7, 9), (17, 13), (31, 33)] {
                     let img = image(w, h, channels, bits, w * h + channels as u32);
                     for alpha in [false, true] {
                         check(&mut hg, &img, Channels::of(channels, alpha), bins);
@@ -93,11 +93,17 @@ fn sizes_around_the_tile_and_many_tiles_match() {
     for w in [tile - 1, tile, tile + 1, 2 * tile + 3] {
         check(&mut hg, &image(w, 1, 4, 8, w), Channels::of(4, false), 256);
     }
-    // 40 tiles: two reduce levels.
+    // 40 tiles adding into one image's counts; 4097 wide.
     check(
         &mut hg,
         &image(400, 400, 4, 8, 9),
         Channels::of(4, false),
+        256,
+    );
+    check(
+        &mut hg,
+        &image(4097, 3, 4, 8, 10),
+        Channels::of(4, true),
         256,
     );
     // RGB8: 16 pixels in 3 words, so tiles end mid-word.
@@ -110,13 +116,13 @@ fn sizes_around_the_tile_and_many_tiles_match() {
 }
 
 #[test]
-fn three_reduce_levels_and_2d_dispatch_match() {
+fn many_tiles_and_2d_dispatch_match() {
     let mut g = gpu();
     // 40 workgroups per dimension: the big passes here need a 2-D grid.
     g.set_dispatch_limit(40);
     let mut hg = HistogramGpu::new(&g, 256);
-    // 64-invocation tiles, as many as it takes: 530 x 531 RGBA8 is 1100 tiles, which
-    // reduce 32 at a time in three levels (chunks -> scratch -> chunks -> counts).
+    // 64-invocation tiles, as many as it takes: 530 x 531 RGBA8 is 1100 tiles, all adding
+    // into the same counts.
     hg.tuning.tunables.chunk_wg_size = 64;
     hg.tuning.tunables.target_tiles = 1 << 20;
     check(
@@ -130,6 +136,45 @@ fn three_reduce_levels_and_2d_dispatch_match() {
         &image(57, 61, 1, 16, 4),
         Channels::of(1, false),
         256,
+    );
+}
+
+#[test]
+fn sixteen_bit_counters_stop_short_of_overflow() {
+    let g = shared_gpu();
+    let mut hg = HistogramGpu::new(g, 256);
+    // One copy of 64 invocations, 16 gray pixels a unit: a tile of 16-bit counters holds at
+    // most 63 units an invocation (64512 pixels), so 300 x 300 pixels of one value, which
+    // one tile would count 90000 times in one counter, must be cut into two tiles.
+    hg.tuning.tunables.chunk_wg_size = 64;
+    hg.tuning.tunables.max_copies = 1;
+    hg.tuning.tunables.packed = true;
+    hg.tuning.tunables.target_tiles = 1;
+    let img = Image::new_u8(300, 300, 1, vec![77; 90000]);
+    let got = hg
+        .histogram(&img, Channels::of(1, false), &mut Timings::default())
+        .unwrap();
+    assert_eq!(got.counts[77], 90000);
+    assert_same(
+        &got,
+        &histogram_cpu(&img, Channels::of(1, false), 256),
+        "one value",
+    );
+    // Bins 76 and 77 share a word: 90000 each, neither half may carry into the other.
+    let img = Image::new_u8(600, 300, 1, [76u8, 77].repeat(90000));
+    let got = hg
+        .histogram(&img, Channels::of(1, false), &mut Timings::default())
+        .unwrap();
+    assert_eq!((got.counts[76], got.counts[77]), (90000, 90000));
+    // Colour with alpha, every channel in one bin: 5 counters a pixel.
+    let img = Image::new_u8(300, 300, 4, [9u8, 9, 9, 9].repeat(90000));
+    let got = hg
+        .histogram(&img, Channels::of(4, true), &mut Timings::default())
+        .unwrap();
+    assert_same(
+        &got,
+        &histogram_cpu(&img, Channels::of(4, true), 256),
+        "one grey",
     );
 }
 

@@ -365,22 +365,29 @@ fn histogram_counts_are_exact_for_other_choices() {
     );
     let channels = histogram::Channels::of(3, false);
     let choices = [
+        // Many tiny tiles adding into the counts, one copy of 16-bit counters.
         histogram::Tunables {
             chunk_wg_size: 64,
             max_copies: 1,
+            packed: true,
             target_tiles: 2048,
-            reduce_wg_size: 64,
-            entries_per_wg: 4,
-            // Many tiny reduce levels.
-            fan_in: 2,
+            slices: 1,
         },
         histogram::Tunables {
             chunk_wg_size: 512,
             max_copies: 16,
+            packed: false,
             target_tiles: 3,
-            reduce_wg_size: 128,
-            entries_per_wg: 64,
-            fan_in: 1024,
+            // More copies of the counts than tiles: some stay zero.
+            slices: 64,
+        },
+        // 16-bit counters, an odd number of copies (lavapipe's 32 KiB hold 16 of 512 words).
+        histogram::Tunables {
+            chunk_wg_size: 128,
+            max_copies: 3,
+            packed: true,
+            target_tiles: 5,
+            slices: 3,
         },
     ];
     for t in choices {

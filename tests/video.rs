@@ -170,6 +170,92 @@ fn raw_rgb24_frames_blur_in_order_through_stdin_and_stdout() {
     }
 }
 
+/// Every frame of a stream (Y4M, or raw frames of `raw`'s size and pixel format) as its
+/// planes, read with gpukit's own reader.
+fn stream_planes(bytes: &[u8], raw: Option<(u32, u32, &str)>) -> Vec<Vec<Image>> {
+    use gpukit::io::video::{VideoFormat, VideoReader};
+    let mut reader = match raw {
+        None => VideoReader::y4m(bytes, u64::MAX).unwrap(),
+        Some((w, h, pix)) => {
+            VideoReader::raw(bytes, VideoFormat::raw(w, h, pix).unwrap(), u64::MAX).unwrap()
+        }
+    };
+    let format = reader.format().clone();
+    let mut frames = Vec::new();
+    while let Some((i, planes)) = reader.next_planes().unwrap() {
+        assert_eq!(i, frames.len() as u64);
+        frames.push(format.images(planes));
+    }
+    frames
+}
+
+// The GPU stream (a ring of four slots, frames read straight into them) on nine frames of
+// odd sizes: 4:2:0, 4:2:2 and 4:4:4 at 8 and 16 bits, and raw rgba and gray16le, every
+// frame's every plane the reference blur of the input's (luma -r 3, chroma 2), in order; a
+// stream cut inside frame 6 is one line naming it, and no output file is left.
+#[test]
+fn gpu_stream_blurs_more_frames_than_slots_exactly_in_every_layout() {
+    let dir = tempdir();
+    let d = dir.path();
+    let out = d.join("out").display().to_string();
+    type Case<'a> = (&'a str, &'a str, Option<(u32, u32, &'a str)>);
+    let cases: [Case; 7] = [
+        ("yuv420p", "33:19", None),
+        ("yuv422p", "33:19", None),
+        ("yuv444p", "31:17", None),
+        ("yuv420p16le", "34:19", None),
+        ("yuv444p16le", "31:17", None),
+        ("rgba", "21:13", Some((21, 13, "rgba"))),
+        ("gray16le", "23:11", Some((23, 11, "gray16le"))),
+    ];
+    for (pix_fmt, size, raw) in cases {
+        let mut format = vec!["-strict", "-1", "-pix_fmt", pix_fmt];
+        format.extend([
+            "-f",
+            if raw.is_some() {
+                "rawvideo"
+            } else {
+                "yuv4mpegpipe"
+            },
+        ]);
+        let input = clip(d, "in", size, 9, &format);
+        let bytes = std::fs::read(&input).unwrap();
+        let frames_in = stream_planes(&bytes, raw);
+        assert_eq!(frames_in.len(), 9, "{pix_fmt}");
+        let raw_args = raw.map(|(w, h, pix)| (format!("{w}x{h}"), pix));
+        let mut args = vec!["--device", "0", "blur", "-", "-r", "3"];
+        args.extend(["--chroma-radius", "2", "-o", &out]);
+        if let Some((size, pix)) = &raw_args {
+            args.extend(["--raw", size, "--pix-fmt", pix]);
+        }
+        if raw.is_some() {
+            // --chroma-radius is for Y'CbCr only.
+            args.retain(|a| *a != "--chroma-radius" && *a != "2");
+        }
+        let (code, _, err) = gpukit_piped(&args, &bytes);
+        assert_eq!(code, 0, "{pix_fmt}: {err}");
+        let frames_out = stream_planes(&std::fs::read(&out).unwrap(), raw);
+        assert_eq!(frames_out.len(), 9, "{pix_fmt}");
+        for (i, (a, b)) in frames_in.iter().zip(&frames_out).enumerate() {
+            for (p, (pa, pb)) in a.iter().zip(b).enumerate() {
+                let r = if p == 0 || raw.is_some() { 3 } else { 2 };
+                let want = blur::reference(pa, &Options::new(Kind::Box, r, 1)).unwrap();
+                assert!(want == *pb, "{pix_fmt}: frame {i}, plane {p} differs");
+            }
+        }
+        std::fs::remove_file(&out).unwrap();
+        if pix_fmt == "yuv420p" {
+            let frame = (bytes.len() - bytes.iter().position(|&b| b == b'\n').unwrap()) / 9;
+            let cut = &bytes[..bytes.len() - 2 * frame - frame / 2];
+            let (code, _, err) = gpukit_piped(&args, cut);
+            assert_eq!(code, 1, "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains("stdin: frame 6 is cut short"), "{err}");
+            assert!(!Path::new(&out).exists(), "a half-written output was left");
+        }
+    }
+}
+
 // 16-bit 4:4:4 Y4M (ffmpeg's C444p16): each plane a 16-bit gray image, the same radius on all.
 #[test]
 fn y4m_16_bit_444_blurs_each_plane_as_16_bit_gray() {
@@ -304,15 +390,18 @@ fn y4m_10_and_12_bit_blur_exactly_and_keep_their_format() {
                 }
             }
         }
-        // Bins are defined on 8- and 16-bit samples: a 10- or 12-bit histogram is refused in
-        // one line, not counted against the wrong maximum.
-        let (code, _, err) = gpukit_piped(&["histogram", "-", "--per-frame"], &head);
-        assert_eq!(code, 1, "{err}");
+        // A 10- or 12-bit histogram is counted on its own maximum: more bins than values is a
+        // usage error in one line.
+        let too_many = ((1u32 << bits) + 1).to_string();
+        let args = ["histogram", "-", "--per-frame", "--bins", &too_many];
+        let (code, _, err) = gpukit_piped(&args, &head);
+        assert_eq!(code, 2, "{err}");
         assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(
-            err.contains(&format!("{bits}-bit frames are not counted")),
-            "{err}"
+        let want = format!(
+            "--bins {too_many}: {bits}-bit frames take 1 to {} bins",
+            1 << bits
         );
+        assert!(err.contains(&want), "{err}");
     }
 }
 
@@ -341,6 +430,92 @@ fn channel(line: &serde_json::Value, name: &str) -> Vec<u64> {
         .find(|c| c["name"] == name)
         .unwrap_or_else(|| panic!("no {name} in {line}"));
     serde_json::from_value(ch["counts"].clone()).unwrap()
+}
+
+/// R', G', B' of one limited-range BT.601 `bits`-bit Y'CbCr sample, by the formula of
+/// docs/formats.md ("What the histogram counts"): Y' from 16 << (bits - 8) scaled by
+/// max / (219 << (bits - 8)), chroma from the half scaled by max / (224 << (bits - 8)), the
+/// factors in 16.16 fixed point, rounded, clamped to 0..=max.
+fn rgb_of_bits(y: u32, u: u32, v: u32, bits: u32) -> [u32; 3] {
+    let (kr, kb) = (0.299, 0.114);
+    let kg = 1.0 - kr - kb;
+    let (max, scale) = ((1i64 << bits) - 1, 1i64 << (bits - 8));
+    let (ky, kc) = (
+        max as f64 / (219 * scale) as f64,
+        max as f64 / (224 * scale) as f64,
+    );
+    let q = |f: f64| (f * 65536.0).round() as i64;
+    let half = 1i64 << (bits - 1);
+    let (y, u, v) = (
+        q(ky) * (i64::from(y) - 16 * scale),
+        i64::from(u) - half,
+        i64::from(v) - half,
+    );
+    let f = |s: i64| ((s + 32768) >> 16).clamp(0, max) as u32;
+    [
+        f(y + q(kc * 2.0 * (1.0 - kr)) * v),
+        f(y - q(kc * 2.0 * kb * (1.0 - kb) / kg) * u - q(kc * 2.0 * kr * (1.0 - kr) / kg) * v),
+        f(y + q(kc * 2.0 * (1.0 - kb)) * u),
+    ]
+}
+
+// 10-bit 4:2:0 (ffmpeg's `-pix_fmt yuv420p10le`) through `histogram --per-frame` on both
+// engines: each frame's red, green, blue and luminance counts are those of ffmpeg's own decode
+// converted here, binned on the stream's own maximum, 1023, as 8- and 16-bit samples are on
+// 255 and 65535: bin = min(floor(v * bins / 1023), bins - 1), with 256 bins and with 1024
+// (one a value).
+#[test]
+fn per_frame_histograms_of_10_bit_420_count_on_their_own_maximum() {
+    let dir = tempdir();
+    let d = dir.path();
+    let (w, h) = (22usize, 11usize);
+    let input = clip(
+        d,
+        "in.y4m",
+        "22:11",
+        3,
+        &["-strict", "-1", "-pix_fmt", "yuv420p10le"],
+    );
+    let raw = words(&decoded(d, &input, "yuv420p10le"));
+    let bytes = std::fs::read(&input).unwrap();
+    let (cw, cs) = (w.div_ceil(2), w.div_ceil(2) * h.div_ceil(2));
+    let frames: Vec<&[u16]> = raw.chunks(w * h + 2 * cs).collect();
+    assert_eq!(frames.len(), 3);
+    for bins in [256u32, 1024] {
+        for engine in [["--backend", "cpu"], ["--device", "0"]] {
+            let b = bins.to_string();
+            let mut args = engine.to_vec();
+            args.extend(["histogram", "-", "--per-frame", "--bins", &b]);
+            let (code, out, err) = gpukit_piped(&args, &bytes);
+            assert_eq!(code, 0, "{err}");
+            let got = lines(&out);
+            assert_eq!(got.len(), 3, "{engine:?}");
+            for (i, (line, f)) in got.iter().zip(&frames).enumerate() {
+                assert_eq!(line["bins"], bins);
+                let rgb: Vec<[u32; 3]> = (0..w * h)
+                    .map(|p| {
+                        let c = (p / w / 2) * cw + (p % w) / 2;
+                        let (y, u, v) = (f[p], f[w * h + c], f[w * h + cs + c]);
+                        rgb_of_bits(y.into(), u.into(), v.into(), 10)
+                    })
+                    .collect();
+                let binned = |values: &mut dyn Iterator<Item = u32>| {
+                    let mut counts = vec![0u64; bins as usize];
+                    for v in values {
+                        counts[(v * bins / 1023).min(bins - 1) as usize] += 1;
+                    }
+                    counts
+                };
+                for (c, name) in ["red", "green", "blue"].iter().enumerate() {
+                    let want = binned(&mut rgb.iter().map(|p| p[c]));
+                    assert_eq!(channel(line, name), want, "{engine:?} frame {i} {name}");
+                }
+                let lum = |p: &[u32; 3]| (6966 * p[0] + 23436 * p[1] + 2366 * p[2] + 16384) >> 15;
+                let want = binned(&mut rgb.iter().map(lum));
+                assert_eq!(channel(line, "luminance"), want, "{engine:?} frame {i}");
+            }
+        }
+    }
 }
 
 // Mono Y4M: each frame's gray counts are the counts of ffmpeg's gray decode of that frame,

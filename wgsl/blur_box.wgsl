@@ -3,17 +3,18 @@
 // import: blur_pass
 
 // ---- box: a sliding window carried along each line, chunk by chunk -------------------------
-// Set per pipeline from `Tunables` in src/ops/blur/tune.rs (these are its defaults). BOX_PPT sizes
-// a function-scope array, so it is a const that the host rewrites per variant.
-override BOX_ROWS: u32 = 8u; // lines per workgroup
-override BOX_TPL: u32 = 8u; // threads per line
+// Set per pipeline by `Tunables::box_overrides` in src/ops/blur/tune.rs, which also counts
+// the workgroup memory they take. BOX_PPT sizes a function-scope array, so it is a const
+// that the host rewrites per variant.
+override BOX_ROWS: u32; // lines per workgroup
+override BOX_TPL: u32; // threads per line
 const BOX_PPT: u32 = 4u; // positions per thread per chunk
-override BOX_CH: u32 = BOX_TPL * BOX_PPT; // positions per chunk
-override BOX_WG: u32 = BOX_ROWS * BOX_TPL;
+override BOX_CH: u32; // positions per chunk: BOX_TPL * BOX_PPT
+override BOX_WG: u32; // BOX_ROWS * BOX_TPL
 // The transposition tile, one vec4 of padding a line so that reading it across lines is
-// free of bank conflicts.
-override BOX_TILE_STRIDE: u32 = BOX_CH + 1u;
-override BOX_OUT_LEN: u32 = BOX_ROWS * BOX_TILE_STRIDE;
+// free of bank conflicts: BOX_CH + 1 a line, BOX_ROWS lines.
+override BOX_TILE_STRIDE: u32;
+override BOX_OUT_LEN: u32;
 
 var<workgroup> sh_tot: array<vec4<u32>, BOX_WG>;
 var<workgroup> sh_carry: array<vec4<u32>, BOX_ROWS>;

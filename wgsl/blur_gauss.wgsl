@@ -10,7 +10,12 @@ const GAUSS_PPT: u32 = 2u;
 override GAUSS_CH: u32 = GAUSS_TPL * GAUSS_PPT;
 override G_ROWS: u32 = 4u; // lines per workgroup
 override G_WG: u32 = 128u; // G_ROWS * GAUSS_TPL
-override G_IN_LEN: u32 = 1u; // G_ROWS * gauss_stride(GAUSS_CH + 2r), in staged elements
+override G_IN_LEN: u32 = 1u; // G_ROWS * G_STRIDE, in staged elements
+// A staged line's elements and the padding's period, 2^G_SKEW_SHIFT (`skew` below). Every
+// override stays above the workgroup arrays: naga 30's `process_overrides` panicked on two
+// declared below them.
+override G_STRIDE: u32 = 1u;
+override G_SKEW_SHIFT: u32 = 5u;
 override G_OUT_LEN: u32 = 260u; // G_ROWS * (GAUSS_CH + 1): padded like the box tile
 override G_TAPS: u32 = 1u; // 2r + 1
 
@@ -18,7 +23,7 @@ override G_TAPS: u32 = 1u; // 2r + 1
 // possible (the loads, not the multiplies, bound this kernel): a word per 8-bit pixel, a
 // pair of words per 16-bit one, a vec4 for the wide format. 8-bit pixels premultiplied on
 // load are staged as 16-bit ones (c * a needs 16 bits). Only the array of the staging format
-// has G_IN_LEN elements. Keep in sync with `stage_fmt` in src/ops/blur/plan.rs.
+// has G_IN_LEN elements. Set from `stage_fmt` in src/ops/blur/plan.rs.
 override STAGE_FMT: u32 = 0u;
 var<workgroup> sh_in8: array<u32, select(1u, G_IN_LEN, STAGE_FMT == FMT_PACK8)>;
 var<workgroup> sh_in16: array<vec2<u32>, select(1u, G_IN_LEN, STAGE_FMT == FMT_PACK16)>;
@@ -45,20 +50,13 @@ fn staged(i: u32) -> vec4<u32> {
 }
 
 // Staged sample j of a line sits at skew(j), one element of padding every 128 bytes (32
-// words, 16 pairs or 8 vec4s): a thread's outputs start 2 samples after its neighbour's, and
-// unpadded, lanes half a warp apart would hit the same banks. A line of `width` samples takes
-// gauss_stride(width) elements. Keep in sync with `gauss_stride` in src/ops/blur/plan.rs.
-fn skew(j: u32) -> u32 {
-    if STAGE_FMT == FMT_PACK8 {
-        return j + (j >> 5u);
-    } else if STAGE_FMT == FMT_PACK16 {
-        return j + (j >> 4u);
-    }
-    return j + (j >> 3u);
-}
+// words, 16 pairs or 8 vec4s: 2^G_SKEW_SHIFT elements): a thread's outputs start 2 samples
+// after its neighbour's, and unpadded, lanes half a warp apart would hit the same banks. A
+// line takes G_STRIDE elements. Both are set from `gauss_stride` in src/ops/blur/plan.rs,
+// which also sizes G_IN_LEN = G_ROWS * G_STRIDE.
 
-fn gauss_stride(width: u32) -> u32 {
-    return skew(width) + 1u;
+fn skew(j: u32) -> u32 {
+    return j + (j >> G_SKEW_SHIFT);
 }
 
 @compute @workgroup_size(G_WG)
@@ -78,7 +76,7 @@ fn gauss_pass(
     // lets it unroll the taps and issue their workgroup-memory loads ahead of the sums.
     let taps = G_TAPS;
     let width = GAUSS_CH + taps - 1u;
-    let stride = gauss_stride(width);
+    let stride = G_STRIDE;
     for (var c0 = wk.start; c0 < wk.end; c0 += GAUSS_CH) {
         // Stage the chunk and its halo, positions c0 - r .. c0 + CH + r - 1, of every line.
         for (var k = lid; k < G_ROWS * width; k += G_WG) {

@@ -1,4 +1,4 @@
-// histogram_chunk: one privatised histogram per workgroup, in workgroup memory, over a tile of pixels; written out as that tile's chunk.
+// histogram_chunk: one privatised histogram per workgroup, in workgroup memory, over a tile of pixels; added into the image's counts with global atomics.
 
 // Its Rust twin is `ChunkParams` in src/ops/histogram/gpu.rs (the shader test checks their fields).
 struct Params {
@@ -18,8 +18,11 @@ struct Params {
 @group(0) @binding(0) var<uniform> params: Params;
 // The segment's samples as stored in the image, interleaved, packed little-endian into words.
 @group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
-// One chunk of bins * HC counts per tile, bin-major: chunk[bin * HC + channel].
-@group(0) @binding(2) var<storage, read_write> chunks: array<u32>;
+// SLICES copies of the image's bins * HC counts, bin-major: counts[slice * bins * HC +
+// bin * HC + channel]. Tile t adds its counts into slice t % SLICES (integer adds: the order
+// does not change the sums); the slices spread the adds of many tiles to one count over
+// several addresses, and the host and the total pass sum them.
+@group(0) @binding(2) var<storage, read_write> counts: array<atomic<u32>>;
 
 override WG_SIZE: u32 = 256u;
 // Samples per pixel in the input: 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA.
@@ -30,8 +33,15 @@ override BITS: u32 = 8u;
 // 1 (gray) or 2 (and alpha) for gray.
 override HC: u32 = 4u;
 // Sub-histograms per workgroup: invocation i counts into copy i % COPIES, so that pixels of
-// one colour do not all hit one address.
+// one colour do not all hit one address. The copies are interleaved word by word
+// (word w of copy c at w * COPIES + c), so the lanes of a subgroup that share no copy spread
+// over the banks.
 override COPIES: u32 = 1u;
+// Counters per workgroup word: 1 (32-bit) or 2 (16-bit halves; the host chooses it only where
+// no copy's counter can reach 65536 in one tile).
+override PACK: u32 = 1u;
+// Copies of the image's counts in `counts`.
+override SLICES: u32 = 1u;
 // Bins of each channel the workgroup histogram holds.
 override SPAN: u32 = 256u;
 // A unit is UNIT_VECS vec4 words holding UNIT_PIXELS whole pixels; an invocation loads one
@@ -42,10 +52,11 @@ override UNIT_VECS: u32 = 1u;
 override MAXVAL: u32 = (1u << BITS) - 1u;
 // Samples per 32-bit word.
 override SPW: u32 = 32u / BITS;
-// One word of padding per copy puts the copies of a bin in different banks.
-override STRIDE: u32 = HC * SPAN + 1u;
+// Counters of one copy, channel-major (counter ch * SPAN + bin), and the words they take.
+override ENTRIES: u32 = HC * SPAN;
+override WORDS: u32 = (ENTRIES + PACK - 1u) / PACK;
 
-var<workgroup> sh_hist: array<atomic<u32>, COPIES * STRIDE>;
+var<workgroup> sh_hist: array<atomic<u32>, COPIES * WORDS>;
 
 // The unit being counted; UNIT_VECS <= 3.
 var<private> unit: array<vec4<u32>, 3>;
@@ -66,14 +77,23 @@ fn luminance(r: u32, g: u32, b: u32) -> u32 {
     return (w.x * r + w.y * g + w.z * b + (1u << (LUMA_SHIFT - 1u))) >> LUMA_SHIFT;
 }
 
-// Counts value v of channel ch into the invocation's copy, if its bin is in this range.
+// Counts value v of channel ch into the invocation's copy (`base`), if its bin is in this range.
 fn count(base: u32, lo: u32, span: u32, ch: u32, v: u32) {
     // v * bins <= 65535 * 65536 < 2^32.
     let bin = min(v * params.bins / MAXVAL, params.bins - 1u);
     // Wraps for bin < lo, so one comparison checks both ends.
     let r = bin - lo;
     if r < span {
-        atomicAdd(&sh_hist[base + r * HC + ch], 1u);
+        let e = ch * SPAN + r;
+        atomicAdd(&sh_hist[(e / PACK) * COPIES + base], 1u << ((e % PACK) * 16u));
+    }
+}
+
+// Adds counter e of the workgroup's histogram (summed over the copies) into the image's
+// counts; counters past this range's bins stay zero and add nothing.
+fn flush(e: u32, n: u32, lo: u32, slice: u32) {
+    if n != 0u {
+        atomicAdd(&counts[slice + (lo + e % SPAN) * HC + e / SPAN], n);
     }
 }
 
@@ -124,12 +144,12 @@ fn main(
     let lo = (wg / params.n_tiles) * SPAN;
     let span = min(SPAN, params.bins - lo);
 
-    for (var i = lid; i < COPIES * STRIDE; i += WG_SIZE) {
+    for (var i = lid; i < COPIES * WORDS; i += WG_SIZE) {
         atomicStore(&sh_hist[i], 0u);
     }
     workgroupBarrier();
 
-    let base = (lid % COPIES) * STRIDE;
+    let base = lid % COPIES;
     let n_units = (params.n_pixels + UNIT_PIXELS - 1u) / UNIT_PIXELS;
     let u0 = tile * params.tile_units;
     let u1 = min(u0 + params.tile_units, n_units);
@@ -146,14 +166,25 @@ fn main(
     }
     workgroupBarrier();
 
-    // The copies summed: this tile's counts of bins [lo, lo + span).
-    let out = tile * params.bins * HC + lo * HC;
-    for (var e = lid; e < span * HC; e += WG_SIZE) {
-        var sum = 0u;
+    // The copies summed (each half apart: two 16-bit counters of several copies can pass
+    // 65535) and added into the image's counts of bins [lo, lo + span).
+    let slice = (tile % SLICES) * params.bins * HC;
+    for (var w = lid; w < WORDS; w += WG_SIZE) {
+        var low = 0u;
+        var high = 0u;
         for (var c = 0u; c < COPIES; c++) {
-            sum += atomicLoad(&sh_hist[c * STRIDE + e]);
+            let v = atomicLoad(&sh_hist[w * COPIES + c]);
+            if PACK == 1u {
+                low += v;
+            } else {
+                low += v & 0xffffu;
+                high += v >> 16u;
+            }
         }
-        chunks[out + e] = sum;
+        flush(w * PACK, low, lo, slice);
+        if PACK == 2u && w * 2u + 1u < ENTRIES {
+            flush(w * 2u + 1u, high, lo, slice);
+        }
     }
 }
 

@@ -4,6 +4,8 @@
 struct Params {
     // Counts per histogram (bins * channels).
     entries: u32,
+    // Copies of the image's counts in `counts`, one after another, summed here.
+    slices: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -22,7 +24,12 @@ fn main(
     let i = workgroup_index(wid, nwg) * WG_SIZE + lid;
     if i < params.entries {
         let t = total[i];
-        let lo = t.x + counts[i];
+        // The slices' sum is one count of one image: below 2^32.
+        var n = 0u;
+        for (var s = 0u; s < params.slices; s++) {
+            n += counts[s * params.entries + i];
+        }
+        let lo = t.x + n;
         // A carry happened when the low word wrapped below its old value.
         total[i] = vec2<u32>(lo, t.y + select(0u, 1u, lo < t.x));
     }

@@ -69,7 +69,7 @@ impl Reports {
         let html = match &args.html {
             Some(dir) => {
                 check_html_dir(args, dir)?;
-                crate::io::output::prepare_folder(&dir.join("images"))?;
+                crate::io::output::prepare_folder(&dir.join("images"))?.keep();
                 Some(PendingFile::create(&dir.join("index.html"))?)
             }
             None => None,

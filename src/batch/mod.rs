@@ -13,7 +13,9 @@ pub mod outputs;
 pub mod pipeline;
 pub mod report;
 pub mod shard;
+pub mod staging;
 pub mod video;
+pub mod video_gpu;
 
 pub use inputs::{expand, same_folder, Expanded, InputOptions, Item};
 pub use pipeline::{Outcome, Pipeline, StageTimes, Stages};

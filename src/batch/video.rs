@@ -208,9 +208,10 @@ pub fn run_frames<O: Send + 'static>(
     })
 }
 
-/// How many frames a stream keeps in flight on an engine: the GPU overlaps one frame's
-/// upload, another's passes and a third's download with threads of its own; the native CPU
-/// engine blurs each frame on every core and keeps a second frame ready.
+/// How many worker threads a stream keeps busy on an engine (a blur stream on a GPU runs
+/// through the ring of src/batch/video_gpu.rs instead): on a GPU three, each waiting for its
+/// own submission; the native CPU engine works on each frame with every core and keeps a
+/// second frame ready.
 pub fn workers_for(engine: &Engine) -> usize {
     match engine {
         Engine::Gpu(_) => 3,
@@ -268,15 +269,10 @@ pub fn histogram_frames(env: &dyn Env, stream: Stream, out: PerFrame<'_>) -> Res
     let alpha = out.alpha;
     match &format {
         Some(format) => {
-            if !matches!(format.bit_depth, 8 | 16) {
-                anyhow::bail!(
-                    "{}: {}-bit frames are not counted: a histogram's bins are defined on 8- \
-                     and 16-bit samples (`blur` reads and writes them)",
-                    stream.name,
-                    format.bit_depth
-                );
+            match narrow_maxval(format) {
+                Some(maxval) => check_narrow_bins(out.bins, format.bit_depth, maxval)?,
+                None => check_bins(out.bins, format.bit_depth)?,
             }
-            check_bins(out.bins, format.bit_depth)?;
             let frames = stream.expected_frames();
             env.estimate(crate::ops::histogram::stream_gpu_saving(
                 u64::from(format.width) * u64::from(format.height),
@@ -310,8 +306,11 @@ pub fn histogram_frames(env: &dyn Env, stream: Stream, out: PerFrame<'_>) -> Res
     let spawn = |jobs: Jobs<Counted>| {
         let (engine, format) = (engine.clone(), shared.clone());
         std::thread::spawn(move || {
-            let mut hist = Histogrammer::new(&engine, bins);
             let format: Option<&VideoFormat> = Option::as_ref(&format);
+            let narrow = format.and_then(narrow_maxval);
+            // 9- to 15-bit frames are counted value by value (65536 bins on their 16-bit
+            // samples), then folded into `bins` on their own maximum.
+            let mut hist = Histogrammer::new(&engine, narrow.map_or(bins, |_| 1 << 16));
             let conv = format.map(|f| YuvToRgb::new(f.range, f.matrix, f.bit_depth));
             let mut timings = Timings::default();
             while let Some((index, bytes)) = jobs.next() {
@@ -352,7 +351,12 @@ pub fn histogram_frames(env: &dyn Env, stream: Stream, out: PerFrame<'_>) -> Res
                         }
                         _ => {
                             let img = format.image_of(format.images(bytes));
-                            hist.histogram(&img, channels_of(format, alpha), &mut timings)?
+                            let h =
+                                hist.histogram(&img, channels_of(format, alpha), &mut timings)?;
+                            match narrow {
+                                Some(maxval) => fold_values(&h, bins, maxval),
+                                None => h,
+                            }
                         }
                     };
                     let size = (format.width, format.height);
@@ -381,6 +385,43 @@ pub fn histogram_frames(env: &dyn Env, stream: Stream, out: PerFrame<'_>) -> Res
         Ok(())
     })?;
     Ok(ran)
+}
+
+/// The top value of a stream of 9- to 15-bit samples (each held in two bytes), which its
+/// histogram's bins divide as 255 and 65535 do for 8- and 16-bit ones; `None` for those.
+fn narrow_maxval(format: &VideoFormat) -> Option<u32> {
+    (9..=15)
+        .contains(&format.bit_depth)
+        .then(|| (1 << format.bit_depth) - 1)
+}
+
+/// `bins` must be 1 to one a value of a `bits`-bit stream's (as for 8- and 16-bit images).
+fn check_narrow_bins(bins: u32, bits: u32, maxval: u32) -> Result<()> {
+    if bins == 0 || bins > maxval + 1 {
+        anyhow::bail!(crate::UsageError(format!(
+            "--bins {bins}: {bits}-bit frames take 1 to {} bins",
+            maxval + 1
+        )));
+    }
+    Ok(())
+}
+
+/// The counts of `values` (one bin a 16-bit value, as 65536 bins on 16-bit samples give:
+/// bin = v for every v below 65535) folded into `bins` bins on `maxval`:
+/// bin = min(floor(v * bins / maxval), bins - 1), as every histogram bins (a sample above
+/// `maxval`, which a malformed stream may hold, lands in the last bin).
+fn fold_values(values: &Histogram, bins: u32, maxval: u32) -> Histogram {
+    debug_assert_eq!(values.bins, 1 << 16);
+    let n = values.channels.count() as usize;
+    let mut out = Histogram::zeros(values.channels, bins);
+    out.pixels = values.pixels;
+    for (v, counts) in values.counts.chunks_exact(n).enumerate() {
+        let b = crate::ops::histogram::bin_of(v as u32, bins, maxval) as usize;
+        for (o, c) in out.counts[b * n..(b + 1) * n].iter_mut().zip(counts) {
+            *o += c;
+        }
+    }
+    out
 }
 
 /// The histogram's channels for `format`'s frames (Y'CbCr counts as RGB).
@@ -505,20 +546,24 @@ pub fn blur_frames(
         .cloned()
         .expect("blur streams are video frames");
     let frames = stream.expected_frames();
-    let saving = format
-        .planes()
-        .iter()
-        .map(|p| {
-            let o = if p.chroma { chroma } else { luma };
-            let bits = 8 * format.sample_bytes() as u32;
-            o.gpu_saving(p.width, p.height, p.channels, bits, 1)
-        })
-        .sum::<Duration>()
-        .checked_mul(frames.min(u64::from(u32::MAX)) as u32)
-        .unwrap_or(Duration::MAX);
+    let model = super::video_gpu::StreamModel::here();
+    let costs = model.frame_costs(&format, luma, chroma);
+    let saving = model.saving(costs, frames);
+    env.detail(&format!(
+        "{}: a frame takes about {:.2} ms on the cores, {:.2} ms on a GPU, {:.2} ms through \
+         the pipes; {frames} frames",
+        stream.name,
+        costs.engine.as_secs_f64() * 1e3,
+        costs.device.as_secs_f64() * 1e3,
+        costs.pipes.as_secs_f64() * 1e3,
+    ));
     env.estimate(saving);
     let engine = open_engine(env)?;
     env.detail(&format!("{}: {}", stream.name, format.describe()));
+    if let Engine::Gpu(_) = &*engine {
+        let slots = super::video_gpu::SLOTS;
+        return super::video_gpu::blur_frames(engine, stream, (luma, chroma), out, slots);
+    }
     let mut stream = stream;
     // The planes written go back to the reader for the frames to come.
     let spare = Spare::default();
@@ -622,6 +667,28 @@ mod tests {
             rgb_to_yuv444(&img),
             [255, 0, 76, 128, 128, 85, 128, 128, 255]
         );
+    }
+
+    #[test]
+    fn narrow_values_fold_into_bins_on_their_own_maximum() {
+        // Three 10-bit gray values, one channel: 0, 512 and 1023 (and a stray 2000) in 4
+        // bins on 1023: floor(v * 4 / 1023) = 0, 2, 4 -> 3, and 7 -> 3.
+        let mut values = Histogram::zeros(Channels::of(1, false), 1 << 16);
+        values.pixels = 5;
+        for (v, n) in [(0, 1), (512, 2), (1023, 1), (2000, 1)] {
+            values.counts[v] = n;
+        }
+        let f = fold_values(&values, 4, 1023);
+        assert_eq!((f.bins, f.pixels), (4, 5));
+        assert_eq!(f.counts, [1, 0, 2, 2]);
+        let ten = VideoFormat::raw(4, 4, "gray10le").unwrap();
+        assert_eq!(narrow_maxval(&ten), Some(1023));
+        assert_eq!(
+            narrow_maxval(&VideoFormat::raw(4, 4, "gray16le").unwrap()),
+            None
+        );
+        assert!(check_narrow_bins(1024, 10, 1023).is_ok());
+        assert!(check_narrow_bins(1025, 10, 1023).is_err());
     }
 
     #[test]

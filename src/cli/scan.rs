@@ -132,7 +132,12 @@ pub fn run(ctx: &Ctx, args: ScanArgs) -> Result<Status> {
     let mut opts = opts;
     if let Engine::Gpu(gpu) = &engine {
         // The shape settled once, so that `-v` says the path the scan takes.
-        opts = opts.resolved(gpu, data.len());
+        let elem = match &data {
+            Data::U32(_) => scan::Elem::U32,
+            Data::I32(_) => scan::Elem::I32,
+            Data::F32(_) | Data::F16(_) => scan::Elem::F32,
+        };
+        opts = opts.resolved_as(gpu, data.len(), elem);
         if ctx.global.verbose > 0 {
             let path = if scan::takes_subgroups(gpu, &opts)? {
                 "subgroup"

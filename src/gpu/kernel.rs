@@ -522,6 +522,15 @@ impl Batch<'_> {
         Ok(out)
     }
 
+    /// Submits the batch without waiting for it: what it did is known from the mappings
+    /// asked for after it ([`super::FrameSlot`]), whose callbacks a poll runs.
+    /// A batch with a timer is submitted with [`Batch::submit`], which reads the times.
+    pub fn submit_queued(self) -> Result<()> {
+        debug_assert!(self.timer.is_none(), "timed batches are read when done");
+        self.gpu.queue.submit([self.encoder.finish()]);
+        self.gpu.check()
+    }
+
     /// Submits the batch and waits for it to finish (not for work submitted after it, by
     /// other threads sharing the device).
     pub fn submit(mut self) -> Result<()> {

@@ -11,6 +11,7 @@ mod device;
 mod kernel;
 pub mod pipeline_cache;
 mod render;
+mod ring;
 pub mod shader;
 mod timing;
 mod transfer;
@@ -22,6 +23,7 @@ pub use adapters::{
 pub use choice::{open, open_all, open_gpu, Choice, DeviceRequest, Engine, Reason, SMALL_JOB};
 pub use device::Gpu;
 pub use kernel::{grid, pipelines_built, Batch, Kernel, Usage, TIMED_PASSES};
+pub use ring::{FrameSlot, Mapped};
 pub use shader::{compose, Composed, Shader, Variant};
 pub use timing::{span_ns, PassTime, PassTimer, Timings};
 pub use transfer::{Download, Upload};

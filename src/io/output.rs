@@ -231,11 +231,46 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Creates the folder `dir` (an `--out-dir`) and checks now that files can be created in it,
-/// so that a read-only folder fails before any input is decoded. Leaves nothing behind.
-pub fn prepare_folder(dir: &Path) -> Result<()> {
+/// so that a read-only folder fails before any input is decoded. Leaves nothing behind: the
+/// folders it made are removed again when the returned guard drops while they are still
+/// empty (a batch whose every input failed).
+pub fn prepare_folder(dir: &Path) -> Result<MadeFolders> {
+    let made = MadeFolders {
+        made: dir
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err())
+            .map(Path::to_path_buf)
+            .collect(),
+    };
     std::fs::create_dir_all(dir)
         .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
-    probe_dir(dir).with_context(|| format!("{}: cannot write here", dir.display()))
+    probe_dir(dir).with_context(|| format!("{}: cannot write here", dir.display()))?;
+    Ok(made)
+}
+
+/// The folders [`prepare_folder`] made, deepest first; each is removed on drop while empty.
+#[must_use = "dropping it removes the folders it made while they are empty"]
+#[derive(Debug)]
+pub struct MadeFolders {
+    made: Vec<PathBuf>,
+}
+
+impl MadeFolders {
+    /// Keeps the folders whatever they hold.
+    pub fn keep(mut self) {
+        self.made.clear();
+    }
+}
+
+impl Drop for MadeFolders {
+    fn drop(&mut self) {
+        // `remove_dir` removes only an empty folder: the first that holds anything stops it.
+        for dir in &self.made {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
+    }
 }
 
 /// Checks now that `path` can be written later (creating its folder when missing), so that

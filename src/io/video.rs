@@ -216,6 +216,16 @@ impl VideoFormat {
         }
     }
 
+    /// Each plane's size in bytes, in stream order.
+    pub fn plane_sizes(&self) -> Vec<usize> {
+        self.planes()
+            .iter()
+            .map(|p| {
+                p.width as usize * p.height as usize * p.channels as usize * self.sample_bytes()
+            })
+            .collect()
+    }
+
     /// A frame's size in bytes.
     pub fn frame_bytes(&self) -> u64 {
         self.planes()
@@ -595,6 +605,18 @@ impl<R: BufRead> VideoReader<R> {
     /// As [`VideoReader::next_frame`], each plane's bytes read into a buffer of its own
     /// (straight from the source where the reader holds nothing).
     pub fn next_planes(&mut self) -> Result<Option<(u64, Vec<Vec<u8>>)>> {
+        let sizes = self.format.plane_sizes();
+        let mut planes: Vec<Vec<u8>> = sizes.iter().map(|&n| self.buffer(n)).collect();
+        let mut slices: Vec<&mut [u8]> = planes.iter_mut().map(Vec::as_mut_slice).collect();
+        let index = self.next_into(&mut slices)?;
+        Ok(index.map(|i| (i, planes)))
+    }
+
+    /// The next frame's planes read into `planes` (one slice a plane, each of its
+    /// [`VideoFormat::plane_sizes`] length: a GPU stream's mapped staging, say), straight
+    /// from the source where the reader holds nothing; the frame's index, or `None` at the
+    /// end of the stream. A stream that ends inside a frame is an error naming the frame.
+    pub fn next_into(&mut self, planes: &mut [&mut [u8]]) -> Result<Option<u64>> {
         let index = self.next;
         if self.format.y4m_header.is_some() {
             match read_line(&mut self.reader).with_context(|| format!("frame {index}"))? {
@@ -608,13 +630,14 @@ impl<R: BufRead> VideoReader<R> {
         }
         let size = self.format.frame_bytes();
         debug_assert!(size <= self.cap, "checked when the stream was opened");
-        let bytes = self.format.sample_bytes();
-        let mut planes = Vec::with_capacity(3);
+        debug_assert_eq!(
+            planes.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            self.format.plane_sizes()
+        );
         let mut got = 0u64;
-        for p in self.format.planes() {
-            let n = p.width as usize * p.height as usize * p.channels as usize * bytes;
-            let mut plane = self.buffer(n);
-            let read = read_full(&mut self.reader, &mut plane)
+        for plane in planes.iter_mut() {
+            let n = plane.len();
+            let read = read_full(&mut self.reader, plane)
                 .with_context(|| format!("frame {index}: cannot read"))?;
             got += read as u64;
             if read < n {
@@ -623,10 +646,9 @@ impl<R: BufRead> VideoReader<R> {
                 }
                 bail!("frame {index} is cut short: the stream ended {got} bytes into its {size}");
             }
-            planes.push(plane);
         }
         self.next += 1;
-        Ok(Some((index, planes)))
+        Ok(Some(index))
     }
 }
 
@@ -709,14 +731,14 @@ impl<'w> VideoWriter<'w> {
 
     /// Writes one frame given as its planes' bytes: Y4M's `FRAME` line and the planes in one
     /// vectored write where the output takes it (a pipe does: one system call a frame).
-    pub fn planes(&mut self, planes: &[Vec<u8>]) -> std::io::Result<()> {
+    pub fn planes<P: AsRef<[u8]>>(&mut self, planes: &[P]) -> std::io::Result<()> {
         if let Some(h) = self.header.take() {
             self.out.write_all(h.as_bytes())?;
             self.out.write_all(b"\n")?;
         }
         let frame: &[u8] = if self.y4m { b"FRAME\n" } else { b"" };
         let mut slices: Vec<IoSlice> = std::iter::once(frame)
-            .chain(planes.iter().map(Vec::as_slice))
+            .chain(planes.iter().map(AsRef::as_ref))
             .filter(|s| !s.is_empty())
             .map(IoSlice::new)
             .collect();

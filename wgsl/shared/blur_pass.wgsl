@@ -42,9 +42,15 @@ override UNPREMULTIPLY: bool = false;
 override ALPHA_LANE: u32 = 3u;
 // Premultiplied lanes: colour (c * a + PM_DIV / 2) / PM_DIV, alpha a * ALPHA_SCALE, with
 // PM_DIV * ALPHA_SCALE = MAX_VALUE: c * a and 255 a for 8-bit images, as they were rounded
-// into 16 bits and a for 16-bit ones. Keep in sync with `Premultiply` in src/ops/blur/arith.rs.
+// into 16 bits and a for 16-bit ones. The CPU twin is `Premultiply` in src/ops/blur/arith.rs
+// (the GPU == CPU tests check they agree).
 override PM_DIV: u32 = 1u;
 override ALPHA_SCALE: u32 = 255u;
+// The last pass's alpha sum of a window whose every alpha is the maximum (0: none), and
+// the constants that divide colour by it: `Opaque` in src/ops/blur/arith.rs.
+override OPAQUE_SA: u32 = 0u;
+override OPAQUE_D: u32 = 1u;
+override OPAQUE_T: u32 = 0u;
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
@@ -142,8 +148,8 @@ fn wide_less(a: vec2<u32>, b: vec2<u32>) -> bool {
 // A colour out of its window sum s and the alpha lane's sa > 0 (s <= sa): round half up of
 // MAX_VALUE * s / sa, floor((MAX_VALUE * s + floor(sa / 2)) / sa), in 48-bit arithmetic. The
 // f32 quotient is within 0.02 of the exact one (below 65536), so its truncation is off by at
-// most one, and one comparison each way makes it exact. Keep in sync with
-// `Premultiply::unpremultiply` in src/ops/blur/arith.rs.
+// most one, and one comparison each way makes it exact. The CPU twin is
+// `Premultiply::unpremultiply` in src/ops/blur/arith.rs (the GPU == CPU tests check they agree).
 fn unpremultiply(s: u32, sa: u32) -> u32 {
     let p = wide_mul(s, MAX_VALUE);
     let low = p.x + (sa >> 1u);
@@ -171,8 +177,17 @@ fn finish(s: vec4<u32>) -> vec4<u32> {
     }
     let sa = s[ALPHA_LANE];
     var out: vec4<u32>;
-    for (var k = 0u; k < 4u; k++) {
-        out[k] = unpremultiply(s[k], sa);
+    if sa == OPAQUE_SA {
+        // An all-opaque window: the same quotients, by constants (`Opaque::colour`).
+        let q = s / OPAQUE_D;
+        let up = select(vec4<u32>(0u), vec4<u32>(1u), s - q * OPAQUE_D >= vec4<u32>(OPAQUE_T));
+        out = min(q + up, vec4<u32>(MAX_VALUE));
+    } else {
+        for (var k = 0u; k < 4u; k++) {
+            if k != ALPHA_LANE {
+                out[k] = unpremultiply(s[k], sa);
+            }
+        }
     }
     out[ALPHA_LANE] = a;
     return out;

@@ -4,7 +4,8 @@
 // The CPU twin is `scan_order` in src/io/jpeg/mod.rs; `Layout` in src/ops/encode/plan.rs
 // mirrors it on the host.
 
-// Keep in sync with `EncodeParams` in src/ops/encode/plan.rs.
+// Its Rust twin is `EncodeParams` in src/ops/encode/plan.rs (the shader test checks their
+// fields).
 struct Params {
     width: u32,
     height: u32,

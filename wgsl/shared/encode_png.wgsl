@@ -3,7 +3,8 @@
 // tail (the bytes past its last whole chunk), one piece each, piece p of row p / pieces_per_row.
 // The CPU twin is src/ops/encode/png/deflate.rs.
 
-// Keep in sync with `PngParams` in src/ops/encode/png/plan.rs.
+// Its Rust twin is `PngParams` in src/ops/encode/png/plan.rs (the shader test checks their
+// fields).
 struct Params {
     // Bytes a row of samples (the filter byte not counted).
     row_len: u32,

@@ -81,6 +81,54 @@ impl Arith {
     }
 }
 
+impl Arith {
+    /// The last column pass of a window whose every alpha is the maximum, for images with
+    /// alpha: its alpha sum is then one constant, so the colour's division is by a constant.
+    /// The first row pass turns the maximum premultiplied alpha lane A into
+    /// v = (A * W * mul + add) / div (A * 2^F) and every later pass keeps it
+    /// ((v * W + W / 2) / W = v, W the window size or weight total), so the sum is v * W.
+    /// None where that sum is not a multiple of M (not the case for any blur gpukit makes).
+    pub fn opaque(&self) -> Option<Opaque> {
+        let p = self.alpha?;
+        let w = self.keep.2 as u64;
+        let (mul, add, div) = self.first;
+        let v = (p.max_lane() as u64 * w * mul as u64 + add as u64) / div as u64;
+        let sa = v * w;
+        let m = p.max as u64;
+        if sa == 0 || sa > u32::MAX as u64 || !sa.is_multiple_of(m) {
+            return None;
+        }
+        Some(Opaque {
+            sa: sa as u32,
+            d: (sa / m) as u32,
+            t: sa.div_ceil(2).div_ceil(m) as u32,
+            max: p.max,
+        })
+    }
+}
+
+/// [`Premultiply::unpremultiply`] for the one alpha sum `sa` of an all-opaque window, with
+/// sa = M * d. Writing s = q d + r (r < d): M s + floor(sa / 2) = q sa + M r + floor(sa / 2),
+/// and M r + floor(sa / 2) < 2 sa, so the quotient is q, plus 1 where
+/// M r >= sa - floor(sa / 2) = ceil(sa / 2), that is where r >= t = ceil(ceil(sa / 2) / M).
+/// Two divisions by constants instead of a 48-bit one by a variable; the same results.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Opaque {
+    pub sa: u32,
+    pub d: u32,
+    pub t: u32,
+    pub max: u32,
+}
+
+impl Opaque {
+    /// The colour out of its window sum `s`, when the alpha sum is `self.sa`.
+    #[inline(always)]
+    pub fn colour(&self, s: u32) -> u32 {
+        let (q, r) = (s / self.d, s % self.d);
+        (q + (r >= self.t) as u32).min(self.max)
+    }
+}
+
 /// Colour weighted by alpha (docs/blur.md, "Alpha"). With maxval M, the premultiplied lanes
 /// are q = (c * a + div / 2) / div for colour and a * scale for alpha, where div * scale = M:
 /// div = 1, scale = 255 for 8-bit images (q = c * a exactly, at most 65025), div = 65535,

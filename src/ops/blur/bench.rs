@@ -8,8 +8,9 @@ use crate::gpu::Engine;
 use crate::io::image::Image;
 
 /// `bench blur`: a 3840x2160 RGBA8 image (noise, alpha included), box r = 3, 15, 100 and
-/// gaussian sigma 5; a 4096x2048 one, box r = 15, where every line length is a power of two;
-/// and the 3840x2160 image as RGB8 (no alpha), box r = 15 and gaussian sigma 5.
+/// gaussian sigma 5, and with its alpha all opaque, box r = 15 and gaussian sigma 5; a
+/// 4096x2048 one, box r = 15, where every line length is a power of two; and the 3840x2160
+/// image as RGB8 (no alpha), box r = 15 and gaussian sigma 5.
 pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
     let image = |w: u32, h: u32| {
         Image::new_u8(
@@ -30,12 +31,24 @@ pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> 
         ),
         crate::io::image::Samples::U16(_) => unreachable!("made 8-bit above"),
     };
+    // The same colours with every alpha opaque, as most photos with an alpha channel are:
+    // windows divide by constants (`Opaque` in arith.rs).
+    let mut opaque = uhd.clone();
+    if let crate::io::image::Samples::U8(s) = &mut opaque.samples {
+        s.chunks_mut(4).for_each(|p| p[3] = 255);
+    }
     let gauss5 = Options::new(Kind::Gaussian { sigma: 5.0 }, gaussian_radius(5.0), 1);
     let configs = [
         ("4K RGBA8 box r=3", &uhd, Options::new(Kind::Box, 3, 1)),
         ("4K RGBA8 box r=15", &uhd, Options::new(Kind::Box, 15, 1)),
         ("4K RGBA8 box r=100", &uhd, Options::new(Kind::Box, 100, 1)),
         ("4K RGBA8 gaussian sigma=5", &uhd, gauss5),
+        (
+            "4K RGBA8 opaque box r=15",
+            &opaque,
+            Options::new(Kind::Box, 15, 1),
+        ),
+        ("4K RGBA8 opaque gaussian sigma=5", &opaque, gauss5),
         (
             "4096x2048 RGBA8 box r=15",
             &pow2,

@@ -20,7 +20,7 @@
 use anyhow::Result;
 use rayon::prelude::*;
 
-use super::arith::{arith, Arith, Premultiply};
+use super::arith::{arith, Arith, Opaque, Premultiply};
 use super::pack::alpha_lane;
 use super::Options;
 use crate::io::image::{Image, Samples};
@@ -211,7 +211,7 @@ fn run_alpha<T: Sample>(
         _ => premultiply::<T, 65535>(src, geo.c, p),
     };
     let w = &ar.weights;
-    let last = ColumnArith::Unpremultiply(ar.second, *p);
+    let last = ColumnArith::Unpremultiply(ar.second, *p, ar.opaque());
     let first = |column| Passes {
         row: ar.first,
         column,
@@ -275,15 +275,19 @@ enum ColumnArith {
     /// (S * mul + add) / div on every lane.
     Finish((u32, u32, u32)),
     /// The last pass of an image with alpha: that rounding on the alpha lane, the colour
-    /// divided by the alpha sum.
-    Unpremultiply((u32, u32, u32), Premultiply),
+    /// divided by the alpha sum (by a constant where the window is all opaque).
+    Unpremultiply((u32, u32, u32), Premultiply, Option<Opaque>),
 }
 
 /// The column pass's output, with its divisions chosen for its sums.
 #[derive(Clone, Copy, Debug)]
 enum Column {
     Finish(Finish),
-    Unpremultiply { alpha: Finish, p: Premultiply },
+    Unpremultiply {
+        alpha: Finish,
+        p: Premultiply,
+        opaque: Option<Opaque>,
+    },
 }
 
 /// out = (S * mul + add) / div for every S a pass can produce, in the cheapest way that is
@@ -466,9 +470,10 @@ fn blur_once_into<T: Sample, M: Sample, O: Sample>(
     let mid_max = (n * max_in * row.0 as u64 + row.1 as u64) / row.2 as u64;
     let column = match passes.column {
         ColumnArith::Finish(a) => Column::Finish(Finish::new(a, n * mid_max)),
-        ColumnArith::Unpremultiply(a, p) => Column::Unpremultiply {
+        ColumnArith::Unpremultiply(a, p, opaque) => Column::Unpremultiply {
             alpha: Finish::new(a, n * mid_max),
             p,
+            opaque,
         },
     };
     let ring_rows = if gauss { 2 * r + 1 } else { 2 * r + 2 }.min(h);
@@ -659,11 +664,18 @@ impl Plan<'_> {
     fn column_out<O: Sample>(&self, sums: &[u32], out: &mut [O]) {
         match &self.column {
             Column::Finish(f) => f.apply(sums, out),
-            Column::Unpremultiply { alpha, p } => {
+            Column::Unpremultiply { alpha, p, opaque } => {
                 let c = self.geo.c;
+                let opaque_sa = opaque.map_or(0, |o| o.sa);
                 for (s, o) in sums.chunks_exact(c).zip(out.chunks_exact_mut(c)) {
                     let sa = s[p.lane];
                     let a = alpha.one(sa);
+                    if let Some(op) = opaque.filter(|_| sa == opaque_sa && a != 0) {
+                        for (k, (o, &v)) in o.iter_mut().zip(s).enumerate() {
+                            *o = O::put(if k == p.lane { a } else { op.colour(v) });
+                        }
+                        continue;
+                    }
                     for (k, (o, &v)) in o.iter_mut().zip(s).enumerate() {
                         *o = O::put(if a == 0 {
                             0

@@ -18,7 +18,7 @@ mod tune;
 
 use anyhow::{bail, Result};
 
-use crate::gpu::{Batch, Engine, Gpu, Timings};
+use crate::gpu::{Batch, Engine, Gpu, Timings, Upload};
 use crate::io::image::Image;
 use crate::tune::Tunable;
 pub use arith::{gaussian_radius, gaussian_weights, max_box_radius, MAX_GAUSS_RADIUS};
@@ -114,6 +114,15 @@ impl Options {
         channels: u8,
         bit_depth: u32,
     ) -> std::time::Duration {
+        super::cpu_time(
+            self.cpu_work_ns(width, height, channels, bit_depth),
+            usize::MAX,
+        )
+    }
+
+    /// [`Options::cpu_estimate`]'s work before it is shared among the threads: nanoseconds
+    /// on one core.
+    pub fn cpu_work_ns(&self, width: u32, height: u32, channels: u8, bit_depth: u32) -> f64 {
         let taps = 2.0 * f64::from(self.radius) + 1.0;
         let alpha = channels.is_multiple_of(2);
         let lanes = !alpha && bit_depth == 8 && engine::has_avx2();
@@ -126,10 +135,7 @@ impl Options {
             (Kind::Gaussian { .. }, false) => 0.2 * taps,
         };
         let samples = f64::from(width) * f64::from(height) * f64::from(channels);
-        super::cpu_time(
-            samples * per_sample * f64::from(self.iterations),
-            usize::MAX,
-        )
+        samples * per_sample * f64::from(self.iterations)
     }
 
     /// What a GPU would save against the native CPU engine on `files` images like this one
@@ -257,11 +263,14 @@ impl<'e> Blurrer<'e> {
     /// Records the blur of `img` into `batch` (the samples written to the upload buffer at
     /// once, the copy to the device and every pass recorded) and leaves the result there:
     /// its buffer, in the host's layout (the bytes `run` would return, rows packed), for
-    /// another kernel recorded after it to read (the JPEG encoder, src/ops/encode/). Only
-    /// where [`Blurrer::records_on_device`]; call [`Blurrer::submitted`] once the batch ran.
+    /// another kernel recorded after it to read (the JPEG encoder, src/ops/encode/). Where
+    /// `staged` holds `img`'s samples already (written by a decoding thread), the copy is
+    /// recorded from it and nothing is written here. Only where
+    /// [`Blurrer::records_on_device`]; call [`Blurrer::submitted`] once the batch ran.
     pub fn record_on_device(
         &mut self,
         img: &Image,
+        staged: Option<&Upload>,
         batch: &mut Batch,
         timings: &mut Timings,
     ) -> Result<wgpu::Buffer> {
@@ -269,12 +278,42 @@ impl<'e> Blurrer<'e> {
             bail!("the CPU engine leaves nothing on a device");
         };
         let mut plan = self.plan_for(gpu, img, timings)?;
-        timings.phase("upload", || plan.write(gpu, img))?;
-        plan.record_upload(batch);
+        match staged.filter(|u| u.bytes() == plan.upload_bytes()) {
+            Some(upload) => plan.record_upload_from(batch, upload.buffer(), 0),
+            None => {
+                timings.phase("upload", || plan.write(gpu, img))?;
+                plan.record_upload(batch);
+            }
+        }
         plan.record(batch);
         let out = plan.result_on_device();
         self.plan = Some(plan);
         Ok(out)
+    }
+
+    /// Records the blur of an image shaped like `like` whose samples, in the host's layout,
+    /// lie in `src` at `src.1`, and the copy of the result to `dst` at `dst.1` (offsets a
+    /// multiple of 4, each image's bytes padded to a whole word): the host copies nothing and
+    /// nothing waits, for a caller that keeps its own staging and submits the batch when it
+    /// likes (the GPU frame stream, src/batch/video_gpu.rs). Only where
+    /// [`Blurrer::records_on_device`]; `like`'s samples are not read.
+    pub fn record_between(
+        &mut self,
+        like: &Image,
+        batch: &mut Batch,
+        src: (&wgpu::Buffer, u64),
+        dst: (&wgpu::Buffer, u64),
+        timings: &mut Timings,
+    ) -> Result<()> {
+        let Engine::Gpu(gpu) = self.engine else {
+            bail!("the CPU engine records nothing on a device");
+        };
+        let plan = self.plan_for(gpu, like, timings)?;
+        plan.record_upload_from(batch, src.0, src.1);
+        plan.record(batch);
+        plan.record_download_to(batch, dst.0, dst.1);
+        self.plan = Some(plan);
+        Ok(())
     }
 
     /// After the batch [`Blurrer::record_on_device`] recorded into ran: the upload buffer

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 
-use super::arith::{arith, Arith, Premultiply};
+use super::arith::{arith, Arith, Opaque, Premultiply};
 use super::pack::{alpha_lane, image_from_bytes};
 use super::tune::Tunables;
 use super::{Kind, Options};
@@ -155,10 +155,16 @@ fn staged_bytes(fmt: u32) -> u32 {
     }
 }
 
+/// log2 of the staged elements between two of padding in workgroup memory: one every 128
+/// bytes (`G_SKEW_SHIFT` of wgsl/blur_gauss.wgsl, set from this).
+fn skew_shift(fmt: u32) -> u32 {
+    (128 / staged_bytes(fmt)).trailing_zeros()
+}
+
 /// Elements a staged gaussian line of `width` samples in format `fmt` takes in workgroup
-/// memory: one of padding every 128 bytes (`skew` in wgsl/blur_gauss.wgsl; keep in sync).
+/// memory (`G_STRIDE` of wgsl/blur_gauss.wgsl, set from this): `skew(width) + 1`.
 fn gauss_stride(width: u32, fmt: u32) -> u32 {
-    width + width / (128 / staged_bytes(fmt)) + 1
+    width + (width >> skew_shift(fmt)) + 1
 }
 
 /// The uniform array of gaussian weights: `WEIGHT_VEC4S` of wgsl/shared/blur_pass.wgsl (the
@@ -214,16 +220,19 @@ fn box_variant(ppt: u32) -> Variant {
     Variant::consts(format!("ppt{ppt}"), &[("BOX_PPT", ppt)])
 }
 
-/// Every blur kernel and variant, for the shader tests, with the constants of the first row
-/// pass of an 8-bit RGBA radius-5 blur on the WebGPU default limits.
+/// Every blur kernel and variant, for the shader tests, with the constants of the last column
+/// pass of an 8-bit RGBA radius-5 blur on the WebGPU default limits (the pass that sets
+/// every override, the opaque division's too).
 pub(super) fn shaders() -> Vec<ShaderCase> {
     let t = Tunables::default_for(&wgpu::Limits::default());
     let storage = wgpu::Limits::default().max_compute_workgroup_storage_size;
-    let alpha = Some(Premultiply::new(3, 255));
     let pass = |layout, kind, t: &Tunables| {
-        let shape = shape(storage, layout, &Options::new(kind, 5, 1), t, FMT_WIDE)
+        let options = Options::new(kind, 5, 1);
+        let ar = arith(&options, 255, Some(3)).expect("radius 5 is valid");
+        let shape = shape(storage, layout, &options, t, FMT_WIDE)
             .expect("radius 5 fits the default limits");
-        let c = pass_overrides(&shape, alpha, 255, (FMT_PACK8, FMT_WIDE), (1, 0, 1), 0);
+        let alpha = (ar.alpha, ar.opaque());
+        let c = pass_overrides(&shape, alpha, 255, (FMT_WIDE, FMT_PACK8), ar.second, 2);
         ShaderCase::variant::<PassParams>(shape.shader, shape.variant)
             .with_const("FMT_PACK8", FMT_PACK8)
             .with_const("FMT_PACK16", FMT_PACK16)
@@ -297,10 +306,7 @@ fn shape(
             shader: shader!("blur_box"),
             entry: "box_pass",
             variant: box_variant(t.box_ppt),
-            constants: vec![
-                ("BOX_ROWS", t.box_rows as f64),
-                ("BOX_TPL", t.box_tpl as f64),
-            ],
+            constants: t.box_overrides().map(|(k, v)| (k, v as f64)).into(),
             rows_per_wg: t.box_rows,
             chunk: t.box_chunk(),
             staging: None,
@@ -499,6 +505,27 @@ impl BlurPlan {
         );
     }
 
+    /// The bytes an upload of an image this plan fits holds.
+    pub(super) fn upload_bytes(&self) -> usize {
+        self.upload.bytes()
+    }
+
+    /// Records copying an image's samples, in the host's layout, from `src` at `at` (a
+    /// multiple of 4, with the padding to a whole word after them) to the device: before the
+    /// passes, in place of [`BlurPlan::write`] and [`BlurPlan::record_upload`].
+    pub(super) fn record_upload_from(&self, batch: &mut Batch, src: &wgpu::Buffer, at: u64) {
+        let size = self.upload.buffer().size();
+        batch.copy_at(src, at, &self.upload_dst, 0, size);
+    }
+
+    /// Records copying the result, in the host's layout and padded to a whole word, to `dst`
+    /// at `at` (a multiple of 4): after the passes, in place of
+    /// [`BlurPlan::record_download`].
+    pub(super) fn record_download_to(&self, batch: &mut Batch, dst: &wgpu::Buffer, at: u64) {
+        let size = self.download.buffer().size();
+        batch.copy_at(&self.download_src, 0, dst, at, size);
+    }
+
     /// Records copying the result to the read-back buffer: after the passes.
     pub(super) fn record_download(&self, batch: &mut Batch) {
         batch.copy(
@@ -683,7 +710,7 @@ impl HostLayout {
 /// the image's maxval and alpha.
 fn pass_overrides(
     shape: &Shape,
-    alpha: Option<Premultiply>,
+    (alpha, opaque): (Option<Premultiply>, Option<Opaque>),
     max: u32,
     (fmt_in, fmt_out): (u32, u32),
     (mul, add, div): (u32, u32, u32),
@@ -694,6 +721,8 @@ fn pass_overrides(
     if let Some((rows, width)) = shape.staging {
         let stage = stage_fmt(fmt_in, premultiply);
         c.push(("G_IN_LEN", (rows * gauss_stride(width, stage)) as f64));
+        c.push(("G_STRIDE", gauss_stride(width, stage) as f64));
+        c.push(("G_SKEW_SHIFT", skew_shift(stage) as f64));
         c.push(("STAGE_FMT", stage as f64));
     }
     c.extend([
@@ -709,6 +738,13 @@ fn pass_overrides(
         ("PM_DIV", alpha.map_or(1, |p| p.div) as f64),
         ("ALPHA_SCALE", alpha.map_or(1, |p| p.scale) as f64),
     ]);
+    if let Some(o) = opaque.filter(|_| unpremultiply) {
+        c.extend([
+            ("OPAQUE_SA", o.sa as f64),
+            ("OPAQUE_D", o.d as f64),
+            ("OPAQUE_T", o.t as f64),
+        ]);
+    }
     c
 }
 
@@ -727,7 +763,8 @@ fn kernels(
     used: &[[bool; 2]; 4],
 ) -> Result<[Option<Kernel>; 4]> {
     let kernel = |fmt_in: u32, fmt_out: u32, arith: (u32, u32, u32), k: usize| {
-        let c = pass_overrides(shape, ar.alpha, max, (fmt_in, fmt_out), arith, k);
+        let alpha = (ar.alpha, ar.opaque());
+        let c = pass_overrides(shape, alpha, max, (fmt_in, fmt_out), arith, k);
         gpu.kernel_variant(&shape.shader, &shape.variant, shape.entry, &c, true)
     };
     // The first iteration's row pass premultiplies, the last one's column pass divides out;

@@ -110,3 +110,85 @@ fn colour_is_weighted_by_alpha() {
     assert_eq!(&px[4..7], &[255, 0, 0]);
     assert!(px[7] > 0 && px[7] < 255);
 }
+
+// `Opaque::colour` is `Premultiply::unpremultiply` at the all-opaque alpha sum, for every
+// blur arithmetic: every colour sum from 0 to sa where sa is small, else those around each
+// quotient's step and the rounding threshold, and a stride through the rest.
+#[test]
+fn the_opaque_division_by_constants_equals_the_exact_unpremultiply() {
+    let mut cases = Vec::new();
+    for r in [0, 1, 2, 7, 15, 100, 1000] {
+        cases.push(Options::new(Kind::Box, r, 1));
+    }
+    for (sigma, r) in [(0.5, 2), (1.0, 3), (5.0, 15), (30.0, 90)] {
+        cases.push(Options::new(Kind::Gaussian { sigma }, r, 1));
+    }
+    for options in &cases {
+        for (max, lane) in [(255, 3), (65535, 1)] {
+            let ar = arith::arith(options, max, Some(lane)).unwrap();
+            let p = ar.alpha.unwrap();
+            let o = ar.opaque().unwrap_or_else(|| panic!("{options:?} {max}"));
+            assert_eq!(o.sa as u64, o.d as u64 * max as u64);
+            let check = |s: u32| {
+                assert_eq!(
+                    o.colour(s),
+                    p.unpremultiply(s, o.sa),
+                    "{options:?} max {max}: s {s}, sa {}",
+                    o.sa
+                )
+            };
+            if o.sa <= 1 << 20 {
+                (0..=o.sa).for_each(check);
+                continue;
+            }
+            for q in (0..=max).step_by(if max > 255 { 97 } else { 1 }) {
+                let base = q * o.d;
+                for s in [base, base + 1, base + o.t - 1, base + o.t, base + o.d - 1] {
+                    if s <= o.sa {
+                        check(s);
+                    }
+                }
+            }
+            (0..=o.sa).step_by(o.sa as usize / 5003).for_each(check);
+        }
+    }
+}
+
+// The all-opaque alpha sum is the one an opaque image's windows give: an opaque image with
+// one translucent pixel blurs on the native engine (which divides by constants wherever the
+// window is all opaque) as the reference does (which always divides by the alpha sum).
+#[test]
+fn opaque_windows_blur_as_the_reference_does() {
+    for sixteen in [false, true] {
+        for (c, (w, h)) in [(4u8, (23u32, 19u32)), (2, (9, 31))] {
+            let n = (w * h * c as u32) as usize;
+            let max = if sixteen { 65535 } else { 255 };
+            let samples: Vec<u32> = (0..n)
+                .map(|i| {
+                    if i % c as usize == c as usize - 1 {
+                        if i / c as usize == 40 {
+                            max / 3
+                        } else {
+                            max
+                        }
+                    } else {
+                        (i as u32).wrapping_mul(2654435761) >> 7 & max
+                    }
+                })
+                .collect();
+            let img = if sixteen {
+                Image::new_u16(w, h, c, samples.iter().map(|&v| v as u16).collect())
+            } else {
+                Image::new_u8(w, h, c, samples.iter().map(|&v| v as u8).collect())
+            };
+            for options in [
+                Options::new(Kind::Box, 1, 1),
+                Options::new(Kind::Box, 4, 2),
+                Options::new(Kind::Gaussian { sigma: 1.5 }, 5, 1),
+            ] {
+                let want = reference(&img, &options).unwrap();
+                assert_eq!(engine::blur(&img, &options).unwrap(), want, "{options:?}");
+            }
+        }
+    }
+}

@@ -46,16 +46,38 @@ impl Tunables {
         self.gauss_tpl * GAUSS_PPT
     }
 
-    /// Workgroup memory of the box pass (window totals, carries, the transposition tile).
-    /// Keep in sync with wgsl/blur_box.wgsl.
-    /// In u64: a cache's values are checked with it, whatever they are.
-    pub fn box_workgroup_bytes(&self) -> u64 {
+    /// The box kernel's shape as the overrides of wgsl/blur_box.wgsl that size its work and
+    /// its workgroup arrays (all vec4s): window totals (`BOX_WG`, a thread each), carries
+    /// (`BOX_ROWS`) and the transposition tile (`BOX_OUT_LEN`: each line's chunk plus one
+    /// element of padding, `BOX_TILE_STRIDE`). In u64: a cache's values are checked with it,
+    /// whatever they are.
+    pub(super) fn box_overrides(&self) -> [(&'static str, u64); 6] {
         let (rows, tpl, ppt) = (
             u64::from(self.box_rows),
             u64::from(self.box_tpl),
             u64::from(self.box_ppt),
         );
-        16 * (rows * tpl + rows + rows * (tpl * ppt + 1))
+        let stride = tpl * ppt + 1;
+        [
+            ("BOX_ROWS", rows),
+            ("BOX_TPL", tpl),
+            ("BOX_CH", tpl * ppt),
+            ("BOX_WG", rows * tpl),
+            ("BOX_TILE_STRIDE", stride),
+            ("BOX_OUT_LEN", rows * stride),
+        ]
+    }
+
+    /// Workgroup memory of the box pass: its three arrays of [`Tunables::box_overrides`].
+    pub fn box_workgroup_bytes(&self) -> u64 {
+        let len = |name| {
+            self.box_overrides()
+                .into_iter()
+                .find(|o| o.0 == name)
+                .unwrap()
+                .1
+        };
+        16 * (len("BOX_WG") + len("BOX_ROWS") + len("BOX_OUT_LEN"))
     }
 }
 

@@ -16,7 +16,7 @@ use crate::tune::Tunable;
 
 use super::Tunables;
 
-/// Keep in sync with `Params` in wgsl/shared/encode_frame.wgsl.
+/// `Params` of wgsl/shared/encode_frame.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub(super) struct EncodeParams {

@@ -1,6 +1,6 @@
-//! The GPU passes of a histogram: the chunk pass (per-tile histograms in workgroup memory),
-//! the reduce levels, the running total; how an image layout is cut into tiles, segments and
-//! bin ranges; and [`HistogramGpu`], which keeps kernels and the last plan between images.
+//! The GPU passes of a histogram: the chunk pass (per-tile histograms in workgroup memory,
+//! added into the image's counts with global atomics) and the running total; and
+//! [`HistogramGpu`], which keeps kernels and the last plan between images.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -30,19 +30,20 @@ pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
         unit_pixels: 2,
         unit_vecs: 1,
         copies: 2,
+        pack: 2,
         span: 4096,
         n_ranges: 16,
         segment_pixels: 1 << 20,
         max_tiles: 64,
+        max_tile_units: 1 << 16,
+        grid: 1 << 20,
+        slices: 4,
     };
-    let reduce = Tunables::default_for(&wgpu::Limits::default());
     vec![
         ShaderCase::params::<ChunkParams>(shader!("histogram_chunk"))
             .with_const("LUMA_WEIGHTS", super::LUMA_WEIGHTS)
             .with_const("LUMA_SHIFT", super::LUMA_SHIFT)
             .with_overrides(&float(&chunk_overrides(&g, 4, 16, 4))),
-        ShaderCase::params::<ReduceParams>(shader!("histogram_reduce"))
-            .with_overrides(&float(&reduce_overrides(&reduce))),
         ShaderCase::params::<TotalParams>(shader!("histogram_total"))
             .with_overrides(&float(&TOTAL_OVERRIDES)),
     ]
@@ -55,24 +56,18 @@ pub(super) fn float(constants: &[(&'static str, u32)]) -> Vec<(&'static str, f64
 
 /// The chunk kernel's overridable constants: the geometry, the input's channels (`ic`) and
 /// bits, and the channels counted (`hc`).
-fn chunk_overrides(g: &Geometry, ic: u32, bits: u32, hc: u32) -> [(&'static str, u32); 8] {
+fn chunk_overrides(g: &Geometry, ic: u32, bits: u32, hc: u32) -> [(&'static str, u32); 10] {
     [
         ("WG_SIZE", g.wg_size),
         ("IN_CHANNELS", ic),
         ("BITS", bits),
         ("HC", hc),
         ("COPIES", g.copies),
+        ("PACK", g.pack),
+        ("SLICES", g.slices),
         ("SPAN", g.span),
         ("UNIT_PIXELS", g.unit_pixels),
         ("UNIT_VECS", g.unit_vecs),
-    ]
-}
-
-/// The reduce kernel's overridable constants.
-fn reduce_overrides(t: &Tunables) -> [(&'static str, u32); 2] {
-    [
-        ("WG_SIZE", t.reduce_wg_size),
-        ("ENTRIES_PER_WG", t.entries_per_wg),
     ]
 }
 
@@ -95,49 +90,27 @@ crate::ops::params_layout!(ChunkParams {
     n_ranges
 });
 
-/// Its WGSL twin is `Params` in wgsl/histogram_reduce.wgsl (the shader test checks their fields).
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct ReduceParams {
-    entries: u32,
-    n_in: u32,
-    fan_in: u32,
-    n_out: u32,
-    blocks: u32,
-    accumulate: u32,
-}
-
-crate::ops::params_layout!(ReduceParams {
-    entries,
-    n_in,
-    fan_in,
-    n_out,
-    blocks,
-    accumulate
-});
-
 /// Its WGSL twin is `Params` in wgsl/histogram_total.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct TotalParams {
     entries: u32,
+    slices: u32,
 }
 
-crate::ops::params_layout!(TotalParams { entries });
+crate::ops::params_layout!(TotalParams { entries, slices });
 
-/// The passes of one segment size: the chunk pass and the reduce levels.
+/// The pass of one segment size: the chunk pass, adding into the image's counts.
 pub(super) struct SegmentPasses {
     pixels: u64,
     chunk_bind: wgpu::BindGroup,
     chunk_workgroups: u32,
-    levels: Vec<(wgpu::BindGroup, u32)>,
 }
 
 /// One image layout's histogram on the device: buffers, bind groups and passes, reusable for
 /// every image of that layout (frames of a video, `bench`).
 pub struct HistogramPlan {
     pub(super) chunk: Rc<Kernel>,
-    pub(super) reduce: Rc<Kernel>,
     geometry: Geometry,
     pub(super) pixels: u64,
     pub(super) in_channels: u8,
@@ -148,12 +121,12 @@ pub struct HistogramPlan {
     pub(super) bins: u32,
     /// One segment's pixels, packed into words as the image stores them.
     pub(super) src: wgpu::Buffer,
-    /// The image's counts (u32, bin-major), added into by the last reduce level.
+    /// The image's counts (u32, bin-major) in `slices` copies, added into by the chunk
+    /// workgroups (tile t into slice t % slices).
     pub(super) counts: wgpu::Buffer,
+    pub(super) slices: u32,
     pub(super) segments: Vec<SegmentPasses>,
     // Kept alive for the bind groups.
-    pub(super) _chunks: wgpu::Buffer,
-    pub(super) _scratch: wgpu::Buffer,
     pub(super) _params: Vec<wgpu::Buffer>,
 }
 
@@ -169,7 +142,7 @@ impl HistogramPlan {
         sizes
     }
 
-    /// Records one segment's passes (chunk, then reduce levels adding into `counts`).
+    /// Records one segment's pass (its chunks adding into `counts`).
     pub(super) fn record(&self, batch: &mut Batch, seg: &SegmentPasses) {
         batch.dispatch(
             "histogram chunk",
@@ -177,9 +150,6 @@ impl HistogramPlan {
             &seg.chunk_bind,
             seg.chunk_workgroups,
         );
-        for (bind, workgroups) in &seg.levels {
-            batch.dispatch("histogram reduce", &self.reduce, bind, *workgroups);
-        }
     }
 
     /// The passes for a segment of `pixels` pixels.
@@ -188,62 +158,6 @@ impl HistogramPlan {
             .iter()
             .find(|s| s.pixels == pixels)
             .expect("a pass list for every segment size")
-    }
-}
-
-/// The buffers the reduce levels read and write: the chunk histograms, scratch for the
-/// levels between, and the image's counts, which the last level adds into.
-struct ReduceBuffers<'a> {
-    chunks: &'a wgpu::Buffer,
-    scratch: &'a wgpu::Buffer,
-    counts: &'a wgpu::Buffer,
-}
-
-impl ReduceBuffers<'_> {
-    /// The reduce levels of `n_tiles` chunks: FAN_IN chunks into one per level, alternating
-    /// between the chunk and scratch buffers, the last level adding into the counts. Their
-    /// params buffers go to `params`.
-    fn levels(
-        &self,
-        gpu: &Gpu,
-        reduce: &Kernel,
-        t: &Tunables,
-        entries: u32,
-        n_tiles: u32,
-        params: &mut Vec<wgpu::Buffer>,
-    ) -> Vec<(wgpu::BindGroup, u32)> {
-        let mut levels = Vec::new();
-        let (mut n_in, mut in_chunks) = (n_tiles, true);
-        let blocks = entries.div_ceil(t.entries_per_wg);
-        loop {
-            let n_out = n_in.div_ceil(t.fan_in);
-            let last = n_out == 1;
-            let p = gpu.upload(
-                "histogram reduce params",
-                Usage::Uniform,
-                &[ReduceParams {
-                    entries,
-                    n_in,
-                    fan_in: t.fan_in,
-                    n_out,
-                    blocks,
-                    accumulate: u32::from(last),
-                }],
-            );
-            let (from, to) = match (in_chunks, last) {
-                (true, true) => (self.chunks, self.counts),
-                (true, false) => (self.chunks, self.scratch),
-                (false, true) => (self.scratch, self.counts),
-                (false, false) => (self.scratch, self.chunks),
-            };
-            levels.push((gpu.bind(reduce, &[&p, from, to]), n_out * blocks));
-            params.push(p);
-            if last {
-                return levels;
-            }
-            n_in = n_out;
-            in_chunks = !in_chunks;
-        }
     }
 }
 
@@ -310,14 +224,13 @@ impl<'g> HistogramGpu<'g> {
         }
         let shader = match name {
             "chunk" => shader!("histogram_chunk"),
-            "reduce" => shader!("histogram_reduce"),
             "total" => shader!("histogram_total"),
             _ => shader!("histogram_plot_scale"),
         };
-        // The chunk and reduce kernels bound every loop by a constant or a uniform size: no
-        // loop counter in the way of unrolling their loops over units, pixels and chunks
-        // (docs of `Gpu::kernel_unrolled`).
-        let kernel = Rc::new(if matches!(name, "chunk" | "reduce") {
+        // The chunk kernel bounds every loop by a constant or a uniform size: no loop counter
+        // in the way of unrolling its loops over units, pixels and copies (docs of
+        // `Gpu::kernel_unrolled`).
+        let kernel = Rc::new(if name == "chunk" {
             self.gpu
                 .kernel_unrolled(&shader, "main", &float(constants))?
         } else {
@@ -329,9 +242,6 @@ impl<'g> HistogramGpu<'g> {
 
     /// A plan for images of this layout and these channels.
     ///
-    /// Longer than most functions here (about 95 lines): the buffers it creates are bound by
-    /// every segment's passes in the loop below and then moved into the plan, and splitting
-    /// the two would pass eight buffers and sizes between them.
     pub fn plan(
         &mut self,
         width: u32,
@@ -352,28 +262,20 @@ impl<'g> HistogramGpu<'g> {
             channels.count(),
             self.bins,
         );
-        let t = self.tuning.tunables;
-        t.check(&gpu.limits)?;
+        self.tuning.tunables.check(&gpu.limits)?;
         let g = Geometry::new(gpu, &self.tuning, ic, bits, hc, bins);
-        let (chunk, reduce) = self.kernels(&g, ic, bits, hc)?;
+        let chunk = self.kernel("chunk", &chunk_overrides(&g, ic, bits, hc))?;
         let entries = bins * hc;
         let pixel_bytes = u64::from(ic * bits / 8);
         let sizes = HistogramPlan::segment_sizes(pixels, g.segment_pixels);
         let first = sizes[0];
-        let (_, max_tiles) = g.tiles(first);
         let src_bytes = first.div_ceil(g.unit_pixels as u64) * g.unit_vecs as u64 * 16;
         let src = gpu.buffer("histogram pixels", Usage::Storage, src_bytes);
-        let chunks = gpu.buffer(
-            "histogram chunks",
+        let counts = gpu.buffer(
+            "histogram counts",
             Usage::Storage,
-            max_tiles as u64 * entries as u64 * 4,
+            u64::from(g.slices) * u64::from(entries) * 4,
         );
-        let scratch = gpu.buffer(
-            "histogram scratch",
-            Usage::Storage,
-            max_tiles.div_ceil(t.fan_in) as u64 * entries as u64 * 4,
-        );
-        let counts = gpu.buffer("histogram counts", Usage::Storage, entries as u64 * 4);
         let mut params = Vec::new();
         let mut segments = Vec::new();
         for &seg_pixels in &sizes {
@@ -395,24 +297,16 @@ impl<'g> HistogramGpu<'g> {
                     n_ranges: g.n_ranges,
                 }],
             );
-            let chunk_bind = gpu.bind(&chunk, &[&p, &src, &chunks]);
+            let chunk_bind = gpu.bind(&chunk, &[&p, &src, &counts]);
             params.push(p);
-            let bufs = ReduceBuffers {
-                chunks: &chunks,
-                scratch: &scratch,
-                counts: &counts,
-            };
-            let levels = bufs.levels(gpu, &reduce, &t, entries, n_tiles, &mut params);
             segments.push(SegmentPasses {
                 pixels: seg_pixels,
                 chunk_bind,
                 chunk_workgroups: n_tiles * g.n_ranges,
-                levels,
             });
         }
         Ok(HistogramPlan {
             chunk,
-            reduce,
             geometry: g,
             pixels,
             in_channels,
@@ -423,25 +317,10 @@ impl<'g> HistogramGpu<'g> {
             bins,
             src,
             counts,
+            slices: g.slices,
             segments,
-            _chunks: chunks,
-            _scratch: scratch,
             _params: params,
         })
-    }
-
-    /// The chunk kernel for this layout and geometry, and the reduce kernel.
-    fn kernels(
-        &mut self,
-        g: &Geometry,
-        ic: u32,
-        bits: u32,
-        hc: u32,
-    ) -> Result<(Rc<Kernel>, Rc<Kernel>)> {
-        let t = self.tuning.tunables;
-        let chunk = self.kernel("chunk", &chunk_overrides(g, ic, bits, hc))?;
-        let reduce = self.kernel("reduce", &reduce_overrides(&t))?;
-        Ok((chunk, reduce))
     }
 
     /// Starts a running total on the device over the images histogrammed from now on, all
@@ -511,6 +390,7 @@ impl<'g> HistogramGpu<'g> {
                         Usage::Uniform,
                         &[TotalParams {
                             entries: plan.entries,
+                            slices: plan.slices,
                         }],
                     );
                     let bind = gpu.bind(k, &[&p, &plan.counts, &t.buffer]);
@@ -531,14 +411,20 @@ impl<'g> HistogramGpu<'g> {
         if let Some(t) = self.total.as_mut() {
             t.pixels += plan.pixels;
         }
-        let counts: Vec<u32> = timings.phase("download", || {
-            gpu.read_vec(&plan.counts, plan.entries as usize)
+        let slices: Vec<u32> = timings.phase("download", || {
+            gpu.read_vec(&plan.counts, (plan.slices * plan.entries) as usize)
         })?;
+        let mut counts = vec![0u64; plan.entries as usize];
+        for slice in slices.chunks_exact(plan.entries as usize) {
+            for (c, &n) in counts.iter_mut().zip(slice) {
+                *c += u64::from(n);
+            }
+        }
         Ok(Histogram {
             channels,
             bins: plan.bins,
             pixels: plan.pixels,
-            counts: counts.into_iter().map(u64::from).collect(),
+            counts,
         })
     }
 

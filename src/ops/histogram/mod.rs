@@ -1,11 +1,10 @@
 //! `histogram`: exact per-channel histograms of 8- and 16-bit images (red, green, blue and
 //! luminance, or gray; alpha on request), built on the GPU from privatised workgroup
-//! histograms and summed by reduce passes; per-channel statistics; and the histogram plot,
-//! drawn by a render pipeline.
+//! histograms added into the image's counts with global atomics; per-channel statistics;
+//! and the histogram plot, drawn by a render pipeline.
 //!
 //! Passes per image (segment by segment when the pixels exceed one storage binding):
-//! `histogram_chunk` (one histogram per tile of pixels, in workgroup memory, written out as
-//! a chunk), `histogram_reduce` (levels of FAN_IN chunks into one, the last adding into the
+//! `histogram_chunk` (one histogram per tile of pixels, in workgroup memory, added into the
 //! image's counts), and `histogram_total` (the image's counts into a 64-bit running total,
 //! for `--sum` and the plot). The plot is `histogram_plot_scale` then `histogram_plot`.
 //!

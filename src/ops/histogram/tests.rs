@@ -1,7 +1,6 @@
 //! Unit tests of the bins, the layout helpers, the statistics and the CPU reference.
 
-use super::geometry::{copies_and_span, unit};
-use super::tune::MAX_COPIES;
+use super::geometry::{copies_and_span, packed_units_per_invocation, unit};
 use super::*;
 
 #[test]
@@ -51,15 +50,35 @@ fn units_hold_whole_pixels_in_whole_vec4s() {
 
 #[test]
 fn bins_split_into_ranges_that_fit() {
-    // lavapipe's 32 KiB: 4 x 256 bins fit 7 times; 65536 bins need ranges.
-    assert_eq!(copies_and_span(4, 256, 32768, MAX_COPIES), (7, 256, 1));
-    assert_eq!(copies_and_span(4, 256, 49152, MAX_COPIES), (8, 256, 1));
-    for (hc, bins, bytes) in [(4, 65536, 32768), (5, 65536, 49152), (1, 1000, 2048)] {
-        let (copies, span, ranges) = copies_and_span(hc, bins, bytes, MAX_COPIES);
+    // lavapipe's 32 KiB: 4 x 256 32-bit counters (4 KiB) fit 8 times, 16-bit ones 16 times;
+    // the H100's 48 KiB 12 and 24 times, capped at 16 here.
+    assert_eq!(copies_and_span(4, 256, 1, 32768, 16), (8, 256, 1));
+    assert_eq!(copies_and_span(4, 256, 2, 32768, 16), (16, 256, 1));
+    assert_eq!(copies_and_span(4, 256, 1, 49152, 16), (12, 256, 1));
+    assert_eq!(copies_and_span(4, 256, 2, 49152, 16), (16, 256, 1));
+    // 65536 bins need ranges.
+    for (hc, bins, pack, bytes) in [
+        (4, 65536, 1, 32768),
+        (5, 65536, 2, 49152),
+        (1, 1000, 1, 2048),
+        (5, 1001, 2, 2048),
+    ] {
+        let (copies, span, ranges) = copies_and_span(hc, bins, pack, bytes, 16);
         assert_eq!(copies, 1);
-        assert!(copies * (hc * span + 1) * 4 <= bytes);
+        assert!(copies * (hc * span).div_ceil(pack) * 4 <= bytes);
         assert!(span * ranges >= bins && span * (ranges - 1) < bins);
     }
+}
+
+#[test]
+fn packed_counters_cannot_overflow() {
+    // 1024 invocations in 16 copies: 64 invocations a copy, 4 pixels a unit: 255 units each
+    // (65280 pixels a counter at most; 256 units would reach 65536).
+    assert_eq!(packed_units_per_invocation(1024, 16, 4), 255);
+    assert_eq!(64 * 4 * 255, 65280);
+    // One copy of 1024 invocations, 16 gray pixels a unit: 3 units (49152 pixels).
+    assert_eq!(packed_units_per_invocation(1024, 1, 16), 3);
+    assert_eq!(packed_units_per_invocation(4096, 1, 16), 0);
 }
 
 #[test]

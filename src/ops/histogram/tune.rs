@@ -1,5 +1,5 @@
-//! The histogram kernels' shape (chunk and reduce workgroups, copies, tiles, fan-in) and
-//! how `gpukit tune` searches it.
+//! The histogram chunk kernel's shape (workgroup, copies, counter width, tiles) and how
+//! `gpukit tune` searches it.
 
 use anyhow::{bail, Result};
 
@@ -9,19 +9,23 @@ use crate::gpu::{Engine, Gpu, Timings};
 use crate::io::image::Image;
 use crate::tune::{self, pow2, Level, OpTuning, SizeClass, Stage, Tunable};
 
-// The defaults of `Tunables`. The chunk pass: invocations per workgroup (capped by the adapter), sub-histograms
-// per workgroup (capped by workgroup storage), and tiles per image aimed at (two
-// 1024-invocation workgroups on each of an H100's 132 SMs: one wave); chunks are kept within
-// CHUNK_BUDGET bytes, so bigger bin counts get fewer, bigger tiles.
+// The defaults of `Tunables`, as `gpukit tune` chose them on an H200 for 4096x2048 RGBA8
+// (call AJ-kern3-1 of docs/BENCHMARKS.md): the chunk pass's invocations per workgroup (capped
+// by the adapter), sub-histograms per workgroup (capped by workgroup storage), 32-bit
+// counters (16-bit ones, two a word, lost at every size there), tiles per image aimed at
+// (one 1024-invocation workgroup on each of an H100's 132 SMs; more tiles mean more global
+// adds to the same counts, which cost more than the occupancy gains), and copies of the
+// image's counts the tiles add into. The tiles' counts are kept within CHUNK_BUDGET bytes of
+// 32-bit counts, so bigger bin counts get fewer, bigger tiles.
 const CHUNK_WG_SIZE: u32 = 1024;
-pub(super) const MAX_COPIES: u32 = 8;
-const TARGET_TILES: u64 = 256;
+const MAX_COPIES: u32 = 2;
+const PACKED: bool = false;
+const TARGET_TILES: u64 = 128;
+const SLICES: u32 = 8;
 pub(super) const CHUNK_BUDGET: u64 = 32 << 20;
-// The reduce pass: invocations per workgroup, consecutive entries per workgroup, and chunks
-// summed into one per level.
-const REDUCE_WG_SIZE: u32 = 256;
-const ENTRIES_PER_WG: u32 = 16;
-const FAN_IN: u32 = 256;
+// The most bytes the copies of the image's counts take (read back per image): 16-bit bin
+// counts get one.
+pub(super) const SLICE_BUDGET: u64 = 1 << 20;
 
 /// The shape of the histogram kernels' work, which `gpukit tune` chooses per adapter and
 /// size. Counts are exact for every choice.
@@ -31,26 +35,25 @@ pub struct Tunables {
     pub chunk_wg_size: u32,
     /// The most sub-histograms per chunk-pass workgroup (fewer where workgroup storage is short).
     pub max_copies: u32,
-    /// Tiles (chunks) per segment aimed at; fewer when the chunks would not fit CHUNK_BUDGET.
+    /// 16-bit workgroup counters, two a word (tiles then kept small enough that none can
+    /// overflow), rather than 32-bit ones.
+    pub packed: bool,
+    /// Tiles per segment aimed at; fewer when their counts would pass CHUNK_BUDGET.
     pub target_tiles: u64,
-    /// Invocations per reduce workgroup (a power of two), consecutive entries it sums (a power
-    /// of two up to it), and chunks summed into one per level (at least 2).
-    pub reduce_wg_size: u32,
-    pub entries_per_wg: u32,
-    pub fan_in: u32,
+    /// Copies of the image's counts in device memory (1 to 64): tile t adds into copy
+    /// t % slices, so fewer tiles add into one address; the copies are summed on reading.
+    pub slices: u32,
 }
 
 impl Tunables {
-    /// The defaults (measured on an H200: 101 Gpix/s at 4K RGBA8), the chunk workgroup
-    /// capped by the adapter's limits.
+    /// The defaults, the chunk workgroup capped by the adapter's limits.
     pub fn default_for(limits: &wgpu::Limits) -> Tunables {
         Tunables {
             chunk_wg_size: CHUNK_WG_SIZE.min(max_invocations(limits)),
             max_copies: MAX_COPIES,
+            packed: PACKED,
             target_tiles: TARGET_TILES,
-            reduce_wg_size: REDUCE_WG_SIZE.min(max_invocations(limits)),
-            entries_per_wg: ENTRIES_PER_WG,
-            fan_in: FAN_IN,
+            slices: SLICES,
         }
     }
 }
@@ -59,13 +62,12 @@ impl std::fmt::Display for Tunables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "chunk wg={} copies={} tiles={}, reduce wg={} entries={} fan-in={}",
+            "chunk wg={} copies={} counters={} tiles={} slices={}",
             self.chunk_wg_size,
             self.max_copies,
+            if self.packed { 16 } else { 32 },
             self.target_tiles,
-            self.reduce_wg_size,
-            self.entries_per_wg,
-            self.fan_in
+            self.slices,
         )
     }
 }
@@ -83,15 +85,14 @@ impl Tunable for Tunables {
     /// Whether the kernels can run this choice on an adapter with `limits`.
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
         let max = max_invocations(limits);
-        let wg_ok = |v: u32| v.is_power_of_two() && v <= max;
-        if !wg_ok(self.chunk_wg_size) || !wg_ok(self.reduce_wg_size) {
+        if !self.chunk_wg_size.is_power_of_two() || self.chunk_wg_size > max {
             bail!("histogram workgroup sizes must be powers of two up to {max}");
         }
-        if !self.entries_per_wg.is_power_of_two() || self.entries_per_wg > self.reduce_wg_size {
-            bail!("histogram entries per reduce workgroup must be a power of two up to its size");
-        }
-        if !(1..=64).contains(&self.max_copies) || self.target_tiles == 0 || self.fan_in < 2 {
-            bail!("histogram copies must be 1 to 64, target tiles at least 1, fan-in at least 2");
+        if !(1..=64).contains(&self.max_copies)
+            || !(1..=64).contains(&self.slices)
+            || self.target_tiles == 0
+        {
+            bail!("histogram copies and slices must be 1 to 64, target tiles at least 1");
         }
         Ok(())
     }
@@ -134,7 +135,7 @@ fn stages() -> Vec<Stage<Tunables>> {
                     vec![(256, 4)]
                 } else {
                     pow2(64, max_invocations(limits))
-                        .flat_map(|wg| pow2(1, 16).map(move |c| (wg, c)))
+                        .flat_map(|wg| pow2(1, 32).map(move |c| (wg, c)))
                         .collect()
                 };
                 shapes
@@ -165,31 +166,25 @@ fn stages() -> Vec<Stage<Tunables>> {
             },
         },
         Stage {
-            name: "reduce",
-            candidates: |best, limits, quick| {
-                let shapes: Vec<(u32, u32)> = if quick {
-                    vec![(128, 8)]
-                } else {
-                    pow2(64, max_invocations(limits).min(1024))
-                        .flat_map(|wg| pow2(4, 64.min(wg)).map(move |e| (wg, e)))
-                        .collect()
-                };
-                shapes
-                    .into_iter()
-                    .map(|(reduce_wg_size, entries_per_wg)| Tunables {
-                        reduce_wg_size,
-                        entries_per_wg,
-                        ..*best
-                    })
-                    .collect()
+            name: "counters",
+            candidates: |best, _, _| {
+                vec![Tunables {
+                    packed: !best.packed,
+                    ..*best
+                }]
             },
         },
         Stage {
-            name: "fan-in",
+            name: "slices",
             candidates: |best, _, quick| {
-                let fans: &[u32] = if quick { &[] } else { &[16, 64, 256, 1024] };
-                fans.iter()
-                    .map(|&fan_in| Tunables { fan_in, ..*best })
+                let slices: Vec<u32> = if quick {
+                    vec![1]
+                } else {
+                    pow2(1, 64).collect()
+                };
+                slices
+                    .into_iter()
+                    .map(|slices| Tunables { slices, ..*best })
                     .collect()
             },
         },

@@ -40,11 +40,16 @@ pub(super) fn cases<'e>(engine: &'e Engine, sizes: &Sizes) -> Result<Vec<Case<'e
             variants.push((Path::Auto, true));
         }
         for (path, f32_sum) in variants {
-            // The defaults, not the tune cache's shape: bench measures the same kernels
-            // everywhere.
+            // The defaults for the length and algorithm, not the tune cache's shape: bench
+            // measures the same kernels everywhere.
+            let tunables = if f32_sum {
+                Tunables::DEFAULT
+            } else {
+                Tunables::for_len(n, &gpu.limits)
+            };
             let opts = Options {
                 path,
-                tunables: Some(Tunables::DEFAULT),
+                tunables: Some(tunables),
                 ..Options::default()
             };
             let plan = if f32_sum {

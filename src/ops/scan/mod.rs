@@ -124,7 +124,7 @@ pub struct Options {
     /// reach chained segments with small inputs.
     pub segment_len: Option<usize>,
     /// Workgroup size and work per invocation (`gpukit tune` measures them). `None`: the
-    /// tune cache's choice for this adapter and length, else [`Tunables::DEFAULT`].
+    /// tune cache's choice for this adapter and length, else [`Tunables::for_len`].
     pub tunables: Option<Tunables>,
 }
 
@@ -146,13 +146,27 @@ impl Options {
         self.tunables.unwrap_or(Tunables::DEFAULT)
     }
 
-    /// These options with the shape settled for `n` elements on `gpu`: the one given, else
-    /// the tune cache's, else the defaults. What [`run`] scans with.
+    /// These options with the shape settled for `n` u32 or i32 elements on `gpu`: the one
+    /// given, else the tune cache's, else the defaults for that length.
     pub fn resolved(&self, gpu: &Gpu, n: usize) -> Options {
+        self.resolved_as(gpu, n, Elem::U32)
+    }
+
+    /// [`Options::resolved`] for elements of `elem`. What [`run`] scans with. Without a tune
+    /// cache the single-pass scans take [`Tunables::for_len`]'s shape, the f32 sum's
+    /// reduce-then-scan DEFAULT's (512 x 4 took it from 0.908 to 0.998 ms at 2^28 on an
+    /// H200, call AJ-kern3-2 of docs/BENCHMARKS.md).
+    pub fn resolved_as(&self, gpu: &Gpu, n: usize, elem: Elem) -> Options {
         let t = self
             .tunables
             .or_else(|| crate::tune::choice(gpu, OP.name, n as f64, Tunables::check))
-            .unwrap_or(Tunables::DEFAULT);
+            .unwrap_or_else(|| {
+                if plan::single_pass(self.op, elem) {
+                    Tunables::for_len(n, &gpu.limits)
+                } else {
+                    Tunables::DEFAULT
+                }
+            });
         Options {
             tunables: Some(t),
             ..*self
@@ -212,7 +226,7 @@ pub fn run<T: Element>(
         Engine::Cpu => timings.phase("compute", || cpu(data, opts)),
         Engine::Gpu(_) if data.is_empty() => Vec::new(),
         Engine::Gpu(gpu) => {
-            let opts = opts.resolved(gpu, data.len());
+            let opts = opts.resolved_as(gpu, data.len(), T::ELEM);
             let n = data.len();
             let plan = timings.phase("pipeline", || ScanPlan::new::<T>(gpu, n, &opts))?;
             match gpu_run(gpu, &plan, data, timings)? {

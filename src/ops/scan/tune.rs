@@ -34,6 +34,23 @@ impl Tunables {
         vec_per_thread: VEC_PER_THREAD,
     };
 
+    /// The shape for `n` elements without a tune cache: from 2^20 elements 512 invocations of
+    /// 4 vec4s (8192 elements a tile: half the look-back walks of DEFAULT's 4096; `gpukit
+    /// tune` on an H200 measured 2^28 u32 in 0.854 ms against DEFAULT's 1.003, 2^24 in 0.070
+    /// against 0.079, 2^20 in 0.014 against 0.030: call AJ-kern3-1 of docs/BENCHMARKS.md)
+    /// where the adapter allows 512 invocations; else DEFAULT.
+    pub fn for_len(n: usize, limits: &wgpu::Limits) -> Tunables {
+        let large = Tunables {
+            wg_size: 512,
+            vec_per_thread: 4,
+        };
+        if n >= 1 << 20 && large.check(limits).is_ok() {
+            large
+        } else {
+            Tunables::DEFAULT
+        }
+    }
+
     /// Workgroup memory of the in-tile scan: one total per subgroup and vec4 on the subgroup
     /// path (`subgroup_min` the adapter's smallest subgroup), Blelloch's padded tree of every
     /// vec4 total on the workgroup path. The shaders' arrays take their size from this (the
@@ -185,6 +202,27 @@ fn case<'g>(gpu: &'g Gpu, class: &SizeClass, t: &Tunables) -> Result<Case<'g>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_scans_take_bigger_tiles_where_the_adapter_allows() {
+        let big = wgpu::Limits {
+            max_compute_invocations_per_workgroup: 1024,
+            max_compute_workgroup_size_x: 1024,
+            ..wgpu::Limits::default()
+        };
+        let large = Tunables {
+            wg_size: 512,
+            vec_per_thread: 4,
+        };
+        assert_eq!(Tunables::for_len(1 << 28, &big), large);
+        assert_eq!(Tunables::for_len(1 << 20, &big), large);
+        assert_eq!(Tunables::for_len((1 << 20) - 1, &big), Tunables::DEFAULT);
+        // WebGPU's portable 256 invocations.
+        assert_eq!(
+            Tunables::for_len(1 << 28, &wgpu::Limits::default()),
+            Tunables::DEFAULT
+        );
+    }
 
     #[test]
     fn candidate_spaces_fit_the_limits_and_hold_the_defaults() {
