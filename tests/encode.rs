@@ -335,3 +335,63 @@ fn progressive_goes_to_the_cpu_and_16_bit_or_alpha_fail_as_the_cpu_fails() {
         );
     }
 }
+
+/// The batch's staged uploads (src/batch/staging.rs): a blur recorded from an upload a
+/// decoding thread wrote blurs that upload's samples, not the image's (nothing is written on
+/// the engine's side: no "upload" phase), and the file is the CPU's blur encoded by the CPU;
+/// the pool reuses its buffers within its budget and refuses past it.
+#[test]
+fn a_blur_recorded_from_a_staged_upload_encodes_the_staged_samples_as_the_cpu() {
+    use gpukit::batch::staging::Staging;
+    use gpukit::ops::blur::{run as blur_run, Blurrer, Kind, Options};
+    use gpukit::ops::encode::Encoder;
+    let gpu = crate::util::shared_gpu();
+    let (w, h) = (37, 29);
+    let len = (w * h * 3) as usize;
+    let blur = Options::new(Kind::Box, 3, 1);
+    let o = opts(90, Subsampling::S420, true);
+    let staging = Staging::new(2 * len);
+    let mut blurrer = Blurrer::new(engine(), blur);
+    let mut encoder = Encoder::default();
+    for seed in 0..4u32 {
+        let other = Image::new_u8(w, h, 3, photo(w + seed, h, 3, 40)[..len].to_vec());
+        let staged_img = Image::new_u8(w, h, 3, noise(len, seed + 1));
+        let gpukit::io::image::Samples::U8(bytes) = &staged_img.samples else {
+            unreachable!("8-bit")
+        };
+        let staged = staging
+            .stage(gpu, bytes)
+            .unwrap()
+            .expect("room in the pool");
+        let mut t = Timings::default();
+        let mut inner = Timings::default();
+        let file = encoder
+            .encode_recorded(gpu, w, h, 3, &o, &NO_MARKERS, &mut t, &mut |b| {
+                blurrer.record_on_device(&other, Some(&staged), b, &mut inner)
+            })
+            .unwrap();
+        blurrer.submitted();
+        staging.give_back(staged);
+        assert!(
+            inner.phases.iter().all(|(p, _)| p != "upload"),
+            "{:?}",
+            inner.phases
+        );
+        let cpu_blur = blur_run(&gpukit::gpu::Engine::Cpu, &staged_img, &blur, &mut t).unwrap();
+        let gpukit::io::image::Samples::U8(blurred) = &cpu_blur.samples else {
+            unreachable!("8-bit")
+        };
+        let want = cpu_file(blurred, w, h, 3, &o, &NO_MARKERS);
+        assert!(
+            file == want,
+            "image {seed}: the file differs from the CPU's"
+        );
+    }
+    // Every mapping done: the two buffers made are reused, a third is past the budget.
+    gpu.wait().unwrap();
+    let bytes = noise(len, 9);
+    let a = staging.stage(gpu, &bytes).unwrap();
+    let b = staging.stage(gpu, &bytes).unwrap();
+    let c = staging.stage(gpu, &bytes).unwrap();
+    assert!(a.is_some() && b.is_some() && c.is_none());
+}

@@ -262,3 +262,59 @@ fn images_of_one_layout_in_a_row_each_equal_the_cpu_engine() {
     check("smooth again", &smooth(w, h, 3, 8, 2), &meta);
     check("busy again", &smooth(w, h, 3, 8, 1), &meta);
 }
+
+/// An image made on the device by passes recorded into the encoder's own submission (as the
+/// batch's blur is): smooth images code to the CPU engine's bytes; noise comes back as `None`
+/// (the png crate stores it) and is written from the read-back as the CPU writes it.
+#[test]
+fn an_image_recorded_into_the_encoders_submission_codes_as_the_cpu_engine() {
+    use gpukit::gpu::{Batch, Usage};
+    use gpukit::ops::encode::png::{encode_read_back, encode_recorded, Layout, OnDevice};
+    let gpu = crate::util::shared_gpu();
+    let meta = metadata();
+    for (what, img) in [
+        ("smooth rgb", smooth(45, 20, 3, 8, 4)),
+        ("smooth rgba16", smooth(23, 9, 4, 16, 6)),
+        ("noise rgb", random_image(37, 11, 3, 8, 5)),
+    ] {
+        let mut cpu = Vec::new();
+        image::encode_with(
+            img.clone(),
+            ::image::ImageFormat::Png,
+            &meta,
+            &image::WriteOptions::default(),
+            &mut cpu,
+        )
+        .unwrap();
+        let bytes = match &img.samples {
+            Samples::U8(s) => s.clone(),
+            Samples::U16(s) => s.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        };
+        let src = gpu.buffer("test samples", Usage::Storage, bytes.len() as u64);
+        gpu.write_padded(&src, &bytes);
+        let made = gpu.buffer("test image", Usage::Storage, src.size());
+        let mut record = |b: &mut Batch| {
+            b.copy(&src, &made, src.size());
+            Ok(made.clone())
+        };
+        let layout = Layout::of(&img);
+        let mut t = Timings::default();
+        let coded = encode_recorded(gpu, &layout, &meta, &mut t, &mut record).unwrap();
+        assert_eq!(stored(&cpu), what.starts_with("noise"), "{what}");
+        assert_eq!(coded.is_none(), stored(&cpu), "{what}");
+        let file = match coded {
+            Some(file) => file,
+            None => {
+                let on_device = OnDevice {
+                    buffer: &made,
+                    layout,
+                };
+                encode_read_back(gpu, &on_device, &meta, &mut t).unwrap()
+            }
+        };
+        assert!(
+            file == cpu,
+            "{what}: the file differs from the CPU engine's"
+        );
+    }
+}

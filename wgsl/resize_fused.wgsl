@@ -1,29 +1,37 @@
 // resize_fused: both 1-D passes of Pillow's resampling in one dispatch, for 8-bit images
-// whose output rows end on a word. A workgroup makes a tile of TU x TV output positions (TU
-// along the first pass's axis, TV along the second's): it loads the input its tile needs
-// into workgroup memory, a pixel a word (unpacked once, premultiplied there), in chunks of
-// `rv` lines along the second axis; runs the first pass's taps over each chunk into an
-// intermediate of TU positions by the lines the second pass reads (each value rounded and
-// clipped to 8 bits, as Pillow's intermediate image is); then the second pass's taps over
-// that; and writes the tile's packed words. The first pass is the horizontal one (u = x,
-// v = y) where H_FIRST, else the vertical one (u = y, v = x), in Pillow's order.
+// whose output rows end on a word. The first pass runs along u, the second along v: u = x and
+// v = y where H_FIRST (the horizontal pass first), else u = y and v = x, in Pillow's order.
 //
-// Workgroup memory `sh`, laid out by `FusedLayout` in src/ops/resize/fused.rs (offsets in
-// `params`, the whole size SH_WORDS): the first pass's weights tap-major (tap i of tile
-// position uu at i * TU + uu), the second's at `off_w2` (i * TV + vv), the tile positions'
-// first input positions at `off_s` (TU of the first pass, then TV of the second), the
-// intermediate at `off_mid` (line vv of the tile's second-axis span at vv * TU + uu), the
-// input chunk at `off_in` (line vv at vv * in_stride + uu), which the output tile reuses
-// once the sums are done (row y at y * (TX + 1) + x).
+// A workgroup makes TU output positions along u by a segment of SEG along v: it walks down
+// the segment in steps of N = LPT * WG_SIZE / TU lines of the first pass's results (the
+// intermediate lines, one per input line along v), each computed once and kept in a ring of
+// RING lines (`mid`), and after each step makes the output lines whose taps are then all in
+// the ring. While a step's first pass sums, the next step's input is already on its way into
+// registers (`pre_lo`, `pre_hi`), stored into workgroup memory once the sums are done: the
+// global loads overlap the arithmetic, and each step costs two barriers.
 //
-// Every position sums K1 (K2) taps, Pillow's ksize: the taps past a position's own count
-// have weight 0 (the weights are zero-padded to ksize), so what they read, wherever it is
-// in `sh`, adds nothing, and the tap loops have a constant count the compiler unrolls.
+// A thread of the first pass keeps one position along u and sums LPT lines of it, two at a
+// time, each weight read once for both. Along u, a warp covers GU positions of 32 / GU lines, so
+// that at a reduction of 2 (4) the input it reads spreads over the banks of workgroup memory.
+// A thread of the second pass makes four outputs: where H_FIRST four neighbours along u, one
+// weight read a tap and the intermediate read as a vec4; else four neighbours along v. Their
+// samples are packed into CHANNELS words and written at once.
+//
+// Every position sums K1 (K2) taps, Pillow's ksize: the taps past a position's own count have
+// weight 0 (the weights are zero-padded to ksize), so what they read adds nothing, and the
+// tap loops have a constant count the compiler unrolls. The samples are summed as i32 (a
+// product reaches 255 * 2^22: f32 would round it), in CHANNELS lanes (the others constant 0).
+//
+// Workgroup memory `sh`, in words: the first pass's weights tap-major (tap i of position uu at
+// i * TU + uu), the second's (i * SEG + vv), each segment line's first intermediate line
+// (relative to the segment's first), the first output unit of each step, then the input of
+// a step (line l at l * IN_STRIDE + uu, a pixel a word, premultiplied). Layout and sizes:
+// `FusedLayout` in src/ops/resize/fused.rs.
 
 // import: resize_math
 // import: grid
 
-// Its Rust twin is `FusedParams` in src/ops/resize/plan.rs (the shader test checks their
+// Its Rust twin is `FusedParams` in src/ops/resize/fused.rs (the shader test checks their
 // fields).
 struct Params {
     // Pixels per input row and per output row.
@@ -36,16 +44,8 @@ struct Params {
     // Tiles along the first pass's axis, and in all.
     tiles_u: u32,
     n_tiles: u32,
-    // Words a line of the input chunk (at least any tile's input span, odd), and lines a
-    // chunk.
-    in_stride: u32,
-    rv: u32,
-    // Where the second pass's weights, the first input positions, the intermediate and the
-    // input chunk start in `sh`.
-    off_w2: u32,
-    off_s: u32,
-    off_mid: u32,
-    off_in: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -61,21 +61,52 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> dst: array<u32>;
 
 override WG_SIZE: u32 = 256u;
-// The tile: output positions along the first pass's axis and along the second's.
+// Output positions a workgroup along u (a power of two), and along v (a multiple of 4).
 override TU: u32 = 32u;
-override TV: u32 = 16u;
+override SEG: u32 = 64u;
 // Whether the horizontal pass comes first.
 override H_FIRST: bool = true;
 // Taps a position of the first and of the second pass (Pillow's ksize).
 override K1: u32;
 override K2: u32;
-// Words of workgroup memory: `FusedLayout::words`.
-override SH_WORDS: u32;
+// Intermediate lines a thread sums a step (at most 8).
+override LPT: u32 = 4u;
+// Positions along u a warp of the first pass covers (a power of two dividing TU).
+override GU: u32 = 32u;
+// Input pixels a thread loads a step (at most 16), and the words a line of them takes in
+// `sh` (odd, at least the widest tile's input span).
+override PF: u32;
+override IN_STRIDE: u32;
+// Lines of the ring, at least N - 1 and the lines a unit of the second pass reads (one output
+// line where H_FIRST, else four); and the most steps a segment takes.
+override RING: u32;
+override MAX_STEPS: u32;
+
+// Intermediate lines a step (LPT rounds of WG_SIZE / TU lines, or fewer where even one
+// round's input does not fit).
+override N: u32;
+// Where the second pass's weights, the segment's first lines, the steps' first units and
+// the input start in `sh`, and its size (K1 words of slack past the input: the padded taps
+// of the last line's last positions read there, with weight 0).
+override OFF_W2: u32 = K1 * TU;
+override OFF_S2: u32 = OFF_W2 + K2 * SEG;
+override OFF_ROWS: u32 = OFF_S2 + SEG;
+override OFF_IN: u32 = OFF_ROWS + MAX_STEPS + 1u;
+override SH_WORDS: u32 = OFF_IN + N * IN_STRIDE + K1;
 
 var<workgroup> sh: array<u32, SH_WORDS>;
+// The ring of intermediate lines, TU / 4 quads a line: line m at slot m % RING, and the
+// first K2 - 1 slots again past the last, so that the K2 lines an output reads are
+// consecutive.
+var<workgroup> mid: array<vec4<u32>, (RING + K2 - 1u) * (TU / 4u)>;
 // The tile's spans: its first input position along u and how many, its first intermediate
 // line along v and how many.
 var<workgroup> sh_tile: vec4<u32>;
+
+// The next step's input, as loaded: a pixel's word (where an RGB pixel straddles two, the
+// second in `pre_hi`).
+var<private> pre_lo: array<u32, 16>;
+var<private> pre_hi: array<u32, 16>;
 
 fn taps1(p: u32) -> vec2<u32> {
     return vec2<u32>(bounds1[2u * p], min(bounds1[2u * p + 1u], K1));
@@ -85,30 +116,11 @@ fn taps2(p: u32) -> vec2<u32> {
     return vec2<u32>(bounds2[2u * p], min(bounds2[2u * p + 1u], K2));
 }
 
-// Input pixel p (row-major), its samples in the low bytes of a word (the rest zero), colour
-// premultiplied by alpha in the first pass of an image with alpha.
-fn load_pixel(p: u32) -> u32 {
-    let b = p * CHANNELS;
-    let shift = (b % 4u) * 8u;
-    var v = src[b / 4u] >> shift;
-    if shift + CHANNELS * 8u > 32u {
-        v |= src[b / 4u + 1u] << (32u - shift);
-    }
-    v &= 0xffffffffu >> ((4u - CHANNELS) * 8u);
-    if PREMULTIPLY {
-        let a = v >> ((CHANNELS - 1u) * 8u);
-        var out = a << ((CHANNELS - 1u) * 8u);
-        for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
-            out |= premultiply((v >> (ch * 8u)) & 255u, a) << (ch * 8u);
-        }
-        v = out;
-    }
-    return v;
-}
-
-// A pixel's samples as four lanes.
+// A pixel's samples as four lanes (those past CHANNELS 0, so the compiler drops them).
 fn lanes(px: u32) -> vec4<i32> {
-    return vec4<i32>(vec4<u32>(px & 255u, (px >> 8u) & 255u, (px >> 16u) & 255u, px >> 24u));
+    let v = vec4<u32>(px & 255u, (px >> 8u) & 255u, (px >> 16u) & 255u, px >> 24u);
+    let on = vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(CHANNELS);
+    return vec4<i32>(select(vec4<u32>(), v, on));
 }
 
 // Four sums rounded half up and clipped to 8 bits (Pillow's clip8), packed into a word.
@@ -116,6 +128,148 @@ fn pack(acc: vec4<i32>) -> u32 {
     let half = 1i << (PRECISION_BITS - 1u);
     let v = vec4<u32>(clamp((acc + vec4<i32>(half)) >> vec4<u32>(PRECISION_BITS), vec4<i32>(0i), vec4<i32>(255i)));
     return v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
+}
+
+// An output pixel from its sums, alpha divided out where the image has it.
+fn finish_pixel(acc: vec4<i32>) -> u32 {
+    var px = pack(acc);
+    if UNPREMULTIPLY {
+        let a = (px >> ((CHANNELS - 1u) * 8u)) & 255u;
+        var out = a << ((CHANNELS - 1u) * 8u);
+        for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
+            out |= unpremultiply((px >> (ch * 8u)) & 255u, a) << (ch * 8u);
+        }
+        px = out;
+    }
+    return px;
+}
+
+// Word w of four neighbouring output pixels packed as the image is (CHANNELS words).
+fn quad_word(px: array<u32, 4>, w: u32) -> u32 {
+    var word = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        let b = 4u * w + j;
+        let p = b / CHANNELS;
+        word |= ((px[p] >> ((b - p * CHANNELS) * 8u)) & 255u) << (j * 8u);
+    }
+    return word;
+}
+
+// Writes four output pixels from (x, y) on, those inside the row (a row ends on a word, so
+// a word's pixels are all inside or all past it).
+fn write_quad(px: array<u32, 4>, x: u32, y: u32) {
+    let base = (y * params.out_w + x) * CHANNELS / 4u;
+    for (var w = 0u; w < CHANNELS; w++) {
+        if x + (4u * w) / CHANNELS < params.out_w {
+            dst[base + w] = quad_word(px, w);
+        }
+    }
+}
+
+// Lines in step j (0 past the span).
+fn step_lines(j: u32, span: u32) -> u32 {
+    let l0 = min(j * N, span);
+    return min(N, span - l0);
+}
+
+// Where a thread's share of a step's input starts: its elements are e = lid + k * WG_SIZE
+// of `lines` lines of `tile.y` pixels, neighbouring threads on neighbouring pixels of an
+// input row (along a line where H_FIRST, across the lines else). As (e / d, e % d) of the
+// divisor d (`tile.y` where H_FIRST, `lines` else), and the step from one k to the next
+// (the divisions done once, not per element).
+struct Walk {
+    q: u32,
+    r: u32,
+    dq: u32,
+    dr: u32,
+    d: u32,
+}
+
+fn walk(lid: u32, lines: u32, tile: vec4<u32>) -> Walk {
+    let d = select(lines, tile.y, H_FIRST);
+    return Walk(lid / d, lid % d, WG_SIZE / d, WG_SIZE % d, d);
+}
+
+fn next(w: Walk) -> Walk {
+    var n = w;
+    n.q += w.dq;
+    n.r += w.dr;
+    if n.r >= w.d {
+        n.r -= w.d;
+        n.q += 1u;
+    }
+    return n;
+}
+
+// A walk's element: its line and position in the step's input, and the pixel's index in the
+// image; whether it is inside the step (its line below `lines`).
+fn element(w: Walk, l0: u32, lines: u32, tile: vec4<u32>) -> vec4<u32> {
+    if H_FIRST {
+        let p = (tile.z + l0 + w.q) * params.in_w + tile.x + w.r;
+        return vec4<u32>(w.q, w.r, p, u32(w.q < lines));
+    }
+    let p = (tile.x + w.q) * params.in_w + tile.z + l0 + w.r;
+    return vec4<u32>(w.r, w.q, p, u32(w.q < tile.y));
+}
+
+// Issues the loads of step j's input into `pre_lo` and `pre_hi`.
+fn prefetch(j: u32, tile: vec4<u32>, lid: u32) {
+    let lines = step_lines(j, tile.w);
+    if lines == 0u {
+        return;
+    }
+    var w = walk(lid, lines, tile);
+    for (var k = 0u; k < PF; k++) {
+        let at = element(w, j * N, lines, tile);
+        if at.w != 0u {
+            let b = at.z * CHANNELS;
+            pre_lo[k] = src[b / 4u];
+            if CHANNELS == 3u && b % 4u > 1u {
+                pre_hi[k] = src[b / 4u + 1u];
+            }
+        }
+        w = next(w);
+    }
+}
+
+// Stores what `prefetch` loaded for step j into the input lines of `sh`, a pixel a word,
+// colour premultiplied by alpha in an image with alpha.
+fn store(j: u32, tile: vec4<u32>, lid: u32) {
+    let lines = step_lines(j, tile.w);
+    if lines == 0u {
+        return;
+    }
+    var w = walk(lid, lines, tile);
+    for (var k = 0u; k < PF; k++) {
+        let at = element(w, j * N, lines, tile);
+        if at.w != 0u {
+            let shift = ((at.z * CHANNELS) % 4u) * 8u;
+            var v = pre_lo[k] >> shift;
+            if CHANNELS == 3u && shift > 8u {
+                v |= pre_hi[k] << (32u - shift);
+            }
+            v &= 0xffffffffu >> ((4u - CHANNELS) * 8u);
+            if PREMULTIPLY {
+                let a = v >> ((CHANNELS - 1u) * 8u);
+                var out = a << ((CHANNELS - 1u) * 8u);
+                for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
+                    out |= premultiply((v >> (ch * 8u)) & 255u, a) << (ch * 8u);
+                }
+                v = out;
+            }
+            sh[OFF_IN + at.x * IN_STRIDE + at.y] = v;
+        }
+        w = next(w);
+    }
+}
+
+// Intermediate line m (relative to the segment's first) at tile position uu, in the ring.
+fn put_mid(m: u32, uu: u32, px: u32) {
+    let slot = m % RING;
+    mid[(slot * TU + uu) / 4u][uu % 4u] = px;
+    if slot + 1u < K2 {
+        mid[((slot + RING) * TU + uu) / 4u][uu % 4u] = px;
+    }
 }
 
 @compute @workgroup_size(WG_SIZE)
@@ -128,11 +282,11 @@ fn main(
     if t >= params.n_tiles {
         return;
     }
-    let tv = t / params.tiles_u;
-    let u0 = (t - tv * params.tiles_u) * TU;
-    let v0 = tv * TV;
+    let sv = t / params.tiles_u;
+    let u0 = (t - sv * params.tiles_u) * TU;
+    let v0 = sv * SEG;
     let nu_out = min(TU, params.n1 - u0);
-    let nv_out = min(TV, params.n2 - v0);
+    let nv_out = min(SEG, params.n2 - v0);
     if lid == 0u {
         // Both ends of the taps move forward with the position, so the first position's
         // first tap and the last one's last tap bound the span.
@@ -142,6 +296,11 @@ fn main(
         let d = taps2(v0 + nv_out - 1u);
         sh_tile = vec4<u32>(a.x, b.x + b.y - a.x, c.x, d.x + d.y - c.x);
     }
+    // A barrier: the spans are in place after it.
+    let tile = workgroupUniformLoad(&sh_tile);
+    let steps = (tile.w + N - 1u) / N;
+    prefetch(0u, tile, lid);
+
     for (var e = lid; e < K1 * TU; e += WG_SIZE) {
         let i = e / TU;
         let uu = e - i * TU;
@@ -151,135 +310,149 @@ fn main(
         }
         sh[e] = bitcast<u32>(k);
     }
-    for (var e = lid; e < K2 * TV; e += WG_SIZE) {
-        let i = e / TV;
-        let vv = e - i * TV;
+    for (var e = lid; e < K2 * SEG; e += WG_SIZE) {
+        let i = e / SEG;
+        let vv = e - i * SEG;
         var k = 0i;
         if vv < nv_out {
             k = weights2[i * params.n2 + v0 + vv];
         }
-        sh[params.off_w2 + e] = bitcast<u32>(k);
+        sh[OFF_W2 + e] = bitcast<u32>(k);
     }
-    // The first input position of each tile position (positions past the image: unused).
-    for (var e = lid; e < TU + TV; e += WG_SIZE) {
-        var p = v0 + e - TU;
-        var n = params.n2;
-        if e < TU {
-            p = u0 + e;
-            n = params.n1;
-        }
+    // The second pass makes units of one output line (where H_FIRST) or of four (else):
+    // unit r is ready once the step holding its last line's last tap is done.
+    let per_unit = select(4u, 1u, H_FIRST);
+    let n_units = (nv_out + per_unit - 1u) / per_unit;
+    for (var e = lid; e < SEG; e += WG_SIZE) {
         var s = 0u;
-        if p < n {
-            if e < TU {
-                s = bounds1[2u * p];
-            } else {
-                s = bounds2[2u * p];
-            }
+        if e < nv_out {
+            s = taps2(v0 + e).x - tile.z;
         }
-        sh[params.off_s + e] = s;
+        sh[OFF_S2 + e] = s;
     }
-    // A barrier: the weights, the first positions and the spans are in place after it.
-    let tile = workgroupUniformLoad(&sh_tile);
-    let ub = tile.x;
-    let nu = tile.y;
-    let vb = tile.z;
-    let nv = tile.w;
-    let stride = params.in_stride;
-    let inb = params.off_in;
-    let mid = params.off_mid;
-
-    // The first pass, a chunk of lines at a time.
-    for (var c = 0u; c < nv; c += params.rv) {
-        let rows = min(params.rv, nv - c);
-        workgroupBarrier();
-        for (var e = lid; e < rows * nu; e += WG_SIZE) {
-            // Neighbouring threads take neighbouring pixels of an input row.
-            var uu: u32;
-            var vv: u32;
-            var p: u32;
-            if H_FIRST {
-                vv = e / nu;
-                uu = e - vv * nu;
-                p = (vb + c + vv) * params.in_w + ub + uu;
-            } else {
-                uu = e / rows;
-                vv = e - uu * rows;
-                p = (ub + uu) * params.in_w + vb + c + vv;
-            }
-            sh[inb + vv * stride + uu] = load_pixel(p);
+    for (var r = lid; r < n_units; r += WG_SIZE) {
+        // The step that makes unit r ready, and the one before's (-1 for the first).
+        let last = min(r * per_unit + per_unit - 1u, nv_out - 1u);
+        let a = taps2(v0 + last);
+        let ready = (a.x + a.y - tile.z - 1u) / N;
+        var before = 0u;
+        if r > 0u {
+            let b = taps2(v0 + r * per_unit - 1u);
+            before = (b.x + b.y - tile.z - 1u) / N + 1u;
         }
+        for (var j = before; j <= ready; j++) {
+            sh[OFF_ROWS + j] = r;
+        }
+        if r + 1u == n_units {
+            for (var j = ready + 1u; j <= steps; j++) {
+                sh[OFF_ROWS + j] = n_units;
+            }
+        }
+    }
+    store(0u, tile, lid);
+
+    // The first pass's thread: its position along u (fixed), its first line of a step.
+    let warp = lid / 32u;
+    let lane = lid % 32u;
+    let blocks = TU / GU;
+    let uu = (warp % blocks) * GU + lane % GU;
+    let line0 = (warp / blocks) * (32u / GU) + lane / GU;
+    let lines_a_round = WG_SIZE / TU;
+    var s1 = 0u;
+    if uu < nu_out {
+        s1 = taps1(u0 + uu).x - tile.x;
+    }
+    let tq = TU / 4u;
+
+    for (var j = 0u; j < steps; j++) {
+        // A barrier: step j's input is in place, and the last step's outputs are made.
         workgroupBarrier();
-        for (var e = lid; e < rows * TU; e += WG_SIZE) {
-            let vv = e / TU;
-            let uu = e - vv * TU;
-            if uu < nu_out {
-                let base = inb + vv * stride + sh[params.off_s + uu] - ub;
-                var acc = vec4<i32>();
+        if j + 1u < steps {
+            prefetch(j + 1u, tile, lid);
+        }
+
+        // The first pass: this thread's LPT lines of the step at uu, two at a time (each
+        // weight read once for both).
+        let lines = step_lines(j, tile.w);
+        for (var q = 0u; q < LPT; q += 2u) {
+            let l = line0 + q * lines_a_round;
+            let l2 = l + lines_a_round;
+            let at = OFF_IN + l * IN_STRIDE + s1;
+            let at2 = at + lines_a_round * IN_STRIDE;
+            if q + 1u < LPT && l2 < lines {
+                var a = vec4<i32>();
+                var a2 = vec4<i32>();
                 for (var i = 0u; i < K1; i++) {
-                    acc += lanes(sh[base + i]) * bitcast<i32>(sh[i * TU + uu]);
+                    let k = bitcast<i32>(sh[i * TU + uu]);
+                    a += lanes(sh[at + i]) * k;
+                    a2 += lanes(sh[at2 + i]) * k;
                 }
-                sh[mid + (c + vv) * TU + uu] = pack(acc);
+                if uu < nu_out {
+                    put_mid(j * N + l, uu, pack(a));
+                    put_mid(j * N + l2, uu, pack(a2));
+                }
+            } else if l < lines {
+                var a = vec4<i32>();
+                for (var i = 0u; i < K1; i++) {
+                    a += lanes(sh[at + i]) * bitcast<i32>(sh[i * TU + uu]);
+                }
+                if uu < nu_out {
+                    put_mid(j * N + l, uu, pack(a));
+                }
             }
         }
-    }
-    workgroupBarrier();
-
-    // The second pass, into the output tile (over the input chunk, done with).
-    let tx = select(TV, TU, H_FIRST);
-    for (var e = lid; e < TU * TV; e += WG_SIZE) {
-        let vv = e / TU;
-        let uu = e - vv * TU;
-        if uu < nu_out && vv < nv_out {
-            let base = mid + (sh[params.off_s + TU + vv] - vb) * TU + uu;
-            var acc = vec4<i32>();
-            for (var i = 0u; i < K2; i++) {
-                acc += lanes(sh[base + i * TU]) * bitcast<i32>(sh[params.off_w2 + i * TV + vv]);
-            }
-            var px = pack(acc);
-            if UNPREMULTIPLY {
-                let a = (px >> ((CHANNELS - 1u) * 8u)) & 255u;
-                var out = a << ((CHANNELS - 1u) * 8u);
-                for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
-                    out |= unpremultiply((px >> (ch * 8u)) & 255u, a) << (ch * 8u);
-                }
-                px = out;
-            }
-            var at = vv * (tx + 1u) + uu;
-            if !H_FIRST {
-                at = uu * (tx + 1u) + vv;
-            }
-            sh[inb + at] = px;
+        // A barrier: the step's intermediate lines are in place, its input read.
+        workgroupBarrier();
+        if j + 1u < steps {
+            store(j + 1u, tile, lid);
         }
-    }
-    workgroupBarrier();
 
-    // The tile's words, row by row (a row's words all inside the tile: see `FusedLayout`).
-    var x0 = u0;
-    var y0 = v0;
-    var nx = nu_out;
-    var ny = nv_out;
-    if !H_FIRST {
-        x0 = v0;
-        y0 = u0;
-        nx = nv_out;
-        ny = nu_out;
-    }
-    let wpr = nx * CHANNELS / 4u;
-    let row_words = params.out_w * CHANNELS / 4u;
-    for (var e = lid; e < ny * wpr; e += WG_SIZE) {
-        let r = e / wpr;
-        let wd = e - r * wpr;
-        let row = inb + r * (tx + 1u);
-        var word = 0u;
-        if CHANNELS == 4u {
-            word = sh[row + wd];
+        // The second pass: the units ready after this step.
+        let r0 = sh[OFF_ROWS + j];
+        let r1 = sh[OFF_ROWS + j + 1u];
+        if H_FIRST {
+            for (var e = lid; e < (r1 - r0) * tq; e += WG_SIZE) {
+                let r = r0 + e / tq;
+                let q = e % tq;
+                if 4u * q < nu_out {
+                    let at = (sh[OFF_S2 + r] % RING) * tq + q;
+                    var sum = array<vec4<i32>, 4>();
+                    for (var i = 0u; i < K2; i++) {
+                        let k = bitcast<i32>(sh[OFF_W2 + i * SEG + r]);
+                        let m = mid[at + i * tq];
+                        sum[0] += lanes(m.x) * k;
+                        sum[1] += lanes(m.y) * k;
+                        sum[2] += lanes(m.z) * k;
+                        sum[3] += lanes(m.w) * k;
+                    }
+                    var px = array<u32, 4>();
+                    for (var c = 0u; c < 4u; c++) {
+                        px[c] = finish_pixel(sum[c]);
+                    }
+                    write_quad(px, u0 + 4u * q, v0 + r);
+                }
+            }
         } else {
-            for (var j = 0u; j < 4u; j++) {
-                let b = wd * 4u + j;
-                let p = b / CHANNELS;
-                word |= ((sh[row + p] >> ((b - p * CHANNELS) * 8u)) & 255u) << (j * 8u);
+            for (var e = lid; e < (r1 - r0) * TU; e += WG_SIZE) {
+                let r = r0 + e / TU;
+                let u = e % TU;
+                if u < nu_out {
+                    var px = array<u32, 4>();
+                    for (var c = 0u; c < 4u; c++) {
+                        // Lines past the segment's end have first line 0 and weights 0.
+                        let vv = min(4u * r + c, SEG - 1u);
+                        let at = (sh[OFF_S2 + vv] % RING) * TU + u;
+                        var sum = vec4<i32>();
+                        for (var i = 0u; i < K2; i++) {
+                            let k = bitcast<i32>(sh[OFF_W2 + i * SEG + vv]);
+                            let w = at + i * TU;
+                            sum += lanes(mid[w / 4u][w % 4u]) * k;
+                        }
+                        px[c] = finish_pixel(sum);
+                    }
+                    write_quad(px, v0 + 4u * r, u0 + u);
+                }
             }
         }
-        dst[(y0 + r) * row_words + x0 * CHANNELS / 4u + wd] = word;
     }
 }

@@ -13,8 +13,9 @@ use super::driver::{Engines, Env, Run};
 use super::inputs::Item;
 use super::pipeline::{Pipeline, StageTimes, Stages};
 use super::report::{FileRecord, FileStatus, Report};
+use super::staging::Staging;
 use super::{outputs, Outcome};
-use crate::gpu::{Batch, Engine, Timings};
+use crate::gpu::{Batch, Engine, Timings, Upload};
 use crate::io::image::{self as img_io, Header, Image, WriteOptions};
 use crate::io::jpeg::Subsampling;
 use crate::io::json::{JsonDest, JsonSink};
@@ -39,6 +40,12 @@ pub trait ImageOp: Sync {
     /// The output's metadata, from the input's (`input` is the input's width and height):
     /// as it is by default; an op that changes the size scales what depends on it.
     fn metadata(&self, _input: (u32, u32), _output: &Image, _metadata: &mut Metadata) {}
+    /// Whether its workers' [`ImageWorker::record_on_device`] take an upload staged by the
+    /// decoding threads (the decoded samples as they are, in the host's layout), so that the
+    /// batch writes each image into one there: `false` (the default) stages none.
+    fn stages_samples(&self) -> bool {
+        false
+    }
 }
 
 /// An op on one engine, image after image.
@@ -53,11 +60,13 @@ pub trait ImageWorker {
     }
     /// Records the op's passes for `image` into `batch` and leaves the result on the GPU
     /// (`run`'s samples in a storage buffer, a byte each, rows packed), for the engine to
-    /// encode in the same submission. Only where `records_on_device`; `submitted` follows
-    /// once the batch ran.
+    /// encode in the same submission; `staged`, where given, holds `image`'s samples already
+    /// written (`ImageOp::stages_samples`). Only where `records_on_device`; `submitted`
+    /// follows once the batch ran.
     fn record_on_device(
         &mut self,
         _image: &Image,
+        _staged: Option<&Upload>,
         _batch: &mut Batch,
         _timings: &mut Timings,
     ) -> Result<wgpu::Buffer> {
@@ -142,7 +151,7 @@ fn encode_on_device(
     encoder: &mut crate::ops::encode::Encoder,
     engine: &Engine,
     job: &Job,
-    image: &Image,
+    (image, staged): (&Image, Option<&Upload>),
     carried: &Carried,
     timings: &mut Timings,
 ) -> Option<Result<Vec<u8>>> {
@@ -168,7 +177,7 @@ fn encode_on_device(
     let written = img_io::write_jpeg_with(channels, meta, write, &mut file, |o, m, out| {
         let mut timed = Timings::default();
         let mut record = |batch: &mut Batch| {
-            w.record_on_device(image, batch, &mut timed)
+            w.record_on_device(image, staged, batch, &mut timed)
                 .with_context(|| job.input.display().to_string())
         };
         let made =
@@ -199,7 +208,7 @@ fn png_on_device(
     w: &mut dyn ImageWorker,
     engine: &Engine,
     job: &Job,
-    image: &Image,
+    (image, staged): (&Image, Option<&Upload>),
     carried: &Carried,
     timings: &mut Timings,
 ) -> Option<Result<Vec<u8>>> {
@@ -214,25 +223,30 @@ fn png_on_device(
     {
         return None;
     }
-    // The op's passes in a submission of their own, the encoder's in the next (the JPEG
-    // path records both into one).
-    let mut batch = gpu.batch(None);
-    let recorded = w
-        .record_on_device(image, &mut batch, timings)
-        .and_then(|buffer| batch.submit().map(|()| buffer));
+    // The op's passes and the encoder's in one submission, as for JPEG.
+    let (meta, mut made, mut timed) = (&carried.metadata, None, Timings::default());
+    let mut recorded = false;
+    let mut record = |batch: &mut Batch| {
+        let buffer = w.record_on_device(image, staged, batch, &mut timed)?;
+        recorded = true;
+        made = Some(buffer.clone());
+        Ok(buffer)
+    };
+    let coded = png::encode_recorded(gpu, &layout, meta, timings, &mut record);
     w.submitted();
-    let buffer = match recorded {
-        Ok(b) => b,
-        Err(e) => return Some(Err(e.context(job.input.display().to_string()))),
-    };
-    let made = png::OnDevice {
-        buffer: &buffer,
-        layout,
-    };
-    Some(
-        png::encode_on_device(gpu, &made, &carried.metadata, timings)
-            .with_context(|| format!("{}: encoding failed", job.output.display())),
-    )
+    timings.merge(&timed);
+    let file = coded.and_then(|coded| match (coded, &made) {
+        (Some(file), _) => Ok(file),
+        (None, Some(buffer)) => {
+            png::encode_read_back(gpu, &png::OnDevice { buffer, layout }, meta, timings)
+        }
+        (None, None) => unreachable!("the image was made before it was coded"),
+    });
+    // The op's errors name the input, the encoder's the output.
+    Some(match recorded {
+        true => file.with_context(|| format!("{}: encoding failed", job.output.display())),
+        false => file.with_context(|| job.input.display().to_string()),
+    })
 }
 
 /// What a GPU saves on a batch of `files` images like `header`: the op's own saving, and,
@@ -269,6 +283,17 @@ fn job_saving(
         _ => saving,
     }
 }
+
+/// An engine thread's state: the op's worker, its engine and the GPU encoder's plans.
+type Worker<'e> = (
+    Box<dyn ImageWorker + 'e>,
+    &'e Engine,
+    crate::ops::encode::Encoder,
+);
+
+/// The bytes the upload buffers the decoding threads write may hold together: 41 RGB 1080p
+/// images, more than a batch has between its decoders and its engines at once.
+const STAGING_BUDGET: usize = 256 << 20;
 
 /// What travels with an image from decoder to encoder.
 struct Carried {
@@ -359,6 +384,98 @@ pub fn run(
     }
     let hide =
         env.quiet() || jobs.len() == 1 || report_sink.as_ref().is_some_and(JsonSink::is_stdout);
+    // Each decoded image bound for the GPU's encoder is written into an upload buffer on the
+    // decoding thread (the cores), so the engine thread only records and submits.
+    let staging = Staging::new(STAGING_BUDGET);
+    let stage = |image: &Image, job: &Job, carried: &Carried| -> Option<Upload> {
+        if !op.stages_samples() || image.pixels() == 0 {
+            return None;
+        }
+        let [engine @ Engine::Gpu(gpu)] = devices.opened() else {
+            return None;
+        };
+        let write = &carried.write;
+        if !png_on_engine(engine, job.format, write)
+            && !encodes_on_engine(engine, job.format, write, image)
+        {
+            return None;
+        }
+        // A failure here is met again, and reported, where the engine thread writes its own
+        // upload.
+        let bytes = crate::ops::sample_bytes(&image.samples);
+        staging.stage(gpu, &bytes).ok().flatten()
+    };
+    let made = |(w, engine, encoder): &mut Worker<'_>,
+                timings: &mut Timings,
+                i: usize,
+                (image, staged): (Image, Option<&Upload>),
+                mut carried: Carried|
+     -> Result<(Made, Carried)> {
+        let job = &jobs[i];
+        env.detail(&format!(
+            "{}: {}x{}, {} channels, {}-bit",
+            job.input.display(),
+            image.width,
+            image.height,
+            image.channels,
+            image.bit_depth()
+        ));
+        img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
+        if let Some(file) =
+            png_on_device(w.as_mut(), engine, job, (&image, staged), &carried, timings)
+        {
+            let channels = image.channels;
+            return Ok((
+                Made::Png {
+                    file: file?,
+                    channels,
+                },
+                carried,
+            ));
+        }
+        let on_device = encode_on_device(
+            w.as_mut(),
+            encoder,
+            engine,
+            job,
+            (&image, staged),
+            &carried,
+            timings,
+        );
+        if let Some(file) = on_device {
+            let channels = image.channels;
+            return Ok((
+                Made::Jpeg {
+                    file: file?,
+                    channels,
+                },
+                carried,
+            ));
+        }
+        let made = w
+            .run(&image, timings)
+            .with_context(|| format!("{}", job.input.display()))?;
+        op.metadata((image.width, image.height), &made, &mut carried.metadata);
+        if png_on_engine(engine, job.format, &carried.write) {
+            let (meta, level) = (&carried.metadata, carried.write.compression);
+            let file = crate::ops::encode::png::encode_png(engine, &made, meta, level, timings)
+                .with_context(|| format!("{}: encoding failed", job.output.display()))?;
+            let channels = made.channels;
+            return Ok((Made::Png { file, channels }, carried));
+        }
+        if !encodes_on_engine(engine, job.format, &carried.write, &made) {
+            return Ok((Made::Pixels(made), carried));
+        }
+        let mut file = Vec::new();
+        let (meta, write) = (&carried.metadata, &carried.write);
+        img_io::write_jpeg_with(made.channels, meta, write, &mut file, |o, m, out| {
+            out.extend(encoder.encode(engine, &made, o, m, timings)?);
+            Ok(())
+        })
+        .with_context(|| format!("{}: encoding failed", job.output.display()))?;
+        let channels = made.channels;
+        Ok((Made::Jpeg { file, channels }, carried))
+    };
     let stages = Stages {
         decode: |&i: &usize| {
             let job = &jobs[i];
@@ -370,75 +487,22 @@ pub fn run(
                     env.warn(&format!("{}: {dropped}", job.output.display()));
                 }
             }
-            Ok((image, carried))
+            let staged = stage(&image, job, &carried);
+            Ok((image, carried, staged))
         },
         start: |engine, _| {
             let encoder = crate::ops::encode::Encoder::default();
             Ok((op.worker(engine), engine, encoder))
         },
-        engine: |(w, engine, encoder): &mut (
-            Box<dyn ImageWorker + '_>,
-            &Engine,
-            crate::ops::encode::Encoder,
-        ),
+        engine: |state: &mut Worker<'_>,
                  timings: &mut Timings,
                  &i: &usize,
-                 (image, mut carried): (Image, Carried)| {
-            let job = &jobs[i];
-            env.detail(&format!(
-                "{}: {}x{}, {} channels, {}-bit",
-                job.input.display(),
-                image.width,
-                image.height,
-                image.channels,
-                image.bit_depth()
-            ));
-            img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
-            if let Some(file) = png_on_device(w.as_mut(), engine, job, &image, &carried, timings) {
-                let channels = image.channels;
-                return Ok((
-                    Made::Png {
-                        file: file?,
-                        channels,
-                    },
-                    carried,
-                ));
+                 (image, carried, staged): (Image, Carried, Option<Upload>)| {
+            let made = made(state, timings, i, (image, staged.as_ref()), carried);
+            if let Some(upload) = staged {
+                staging.give_back(upload);
             }
-            let on_device =
-                encode_on_device(w.as_mut(), encoder, engine, job, &image, &carried, timings);
-            if let Some(file) = on_device {
-                let channels = image.channels;
-                return Ok((
-                    Made::Jpeg {
-                        file: file?,
-                        channels,
-                    },
-                    carried,
-                ));
-            }
-            let made = w
-                .run(&image, timings)
-                .with_context(|| format!("{}", job.input.display()))?;
-            op.metadata((image.width, image.height), &made, &mut carried.metadata);
-            if png_on_engine(engine, job.format, &carried.write) {
-                let (meta, level) = (&carried.metadata, carried.write.compression);
-                let file = crate::ops::encode::png::encode_png(engine, &made, meta, level, timings)
-                    .with_context(|| format!("{}: encoding failed", job.output.display()))?;
-                let channels = made.channels;
-                return Ok((Made::Png { file, channels }, carried));
-            }
-            if !encodes_on_engine(engine, job.format, &carried.write, &made) {
-                return Ok((Made::Pixels(made), carried));
-            }
-            let mut file = Vec::new();
-            let (meta, write) = (&carried.metadata, &carried.write);
-            img_io::write_jpeg_with(made.channels, meta, write, &mut file, |o, m, out| {
-                out.extend(encoder.encode(engine, &made, o, m, timings)?);
-                Ok(())
-            })
-            .with_context(|| format!("{}: encoding failed", job.output.display()))?;
-            let channels = made.channels;
-            Ok((Made::Jpeg { file, channels }, carried))
+            made
         },
         encode: |&i: &usize, (made, carried): (Made, Carried)| {
             let job = &jobs[i];
@@ -768,12 +832,12 @@ mod tests {
                 .unwrap()
         };
         // 128 photos: 1920 x 1080 x 3 bytes at 3.0 - 0.25 ns a byte of one thread's time over
-        // the cores, less 6.3 ms a file over the engine threads.
+        // the cores, less 4.8 ms a file over the engine threads.
         let encode = |cores: f64, engines: f64| {
-            128.0 * (1920.0 * 1080.0 * 3.0 * 2.75e-9 / cores - 6.3e-3 / engines).max(0.0)
+            128.0 * (1920.0 * 1080.0 * 3.0 * 2.75e-9 / cores - 4.8e-3 / engines).max(0.0)
         };
         // Two cores, one engine thread: the cores are the bottleneck and the GPU's encoding
-        // pays (8.6 ms of the cores a file against 6.3 ms of the engine thread).
+        // pays (8.6 ms of the cores a file against 4.8 ms of the engine thread).
         pool(2).install(|| {
             let jpeg = job_saving(&op, &out, ImageFormat::Jpeg, &rgb, 128, 1);
             let want = op.0.as_secs_f64() + encode(2.0, 1.0);
@@ -791,9 +855,9 @@ mod tests {
             let want = op.0.as_secs_f64() + encode(6.0, 1.0);
             assert!((gray.as_secs_f64() - want).abs() < 1e-6, "{gray:?} {want}");
         });
-        // Sixteen cores, four engine threads (the H200 host of call AF-gpubatch-2, where the
-        // GPU path was still slower): the waits cost more than the encoding saves, so nothing
-        // is added.
+        // Sixteen cores, four engine threads (the H200 hosts of calls AJ-gpubatch2-1 and -2,
+        // where the GPU path was still slower: 1.07 ms of the cores a file against 1.2 ms of
+        // the engine threads): the waits cost more than the encoding saves, nothing is added.
         pool(16).install(|| {
             assert_eq!(encode(16.0, 4.0), 0.0);
             assert_eq!(job_saving(&op, &out, ImageFormat::Jpeg, &rgb, 128, 4), op.0);
@@ -831,9 +895,9 @@ mod tests {
                 .unwrap()
         };
         // 128 images of 1920 x 1080 x `bytes` at 2.5 - 0.25 ns a byte of one thread's time
-        // over the cores, less 5 ms a file over the engine threads.
+        // over the cores, less 4.9 ms a file over the engine threads.
         let encode = |bytes: f64, cores: f64, engines: f64| {
-            128.0 * (1920.0 * 1080.0 * bytes * 2.25e-9 / cores - 5.0e-3 / engines).max(0.0)
+            128.0 * (1920.0 * 1080.0 * bytes * 2.25e-9 / cores - 4.9e-3 / engines).max(0.0)
         };
         let close = |got: Duration, want: f64| {
             assert!((got.as_secs_f64() - want).abs() < 1e-6, "{got:?} {want}");
@@ -853,8 +917,9 @@ mod tests {
                 op.0
             );
         });
-        // Sixteen cores, four engine threads (the H200 host of call AF-pnggpu-1): 0.87 ms of
-        // the cores a file against 1.25 ms of waits, so nothing is added; the RGBA 16-bit
+        // Sixteen cores, four engine threads (the H200 host of call AJ-gpubatch2-2, where the
+        // GPU path and the cores were level): 0.87 ms of the cores a file against 1.23 ms of
+        // waits, so nothing is added; the RGBA 16-bit
         // file's 2.3 ms of the cores still pays.
         pool(16).install(|| {
             assert_eq!(encode(3.0, 16.0, 4.0), 0.0);

@@ -13,6 +13,7 @@ pub mod outputs;
 pub mod pipeline;
 pub mod report;
 pub mod shard;
+pub mod staging;
 pub mod video;
 pub mod video_gpu;
 

@@ -11,7 +11,7 @@ use super::outputs::OutputArgs;
 use super::video::VideoArgs;
 use super::{Ctx, Status};
 use crate::batch::images::{self, ImageOp, ImageWorker};
-use crate::gpu::{Batch, Engine, Timings};
+use crate::gpu::{Batch, Engine, Timings, Upload};
 use crate::io::image::{Header, Image};
 use crate::ops::blur::{self, Blurrer, Kind, Options};
 
@@ -102,6 +102,10 @@ impl ImageOp for BlurOp {
         self.0
             .gpu_saving(h.width, h.height, h.channels, h.bit_depth, files)
     }
+
+    fn stages_samples(&self) -> bool {
+        true
+    }
 }
 
 impl ImageWorker for Blurrer<'_> {
@@ -116,10 +120,11 @@ impl ImageWorker for Blurrer<'_> {
     fn record_on_device(
         &mut self,
         image: &Image,
+        staged: Option<&Upload>,
         batch: &mut Batch,
         timings: &mut Timings,
     ) -> Result<wgpu::Buffer> {
-        Blurrer::record_on_device(self, image, batch, timings)
+        Blurrer::record_on_device(self, image, staged, batch, timings)
     }
 
     fn submitted(&mut self) {

@@ -131,6 +131,29 @@ impl Upload {
         Ok(())
     }
 
+    /// The bytes it holds ([`Upload::write`] takes exactly these).
+    pub fn bytes(&self) -> usize {
+        self.len
+    }
+
+    /// Whether [`Upload::write`] would find the buffer mapped without waiting: mapped, or its
+    /// mapping asked for and done (seen without polling: another thread's poll ends it).
+    /// `None`: the mapping failed, and the buffer is no use.
+    pub fn ready(&mut self) -> Option<bool> {
+        match &self.mapping {
+            Mapping::Mapped => Some(true),
+            Mapping::Unmapped => Some(false),
+            Mapping::Pending(rx) => match rx.try_recv() {
+                Ok(Ok(())) => {
+                    self.mapping = Mapping::Mapped;
+                    Some(true)
+                }
+                Ok(Err(_)) | Err(mpsc::TryRecvError::Disconnected) => None,
+                Err(mpsc::TryRecvError::Empty) => Some(false),
+            },
+        }
+    }
+
     /// Asks for the buffer to be mapped again once the submitted work that copies from it is
     /// done, so that the next [`Upload::write`] finds it mapped.
     pub fn remap(&mut self) {

@@ -109,6 +109,33 @@ fn the_avx2_dct_equals_its_scalar_twin() {
     plane.extend((0..64 * 8).map(|_| 255u8));
     plane.extend((0..64 * 8).map(|i| if i % 2 == 0 { 0u8 } else { 255 }));
     plane.extend((0..64 * 8).map(|i| if (i / 64) % 2 == 0 { 255u8 } else { 0 }));
+    // Each coefficient at its largest and smallest (the 16-bit lanes' widest values): 255
+    // where the DCT basis function (u, v) is positive and 0 where negative, and the reverse,
+    // eight blocks to a band of 8 rows.
+    let extremes: Vec<[[u8; 8]; 8]> = (0..128)
+        .map(|k| {
+            let (u, v, flip) = (k / 2 % 8, k / 16, k % 2 == 1);
+            std::array::from_fn(|r| {
+                std::array::from_fn(|c| {
+                    let cos = |f: usize, x: usize| {
+                        ((2 * x + 1) as f64 * f as f64 * std::f64::consts::PI / 16.0).cos()
+                    };
+                    if (cos(v, r) * cos(u, c) > 0.0) != flip {
+                        255
+                    } else {
+                        0
+                    }
+                })
+            })
+        })
+        .collect();
+    for band in extremes.chunks_exact(8) {
+        for r in 0..8 {
+            for block in band {
+                plane.extend_from_slice(&block[r]);
+            }
+        }
+    }
     for q in [1u8, 50, 90, 100] {
         let div = dct::Divisors::new(&quant_table(&STD_LUMA_QT, q));
         for band in plane.chunks_exact(64 * 8) {
@@ -147,6 +174,58 @@ fn the_avx2_strips_equal_their_scalar_twin() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// Every mix of the extremes and the middle (0, 1, 127, 128, 254, 255) of R, G and B, then
+/// noise: 1216 pixels, 38 vector steps and no tail, then the same less 7 pixels (a tail).
+#[test]
+fn the_avx2_colour_conversion_equals_its_scalar_twin() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        return;
+    }
+    let levels = [0u8, 1, 127, 128, 254, 255];
+    let mut rgb: Vec<u8> = (0..216)
+        .flat_map(|i| [levels[i % 6], levels[i / 6 % 6], levels[i / 36]])
+        .collect();
+    rgb.extend(noise(3 * 1000, 5));
+    for n in [1216, 1209] {
+        let rgb = &rgb[..3 * n];
+        let mut a = vec![vec![0u8; n]; 3];
+        let mut b = vec![vec![0u8; n]; 3];
+        let [ya, cba, cra] = &mut a[..] else {
+            unreachable!()
+        };
+        color::convert_row(rgb, ya, cba, cra);
+        let [yb, cbb, crb] = &mut b[..] else {
+            unreachable!()
+        };
+        // SAFETY: AVX2 is present (checked above).
+        unsafe { color::convert_row_avx2(rgb, yb, cbb, crb) };
+        assert_eq!(a, b, "{n} pixels");
+    }
+}
+
+/// Both downsamplings of rows of noise and of the extremes, 16-sample steps and tails.
+#[test]
+fn the_avx2_downsampling_equals_its_scalar_twin() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        return;
+    }
+    let mut a = noise(200, 3);
+    a.extend([255u8; 40]);
+    a.extend([0u8; 40]);
+    let mut b = noise(200, 4);
+    b.extend([255u8; 40]);
+    b.extend([255u8; 40]);
+    for n in [140, 133, 16, 5] {
+        for below in [None, Some(&b[..])] {
+            let (mut x, mut y) = (vec![0u8; n], vec![0u8; n]);
+            color::downsample_row(&a, below, &mut x);
+            // SAFETY: AVX2 is present (checked above).
+            unsafe { color::downsample_row_avx2(&a, below, &mut y) };
+            assert_eq!(x, y, "{n} samples, two rows: {}", below.is_some());
         }
     }
 }

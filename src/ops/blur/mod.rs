@@ -18,7 +18,7 @@ mod tune;
 
 use anyhow::{bail, Result};
 
-use crate::gpu::{Batch, Engine, Gpu, Timings};
+use crate::gpu::{Batch, Engine, Gpu, Timings, Upload};
 use crate::io::image::Image;
 use crate::tune::Tunable;
 pub use arith::{gaussian_radius, gaussian_weights, max_box_radius, MAX_GAUSS_RADIUS};
@@ -263,11 +263,14 @@ impl<'e> Blurrer<'e> {
     /// Records the blur of `img` into `batch` (the samples written to the upload buffer at
     /// once, the copy to the device and every pass recorded) and leaves the result there:
     /// its buffer, in the host's layout (the bytes `run` would return, rows packed), for
-    /// another kernel recorded after it to read (the JPEG encoder, src/ops/encode/). Only
-    /// where [`Blurrer::records_on_device`]; call [`Blurrer::submitted`] once the batch ran.
+    /// another kernel recorded after it to read (the JPEG encoder, src/ops/encode/). Where
+    /// `staged` holds `img`'s samples already (written by a decoding thread), the copy is
+    /// recorded from it and nothing is written here. Only where
+    /// [`Blurrer::records_on_device`]; call [`Blurrer::submitted`] once the batch ran.
     pub fn record_on_device(
         &mut self,
         img: &Image,
+        staged: Option<&Upload>,
         batch: &mut Batch,
         timings: &mut Timings,
     ) -> Result<wgpu::Buffer> {
@@ -275,8 +278,13 @@ impl<'e> Blurrer<'e> {
             bail!("the CPU engine leaves nothing on a device");
         };
         let mut plan = self.plan_for(gpu, img, timings)?;
-        timings.phase("upload", || plan.write(gpu, img))?;
-        plan.record_upload(batch);
+        match staged.filter(|u| u.bytes() == plan.upload_bytes()) {
+            Some(upload) => plan.record_upload_from(batch, upload.buffer(), 0),
+            None => {
+                timings.phase("upload", || plan.write(gpu, img))?;
+                plan.record_upload(batch);
+            }
+        }
         plan.record(batch);
         let out = plan.result_on_device();
         self.plan = Some(plan);

@@ -505,6 +505,11 @@ impl BlurPlan {
         );
     }
 
+    /// The bytes an upload of an image this plan fits holds.
+    pub(super) fn upload_bytes(&self) -> usize {
+        self.upload.bytes()
+    }
+
     /// Records copying an image's samples, in the host's layout, from `src` at `at` (a
     /// multiple of 4, with the padding to a whole word after them) to the device: before the
     /// passes, in place of [`BlurPlan::write`] and [`BlurPlan::record_upload`].

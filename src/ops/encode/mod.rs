@@ -176,18 +176,20 @@ impl Encoder {
 /// docs/BENCHMARKS.md, call AA), where the choice matters; 8.6 ms on the 2-core development
 /// machine.
 const CPU_NS_PER_BYTE: f64 = 3.0;
-/// The GPU encoder's host time a byte of input: the samples copied up (a third of the
-/// blur's 0.65 ns for both copies) and the file, about a tenth of them, copied back.
+/// The GPU encoder's host time a byte of input, on the cores: the samples written into an
+/// upload buffer by the decoding threads (a third of the blur's 0.65 ns for both copies) and
+/// the file, about a tenth of them, copied back.
 const HOST_NS_PER_BYTE: f64 = 0.25;
-/// The time an engine thread spends on each file it encodes on the GPU: writing the samples
-/// to the upload buffer, then one submission (the op's passes and the encoder's) waited on
-/// until its read-back is mapped, and the file copied out: 6.3 ms a 1920x1080 photo in the
-/// 16-core batch on an H200 host (`gpu encode` 5.3 ms and `upload` 1.0 ms a file, 128 files,
-/// call AF-gpubatch-2 of docs/BENCHMARKS.md), for 0.45 ms of GPU work: the four engine
-/// threads still take turns somewhere in the submission or the wait. The engine threads
-/// are few (a quarter of the cores, at most 4), so this, not the GPU, bounds the batch there:
-/// the GPU path took 445-476 ms for the batch where the cores alone took 404-429 ms.
-const ENGINE_NS_PER_FILE: f64 = 6.3e6;
+/// The time an engine thread spends on each file it encodes on the GPU: one submission (the
+/// op's passes and the encoder's, the samples copied from an upload a decoding thread
+/// wrote) waited on until its read-back is mapped, and the file copied out: 4.6-5.0 ms a
+/// 1920x1080 photo in the 16-core batch on H200 hosts (`gpu encode` 4.2-4.5 ms, the plans
+/// and the uploads of the files decoded before the device was open 0.4-0.5 ms, 128 files,
+/// calls AJ-gpubatch2-1 and -2 of docs/BENCHMARKS.md; 6.3 ms before the decoding threads
+/// wrote the uploads), for 0.46 ms of passes. The engine threads are few (a quarter of the
+/// cores, at most 4), so this, not the GPU, bounds the batch there: the GPU path made 276-282
+/// images/s where the cores made 306-322.
+const ENGINE_NS_PER_FILE: f64 = 4.8e6;
 
 /// What encoding `files` baseline JPEGs of `width` x `height` x `channels` on a GPU saves:
 /// the CPU encoder's time on the cores, less the GPU path's host copies and the waits it puts

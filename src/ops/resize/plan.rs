@@ -75,7 +75,8 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
 /// A fused layout as a plan makes one (4K RGBA to 1080p, lanczos3), for the shader test.
 fn fused_example() -> FusedLayout {
     let p = super::passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
-    FusedLayout::choose(3840, 4, 8, &p, &Tunables::DEFAULT, u32::MAX).expect("the 4K case fuses")
+    FusedLayout::choose((3840, 2160), 4, 8, &p, &Tunables::DEFAULT, u32::MAX)
+        .expect("the 4K case fuses")
 }
 
 /// An axis's bounds (first input position, taps, a pair per output position) and its
@@ -192,7 +193,7 @@ impl ResizePlan {
         check("image", words(w, h) * 4)?;
         let src = gpu.buffer("resize src", Usage::Storage, words(w, h) * 4);
         let limit = gpu.limits.max_compute_workgroup_storage_size / 4;
-        if let Some(layout) = FusedLayout::choose(w, c as u32, depth, passes, &t, limit) {
+        if let Some(layout) = FusedLayout::choose((w, h), c as u32, depth, passes, &t, limit) {
             let (ow, oh) = match passes[0].dir {
                 Dir::Horizontal => (passes[0].axis.len(), passes[1].axis.len()),
                 Dir::Vertical => (passes[1].axis.len(), passes[0].axis.len()),
@@ -228,7 +229,7 @@ impl ResizePlan {
                 out: (ow, oh),
                 channels: img.channels,
                 depth,
-                chunks: Some(layout.chunks),
+                chunks: Some(layout.steps),
             });
         }
         let mut input = src.clone();
@@ -306,8 +307,8 @@ impl ResizePlan {
         })
     }
 
-    /// Where the plan is the fused pass, the chunks of input its widest tile loads; None for
-    /// the 1-D passes.
+    /// Where the plan is the fused pass, the steps (chunks of input lines) its widest segment
+    /// loads; None for the 1-D passes.
     pub fn fused_chunks(&self) -> Option<u32> {
         self.chunks
     }

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 
-use super::fused::{BUDGET_WORDS, TILES};
+use super::fused::{BUDGET_WORDS, STEP_LINES, TILES};
 use super::{Filter, ResizePlan};
 use crate::bench::{self, Case, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
@@ -13,13 +13,21 @@ use crate::tune::{self, Level, OpTuning, SizeClass, Stage, Tunable};
 /// The fused kernel's shape. Any choice gives the same bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Tunables {
-    /// The tile first tried: output positions along the first pass's axis and along the
-    /// second's (multiples of 4); where it does not fit the budget, the smaller tiles of
-    /// `fused::TILES` in turn.
+    /// The tile first tried: output positions along the first pass's axis (a power of two)
+    /// and along the second's (a multiple of 4: the segment a workgroup walks down); where
+    /// it does not fit the budget, the smaller tiles of `fused::TILES` in turn.
     pub tile_u: u32,
     pub tile_v: u32,
     /// The most words of workgroup memory a tile may use (the adapter's limit caps it).
     pub budget_words: u32,
+    /// The intermediate lines a step of the walk makes (a power of two from 8 to 64; fewer
+    /// where the budget or the registers of the next step's input do not allow them).
+    #[serde(default = "default_step_lines")]
+    pub step_lines: u32,
+}
+
+fn default_step_lines() -> u32 {
+    STEP_LINES
 }
 
 impl Tunables {
@@ -27,6 +35,7 @@ impl Tunables {
         tile_u: TILES[0].0,
         tile_v: TILES[0].1,
         budget_words: BUDGET_WORDS,
+        step_lines: STEP_LINES,
     };
 
     /// The tiles to try in turn: this one, then each smaller one of `fused::TILES`.
@@ -41,10 +50,11 @@ impl std::fmt::Display for Tunables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "tile {}x{}, {} KiB",
+            "tile {}x{}, {} KiB, {} lines a step",
             self.tile_u,
             self.tile_v,
-            self.budget_words / 256
+            self.budget_words / 256,
+            self.step_lines
         )
     }
 }
@@ -59,9 +69,14 @@ impl Tunable for Tunables {
 
     /// Whether the kernel can run this choice on an adapter with `limits`.
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        let side = |v: u32| v.is_multiple_of(4) && (4..=128).contains(&v);
-        if !side(self.tile_u) || !side(self.tile_v) {
-            bail!("resize tile sides must be multiples of 4 from 4 to 128");
+        if !self.tile_u.is_power_of_two() || !(4..=128).contains(&self.tile_u) {
+            bail!("resize's tile width must be a power of two from 4 to 128");
+        }
+        if !self.tile_v.is_multiple_of(4) || !(4..=256).contains(&self.tile_v) {
+            bail!("resize's tile height must be a multiple of 4 from 4 to 256");
+        }
+        if !self.step_lines.is_power_of_two() || !(8..=64).contains(&self.step_lines) {
+            bail!("resize's lines a step must be a power of two from 8 to 64");
         }
         let max = limits.max_compute_workgroup_storage_size / 4;
         if !(256..=max).contains(&self.budget_words) {
@@ -87,16 +102,16 @@ impl OpTuning for Tuning {
                 name: "tile",
                 candidates: |best, _, quick| {
                     let tiles: &[(u32, u32)] = if quick {
-                        &[(16, 16)]
+                        &[(32, 32)]
                     } else {
                         &[
-                            (16, 8),
-                            (16, 16),
-                            (32, 8),
-                            (32, 16),
+                            (16, 32),
+                            (16, 64),
                             (32, 32),
-                            (64, 8),
-                            (64, 16),
+                            (32, 64),
+                            (32, 128),
+                            (64, 32),
+                            (64, 64),
                         ]
                     };
                     tiles
@@ -104,6 +119,19 @@ impl OpTuning for Tuning {
                         .map(|&(tile_u, tile_v)| Tunables {
                             tile_u,
                             tile_v,
+                            ..*best
+                        })
+                        .collect()
+                },
+            },
+            Stage {
+                name: "step",
+                candidates: |best, _, quick| {
+                    let lines: &[u32] = if quick { &[] } else { &[16, 32, 64] };
+                    lines
+                        .iter()
+                        .map(|&step_lines| Tunables {
+                            step_lines,
                             ..*best
                         })
                         .collect()

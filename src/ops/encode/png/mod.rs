@@ -104,6 +104,18 @@ pub fn encode_on_device(
     if let Some(file) = encode_timed(gpu, &img.layout, Source::Device(img.buffer), meta, timings)? {
         return Ok(file);
     }
+    encode_read_back(gpu, img, meta, timings)
+}
+
+/// The file of an image on the device as the cores encode it, read back first: where the
+/// png crate stores the data (the GPU's coded stream would be larger).
+pub fn encode_read_back(
+    gpu: &Gpu,
+    img: &OnDevice,
+    meta: &Metadata,
+    timings: &mut Timings,
+) -> Result<Vec<u8>> {
+    let compression = WriteOptions::FASTEST_COMPRESSION;
     let l = img.layout;
     let samples = l.width as usize * l.height as usize * usize::from(l.channels);
     let host = timings.phase("download", || -> Result<Image> {
@@ -116,6 +128,23 @@ pub fn encode_on_device(
         })
     })?;
     cpu_file(&host, meta, compression, timings)
+}
+
+/// [`encode_on_device`] of the image that `record` makes on the device: its passes (another
+/// op's, a blur's) recorded into the encoder's submission, so that a file is one submission,
+/// one wait and one mapping. `None` where the png crate stores the data instead (noise): the
+/// caller then writes it with [`encode_read_back`]. Only what [`takes`] accepts.
+pub fn encode_recorded(
+    gpu: &Gpu,
+    layout: &Layout,
+    meta: &Metadata,
+    timings: &mut Timings,
+    record: &mut dyn FnMut(&mut crate::gpu::Batch) -> Result<wgpu::Buffer>,
+) -> Result<Option<Vec<u8>>> {
+    if !takes(gpu, layout, WriteOptions::FASTEST_COMPRESSION) {
+        bail!("the GPU's PNG encoder takes level 1 within one storage binding");
+    }
+    encode_timed(gpu, layout, Source::Recorded(record), meta, timings)
 }
 
 /// The CPU engine's file (the reference).
@@ -176,7 +205,8 @@ fn encode_with(
     Ok(file)
 }
 
-/// The zlib stream of the image data, from the GPU passes: one submission and one wait.
+/// The zlib stream of the image data, from the GPU passes: one submission, one wait and one
+/// mapping.
 fn zlib_gpu(
     gpu: &Gpu,
     layout: &Layout,
@@ -185,12 +215,9 @@ fn zlib_gpu(
     timings: &mut Timings,
 ) -> Result<Option<Vec<u8>>> {
     with_plan(gpu, layout, t, |plan| {
-        timings.phase("upload", || plan.set_source(gpu, source));
-        gpu.run_timed(timings, 1, |b, _| {
-            plan.record(b);
-            plan.record_read_back(b);
-        })?;
-        timings.phase("download", || plan.read(gpu))
+        let (zlib, times) = plan.run(gpu, source)?;
+        timings.add_passes(&times);
+        Ok(zlib)
     })
 }
 
@@ -242,11 +269,13 @@ const CPU_NS_PER_BYTE: f64 = 2.5;
 /// The GPU path's host time a byte of samples: the coded stream (about 0.4 of them) read
 /// back, its CRC and the chunks around it.
 const HOST_NS_PER_BYTE: f64 = 0.25;
-/// The time an engine thread spends on each file it encodes on the GPU: 5.0 ms a 1920x1080
-/// photo in the 16-core batch on the H200 host (the `gpu encode` phase, 638 ms over 128 files,
-/// call AF-pnggpu-1 of docs/BENCHMARKS.md) for 0.135 ms of kernels, when each file had a
-/// fresh plan and two read-backs (plans are kept and one wait suffices since: unmeasured).
-const ENGINE_NS_PER_FILE: f64 = 5.0e6;
+/// The time an engine thread spends on each file it encodes on the GPU: 4.9 ms a 1920x1080
+/// photo in the 16-core batch on an H200 host (`gpu encode` 4.3 ms, the blur's passes and
+/// the encoder's in one submission, one wait and one mapping; the plans and the uploads of
+/// the files decoded before the device was open 0.6 ms; 128 files, call AJ-gpubatch2-2 of
+/// docs/BENCHMARKS.md) for 0.21 ms of passes. On 16 cores with 4 engine threads the GPU path
+/// and the cores were level there (244 and 239 images/s).
+const ENGINE_NS_PER_FILE: f64 = 4.9e6;
 
 /// What encoding `files` level-1 PNGs of `width` x `height` pixels of `bytes_per_pixel` on a
 /// GPU saves: the CPU engine's encoding on the cores, less the GPU path's host time, less the

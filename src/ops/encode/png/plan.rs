@@ -1,11 +1,12 @@
 //! The GPU passes of a PNG's image data: the rows filtered with each workgroup's Adler-32
 //! sums, each piece's bit length, their scan into offsets, the packing, and the copies to the
-//! host's read-back buffers; one submission and one wait an image, the plan kept for the
-//! next image of the layout.
+//! host's read-back buffer; one submission (with the passes that made the image, where it
+//! was made on the device), one wait and one mapping an image, the plan kept for the next
+//! image of the layout.
 
 use anyhow::{bail, Result};
 
-use crate::gpu::{Batch, Download, Gpu, Kernel, Usage};
+use crate::gpu::{Batch, Gpu, Kernel, PassTime, PassTimer, Usage};
 use crate::ops::scan::{self, ScanPlan};
 use crate::shader;
 use crate::tune::Tunable;
@@ -36,6 +37,9 @@ crate::ops::params_layout!(PngParams {
     pieces_per_row,
     npieces
 });
+
+/// Passes a submission times: the PNG passes and those recorded before them (a blur's).
+const TIMED_PASSES: u32 = 64;
 
 /// The most bits a byte of filtered data codes to (the longest literal code).
 const MAX_BITS_PER_BYTE: u64 = 12;
@@ -101,6 +105,9 @@ pub(super) enum Source<'a> {
     Host(&'a [u8]),
     /// Already on the device (another op's result), read where it is.
     Device(&'a wgpu::Buffer),
+    /// Made on the device by passes recorded into the image's submission (another op's
+    /// result), read where it is.
+    Recorded(&'a mut dyn FnMut(&mut Batch) -> Result<wgpu::Buffer>),
 }
 
 /// The PNG data of images of one layout on the device: its buffers and passes, kept from one
@@ -122,10 +129,17 @@ pub(super) struct PngPlan {
     words: wgpu::Buffer,
     /// Word 0 the total bit count, then three words a filter workgroup (its Adler sums).
     meta: wgpu::Buffer,
-    /// Where the host reads `meta` and the first `words`: as many bytes as the stored
-    /// stream's (a longer coded stream is not used), in the same submission as the passes.
-    meta_back: Download,
-    words_back: Download,
+    /// Where the host reads, in the same submission as the passes: `meta` at 0, the pass
+    /// times at `times_at`, and from `words_at` the first `words`, as many bytes as the
+    /// stored stream's (a longer coded stream is not used).
+    back: wgpu::Buffer,
+    times_at: u64,
+    words_at: u64,
+    /// Bytes of `meta` and of the words copied back.
+    meta_len: u64,
+    back_len: u64,
+    /// The submission's pass timer, kept from one image to the next.
+    timer: Option<PassTimer>,
     /// The samples of a host image, uploaded; made on first use.
     host_src: Option<wgpu::Buffer>,
     /// The code table, held for the bind groups.
@@ -169,6 +183,15 @@ impl PngPlan {
         let pack_bind = gpu.bind(&pack, &deflate);
         let stored = deflate::stored_size(filtered_len(layout) as usize) as u64;
         let back_len = stored.next_multiple_of(4).min(words_len);
+        let times_at = meta_len.next_multiple_of(8);
+        let words_at = times_at + 16 * u64::from(TIMED_PASSES);
+        // MAP_READ to be read in place, COPY_DST for the submission to copy into.
+        let back = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("png read-back"),
+            size: words_at + back_len,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
         Ok(PngPlan {
             layout: *layout,
             params,
@@ -183,8 +206,12 @@ impl PngPlan {
             params_buf,
             filtered,
             words,
-            meta_back: gpu.download_buffer("png sums read-back", meta_len as usize),
-            words_back: gpu.download_buffer("png stream read-back", back_len as usize),
+            back,
+            times_at,
+            words_at,
+            meta_len,
+            back_len,
+            timer: None,
             meta,
             host_src: None,
             _table: table,
@@ -203,13 +230,43 @@ impl PngPlan {
             .map(|b| b.size())
             .sum::<u64>()
             + u64::from(self.params.npieces) * 4
-            + self.words_back.buffer().size()
+            + self.back.size()
             + self.host_src.as_ref().map_or(0, wgpu::Buffer::size)
+    }
+
+    /// The image `samples` holds coded on the device: its passes (after those `Recorded`
+    /// records, in the same submission), the copies back, one wait and one mapping. The zlib
+    /// stream, or `None` where the png crate would store the data instead (the coded stream
+    /// is larger); and the submission's pass times.
+    pub(super) fn run(
+        &mut self,
+        gpu: &Gpu,
+        samples: Source,
+    ) -> Result<(Option<Vec<u8>>, Vec<PassTime>)> {
+        // A timer left with passes of a submission that failed before it ran is dropped.
+        let mut timer = self
+            .timer
+            .take()
+            .unwrap_or_else(|| PassTimer::new(gpu, TIMED_PASSES));
+        let mut batch = gpu.batch(Some(&mut timer));
+        match samples {
+            Source::Recorded(record) => {
+                let made = record(&mut batch)?;
+                self.set_source(gpu, Source::Device(&made));
+            }
+            other => self.set_source(gpu, other),
+        }
+        self.record(&mut batch);
+        self.record_read_back(&mut batch);
+        let (zlib, times) = batch.submit_read(&self.back, self.times_at, |view| self.zlib(view))?;
+        self.timer = Some(timer);
+        Ok((zlib, times))
     }
 
     /// The image to code next: uploaded into the plan's own buffer, or read where it is.
     pub(super) fn set_source(&mut self, gpu: &Gpu, samples: Source) {
         let src = match samples {
+            Source::Recorded(_) => unreachable!("`run` records it first"),
             Source::Host(bytes) => {
                 let src = self.host_src.get_or_insert_with(|| {
                     gpu.buffer(
@@ -255,45 +312,33 @@ impl PngPlan {
         );
     }
 
-    /// The copies to the read-back buffers, after `record` in the same submission.
-    pub(super) fn record_read_back(&self, batch: &mut Batch) {
-        batch.copy(
-            &self.meta,
-            self.meta_back.buffer(),
-            self.meta_back.buffer().size(),
-        );
-        batch.copy(
-            &self.words,
-            self.words_back.buffer(),
-            self.words_back.buffer().size(),
-        );
+    /// The copies to the read-back buffer, after `record` in the same submission.
+    fn record_read_back(&self, batch: &mut Batch) {
+        batch.copy_at(&self.meta, 0, &self.back, 0, self.meta_len);
+        batch.copy_at(&self.words, 0, &self.back, self.words_at, self.back_len);
     }
 
-    /// The zlib stream of the last submission of `record` and `record_read_back`, or `None`
-    /// where the png crate would store the data instead (the coded stream is larger).
-    pub(super) fn read(&self, gpu: &Gpu) -> Result<Option<Vec<u8>>> {
-        let (bits, adler) = self.meta_back.read(gpu, |b| {
-            let meta: &[u32] = bytemuck::cast_slice(b);
-            (
-                u64::from(HEADER_BITS) + u64::from(meta[0]),
-                combine_adler(&meta[1..]),
-            )
-        })?;
+    /// The zlib stream in the mapped read-back `view` of a submission of `record` and
+    /// `record_read_back`, or `None` where the png crate would store the data instead.
+    fn zlib(&self, view: &[u8]) -> Option<Vec<u8>> {
+        let meta: &[u32] = bytemuck::cast_slice(&view[..self.meta_len as usize]);
+        let bits = u64::from(HEADER_BITS) + u64::from(meta[0]);
+        let adler = combine_adler(&meta[1..]);
         let raw = filtered_len(&self.layout);
         // The end-of-block code, then the 4-byte check.
         let coded = (bits + deflate::eob_len()).div_ceil(8) + 4;
         if coded > deflate::stored_size(raw as usize) as u64 {
-            return Ok(None);
+            return None;
         }
         let mut out = Vec::with_capacity(coded as usize);
         let len = bits.div_ceil(8) as usize;
-        self.words_back
-            .read(gpu, |b| out.extend_from_slice(&b[..len]))?;
+        let at = self.words_at as usize;
+        out.extend_from_slice(&view[at..at + len]);
         for (o, h) in out.iter_mut().zip(HEADER) {
             *o |= h;
         }
         deflate::finish(&mut out, bits, adler);
-        Ok(Some(out))
+        Some(out)
     }
 }
 
