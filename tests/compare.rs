@@ -947,8 +947,7 @@ fn folder_reports_do_not_depend_on_the_jobs_or_the_engine() {
 /// Every shape of the pass (`gpukit tune compare`'s candidates and beyond: the smallest and
 /// largest workgroups and units, workgroups capped so that each takes several chunks) gives
 /// the CPU reference's counts and diff image, on odd widths, one pixel, 8 and 16 bits, RGB
-/// (read a word at a time) and RGBA (a vec4 at a time), in units and in quads of 4 units
-/// (vec4s; gray and gray+alpha too), with and without the anti-aliasing
+/// (read a word at a time) and RGBA (a vec4 at a time), with and without the anti-aliasing
 /// test, in one strip and in strips whose
 /// units hold pixels of two strips, on both reductions.
 #[test]
@@ -963,12 +962,7 @@ fn every_shape_is_exact() {
         wg_size,
         units,
         preload,
-        wide: false,
         max_groups,
-    };
-    let wide = |wg_size, units, preload, max_groups| Tunables {
-        wide: true,
-        ..shape(wg_size, units, preload, max_groups)
     };
     let shapes = [
         Tunables::DEFAULT,
@@ -982,10 +976,6 @@ fn every_shape_is_exact() {
         shape(512.min(max), 32, true, 0),
         shape(512.min(max), 32, false, 1),
         shape(256, 4, true, 7),
-        // Quads (the defaults above are quads too): one an invocation; preloaded, capped so
-        // that each workgroup takes several chunks.
-        wide(32, 1, false, 0),
-        wide(64, 2, true, 3),
     ];
     let pairs: Vec<(Image, Image)> = [
         (1, 1, 3, 8),
@@ -993,12 +983,6 @@ fn every_shape_is_exact() {
         (333, 17, 4, 16),
         (77, 5, 4, 8),
         (19, 23, 3, 16),
-        // Layouts of 1, 2 and 4 words a unit, which quads read as 1, 2 and 4 vec4s (with
-        // the shapes in quads only, below).
-        (37, 11, 1, 8),
-        (45, 7, 2, 8),
-        (29, 13, 1, 16),
-        (67, 6, 2, 16),
     ]
     .into_iter()
     .map(|(w, h, channels, bits)| {
@@ -1018,11 +1002,6 @@ fn every_shape_is_exact() {
     let reductions = [gc.subgroups, false];
     for t in shapes {
         for (a, b) in &pairs {
-            // The gray layouts with quads not preloaded (their preloaded pipelines are slow
-            // to build on lavapipe; RGB8 and RGBA8 take them).
-            if (!t.wide || t.preload) && [1, 2].contains(&a.channels) {
-                continue;
-            }
             for opts in [
                 Options {
                     diff: true,

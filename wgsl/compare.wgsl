@@ -6,11 +6,7 @@
 // WG_SIZE * UNITS units, one workgroup's turn: an invocation takes UNITS units WG_SIZE units
 // apart (neighbouring invocations read neighbouring words), loads their words all before
 // comparing any (PRELOAD: more loads in flight) or each just before comparing it, and keeps
-// its sums in registers. With WIDE (layouts of at most 4 words a unit) the chunk's items are
-// quads instead of units: 4 units (16 pixels), UNIT_WORDS vec4s of each image (3 for RGB8:
-// 48 bytes), counted from the buffers' first unit so that they start on a vec4; equality is
-// tested on whole vec4s and only a quad that differs goes unit by unit through the
-// per-pixel path. A quad that the strip's start or end cuts (its tail) is read unit by unit. Workgroup g takes chunks g, g + groups, g + 2 groups, ... (one chunk
+// its sums in registers. Workgroup g takes chunks g, g + groups, g + 2 groups, ... (one chunk
 // each unless the host caps the workgroups), and reduces its sums once (compare_subgroup or
 // compare_workgroup) into one partial of PART_WORDS words, summed on the host. The shape
 // (WG_SIZE, UNITS, PRELOAD, the workgroups) is `ops::compare::Tunables`, which
@@ -61,11 +57,7 @@ const UNITS: u32 = 4u;
 // (more loads in flight), or each unit's just before comparing it (fewer registers). A
 // generated const too: it sizes the arrays of loaded words.
 const PRELOAD: bool = false;
-// Whether the chunks' items are quads of 4 units read as vec4s (a generated const: it sizes
-// the arrays of loaded words). The host sets it only for layouts of at most 4 words a unit,
-// with the vec4 bindings (compare_words_vec4).
-const WIDE: bool = false;
-// Items (units, or quads with WIDE) whose words are held at once.
+// Units whose words are held at once.
 const HELD: u32 = select(1u, UNITS, PRELOAD);
 // Whether the host caps the workgroups, so that each may take several chunks.
 override GRID_STRIDE: bool = false;
@@ -425,6 +417,8 @@ fn compare_pixel(pa: vec4<u32>, pb: vec4<u32>, p: u32, sums: ptr<function, Sums>
     return select(colour, RED, differs);
 }
 
+// Compares this invocation's units of chunk `chunk` into `sums`, drawing them with DRAW.
+// The strip holds `units` units from unit `unit0`, whose words start at word `word0`.
 // Whether a unit's UNIT_WORDS words are the same in both images.
 fn same_words(x: array<u32, 8>, y: array<u32, 8>) -> bool {
     var same = true;
@@ -434,70 +428,6 @@ fn same_words(x: array<u32, 8>, y: array<u32, 8>) -> bool {
     return same;
 }
 
-// Whether a quad's UNIT_WORDS vec4s are the same in both images.
-fn same_quad(x: array<vec4<u32>, 4>, y: array<vec4<u32>, 4>) -> bool {
-    var same = true;
-    for (var i = 0u; i < UNIT_WORDS; i++) {
-        same = same && all(x[i] == y[i]);
-    }
-    return same;
-}
-
-// The words of unit j (0 to 3) of a quad's vec4s.
-fn unit_of_quad(q: array<vec4<u32>, 4>, j: u32) -> array<u32, 8> {
-    var r: array<u32, 8>;
-    for (var t = 0u; t < UNIT_WORDS; t++) {
-        let i = j * UNIT_WORDS + t;
-        r[t] = q[i / 4u][i % 4u];
-    }
-    return r;
-}
-
-// unit_of_quad with j a constant in each case, so that the quad's words are picked by
-// constant indices (a dynamic index would put the quad in memory, not registers).
-fn quad_unit(q: array<vec4<u32>, 4>, j: u32) -> array<u32, 8> {
-    switch j {
-        case 0u: { return unit_of_quad(q, 0u); }
-        case 1u: { return unit_of_quad(q, 1u); }
-        case 2u: { return unit_of_quad(q, 2u); }
-        default: { return unit_of_quad(q, 3u); }
-    }
-}
-
-// Compares unit u of the strip (counted from unit0, the one holding its first pixel), whose
-// words are wa and wb, into `sums`, drawing it with DRAW.
-fn compare_unit(wa: array<u32, 8>, wb: array<u32, 8>, u: u32, unit0: u32, sums: ptr<function, Sums>) {
-    let p = (unit0 + u) * 4u;
-    let c0 = compare_pixel(unit_pixel(wa, 0u), unit_pixel(wb, 0u), p, sums);
-    let c1 = compare_pixel(unit_pixel(wa, 1u), unit_pixel(wb, 1u), p + 1u, sums);
-    let c2 = compare_pixel(unit_pixel(wa, 2u), unit_pixel(wb, 2u), p + 2u, sums);
-    let c3 = compare_pixel(unit_pixel(wa, 3u), unit_pixel(wb, 3u), p + 3u, sums);
-    var colours = array<u32, 4>(c0, c1, c2, c3);
-    if ANTIALIASING {
-        // Differing pixels that look anti-aliased, tested once per unit (the test's code is
-        // large) by their coordinates.
-        for (var i = 0u; i < 4u; i++) {
-            if colours[i] == RED {
-                let y = (p + i) / params.width;
-                let x = p + i - y * params.width;
-                if antialiased(0u, 1u, x, y) || antialiased(1u, 0u, x, y) {
-                    colours[i] = YELLOW;
-                    (*sums).px_differing -= 1u;
-                    (*sums).px_aa += 1u;
-                }
-            }
-        }
-    }
-    if DRAW {
-        let o = u * 3u;
-        diff[o] = colours[0] | (colours[1] << 24u);
-        diff[o + 1u] = (colours[1] >> 8u) | (colours[2] << 16u);
-        diff[o + 2u] = (colours[2] >> 16u) | (colours[3] << 8u);
-    }
-}
-
-// Compares this invocation's units of chunk `chunk` into `sums`, drawing them with DRAW.
-// The strip holds `units` units from unit `unit0`, whose words start at word `word0`.
 fn compare_chunk(
     chunk: u32,
     lid: u32,
@@ -533,71 +463,33 @@ fn compare_chunk(
         if !DRAW && !IGNORE && same_words(wa[h], wb[h]) {
             continue;
         }
-        compare_unit(wa[h], wb[h], u, unit0, sums);
-    }
-}
-
-// compare_chunk with WIDE: this invocation's quads of chunk `chunk`. The strip holds the
-// buffers' units [s0, s1) (counted from the buffers' first unit), unit s0 being unit0 of the
-// image; quad Q holds the buffers' units 4Q to 4Q + 3, and the strip's quads are those from
-// s0 / 4 that hold any of its units.
-fn compare_quads(chunk: u32, lid: u32, s0: u32, s1: u32, unit0: u32, sums: ptr<function, Sums>) {
-    let q0 = s0 / 4u;
-    let quads = (s1 + 3u) / 4u - q0;
-    let base = chunk * WG_SIZE * UNITS + lid;
-    var qa: array<array<vec4<u32>, 4>, HELD>;
-    var qb: array<array<vec4<u32>, 4>, HELD>;
-    if PRELOAD {
-        for (var k = 0u; k < UNITS; k++) {
-            let q = base + k * WG_SIZE;
-            if q < quads {
-                qa[k] = quad_a(q0 + q);
-                qb[k] = quad_b(q0 + q);
+        let p = (unit0 + u) * 4u;
+        let c0 = compare_pixel(unit_pixel(wa[h], 0u), unit_pixel(wb[h], 0u), p, sums);
+        let c1 = compare_pixel(unit_pixel(wa[h], 1u), unit_pixel(wb[h], 1u), p + 1u, sums);
+        let c2 = compare_pixel(unit_pixel(wa[h], 2u), unit_pixel(wb[h], 2u), p + 2u, sums);
+        let c3 = compare_pixel(unit_pixel(wa[h], 3u), unit_pixel(wb[h], 3u), p + 3u, sums);
+        var colours = array<u32, 4>(c0, c1, c2, c3);
+        if ANTIALIASING {
+            // Differing pixels that look anti-aliased, tested once per unit (the test's
+            // code is large) by their coordinates.
+            for (var i = 0u; i < 4u; i++) {
+                if colours[i] == RED {
+                    let y = (p + i) / params.width;
+                    let x = p + i - y * params.width;
+                    if antialiased(0u, 1u, x, y) || antialiased(1u, 0u, x, y) {
+                        colours[i] = YELLOW;
+                        (*sums).px_differing -= 1u;
+                        (*sums).px_aa += 1u;
+                    }
+                }
             }
         }
-    }
-    // One loop over the items' units, so that the per-pixel path's code (large: the
-    // anti-aliasing test) is there once, as in compare_chunk. A quad is loaded and tested at
-    // its first unit.
-    var whole = false;
-    var equal = false;
-    for (var i = 0u; i < UNITS * 4u; i++) {
-        let k = i / 4u;
-        let j = i % 4u;
-        let q = base + k * WG_SIZE;
-        if q >= quads {
-            break;
+        if DRAW {
+            let o = u * 3u;
+            diff[o] = colours[0] | (colours[1] << 24u);
+            diff[o + 1u] = (colours[1] >> 8u) | (colours[2] << 16u);
+            diff[o + 2u] = (colours[2] >> 16u) | (colours[3] << 8u);
         }
-        let h = select(0u, k, PRELOAD);
-        let first = (q0 + q) * 4u;
-        if j == 0u {
-            // Whether the quad lies in the strip; else (the tail) its units are read one by
-            // one.
-            whole = first >= s0 && first + 4u <= s1;
-            if whole && !PRELOAD {
-                qa[h] = quad_a(q0 + q);
-                qb[h] = quad_b(q0 + q);
-            }
-            // As in compare_chunk, a quad whose words are equal is skipped when counting.
-            equal = whole && !DRAW && !IGNORE && same_quad(qa[h], qb[h]);
-        }
-        let s = first + j;
-        if equal || s < s0 || s >= s1 {
-            continue;
-        }
-        var wa: array<u32, 8>;
-        var wb: array<u32, 8>;
-        if whole {
-            wa = quad_unit(qa[h], j);
-            wb = quad_unit(qb[h], j);
-        } else {
-            wa = words_a(s * UNIT_WORDS);
-            wb = words_b(s * UNIT_WORDS);
-            if !DRAW && !IGNORE && same_words(wa, wb) {
-                continue;
-            }
-        }
-        compare_unit(wa, wb, s - s0, unit0, sums);
     }
 }
 
@@ -611,29 +503,18 @@ fn main(lane: Lane) {
     let end = first + params.rows * params.width;
     let unit0 = first / 4u;
     let units = (end + 3u) / 4u - unit0;
-    let s0 = unit0 - params.buf_px0 / 4u;
-    let word0 = s0 * UNIT_WORDS;
-    // The chunks' items: units, or with WIDE the quads that hold the strip's units.
-    let items = select(units, (s0 + units + 3u) / 4u - s0 / 4u, WIDE);
-    let chunks = (items + WG_SIZE * UNITS - 1u) / (WG_SIZE * UNITS);
+    let word0 = (unit0 - params.buf_px0 / 4u) * UNIT_WORDS;
+    let chunks = (units + WG_SIZE * UNITS - 1u) / (WG_SIZE * UNITS);
     var sums: Sums;
     // One chunk per workgroup unless the workgroups are capped (a grid-stride loop, its
     // code apart so that the uncapped pass has no loop). A 2-D grid may have a few
     // workgroups past the last one: they take no chunk.
     if GRID_STRIDE {
         for (var chunk = group; chunk < chunks && group < params.groups; chunk += params.groups) {
-            if WIDE {
-                compare_quads(chunk, lid, s0, s0 + units, unit0, &sums);
-            } else {
-                compare_chunk(chunk, lid, units, unit0, word0, &sums);
-            }
+            compare_chunk(chunk, lid, units, unit0, word0, &sums);
         }
     } else if group < chunks {
-        if WIDE {
-            compare_quads(group, lid, s0, s0 + units, unit0, &sums);
-        } else {
-            compare_chunk(group, lid, units, unit0, word0, &sums);
-        }
+        compare_chunk(group, lid, units, unit0, word0, &sums);
     }
     for (var c = 0u; c < CHANNELS; c++) {
         reduce_add(sums.differing[c], c * 6u, lane);

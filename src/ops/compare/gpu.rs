@@ -6,9 +6,8 @@
 //! operations where the adapter has them (wgsl/shared/compare_subgroup.wgsl), else with
 //! workgroup atomics (compare_workgroup.wgsl). Layouts of 4 or 8 words a unit are read a
 //! vec4 at a time (compare_words_vec4.wgsl), the others a word at a time
-//! (compare_words.wgsl), or, in quads of 4 units (`wide`, layouts of at most 4 words a
-//! unit), a vec4 at a time too. Its shape (workgroup size, units or quads per invocation,
-//! their words preloaded or not, the most workgroups) is [`Tunables`].
+//! (compare_words.wgsl). Its shape (workgroup size, units per invocation, their words
+//! preloaded or not, the most workgroups) is [`Tunables`].
 
 use anyhow::{bail, Result};
 
@@ -36,13 +35,12 @@ const HALO: u32 = 2;
 pub(super) fn shaders() -> Vec<ShaderCase> {
     let mut cases = Vec::new();
     for subgroups in [false, true] {
-        for (vec4, wide) in [(false, false), (true, false), (true, true)] {
+        for vec4 in [false, true] {
             for (units, preload) in [(1, false), (32, true)] {
-                let v = variant(subgroups, vec4, units, preload, wide);
+                let v = variant(subgroups, vec4, units, preload);
                 let t = Tunables {
                     units,
                     preload,
-                    wide,
                     ..Tunables::for_pixels(1 << 20)
                 };
                 let all = Options {
@@ -100,21 +98,16 @@ fn overrides(
 }
 
 /// The kernel with its workgroup reduction on subgroup operations or on workgroup atomics,
-/// its images read a vec4 or a word at a time, and `units` units (or quads, with `wide`: read
-/// a vec4 at a time) per invocation, their words preloaded or not (`UNITS`, `PRELOAD` and
-/// `WIDE`, generated consts: they size arrays).
-fn variant(subgroups: bool, vec4: bool, units: u32, preload: bool, wide: bool) -> Variant {
+/// its images read a vec4 or a word at a time, and `units` units per invocation, their words
+/// preloaded or not (`UNITS` and `PRELOAD`, generated consts: they size arrays).
+fn variant(subgroups: bool, vec4: bool, units: u32, preload: bool) -> Variant {
     let path = if subgroups { "subgroup" } else { "workgroup" };
     let mut v = Variant::consts(format!("{path} units{units}"), &[("UNITS", units)]);
     if preload {
         v.name += " preload";
         v.decls.push(("PRELOAD", "true".into()));
     }
-    if wide {
-        v.name += " wide";
-        v.decls.push(("WIDE", "true".into()));
-    }
-    if vec4 || wide {
+    if vec4 {
         v.name += " vec4";
         v = v.slot("compare_words", "compare_words_vec4");
     }
@@ -124,14 +117,9 @@ fn variant(subgroups: bool, vec4: bool, units: u32, preload: bool, wide: bool) -
     v
 }
 
-/// Words of one image in a unit of 4 pixels of `img`'s layout.
-fn unit_words(img: &Image) -> u32 {
-    u32::from(img.channels) * img.bit_depth() / 8
-}
-
 /// Whether a unit of `img`'s layout is 4 or 8 words, which the kernel reads as vec4s.
 fn vec4_units(img: &Image) -> bool {
-    unit_words(img).is_multiple_of(4)
+    (u32::from(img.channels) * img.bit_depth() / 8).is_multiple_of(4)
 }
 
 /// Its WGSL twin is `Params` in wgsl/compare.wgsl (the shader test checks their fields).
@@ -228,8 +216,7 @@ impl<'g> CompareGpu<'g> {
             .or_else(|| {
                 crate::tune::choice(gpu, super::OP.name, img.pixels() as f64, Tunables::check)
             })
-            .unwrap_or_else(|| Tunables::for_pixels(img.pixels() as u64))
-            .for_layout(unit_words(img));
+            .unwrap_or_else(|| Tunables::for_pixels(img.pixels() as u64));
         t.check(&gpu.limits)?;
         let subgroups = self.subgroups_fit(t.wg_size);
         let (w, c) = (img.width, img.channels as usize);
@@ -239,7 +226,7 @@ impl<'g> CompareGpu<'g> {
         // Every loop of the kernel has a constant or uniform bound (docs of kernel_unrolled).
         let kernel = gpu.kernel_variant(
             &shader!("compare"),
-            &variant(subgroups, vec4_units(img), t.units, t.preload, t.wide),
+            &variant(subgroups, vec4_units(img), t.units, t.preload),
             "main",
             &constants,
             true,
@@ -252,10 +239,9 @@ impl<'g> CompareGpu<'g> {
             .iter()
             .map(|r| [r.x1, r.y1, r.x2, r.y2])
             .collect();
-        // A strip's pixels span at most one unit more than they fill, and its quads at most
-        // 6 units more than those.
+        // A strip's pixels span at most one unit more than they fill.
         let max_units = (u64::from(strip) * u64::from(w)).div_ceil(UNIT_PX) + 1;
-        let max_groups = u64::from(t.groups(max_units + 6));
+        let max_groups = u64::from(t.groups(max_units));
         let diff_bytes = if opts.diff { max_units * 12 } else { 0 };
         let src_bytes = (buf_rows * row_bytes + SLACK).next_multiple_of(16);
         let buffers = Buffers {
@@ -306,15 +292,7 @@ impl<'g> CompareGpu<'g> {
             // From the unit holding the first pixel of the halo above.
             let buf_px0 = u64::from(row0.saturating_sub(HALO)) * u64::from(w) / UNIT_PX * UNIT_PX;
             let units = end.div_ceil(UNIT_PX) - first / UNIT_PX;
-            // With quads, the units of those that hold the strip's, counted from the
-            // buffers' first unit (the kernel's `items`).
-            let s0 = first / UNIT_PX - buf_px0 / UNIT_PX;
-            let span = if t.wide {
-                ((s0 + units).div_ceil(4) - s0 / 4) * 4
-            } else {
-                units
-            };
-            let groups = t.groups(span);
+            let groups = t.groups(units);
             let params = self.gpu.upload(
                 "compare params",
                 Usage::Uniform,

@@ -28,13 +28,6 @@ pub struct Tunables {
     /// loads in flight, more registers), else each unit's just before comparing it (the
     /// shader's `PRELOAD`, a generated const).
     pub preload: bool,
-    /// Items of 4 units (16 pixels, a quad) instead of units: `units` quads per invocation
-    /// and chunk, each read as vec4s (3 per image for RGB8) and tested for equality whole,
-    /// the shader's `WIDE` (a generated const). Only for layouts of at most 4 words a unit
-    /// (8-bit, 16-bit gray and gray+alpha); the others take 4 units for each quad (at most
-    /// 32 units), [`Tunables::for_layout`]. Absent from tune caches written before it: false.
-    #[serde(default)]
-    pub wide: bool,
     /// The most workgroups of a pass: each takes every `groups`-th chunk (a grid-stride
     /// loop), so that fewer workgroups, resident at once, cover the image. 0: no cap, one
     /// chunk per workgroup. More are taken where a workgroup would exceed
@@ -49,53 +42,33 @@ impl Tunables {
         wg_size: 256,
         units: 4,
         preload: false,
-        wide: false,
         max_groups: 0,
     };
 
     /// The shape for a pair of `pixels` pixels each when the tune cache has none: DEFAULT's
-    /// workgroups, each invocation taking more pixels on larger images (64 from 4 Mpx, 32
-    /// from 1 Mpx, 16 below), so that a 4K pair makes about 500 workgroups, one wave on a
-    /// large GPU. From `gpukit tune compare` on an H100 (docs/BENCHMARKS.md, call M): 4 units
-    /// took 0.044 ms for the 4096x2048 pair, 16 took 0.034; 8 was best at 2048x1024 and 4 at
-    /// 512x512. Those pixels now come in quads (`wide`: 4, 2 and 1 of them), read as vec4s;
-    /// not yet measured on a GPU against the units (docs/BENCHMARKS.md, branch kern4).
+    /// workgroups, each invocation taking more units on larger images (16 from 4 Mpx, 8 from
+    /// 1 Mpx), so that a 4K pair makes about 500 workgroups, one wave on a large GPU. From
+    /// `gpukit tune compare` on an H100 (docs/BENCHMARKS.md, call M): 4 units took 0.044 ms
+    /// for the 4096x2048 pair, 16 took 0.034; 8 was best at 2048x1024 and 4 at 512x512.
     pub fn for_pixels(pixels: u64) -> Tunables {
         let units = match pixels {
-            p if p >= 4 << 20 => 4,
-            p if p >= 1 << 20 => 2,
-            _ => 1,
+            p if p >= 4 << 20 => 16,
+            p if p >= 1 << 20 => 8,
+            _ => Tunables::DEFAULT.units,
         };
         Tunables {
             units,
-            wide: true,
             ..Tunables::DEFAULT
         }
     }
 
-    /// The shape that the pass runs for a layout of `unit_words` words a unit: this one, or
-    /// where quads do not apply (more than 4 words a unit), units instead, 4 for each quad
-    /// (at most 32: the chunk stays within [`MAX_GROUP_UNITS`]).
-    pub fn for_layout(&self, unit_words: u32) -> Tunables {
-        if !self.wide || unit_words <= 4 {
-            return *self;
-        }
-        Tunables {
-            wide: false,
-            units: (self.units * 4).min(32),
-            ..*self
-        }
-    }
-
-    /// Units per chunk (one workgroup's turn): `wg_size * units` items of 1 unit, or of 4
-    /// with `wide`.
+    /// Units per chunk: one workgroup's turn.
     pub fn chunk_units(&self) -> u64 {
-        u64::from(self.wg_size) * u64::from(self.units) * if self.wide { 4 } else { 1 }
+        u64::from(self.wg_size) * u64::from(self.units)
     }
 
-    /// Workgroups of a pass over `units` units (with `wide`, 4 units for each quad that
-    /// holds any of the strip's): one per chunk, or `max_groups`, but never so few that one
-    /// would take more than [`MAX_GROUP_UNITS`].
+    /// Workgroups of a pass over `units` units: one per chunk, or `max_groups`, but never
+    /// so few that one would take more than [`MAX_GROUP_UNITS`].
     pub fn groups(&self, units: u64) -> u32 {
         let chunks = units.div_ceil(self.chunk_units());
         if self.max_groups == 0 {
@@ -109,10 +82,9 @@ impl Tunables {
 impl std::fmt::Display for Tunables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let preload = if self.preload { " preload" } else { "" };
-        let items = if self.wide { "quads" } else { "units" };
         write!(
             f,
-            "wg={} {items}={}{preload} groups=",
+            "wg={} units={}{preload} groups=",
             self.wg_size, self.units
         )?;
         match self.max_groups {
@@ -137,9 +109,8 @@ impl Tunable for Tunables {
         );
         ensure!(
             self.chunk_units() <= MAX_GROUP_UNITS,
-            "compare chunks of {wg} x {} {} exceed {MAX_GROUP_UNITS} units",
-            self.units,
-            if self.wide { "quads" } else { "units" }
+            "compare chunks of {wg} x {} units exceed {MAX_GROUP_UNITS}",
+            self.units
         );
         Ok(())
     }
@@ -181,32 +152,24 @@ fn stages() -> Vec<Stage<Tunables>> {
         Stage {
             name: "shape",
             candidates: |best, limits, quick| {
-                let shapes: Vec<(u32, u32, bool, bool)> = if quick {
-                    vec![
-                        (128, 8, true, false),
-                        (512, 1, false, false),
-                        (256, 2, false, true),
-                    ]
+                let shapes: Vec<(u32, u32, bool)> = if quick {
+                    vec![(128, 8, true), (512, 1, false)]
                 } else {
-                    // Preloading one item is loading it when it is compared.
+                    // Preloading one unit is loading it when it is compared.
                     pow2(64, max_invocations(limits).min(512))
                         .flat_map(|wg| pow2(1, 32).map(move |u| (wg, u)))
                         .flat_map(|(wg, u)| [(wg, u, false), (wg, u, true)])
                         .filter(|&(_, u, preload)| u > 1 || !preload)
-                        .flat_map(|(wg, u, p)| [(wg, u, p, false), (wg, u, p, true)])
                         .collect()
                 };
                 shapes
                     .into_iter()
-                    .map(|(wg_size, units, preload, wide)| Tunables {
+                    .map(|(wg_size, units, preload)| Tunables {
                         wg_size,
                         units,
                         preload,
-                        wide,
                         ..*best
                     })
-                    // Wide chunks of the largest shapes hold more than MAX_GROUP_UNITS.
-                    .filter(|t| t.check(limits).is_ok())
                     .collect()
             },
         },
@@ -289,38 +252,19 @@ mod tests {
 
     #[test]
     fn larger_pairs_take_more_units_by_default() {
-        // Units of 4 pixels per chunk and workgroup: 256 invocations of 1, 2 or 4 quads.
-        let units = |w: u64, h: u64| Tunables::for_pixels(w * h).chunk_units();
-        assert_eq!(units(512, 512), 1024);
-        assert_eq!(units(1023, 1024), 1024);
-        assert_eq!(units(1024, 1024), 2048);
-        assert_eq!(units(2048, 1024), 2048);
-        assert_eq!(units(2048, 2048), 4096);
-        assert_eq!(units(3840, 2160), 4096);
+        let units = |w: u64, h: u64| Tunables::for_pixels(w * h).units;
+        assert_eq!(units(512, 512), 4);
+        assert_eq!(units(1023, 1024), 4);
+        assert_eq!(units(1024, 1024), 8);
+        assert_eq!(units(2048, 1024), 8);
+        assert_eq!(units(2048, 2048), 16);
+        assert_eq!(units(3840, 2160), 16);
         let limits = wgpu::Limits::default();
         for p in [1, 1 << 20, 4 << 20, 1 << 30] {
             let t = Tunables::for_pixels(p);
             assert!(t.check(&limits).is_ok(), "{t:?}");
             assert_eq!((t.wg_size, t.preload, t.max_groups), (256, false, 0));
-            assert!(t.wide);
-            // Layouts of 6 or 8 words a unit take as many units instead.
-            for words in [6, 8] {
-                let u = t.for_layout(words);
-                assert!(!u.wide && u.check(&limits).is_ok(), "{u:?}");
-                assert_eq!(u.chunk_units(), t.chunk_units());
-            }
-            assert_eq!(t.for_layout(3), t);
         }
-        let most = Tunables {
-            wg_size: 128,
-            units: 32,
-            wide: true,
-            ..Tunables::DEFAULT
-        };
-        assert_eq!(
-            (most.for_layout(8).units, most.for_layout(8).wide),
-            (32, false)
-        );
     }
 
     #[test]
@@ -328,10 +272,7 @@ mod tests {
         let limits = limits();
         let shapes = (stages()[0].candidates)(&Tunables::DEFAULT, &limits, false);
         assert!(shapes.contains(&Tunables::DEFAULT));
-        assert!(shapes.contains(&Tunables::for_pixels(3840 * 2160)));
-        // 4 workgroup sizes x (6 units + 5 preloaded) in units; in quads the same but for
-        // chunks past 16384 units: 256 x 32, 512 x 16 and 512 x 32, with and without preload.
-        assert_eq!(shapes.len(), 4 * (6 + 5) + 4 * (6 + 5) - 6);
+        assert_eq!(shapes.len(), 4 * (6 + 5));
         for s in stages() {
             for t in (s.candidates)(&Tunables::DEFAULT, &limits, false) {
                 t.check(&limits).unwrap();
@@ -346,7 +287,6 @@ mod tests {
             wg_size,
             units,
             preload: false,
-            wide: false,
             max_groups,
         };
         // 4K: 2073600 units, 2025 chunks of 1024.
@@ -358,11 +298,8 @@ mod tests {
         assert_eq!(t(512, 32, 1).groups(2_073_600), 127);
         assert_eq!(t(64, 1, 5).groups(1), 1);
         for wg in [32, 64, 512] {
-            for (units, wide) in [(1, false), (32, false), (1, true), (8, true)] {
-                let t = Tunables {
-                    wide,
-                    ..t(wg, units, 1)
-                };
+            for units in [1, 32] {
+                let t = t(wg, units, 1);
                 t.check(&limits()).unwrap();
                 for n in [1, 1000, 16384, 16385, 1 << 24, 123_456_789] {
                     let g = u64::from(t.groups(n));
@@ -375,17 +312,7 @@ mod tests {
             }
         }
         assert!(t(512, 32, 0).check(&limits()).is_ok());
-        let wide = Tunables {
-            wide: true,
-            ..t(512, 16, 0)
-        };
-        for bad in [
-            t(1024, 32, 0),
-            t(512, 64, 0),
-            t(16, 4, 0),
-            t(96, 4, 0),
-            wide,
-        ] {
+        for bad in [t(1024, 32, 0), t(512, 64, 0), t(16, 4, 0), t(96, 4, 0)] {
             assert!(bad.check(&limits()).is_err(), "{bad}");
         }
         assert!(t(512, 4, 0).check(&wgpu::Limits::default()).is_err());
