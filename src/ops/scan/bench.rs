@@ -45,7 +45,8 @@ pub(super) fn cases<'e>(engine: &'e Engine, sizes: &Sizes) -> Result<Vec<Case<'e
             let tunables = if f32_sum {
                 Tunables::DEFAULT
             } else {
-                Tunables::for_len(n, &gpu.limits)
+                let subgroup_walk = path != Path::Workgroup && subgroups_usable(gpu, WG_SIZE);
+                Tunables::for_len(n, &gpu.limits, subgroup_walk)
             };
             let opts = Options {
                 path,

@@ -146,6 +146,16 @@ impl Options {
         self.tunables.unwrap_or(Tunables::DEFAULT)
     }
 
+    /// Whether the look-back walks by subgroup with these options on `gpu` (the subgroup
+    /// path, which every shape `for_len` gives keeps: both sizes are multiples of 32).
+    fn walks_by_subgroup(&self, gpu: &Gpu) -> bool {
+        let t = self.tunables.unwrap_or(Tunables::DEFAULT);
+        match self.path {
+            Path::Workgroup => false,
+            Path::Auto | Path::Subgroup => plan::subgroups_usable(gpu, t.wg_size),
+        }
+    }
+
     /// These options with the shape settled for `n` u32 or i32 elements on `gpu`: the one
     /// given, else the tune cache's, else the defaults for that length.
     pub fn resolved(&self, gpu: &Gpu, n: usize) -> Options {
@@ -162,7 +172,7 @@ impl Options {
             .or_else(|| crate::tune::choice(gpu, OP.name, n as f64, Tunables::check))
             .unwrap_or_else(|| {
                 if plan::single_pass(self.op, elem) {
-                    Tunables::for_len(n, &gpu.limits)
+                    Tunables::for_len(n, &gpu.limits, self.walks_by_subgroup(gpu))
                 } else {
                     Tunables::DEFAULT
                 }

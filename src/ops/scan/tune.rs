@@ -34,17 +34,21 @@ impl Tunables {
         vec_per_thread: VEC_PER_THREAD,
     };
 
-    /// The shape for `n` elements without a tune cache: from 2^20 elements 512 invocations of
-    /// 4 vec4s (8192 elements a tile: half the look-back walks of DEFAULT's 4096; `gpukit
-    /// tune` on an H200 measured 2^28 u32 in 0.854 ms against DEFAULT's 1.003, 2^24 in 0.070
-    /// against 0.079, 2^20 in 0.014 against 0.030: call AJ-kern3-1 of docs/BENCHMARKS.md)
-    /// where the adapter allows 512 invocations; else DEFAULT.
-    pub fn for_len(n: usize, limits: &wgpu::Limits) -> Tunables {
+    /// The shape for `n` elements without a tune cache, where the adapter allows 512
+    /// invocations, from `gpukit tune` on an H200 (docs/BENCHMARKS.md): 512 invocations of
+    /// 4 vec4s (8192 elements a tile, half the look-back walks of DEFAULT's 4096) from 2^20
+    /// elements, and on the subgroup walk (`subgroup_walk`, which looks back 32 tiles a round
+    /// trip) DEFAULT again from 2^24. Serial walk, call AJ-kern3-1: 2^28 u32 in 0.854 ms
+    /// against DEFAULT's 1.003, 2^20 in 0.014 against 0.030. Subgroup walk, call AK: 2^20 in
+    /// 0.0138 against 0.0284, but 2^24 in 0.0694 against 0.0678 and 2^28 in 0.836 against
+    /// 0.802. Else DEFAULT.
+    pub fn for_len(n: usize, limits: &wgpu::Limits, subgroup_walk: bool) -> Tunables {
         let large = Tunables {
             wg_size: 512,
             vec_per_thread: 4,
         };
-        if n >= 1 << 20 && large.check(limits).is_ok() {
+        let long = n >= 1 << 20 && !(subgroup_walk && n >= 1 << 24);
+        if long && large.check(limits).is_ok() {
             large
         } else {
             Tunables::DEFAULT
@@ -214,12 +218,20 @@ mod tests {
             wg_size: 512,
             vec_per_thread: 4,
         };
-        assert_eq!(Tunables::for_len(1 << 28, &big), large);
-        assert_eq!(Tunables::for_len(1 << 20, &big), large);
-        assert_eq!(Tunables::for_len((1 << 20) - 1, &big), Tunables::DEFAULT);
+        assert_eq!(Tunables::for_len(1 << 28, &big, false), large);
+        assert_eq!(Tunables::for_len(1 << 20, &big, false), large);
+        assert_eq!(
+            Tunables::for_len((1 << 20) - 1, &big, false),
+            Tunables::DEFAULT
+        );
+        // The subgroup walk: the bigger tiles only between 2^20 and 2^24.
+        assert_eq!(Tunables::for_len(1 << 20, &big, true), large);
+        assert_eq!(Tunables::for_len((1 << 24) - 1, &big, true), large);
+        assert_eq!(Tunables::for_len(1 << 24, &big, true), Tunables::DEFAULT);
+        assert_eq!(Tunables::for_len(1 << 28, &big, true), Tunables::DEFAULT);
         // WebGPU's portable 256 invocations.
         assert_eq!(
-            Tunables::for_len(1 << 28, &wgpu::Limits::default()),
+            Tunables::for_len(1 << 28, &wgpu::Limits::default(), false),
             Tunables::DEFAULT
         );
     }
