@@ -358,9 +358,14 @@ fn unit_pixel(w: array<u32, 8>, i: u32) -> vec4<u32> {
     return p;
 }
 
-// One invocation's sums, kept in registers until the workgroup reduces them. They and the
-// workgroup's sums fit 32 bits because the host gives a workgroup at most MAX_GROUP_UNITS
-// units (src/ops/compare/gpu.rs): 65536 pixels, 65536 * 65535 < 2^32.
+// The most units of 4 pixels the host gives a workgroup (`MAX_GROUP_UNITS` of
+// src/ops/compare/tune.rs, which caps the chunks; the shader test checks the two agree):
+// 65536 pixels, so one invocation's sums and the workgroup's fit 32 bits, 65536 * 65535 < 2^32.
+const MAX_GROUP_UNITS: u32 = 16384u;
+const_assert MAX_GROUP_UNITS * 4u <= 65536u;
+
+// One invocation's sums, kept in registers until the workgroup reduces them (within 32 bits:
+// MAX_GROUP_UNITS above).
 struct Sums {
     differing: vec4<u32>,
     max_abs: vec4<u32>,

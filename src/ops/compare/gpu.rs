@@ -60,6 +60,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
                 cases.push(
                     ShaderCase::variant::<Params>(shader!("compare"), v)
                         .with_const("PART_WORDS", PART_WORDS as u32)
+                        .with_const("MAX_GROUP_UNITS", super::MAX_GROUP_UNITS as u32)
                         .with_const("YIQ_Y", super::YIQ_Y.map(|v| v as i32))
                         .with_const("YIQ_I", super::YIQ_I.map(|v| v as i32))
                         .with_const("YIQ_Q", super::YIQ_Q.map(|v| v as i32))

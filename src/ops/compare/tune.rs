@@ -11,7 +11,8 @@ use crate::tune::{self, max_invocations, pow2, Level, OpTuning, SizeClass, Stage
 
 /// The most units of 4 pixels one workgroup compares (65536 pixels): its 32-bit sums stay
 /// exact (65536 * 65535 < 2^32). A capped pass gets more workgroups where it would exceed
-/// this. Keep in sync with wgsl/compare.wgsl (`Sums`).
+/// this. wgsl/compare.wgsl's `Sums` relies on it, as its `MAX_GROUP_UNITS` (the shader test
+/// checks they agree).
 pub const MAX_GROUP_UNITS: u64 = 16384;
 
 /// The shape of the compare pass's work, which `gpukit tune` chooses per adapter and size.
