@@ -43,6 +43,24 @@ pub fn cpu_time(thread_ns: f64, max_threads: usize) -> Duration {
     Duration::try_from_secs_f64(thread_ns * 1e-9 / threads as f64).unwrap_or(Duration::MAX)
 }
 
+/// The GPU path's host time per byte it copies once, into staging or out of it: upload 0.16 s
+/// and download 0.37 s for 128 RGB 1920x1080 images in a 16-core batch (H100, call L of
+/// docs/BENCHMARKS.md).
+const HOST_COPY_NS_PER_BYTE: f64 = 0.325;
+
+/// What a GPU path saves against the native CPU engine on `files` images: `engine`, the
+/// engine's time for one, less the host's copies of `copied_bytes` into staging and out of it
+/// at [`HOST_COPY_NS_PER_BYTE`]. Both are CPU time, spread over the engine's threads: in a
+/// batch the copies' threads share the cores with decoding and encoding, as the engine's do.
+/// Never negative; saturates at `Duration::MAX`.
+pub fn gpu_saving_over_copies(engine: Duration, copied_bytes: f64, files: u32) -> Duration {
+    let copies = cpu_time(copied_bytes * HOST_COPY_NS_PER_BYTE, usize::MAX);
+    engine
+        .saturating_sub(copies)
+        .checked_mul(files)
+        .unwrap_or(Duration::MAX)
+}
+
 /// An op's tuning: the search (given the op's name) on an engine at a level; `progress` hears
 /// what is measured. Each op's is [`crate::tune::tune`] over its [`crate::tune::OpTuning`].
 pub type TuneFn = fn(&'static str, &Engine, Level, &mut dyn FnMut(&str)) -> Result<OpResult>;

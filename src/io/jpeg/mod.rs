@@ -218,16 +218,22 @@ fn dct_mcu_row(
     }
 }
 
+/// Whether this CPU runs the entropy coders' vector builds: AVX2 (the zero tests of a block's
+/// coefficients) and BMI1/LZCNT (the bit counts).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn coder_features() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("bmi1")
+        && std::arch::is_x86_feature_detected!("lzcnt")
+}
+
 /// Baseline with the standard tables (the tables known before any block), one MCU row at a
 /// time: its samples made, transformed and coded while in cache (jccoefct.c's single pass),
 /// so no image-sized buffer of coefficients is written and read back. DHT, SOS and the
 /// entropy-coded data; the same bytes as `baseline` without optimised tables.
 fn streamed(frame: &mut Frame, samples: &[u8], out: &mut Vec<u8>) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("bmi1")
-        && std::arch::is_x86_feature_detected!("lzcnt")
-    {
+    if coder_features() {
         // SAFETY: the features are present (checked just above).
         unsafe { streamed_avx2(frame, samples, out) };
         return;
@@ -551,10 +557,7 @@ pub(crate) fn std_tables(ntables: usize) -> (Vec<Table>, Vec<Table>) {
 /// ones go MCU row by MCU row, `streamed`, and the tests hold that against this).
 fn baseline(comps: &[Component], optimize: bool, out: &mut Vec<u8>) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("bmi1")
-        && std::arch::is_x86_feature_detected!("lzcnt")
-    {
+    if coder_features() {
         // SAFETY: the features are present (checked just above).
         unsafe { baseline_avx2(comps, optimize, out) };
         return;

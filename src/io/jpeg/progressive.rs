@@ -369,10 +369,7 @@ fn tokens<const AVX2: bool>(comps: &[Component], sc: &Scan, t: &mut Tokens) {
 /// Every scan of the script: its optimal tables (DHT), SOS, and its entropy-coded data.
 pub(super) fn encode(comps: &[Component], out: &mut Vec<u8>) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("bmi1")
-        && std::arch::is_x86_feature_detected!("lzcnt")
-    {
+    if super::coder_features() {
         // SAFETY: the features are present (checked just above).
         unsafe { encode_avx2(comps, out) };
         return;

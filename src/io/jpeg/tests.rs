@@ -309,15 +309,9 @@ fn twin_images(w: usize, h: usize, channels: usize) -> Vec<Vec<u8>> {
     vec![noise(n, 11), ramp, vec![97; n]]
 }
 
-fn has_avx2_bmi_lzcnt() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("bmi1")
-        && std::arch::is_x86_feature_detected!("lzcnt")
-}
-
 #[test]
 fn the_vector_entropy_coders_equal_their_scalar_twins() {
-    if !has_avx2_bmi_lzcnt() {
+    if !super::coder_features() {
         return;
     }
     for (w, h, channels) in [(67usize, 45usize, 3u8), (40, 33, 1), (9, 200, 3)] {

@@ -141,10 +141,7 @@ impl Options {
     /// What a GPU would save against the native CPU engine on `files` images like this one
     /// ([`Options::cpu_estimate`]), for the engine choice (`gpu::SMALL_JOB`): the engine's
     /// time less the GPU path's own host time, which copies each image into staging and the
-    /// result out of it, about 0.65 ns a byte of the image for both (measured on an H100 host
-    /// in a batch: docs/BENCHMARKS.md). Both are CPU time, spread over the engine's threads:
-    /// in a batch the copies' threads share the cores with decoding and encoding, as the
-    /// engine's do. Never negative; saturates at `Duration::MAX`.
+    /// result, of the same size, out of it ([`super::gpu_saving_over_copies`]).
     pub fn gpu_saving(
         &self,
         width: u32,
@@ -156,18 +153,9 @@ impl Options {
         let engine = self.cpu_estimate(width, height, channels, bit_depth);
         let bytes =
             f64::from(width) * f64::from(height) * f64::from(channels) * f64::from(bit_depth / 8);
-        let copies = super::cpu_time(bytes * HOST_COPY_NS_PER_BYTE, usize::MAX);
-        engine
-            .saturating_sub(copies)
-            .checked_mul(files)
-            .unwrap_or(std::time::Duration::MAX)
+        super::gpu_saving_over_copies(engine, 2.0 * bytes, files)
     }
 }
-
-/// The GPU path's host time per byte of an image, both copies (into staging, out of it):
-/// upload 0.16 s and download 0.37 s for 128 RGB 1920x1080 images in a 16-core batch (H100,
-/// call L of docs/BENCHMARKS.md).
-const HOST_COPY_NS_PER_BYTE: f64 = 0.65;
 
 /// How a blur runs on a GPU: the kernels' layout and shape, and the limits the plan works
 /// within (tests lower `max_binding` to force strips on small images, and pick the layout to

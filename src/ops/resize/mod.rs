@@ -300,8 +300,7 @@ impl Options {
     /// What a GPU would save against the native CPU engine on `files` images like this one
     /// ([`Options::cpu_estimate`]), for the engine choice (`gpu::SMALL_JOB`): the engine's
     /// time less the GPU path's own host time, copying the image into staging and the result
-    /// out of it at `HOST_COPY_NS_PER_BYTE` (blur's, measured on an H100 host). Never
-    /// negative; saturates at `Duration::MAX`.
+    /// out of it ([`super::gpu_saving_over_copies`]).
     pub fn gpu_saving(
         &self,
         width: u32,
@@ -327,11 +326,7 @@ impl Options {
         let (ow, oh) = self.size.resolve(width, height).unwrap_or((0, 0));
         let pixels = f64::from(width) * f64::from(height) + f64::from(ow) * f64::from(oh);
         let bytes = pixels * f64::from(channels) * f64::from(bit_depth / 8);
-        let copies = super::cpu_time(bytes * HOST_COPY_NS_PER_BYTE, usize::MAX);
-        engine
-            .saturating_sub(copies)
-            .checked_mul(files)
-            .unwrap_or(std::time::Duration::MAX)
+        super::gpu_saving_over_copies(engine, bytes, files)
     }
 }
 
@@ -358,10 +353,6 @@ pub const CPU_RATES: CpuRates = CpuRates {
     tap_ns_wide: 0.5,
     alpha_ns: 1.0,
 };
-
-/// The GPU path's host time per byte of the image and of the result, the copies into and out
-/// of staging (blur's `HOST_COPY_NS_PER_BYTE` for both copies of one image: half each).
-const HOST_COPY_NS_PER_BYTE: f64 = 0.325;
 
 /// Resizes `img` on the engine. Adds plan, upload, compute and download phases to `timings`,
 /// and GPU time per pass where the adapter has timestamps.
