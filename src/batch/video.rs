@@ -560,9 +560,17 @@ pub fn blur_frames(
     env.estimate(saving);
     let engine = open_engine(env)?;
     env.detail(&format!("{}: {}", stream.name, format.describe()));
-    if let Engine::Gpu(_) = &*engine {
-        let slots = super::video_gpu::SLOTS;
-        return super::video_gpu::blur_frames(engine, stream, (luma, chroma), out, slots);
+    if let Engine::Gpu(gpu) = &*engine {
+        let staging = super::video_gpu::Staging::for_gpu(gpu);
+        let report = |line: &str| env.detail(line);
+        return super::video_gpu::blur_frames(
+            engine.clone(),
+            stream,
+            (luma, chroma),
+            out,
+            staging,
+            &report,
+        );
     }
     let mut stream = stream;
     // The planes written go back to the reader for the frames to come.

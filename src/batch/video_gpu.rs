@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::video::{Ran, Source, Stream};
-use crate::gpu::{Engine, FrameSlot, Gpu, Timings};
+use crate::gpu::{Engine, FrameSlot, Gpu, Timings, UploadMemory};
 use crate::io::image::Image;
 use crate::io::video::{Plane, VideoFormat, VideoWriter};
 use crate::ops::blur::{Blurrer, Options as BlurOptions};
@@ -162,6 +162,96 @@ impl Layout {
     }
 }
 
+/// How the ring stages a frame on its way in: the upload memory, and whether the reader
+/// reads a frame into host memory first and copies it into the mapped upload buffer (rather
+/// than reading straight into it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Staging {
+    pub memory: UploadMemory,
+    pub bounce: bool,
+    pub slots: usize,
+}
+
+impl Staging {
+    /// The ring's staging on `gpu`, or the variant `GPUKIT_RING` names (`bar`, `bar-copy`,
+    /// `host`, `host-copy`; a diagnostic, docs/video.md) with `GPUKIT_RING_SLOTS` slots.
+    pub fn for_gpu(gpu: &Gpu) -> Staging {
+        let (memory, bounce) = match std::env::var("GPUKIT_RING").as_deref() {
+            Ok("bar") => (UploadMemory::Bar, false),
+            Ok("bar-copy") => (UploadMemory::Bar, true),
+            Ok("host") if gpu.host_uploads() => (UploadMemory::Host, false),
+            Ok("host-copy") if gpu.host_uploads() => (UploadMemory::Host, true),
+            _ => (UploadMemory::Bar, false),
+        };
+        let slots = std::env::var("GPUKIT_RING_SLOTS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(SLOTS)
+            .clamp(2, 64);
+        Staging {
+            memory,
+            bounce,
+            slots,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let memory = match self.memory {
+            UploadMemory::Bar => "upload buffers mapped for writing (device memory where offered)",
+            UploadMemory::Host => "upload buffers in host memory",
+        };
+        let how = match self.bounce {
+            true => "read into host memory, then copied in",
+            false => "read straight in",
+        };
+        format!("{} slots, {memory}, each frame {how}", self.slots)
+    }
+}
+
+/// Time each stage of the ring spent, summed over the frames, for `-vv`.
+#[derive(Default)]
+struct Stages {
+    /// The reader waiting for a free slot.
+    slot_wait: AtomicU64,
+    /// Reading a frame from the stream (into the slot, or into host memory to copy).
+    read: AtomicU64,
+    /// Copying a frame from host memory into the slot.
+    copy: AtomicU64,
+    /// Recording and submitting a frame's copies and passes.
+    submit: AtomicU64,
+    /// From a frame's submission to its read-back mapped (the device's copies and passes,
+    /// and the wait behind earlier frames).
+    device: AtomicU64,
+    /// The writer waiting for the next frame in order.
+    write_wait: AtomicU64,
+    /// Writing a frame out.
+    write: AtomicU64,
+}
+
+impl Stages {
+    fn add(stage: &AtomicU64, since: Instant) {
+        let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        stage.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// `ring: per frame: ...` in milliseconds, each stage's mean over `frames`.
+    fn line(&self, frames: u64) -> String {
+        let ms = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 * 1e-6 / frames.max(1) as f64;
+        format!(
+            "ring, per frame: read {:.2} ms (waiting for a slot {:.2}), copy in {:.2}, submit \
+             {:.2}, submission to read-back mapped {:.2}, write {:.2} (waiting for the frame \
+             {:.2})",
+            ms(&self.read),
+            ms(&self.slot_wait),
+            ms(&self.copy),
+            ms(&self.submit),
+            ms(&self.device),
+            ms(&self.write),
+            ms(&self.write_wait),
+        )
+    }
+}
+
 /// What the device thread tells the writer.
 enum Done {
     /// Frame `.0` is in slot `.1`'s read-back buffer, mapped.
@@ -181,7 +271,8 @@ pub fn blur_frames(
     stream: Stream,
     (luma, chroma): (BlurOptions, BlurOptions),
     out: &mut dyn Write,
-    slots: usize,
+    staging: Staging,
+    report: &dyn Fn(&str),
 ) -> Result<Ran> {
     let Stream { source, name, .. } = stream;
     let Source::Video(mut reader) = source else {
@@ -193,11 +284,13 @@ pub fn blur_frames(
     let format = reader.format().clone();
     let layout = Arc::new(Layout::of(&format));
     let ring: Arc<Vec<FrameSlot>> = Arc::new(
-        (0..slots.max(2))
-            .map(|_| gpu.frame_slot(layout.bytes))
+        (0..staging.slots.max(2))
+            .map(|_| gpu.frame_slot(layout.bytes, staging.memory))
             .collect(),
     );
     let stop = Arc::new(AtomicBool::new(false));
+    let stages = Arc::new(Stages::default());
+    report(&format!("{name}: GPU ring: {}", staging.describe()));
     // Slots whose upload buffer is mapped and whose read-back buffer is free: at first all.
     let (free_tx, free_rx) = mpsc::channel::<Result<usize>>();
     for slot in 0..ring.len() {
@@ -208,9 +301,20 @@ pub fn blur_frames(
     let started = Instant::now();
     {
         let (ring, layout, stop) = (ring.clone(), layout.clone(), stop.clone());
+        let stages = stages.clone();
+        // Where a frame is read first when it is copied into its slot after.
+        let mut host = vec![
+            0u8;
+            if staging.bounce {
+                layout.bytes as usize
+            } else {
+                0
+            }
+        ];
         std::thread::Builder::new()
             .name("gpukit-read".into())
             .spawn(move || loop {
+                let waited = Instant::now();
                 let slot = match free_rx.recv() {
                     Ok(Ok(slot)) => slot,
                     Ok(Err(e)) => {
@@ -219,12 +323,27 @@ pub fn blur_frames(
                     }
                     Err(_) => return,
                 };
+                Stages::add(&stages.slot_wait, waited);
                 if stop.load(Ordering::Relaxed) {
                     return;
                 }
-                let read = ring[slot]
-                    .fill(|bytes| reader.next_into(&mut layout.split_mut(bytes)))
-                    .and_then(|r| r);
+                let t = Instant::now();
+                let read = match staging.bounce {
+                    false => ring[slot]
+                        .fill(|bytes| reader.next_into(&mut layout.split_mut(bytes)))
+                        .and_then(|r| r),
+                    true => reader.next_into(&mut layout.split_mut(&mut host)),
+                };
+                Stages::add(&stages.read, t);
+                let read = match read {
+                    Ok(Some(index)) if staging.bounce => {
+                        let t = Instant::now();
+                        let copied = ring[slot].fill(|bytes| bytes.copy_from_slice(&host));
+                        Stages::add(&stages.copy, t);
+                        copied.map(|()| Some(index))
+                    }
+                    other => other,
+                };
                 match read {
                     Ok(Some(index)) => {
                         if frames_tx.send(Ok((index, slot))).is_err() {
@@ -243,6 +362,7 @@ pub fn blur_frames(
     let device = {
         let (engine, ring, layout, stop) =
             (engine.clone(), ring.clone(), layout.clone(), stop.clone());
+        let stages = stages.clone();
         let format = format.clone();
         std::thread::Builder::new()
             .name("gpukit-device".into())
@@ -260,6 +380,7 @@ pub fn blur_frames(
                         .map(|(p, ..)| like(p, &format))
                         .collect(),
                     timings: Timings::default(),
+                    stages,
                 };
                 if let Err(e) = device.run(&frames_rx, &done_tx, &ring, &layout, &stop) {
                     let _ = done_tx.send(Done::Failed(e));
@@ -267,14 +388,18 @@ pub fn blur_frames(
             })
             .context("cannot start a thread")?
     };
-    let written = write_frames(out, &format, &done_rx, &ring, &layout, &free_tx, &name);
+    let written = write_frames(
+        out, &format, &done_rx, &ring, &layout, &free_tx, &name, &stages,
+    );
     // The device thread stops polling before the process may end (a driver torn down at
     // exit under a thread still in it can crash); the reader has ended or touches only its
     // slot and the stream.
     stop.store(true, Ordering::Relaxed);
     let _ = device.join();
+    let frames = written?;
+    report(&format!("{name}: {}", stages.line(frames)));
     Ok(Ran {
-        frames: written?,
+        frames,
         elapsed: started.elapsed(),
     })
 }
@@ -290,12 +415,16 @@ fn write_frames(
     layout: &Layout,
     free_tx: &mpsc::Sender<Result<usize>>,
     name: &str,
+    stages: &Stages,
 ) -> Result<u64> {
     let mut writer = VideoWriter::new(out, format);
     let mut pending = BTreeMap::new();
     let (mut next, mut end) = (0u64, None);
     while end != Some(next) {
-        match done_rx.recv() {
+        let waited = Instant::now();
+        let done = done_rx.recv();
+        Stages::add(&stages.write_wait, waited);
+        match done {
             Ok(Done::Frame(index, slot)) => {
                 pending.insert(index, slot);
             }
@@ -305,8 +434,10 @@ fn write_frames(
         }
         while let Some(slot) = pending.remove(&next) {
             let s = &ring[slot];
+            let t = Instant::now();
             s.read(|bytes| writer.planes(&layout.split(bytes)))?
                 .map_err(|e| anyhow::Error::from(e).context(name.to_string()))?;
+            Stages::add(&stages.write, t);
             // The slot goes back to the reader once its upload buffer is mapped again.
             let free = free_tx.clone();
             s.remap_upload(move |r| {
@@ -340,6 +471,7 @@ struct Device<'e> {
     chroma: Blurrer<'e>,
     likes: Vec<Image>,
     timings: Timings,
+    stages: Arc<Stages>,
 }
 
 impl Device<'_> {
@@ -362,10 +494,14 @@ impl Device<'_> {
                 match frames.recv_timeout(POLL_EVERY) {
                     Ok(frame) => {
                         let (index, slot) = frame?;
+                        let t = Instant::now();
                         self.submit(&ring[slot], layout)
                             .with_context(|| format!("frame {index}"))?;
-                        let done = done.clone();
+                        Stages::add(&self.stages.submit, t);
+                        let (done, stages, submitted_at) =
+                            (done.clone(), self.stages.clone(), Instant::now());
                         ring[slot].map_readback(move |r| {
+                            Stages::add(&stages.device, submitted_at);
                             let _ = done.send(match r {
                                 Ok(()) => Done::Frame(index, slot),
                                 Err(e) => Done::Failed(e.context(format!("frame {index}"))),
