@@ -533,13 +533,15 @@ pub fn chroma_options(
 }
 
 /// `blur` on a stream: every frame's planes blurred (chroma with `chroma`'s options) and
-/// written to `out` in the input's format, in order.
+/// written to `out` in the input's format, in order. The engine as `StreamModel` chooses
+/// (said in words with `verbose`), unless one is named.
 pub fn blur_frames(
     env: &dyn Env,
     stream: Stream,
     luma: BlurOptions,
     chroma: BlurOptions,
     out: &mut dyn Write,
+    verbose: bool,
 ) -> Result<Ran> {
     let format = stream
         .video_format()
@@ -548,16 +550,14 @@ pub fn blur_frames(
     let frames = stream.expected_frames();
     let model = super::video_gpu::StreamModel::here();
     let costs = model.frame_costs(&format, luma, chroma);
-    let saving = model.saving(costs, frames);
-    env.detail(&format!(
-        "{}: a frame takes about {:.2} ms on the cores, {:.2} ms on a GPU, {:.2} ms through \
-         the pipes; {frames} frames",
-        stream.name,
-        costs.engine.as_secs_f64() * 1e3,
-        costs.device.as_secs_f64() * 1e3,
-        costs.pipes.as_secs_f64() * 1e3,
-    ));
-    env.estimate(saving);
+    if verbose {
+        env.note(&format!(
+            "{}: {}",
+            stream.name,
+            model.explain(costs, frames)
+        ));
+    }
+    env.estimate(model.saving(costs, frames));
     let engine = open_engine(env)?;
     env.detail(&format!("{}: {}", stream.name, format.describe()));
     if let Engine::Gpu(gpu) = &*engine {
@@ -625,18 +625,26 @@ pub fn blur_frames(
         });
     };
     let mut writer = VideoWriter::new(out, &format);
+    let mut writing = Duration::ZERO;
+    let name = stream.name.clone();
     let ran = run_frames(
         stream,
         workers,
         in_flight,
         spawn,
         |_, frame: Vec<Vec<u8>>| {
+            let t = Instant::now();
             writer.planes(&frame)?;
+            writing += t.elapsed();
             give_back(&spare, frame, most);
             Ok(())
         },
     )?;
     writer.flush()?;
+    env.detail(&format!(
+        "{name}: writing took {:.2} ms a frame",
+        writing.as_secs_f64() * 1e3 / ran.frames.max(1) as f64
+    ));
     Ok(ran)
 }
 

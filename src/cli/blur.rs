@@ -179,7 +179,8 @@ fn blur_stream(
     out.refuse_terminal("a video stream")?;
     let mut ran = None;
     crate::batch::video::write_stream(out, |w| {
-        ran = Some(blur_frames(ctx, stream, luma, chroma, w)?);
+        let verbose = ctx.global.verbose > 0 && !ctx.global.quiet;
+        ran = Some(blur_frames(ctx, stream, luma, chroma, w, verbose)?);
         Ok(())
     })?;
     if let Some(ran) = ran.filter(|_| ctx.global.verbose > 0) {
