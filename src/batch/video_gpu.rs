@@ -7,7 +7,6 @@
 //! n+1 is read in while frame n is blurred and frame n-1 written out.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
@@ -334,7 +333,7 @@ pub fn blur_frames(
     engine: Arc<Engine>,
     stream: Stream,
     (luma, chroma): (BlurOptions, BlurOptions),
-    out: &mut dyn Write,
+    writer: &mut VideoWriter<'_>,
     staging: Staging,
     report: &dyn Fn(&str),
 ) -> Result<Ran> {
@@ -346,6 +345,8 @@ pub fn blur_frames(
         anyhow::bail!("the GPU frame stream needs a GPU");
     };
     let format = reader.format().clone();
+    // Where the stream goes on from (its first frames may have been blurred elsewhere).
+    let first = reader.next_index();
     let layout = Arc::new(Layout::of(&format));
     let ring: Arc<Vec<FrameSlot>> = Arc::new(
         (0..staging.slots.max(2))
@@ -446,7 +447,8 @@ pub fn blur_frames(
                     timings: Timings::default(),
                     stages,
                 };
-                if let Err(e) = device.run(&frames_rx, &done_tx, &ring, &layout, &stop) {
+                let run = device.run(&frames_rx, (&done_tx, first), &ring, &layout, &stop);
+                if let Err(e) = run {
                     let _ = done_tx.send(Done::Failed(e));
                 }
             })
@@ -470,8 +472,8 @@ pub fn blur_frames(
         }
     };
     let written = write_frames(
-        out,
-        &format,
+        writer,
+        first,
         &done_rx,
         (&ring, &free_tx, &pool_tx),
         &layout,
@@ -484,7 +486,7 @@ pub fn blur_frames(
     stop.store(true, Ordering::Relaxed);
     let _ = device.join();
     let frames = written?;
-    report(&format!("{name}: {}", stages.line(frames)));
+    report(&format!("{name}: {}", stages.line(frames - first)));
     Ok(Ran {
         frames,
         elapsed: started.elapsed(),
@@ -495,8 +497,8 @@ pub fn blur_frames(
 /// frame order from its slot's mapped read-back bytes, and the slot handed back to the
 /// reader once its upload buffer is mapped again. Returns the frames written.
 fn write_frames(
-    out: &mut dyn Write,
-    format: &VideoFormat,
+    writer: &mut VideoWriter<'_>,
+    first: u64,
     done_rx: &mpsc::Receiver<Done>,
     (ring, free_tx, pool): (
         &[FrameSlot],
@@ -507,9 +509,8 @@ fn write_frames(
     name: &str,
     stages: &Stages,
 ) -> Result<u64> {
-    let mut writer = VideoWriter::new(out, format);
     let mut pending = BTreeMap::new();
-    let (mut next, mut end) = (0u64, None);
+    let (mut next, mut end) = (first, None);
     while end != Some(next) {
         let waited = Instant::now();
         let done = done_rx.recv();
@@ -624,12 +625,13 @@ impl Device<'_> {
     fn run(
         &mut self,
         frames: &mpsc::Receiver<Result<(u64, usize)>>,
-        done: &mpsc::Sender<Done>,
+        (done, first): (&mpsc::Sender<Done>, u64),
         ring: &[FrameSlot],
         layout: &Layout,
         stop: &AtomicBool,
     ) -> Result<()> {
-        let (mut submitted, mut reading) = (0u64, true);
+        // Frames are counted from the stream's first: the writer's end is the last index + 1.
+        let (mut submitted, mut reading) = (first, true);
         while !stop.load(Ordering::Relaxed) {
             if !reading {
                 std::thread::sleep(POLL_EVERY);

@@ -180,7 +180,16 @@ fn blur_stream(
     let mut ran = None;
     crate::batch::video::write_stream(out, |w| {
         let verbose = ctx.global.verbose > 0 && !ctx.global.quiet;
-        ran = Some(blur_frames(ctx, stream, luma, chroma, w, verbose)?);
+        // The cores may start the stream while a GPU opens, unless an engine is named.
+        let bridge = ctx.global.device.is_none() && ctx.global.backend.is_none();
+        ran = Some(blur_frames(
+            ctx,
+            stream,
+            luma,
+            chroma,
+            w,
+            (verbose, bridge),
+        )?);
         Ok(())
     })?;
     if let Some(ran) = ran.filter(|_| ctx.global.verbose > 0) {
