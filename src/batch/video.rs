@@ -602,15 +602,14 @@ fn blur_stream(
         false => open_engine(env)?,
     };
     env.detail(&format!("{}: {}", stream.name, format.describe()));
-    if let Engine::Gpu(gpu) = &*engine {
-        let staging = super::video_gpu::Staging::for_gpu(gpu);
+    if let Engine::Gpu(_) = &*engine {
         let report = |line: &str| env.detail(line);
         let ran = super::video_gpu::blur_frames(
             engine.clone(),
             stream,
             (luma, chroma),
             &mut writer,
-            staging,
+            super::video_gpu::SLOTS,
             &report,
         )?;
         return Ok(Ran {
@@ -981,7 +980,7 @@ mod tests {
             .unwrap_or_else(|| panic!("no bridge note in {notes:?}"));
         assert_eq!(bridged, 6, "{notes:?}");
         assert!(
-            notes.iter().any(|n| n.contains("GPU ring:")),
+            notes.iter().any(|n| n.contains("GPU ring of 4 slots")),
             "the ring took no frames: {notes:?}"
         );
         // One header, then each frame blurred as the reference does.

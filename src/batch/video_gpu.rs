@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::video::{Ran, Source, Stream};
-use crate::gpu::{Engine, FrameSlot, Gpu, Timings, UploadMemory};
+use crate::gpu::{Engine, FrameSlot, Gpu, Timings};
 use crate::io::image::Image;
 use crate::io::video::{Plane, VideoFormat, VideoWriter};
 use crate::ops::blur::{Blurrer, Options as BlurOptions};
@@ -211,72 +211,13 @@ impl Layout {
     }
 }
 
-/// How the ring stages a frame on its way in: the upload memory, and whether the reader
-/// reads a frame into host memory first and copies it into the mapped upload buffer (rather
-/// than reading straight into it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Staging {
-    pub memory: UploadMemory,
-    pub bounce: bool,
-    /// Whether a thread of its own copies each frame out of its read-back buffer into host
-    /// memory (handing the slot back at once) for the writer to write from there.
-    pub copy_out: bool,
-    pub slots: usize,
-}
-
-impl Staging {
-    /// The ring's staging on `gpu`, or the variant `GPUKIT_RING` names (`bar`, `bar-copy`,
-    /// `host`, `host-copy`; a diagnostic, docs/video.md) with `GPUKIT_RING_SLOTS` slots.
-    pub fn for_gpu(gpu: &Gpu) -> Staging {
-        let (memory, bounce) = match std::env::var("GPUKIT_RING").as_deref() {
-            Ok("bar") => (UploadMemory::Bar, false),
-            Ok("bar-copy") => (UploadMemory::Bar, true),
-            Ok("host") if gpu.host_uploads() => (UploadMemory::Host, false),
-            Ok("host-copy") if gpu.host_uploads() => (UploadMemory::Host, true),
-            _ => (UploadMemory::Bar, false),
-        };
-        let slots = std::env::var("GPUKIT_RING_SLOTS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(SLOTS)
-            .clamp(2, 64);
-        let copy_out = std::env::var("GPUKIT_RING_OUT").as_deref() == Ok("copy");
-        Staging {
-            memory,
-            bounce,
-            copy_out,
-            slots,
-        }
-    }
-
-    fn describe(&self) -> String {
-        let memory = match self.memory {
-            UploadMemory::Bar => "upload buffers mapped for writing (device memory where offered)",
-            UploadMemory::Host => "upload buffers in host memory",
-        };
-        let how = match self.bounce {
-            true => "read into host memory, then copied in",
-            false => "read straight in",
-        };
-        let out = match self.copy_out {
-            true => "copied out of the read-back buffer and written from host memory",
-            false => "written straight from the read-back buffer",
-        };
-        format!("{} slots, {memory}, each frame {how}, {out}", self.slots)
-    }
-}
-
 /// Time each stage of the ring spent, summed over the frames, for `-vv`.
 #[derive(Default)]
 struct Stages {
     /// The reader waiting for a free slot.
     slot_wait: AtomicU64,
-    /// Reading a frame from the stream (into the slot, or into host memory to copy).
+    /// Reading a frame from the stream into its slot.
     read: AtomicU64,
-    /// Copying a frame from host memory into the slot.
-    copy: AtomicU64,
-    /// Copying a frame out of the read-back buffer into host memory.
-    copy_out: AtomicU64,
     /// Recording and submitting a frame's copies and passes.
     submit: AtomicU64,
     /// From a frame's submission to its read-back mapped (the device's copies and passes,
@@ -298,15 +239,12 @@ impl Stages {
     fn line(&self, frames: u64) -> String {
         let ms = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 * 1e-6 / frames.max(1) as f64;
         format!(
-            "ring, per frame: read {:.2} ms (waiting for a slot {:.2}), copy in {:.2}, submit \
-             {:.2}, submission to read-back mapped {:.2}, copy out {:.2}, write {:.2} (waiting \
-             for the frame {:.2})",
+            "ring, per frame: read {:.2} ms (waiting for a slot {:.2}), submit {:.2}, \
+             submission to read-back mapped {:.2}, write {:.2} (waiting for the frame {:.2})",
             ms(&self.read),
             ms(&self.slot_wait),
-            ms(&self.copy),
             ms(&self.submit),
             ms(&self.device),
-            ms(&self.copy_out),
             ms(&self.write),
             ms(&self.write_wait),
         )
@@ -317,8 +255,6 @@ impl Stages {
 enum Done {
     /// Frame `.0` is in slot `.1`'s read-back buffer, mapped.
     Frame(u64, usize),
-    /// Frame `.0`, copied out of its slot.
-    Copied(u64, Vec<u8>),
     /// The stream ended after this many frames.
     End(u64),
     Failed(anyhow::Error),
@@ -334,7 +270,7 @@ pub fn blur_frames(
     stream: Stream,
     (luma, chroma): (BlurOptions, BlurOptions),
     writer: &mut VideoWriter<'_>,
-    staging: Staging,
+    slots: usize,
     report: &dyn Fn(&str),
 ) -> Result<Ran> {
     let Stream { source, name, .. } = stream;
@@ -349,13 +285,13 @@ pub fn blur_frames(
     let first = reader.next_index();
     let layout = Arc::new(Layout::of(&format));
     let ring: Arc<Vec<FrameSlot>> = Arc::new(
-        (0..staging.slots.max(2))
-            .map(|_| gpu.frame_slot(layout.bytes, staging.memory))
+        (0..slots.max(2))
+            .map(|_| gpu.frame_slot(layout.bytes))
             .collect(),
     );
     let stop = Arc::new(AtomicBool::new(false));
     let stages = Arc::new(Stages::default());
-    report(&format!("{name}: GPU ring: {}", staging.describe()));
+    report(&format!("{name}: GPU ring of {} slots", ring.len()));
     // Slots whose upload buffer is mapped and whose read-back buffer is free: at first all.
     let (free_tx, free_rx) = mpsc::channel::<Result<usize>>();
     for slot in 0..ring.len() {
@@ -367,15 +303,6 @@ pub fn blur_frames(
     {
         let (ring, layout, stop) = (ring.clone(), layout.clone(), stop.clone());
         let stages = stages.clone();
-        // Where a frame is read first when it is copied into its slot after.
-        let mut host = vec![
-            0u8;
-            if staging.bounce {
-                layout.bytes as usize
-            } else {
-                0
-            }
-        ];
         std::thread::Builder::new()
             .name("gpukit-read".into())
             .spawn(move || loop {
@@ -393,22 +320,10 @@ pub fn blur_frames(
                     return;
                 }
                 let t = Instant::now();
-                let read = match staging.bounce {
-                    false => ring[slot]
-                        .fill(|bytes| reader.next_into(&mut layout.split_mut(bytes)))
-                        .and_then(|r| r),
-                    true => reader.next_into(&mut layout.split_mut(&mut host)),
-                };
+                let read = ring[slot]
+                    .fill(|bytes| reader.next_into(&mut layout.split_mut(bytes)))
+                    .and_then(|r| r);
                 Stages::add(&stages.read, t);
-                let read = match read {
-                    Ok(Some(index)) if staging.bounce => {
-                        let t = Instant::now();
-                        let copied = ring[slot].fill(|bytes| bytes.copy_from_slice(&host));
-                        Stages::add(&stages.copy, t);
-                        copied.map(|()| Some(index))
-                    }
-                    other => other,
-                };
                 match read {
                     Ok(Some(index)) => {
                         if frames_tx.send(Ok((index, slot))).is_err() {
@@ -454,28 +369,11 @@ pub fn blur_frames(
             })
             .context("cannot start a thread")?
     };
-    // Host buffers the copier fills and the writer hands back.
-    let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
-    let done_rx = match staging.copy_out {
-        false => done_rx,
-        true => {
-            for _ in 0..ring.len() + 1 {
-                let _ = pool_tx.send(vec![0u8; layout.bytes as usize]);
-            }
-            let (copied_tx, copied_rx) = mpsc::channel::<Done>();
-            let (ring, free_tx, stages) = (ring.clone(), free_tx.clone(), stages.clone());
-            std::thread::Builder::new()
-                .name("gpukit-copy".into())
-                .spawn(move || copy_out(&done_rx, &ring, &free_tx, &pool_rx, &copied_tx, &stages))
-                .context("cannot start a thread")?;
-            copied_rx
-        }
-    };
     let written = write_frames(
         writer,
         first,
         &done_rx,
-        (&ring, &free_tx, &pool_tx),
+        (&ring, &free_tx),
         &layout,
         &name,
         &stages,
@@ -500,11 +398,7 @@ fn write_frames(
     writer: &mut VideoWriter<'_>,
     first: u64,
     done_rx: &mpsc::Receiver<Done>,
-    (ring, free_tx, pool): (
-        &[FrameSlot],
-        &mpsc::Sender<Result<usize>>,
-        &mpsc::Sender<Vec<u8>>,
-    ),
+    (ring, free_tx): (&[FrameSlot], &mpsc::Sender<Result<usize>>),
     layout: &Layout,
     name: &str,
     stages: &Stages,
@@ -517,32 +411,23 @@ fn write_frames(
         Stages::add(&stages.write_wait, waited);
         match done {
             Ok(Done::Frame(index, slot)) => {
-                pending.insert(index, Ok(slot));
-            }
-            Ok(Done::Copied(index, bytes)) => {
-                pending.insert(index, Err(bytes));
+                pending.insert(index, slot);
             }
             Ok(Done::End(frames)) => end = Some(frames),
             Ok(Done::Failed(e)) => return Err(e.context(name.to_string())),
             Err(_) => anyhow::bail!("{name}: the GPU stream's device thread ended early"),
         }
-        while let Some(held) = pending.remove(&next) {
+        while let Some(slot) = pending.remove(&next) {
+            let s = &ring[slot];
             let t = Instant::now();
-            match held {
-                Ok(slot) => {
-                    let s = &ring[slot];
-                    s.read(|bytes| writer.planes(&layout.split(bytes)))?
-                        .map_err(|e| anyhow::Error::from(e).context(name.to_string()))?;
-                    free_slot(s, slot, free_tx);
-                }
-                Err(bytes) => {
-                    writer
-                        .planes(&layout.split(&bytes))
-                        .map_err(|e| anyhow::Error::from(e).context(name.to_string()))?;
-                    let _ = pool.send(bytes);
-                }
-            }
+            s.read(|bytes| writer.planes(&layout.split(bytes)))?
+                .map_err(|e| anyhow::Error::from(e).context(name.to_string()))?;
             Stages::add(&stages.write, t);
+            // The slot goes back to the reader once its upload buffer is mapped again.
+            let free = free_tx.clone();
+            s.remap_upload(move |r| {
+                let _ = free.send(r.map(|()| slot));
+            });
             next += 1;
         }
     }
@@ -551,50 +436,6 @@ fn write_frames(
     }
     writer.flush()?;
     Ok(next)
-}
-
-/// Hands `slot` back to the reader once its upload buffer is mapped again.
-fn free_slot(s: &FrameSlot, slot: usize, free_tx: &mpsc::Sender<Result<usize>>) {
-    let free = free_tx.clone();
-    s.remap_upload(move |r| {
-        let _ = free.send(r.map(|()| slot));
-    });
-}
-
-/// The copier's side: each frame, as the device thread reports it done, copied out of its
-/// slot's read-back buffer into a host buffer from `pool`, its slot handed back, and the
-/// copy passed on to the writer.
-fn copy_out(
-    done_rx: &mpsc::Receiver<Done>,
-    ring: &[FrameSlot],
-    free_tx: &mpsc::Sender<Result<usize>>,
-    pool: &mpsc::Receiver<Vec<u8>>,
-    copied: &mpsc::Sender<Done>,
-    stages: &Stages,
-) {
-    for done in done_rx {
-        let done = match done {
-            Done::Frame(index, slot) => {
-                let Ok(mut bytes) = pool.recv() else {
-                    return;
-                };
-                let t = Instant::now();
-                let read = ring[slot].read(|b| bytes.copy_from_slice(b));
-                Stages::add(&stages.copy_out, t);
-                match read {
-                    Ok(()) => {
-                        free_slot(&ring[slot], slot, free_tx);
-                        Done::Copied(index, bytes)
-                    }
-                    Err(e) => Done::Failed(e.context(format!("frame {index}"))),
-                }
-            }
-            other => other,
-        };
-        if copied.send(done).is_err() {
-            return;
-        }
-    }
 }
 
 /// An image shaped like `plane` of `format`'s frames, for the blurrers to plan with (its

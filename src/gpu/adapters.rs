@@ -138,8 +138,7 @@ pub struct FeatureReport {
 pub(crate) const WANTED_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::SHADER_F16)
-    .union(wgpu::Features::PIPELINE_CACHE)
-    .union(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
+    .union(wgpu::Features::PIPELINE_CACHE);
 
 pub(super) fn feature_report(features: wgpu::Features, info: &wgpu::AdapterInfo) -> FeatureReport {
     let subgroups = features.contains(wgpu::Features::SUBGROUP);

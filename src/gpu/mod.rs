@@ -23,7 +23,7 @@ pub use adapters::{
 pub use choice::{open, open_all, open_gpu, Choice, DeviceRequest, Engine, Reason, SMALL_JOB};
 pub use device::Gpu;
 pub use kernel::{grid, pipelines_built, Batch, Kernel, Usage, TIMED_PASSES};
-pub use ring::{FrameSlot, Mapped, UploadMemory};
+pub use ring::{FrameSlot, Mapped};
 pub use shader::{compose, Composed, Shader, Variant};
 pub use timing::{span_ns, PassTime, PassTimer, Timings};
 pub use transfer::{Download, Upload};

@@ -12,32 +12,11 @@ use super::Gpu;
 pub struct FrameSlot {
     upload: wgpu::Buffer,
     readback: wgpu::Buffer,
-    memory: UploadMemory,
-}
-
-/// Where a slot's upload buffer lives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UploadMemory {
-    /// A MAP_WRITE buffer: wgpu-hal asks its allocator for memory the host writes and the
-    /// device reads (`CpuToGpu`), device memory mapped through the PCIe BAR where the GPU
-    /// offers it (write-combined on the host).
-    Bar,
-    /// A MAP_READ | COPY_SRC buffer ([`wgpu::Features::MAPPABLE_PRIMARY_BUFFERS`]): memory
-    /// the allocator places in host RAM, cached (`GpuToCpu`), filled while mapped.
-    Host,
 }
 
 impl Gpu {
-    /// Whether the device can give a slot host-memory upload buffers ([`UploadMemory::Host`]).
-    pub fn host_uploads(&self) -> bool {
-        self.device
-            .features()
-            .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
-    }
-
-    /// A slot for frames of `bytes` bytes, its upload buffer in `memory`, mapped and ready to
-    /// fill.
-    pub fn frame_slot(&self, bytes: u64, memory: UploadMemory) -> FrameSlot {
+    /// A slot for frames of `bytes` bytes, its upload buffer mapped and ready to fill.
+    pub fn frame_slot(&self, bytes: u64) -> FrameSlot {
         let size = bytes.max(4).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
         let buffer = |label, usage, mapped_at_creation| {
             self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -47,20 +26,19 @@ impl Gpu {
                 mapped_at_creation,
             })
         };
-        let map = match memory {
-            UploadMemory::Bar => wgpu::BufferUsages::MAP_WRITE,
-            UploadMemory::Host => wgpu::BufferUsages::MAP_READ,
-        };
         FrameSlot {
-            // Mapped to be filled in place, COPY_SRC for batches to copy from.
-            upload: buffer("frame upload", map | wgpu::BufferUsages::COPY_SRC, true),
+            // MAP_WRITE to be filled in place, COPY_SRC for batches to copy from.
+            upload: buffer(
+                "frame upload",
+                wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+                true,
+            ),
             // MAP_READ to be read in place, COPY_DST for batches to copy into.
             readback: buffer(
                 "frame read-back",
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 false,
             ),
-            memory,
         }
     }
 
@@ -93,40 +71,21 @@ impl FrameSlot {
     /// once its callback said so) to `f` to write, then unmaps them for a batch to copy from.
     /// The bytes `f` leaves alone keep what they held (zeros at first).
     pub fn fill<T>(&self, f: impl FnOnce(&mut [u8]) -> T) -> Result<T> {
-        let out = match self.memory {
-            UploadMemory::Bar => {
-                let mut view = self
-                    .upload
-                    .get_mapped_range_mut(..)
-                    .map_err(|e| anyhow!("mapping the frame upload buffer failed: {e}"))?;
-                let mut write = view.slice(..);
-                let len = write.len();
-                let ptr = write.as_raw_element_ptr();
-                // SAFETY: the view maps the whole buffer for writing and lives until `f`
-                // returns; no other view of it exists (one slot is filled by one thread at a
-                // time); the bytes are initialised (wgpu zeroes a buffer at creation, and a
-                // mapping again gives back what it held). Upload memory may be
-                // write-combined: `f` only writes (a read(2) from a pipe into it), which is
-                // what the mapping is for.
-                let bytes = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) };
-                f(bytes)
-            }
-            UploadMemory::Host => {
-                let view = self
-                    .upload
-                    .get_mapped_range(..)
-                    .map_err(|e| anyhow!("mapping the frame upload buffer failed: {e}"))?;
-                let (ptr, len) = (view.as_ptr().cast_mut(), view.len());
-                drop(view);
-                // SAFETY: the buffer stays mapped until the unmap below (the view only
-                // borrowed it); the mapping is wgpu-hal's persistent pointer into host
-                // memory, which nothing else touches while the slot is the filler's (the
-                // device's copy from it is done: the mapping came back). Written through a
-                // read mapping: the bytes reach the device as a MAP_WRITE buffer's would on
-                // coherent memory, the kind the allocator picks first (HOST_COHERENT).
-                let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-                f(bytes)
-            }
+        let out = {
+            let mut view = self
+                .upload
+                .get_mapped_range_mut(..)
+                .map_err(|e| anyhow!("mapping the frame upload buffer failed: {e}"))?;
+            let mut write = view.slice(..);
+            let len = write.len();
+            let ptr = write.as_raw_element_ptr();
+            // SAFETY: the view maps the whole buffer for writing and lives until `f` returns;
+            // no other view of it exists (one slot is filled by one thread at a time); the
+            // bytes are initialised (wgpu zeroes a buffer at creation, and a mapping again
+            // gives back what it held). Upload memory may be write-combined: `f` only writes
+            // (a read(2) from a pipe into it), which is what the mapping is for.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) };
+            f(bytes)
         };
         self.upload.unmap();
         Ok(out)
@@ -135,11 +94,7 @@ impl FrameSlot {
     /// Asks for the upload buffer to be mapped again once the work copying from it is done;
     /// `done` hears the outcome when a thread polls the device.
     pub fn remap_upload(&self, done: impl FnOnce(Mapped) + Send + 'static) {
-        let mode = match self.memory {
-            UploadMemory::Bar => wgpu::MapMode::Write,
-            UploadMemory::Host => wgpu::MapMode::Read,
-        };
-        self.upload.map_async(mode, .., move |r| {
+        self.upload.map_async(wgpu::MapMode::Write, .., move |r| {
             done(r.map_err(|e| anyhow!("mapping the frame upload buffer failed: {e}")))
         });
     }
