@@ -4,7 +4,8 @@
 //! thread records and submits the frame's copies and passes without waiting, and polls the
 //! device, which runs the mappings' callbacks; the caller's thread writes each frame's
 //! read-back bytes, in frame order, straight to the output in one vectored write. So frame
-//! n+1 is read in while frame n is blurred and frame n-1 written out.
+//! n+1 is read in while frame n is blurred and frame n-1 written out. Each stage's time a
+//! frame goes to `-vv`. The stream's engine choice (`StreamModel`) is here too.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
