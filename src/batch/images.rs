@@ -382,6 +382,11 @@ pub fn run(
             env.estimate(job_saving(op, out, job.format, &h, files, pipeline.engines));
         }
     }
+    // The native CPU engine, chosen without loading a driver, is opened now (it costs
+    // nothing), so that the batch runs every stage of a file on one thread (`run_fused`).
+    if env.native_cpu_at_once() {
+        devices.get(env, &mut device_timings)?;
+    }
     let hide =
         env.quiet() || jobs.len() == 1 || report_sink.as_ref().is_some_and(JsonSink::is_stdout);
     // Each decoded image bound for the GPU's encoder is written into an upload buffer on the
