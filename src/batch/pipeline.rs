@@ -3,7 +3,8 @@
 //! queues sit between the stages, so at most `jobs` images decode, `depth` wait for an engine,
 //! one is in each engine, `depth` wait for an encoder and `jobs` encode: memory is bounded
 //! whatever the batch's size. What a file becomes never depends on the timing; only the order in which
-//! files finish does.
+//! files finish does. For an engine on the cores, `run_fused` runs every stage of a file on
+//! one thread instead.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
