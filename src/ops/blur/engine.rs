@@ -25,6 +25,9 @@ use super::pack::alpha_lane;
 use super::Options;
 use crate::io::image::{recycle, Image, Samples};
 
+#[cfg(target_arch = "x86_64")]
+mod box8;
+
 /// The engine's blur: the same signature and result as `reference`.
 pub fn blur(img: &Image, params: &Options) -> Result<Image> {
     blur_tiled(img, params, RING_BYTES, true)
@@ -432,6 +435,10 @@ struct Plan<'a> {
     /// (`row_box16`), the gaussian's two passes (`row_gauss16`, `column_gauss16`; the ring
     /// then holds the intermediate biased, x ^ 0x8000).
     lanes16: bool,
+    /// The box on 8-bit samples in and out, all in 16-bit lanes (`box8`), where its
+    /// constants exist; implies `lanes16`.
+    #[cfg(target_arch = "x86_64")]
+    box8: Option<box8::Box8>,
 }
 
 /// One application of both passes.
@@ -481,18 +488,28 @@ fn blur_once_into<T: Sample, M: Sample, O: Sample>(
         },
     };
     let ring_rows = if gauss { 2 * r + 1 } else { 2 * r + 2 }.min(h);
+    let lanes16 = lanes16
+        && has_avx2()
+        && match gauss {
+            true => fits_lanes16::<M>(weights, max_in),
+            false => n * max_in <= u16::MAX as u64,
+        };
     let plan = Plan {
         geo: *geo,
         weights,
         first,
         column,
         ring_rows,
-        lanes16: lanes16
-            && has_avx2()
-            && match gauss {
-                true => fits_lanes16::<M>(weights, max_in),
-                false => n * max_in <= u16::MAX as u64,
-            },
+        lanes16,
+        #[cfg(target_arch = "x86_64")]
+        box8: match passes.column {
+            ColumnArith::Finish(second)
+                if lanes16 && !gauss && max_in == 255 && is::<T, u8>() && is::<O, u8>() =>
+            {
+                box8::Box8::new(n as u32, row, second)
+            }
+            _ => None,
+        },
     };
 
     // Strips keep a tile's ring of intermediate rows within `ring_bytes`, but are at least 4 windows wide so the halo stays a small part of each row's work.
@@ -533,6 +550,11 @@ fn blur_once_into<T: Sample, M: Sample, O: Sample>(
         });
 }
 
+/// Whether `A` is the type `B`.
+fn is<A: 'static, B: 'static>() -> bool {
+    std::any::TypeId::of::<A>() == std::any::TypeId::of::<B>()
+}
+
 /// Whether this CPU runs AVX2 (the tile code is compiled twice: for it, and for the target's
 /// baseline).
 pub(crate) fn has_avx2() -> bool {
@@ -569,6 +591,9 @@ struct Scratch<M> {
     sums: Vec<u32>,
     /// Intermediate rows, row y in slot y % ring_rows.
     ring: Vec<M>,
+    /// `box8`'s buffers, for its tiles.
+    #[cfg(target_arch = "x86_64")]
+    box8: box8::Scratch,
 }
 
 /// Blurs the tile of columns `xs` and rows `ys` into `out`.
@@ -581,6 +606,14 @@ fn tile<T: Sample, M: Sample, O: Sample>(
     out: OutPtr<O>,
     sc: &mut Scratch<M>,
 ) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(bx) = &plan.box8 {
+        // SAFETY: `box8` is set only where T and O are u8 (`blur_once_into`), so these are
+        // the same slice and pointer.
+        let src = unsafe { std::slice::from_raw_parts(src.as_ptr().cast::<u8>(), src.len()) };
+        let out = OutPtr(out.0.cast::<u8>());
+        return box8::tile(src, plan, bx, (x0, x1), (y0, y1), out, &mut sc.box8);
+    }
     let Geometry {
         w, h, c, radius: r, ..
     } = plan.geo;
@@ -716,6 +749,7 @@ fn fill_ring<T: Sample, M: Sample>(
             pad16,
             sums,
             ring,
+            ..
         } = sc;
         let dst = &mut ring[slot * seg..(slot + 1) * seg];
         if plan.weights.is_empty() && plan.lanes16 {
@@ -1442,6 +1476,22 @@ mod tests {
         ] {
             check(&white, params);
             check(&noise(300, 20, 3, false, 17), params);
+        }
+    }
+
+    /// 8-bit gray and RGB, which take `box8` where its constants exist and the other
+    /// 16-bit lanes elsewhere: every radius to 40 and some beyond, on noise and on white (the
+    /// largest sums), at odd sizes whose windows clamp at every edge, once and twice.
+    #[test]
+    fn box8_every_radius_matches_the_reference() {
+        for r in (0..=40).chain([42, 63, 127, 128]) {
+            for (w, h, c) in [(37, 23, 3), (130, 9, 1), (5, 41, 3), (1, 1, 1), (2, 70, 1)] {
+                let img = noise(w, h, c, false, r * 7 + w);
+                check(&img, Options::new(Kind::Box, r, 1));
+                let white = Image::new_u8(w, h, c, vec![255; (w * h * c as u32) as usize]);
+                check(&white, Options::new(Kind::Box, r, 1));
+            }
+            check(&noise(40, 30, 3, false, r), Options::new(Kind::Box, r, 2));
         }
     }
 

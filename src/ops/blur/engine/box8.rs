@@ -1,0 +1,460 @@
+//! The box blur of 8-bit images without alpha on AVX2, every lane 16 bits wide: the row pass
+//! reads the samples as they are, its running sums, window sums and rounding in u16 lanes; the
+//! column pass slides two u16 sums per sample and divides with 16-bit multiplies. The same
+//! bits as `reference` (docs/blur.md, "The native CPU engine"), where `Box8::new` finds
+//! constants that make every step exact; elsewhere the engine's other paths run.
+//!
+//! With n = 2r + 1 and F = 8 (docs/blur.md, "Box"), a row window sum S <= 255 n becomes
+//! h = floor((256 S + floor(n / 2)) / n) <= 65280, and a column window sum T of h values
+//! becomes out = floor((T + 128 n) / (256 n)). Both are computed without 32-bit lanes:
+//!
+//! - Row: with k = floor(256 / n) and m = 256 - k n, 256 S + floor(n / 2) =
+//!   n k S + (m S + floor(n / 2)), so h = k S + floor((m S + floor(n / 2)) / n), and the
+//!   second term's dividend is at most 255 m n + floor(n / 2): where that fits 16 bits (every
+//!   n up to 25, and 31, 51, 63, 85, 127 among the others) one `Magic16` divides it.
+//! - Column: every h splits into its bytes, h = 256 a + b (a, b <= 255), so T = 256 A + B with
+//!   A and B the window sums of the a and b, each at most 255 n, kept in u16 lanes. Then
+//!   floor((T + 128 n) / 256) = A + floor((B + 128 n) / 256) (256 A is a multiple of 256; B +
+//!   128 n fits 16 bits for n up to 171), and out = floor(z / n) for that z, since
+//!   floor(floor(x / 256) / n) = floor(x / (256 n)): one more `Magic16`.
+
+use std::arch::x86_64::*;
+
+use super::{fill_pad, Geometry, OutPtr, Plan};
+
+/// floor(y / d) = ((y + add) * mul) >> (16 + shift) for every y up to the bound it was made
+/// for, in 16-bit lanes: `_mm256_mulhi_epu16` and a shift.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Magic16 {
+    add: u16,
+    mul: u16,
+    shift: u32,
+}
+
+impl Magic16 {
+    /// The constants for divisor `d` and dividends up to `y_max`, if any fit 16 bits. With
+    /// p = 2^(16 + shift) and y = q d + rho (rho < d):
+    ///
+    /// - rounded up, mul = ceil(p / d), e = mul d - p: y mul / p = y / d + y e / (d p), which
+    ///   lies in [q, q + 1) when y e < p (then y e / (d p) < 1 / d <= (d - rho) / d);
+    /// - rounded down, mul <= floor(p / d), e = p - mul d > 0, add = 1:
+    ///   (y + 1) mul / p = q + (rho + 1) / d - (y + 1) e / (d p), which is below q + 1 (e > 0,
+    ///   rho + 1 <= d) and at least q when (y + 1) e <= p.
+    pub fn new(d: u32, y_max: u32) -> Option<Magic16> {
+        if d == 0 || y_max > 0xffff {
+            return None;
+        }
+        let (d, y) = (d as u64, y_max as u64);
+        (0..16u32).find_map(|shift| {
+            let p = 1u64 << (16 + shift);
+            let up = p.div_ceil(d);
+            if up <= 0xffff && y * (up * d - p) < p {
+                return Some(Magic16 {
+                    add: 0,
+                    mul: up as u16,
+                    shift,
+                });
+            }
+            let down = (p / d).min(0xffff);
+            let e = p - down * d;
+            (down > 0 && e > 0 && y < 0xffff && (y + 1) * e <= p).then_some(Magic16 {
+                add: 1,
+                mul: down as u16,
+                shift,
+            })
+        })
+    }
+
+    /// floor(y / d) for one y.
+    #[inline(always)]
+    pub fn one(&self, y: u32) -> u32 {
+        ((y + self.add as u32) * self.mul as u32) >> (16 + self.shift)
+    }
+}
+
+/// The constants of the box on 8-bit samples without alpha (the module's header).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Box8 {
+    /// floor(256 / n) and 256 - n floor(256 / n).
+    k: u16,
+    m: u16,
+    /// floor(n / 2), added to m S before `row` divides by n.
+    half_n: u16,
+    row: Magic16,
+    /// 128 n, added to B.
+    half_d: u16,
+    col: Magic16,
+}
+
+impl Box8 {
+    /// For a box of window `n` whose passes round as `first` (the row pass: (S * mul + add) /
+    /// div) and `second` (the column pass), if they are the 8-bit box's and constants exist.
+    pub fn new(n: u32, first: (u32, u32, u32), second: (u32, u32, u32)) -> Option<Box8> {
+        if first != (256, n / 2, n) || second != (1, 128 * n, 256 * n) || n > 171 {
+            return None;
+        }
+        let (k, m) = (256 / n, 256 % n);
+        let row = Magic16::new(n, 255 * m * n + n / 2)?;
+        let col = Magic16::new(n, 255 * n + (255 * n + 128 * n) / 256)?;
+        Some(Box8 {
+            k: k as u16,
+            m: m as u16,
+            half_n: (n / 2) as u16,
+            row,
+            half_d: (128 * n) as u16,
+            col,
+        })
+    }
+
+    /// The row pass's output for one window sum S.
+    #[inline(always)]
+    fn row_one(&self, s: u32) -> u16 {
+        (self.k as u32 * s + self.row.one(self.m as u32 * s + self.half_n as u32)) as u16
+    }
+
+    /// The column pass's output for the window sums A and B of the high and low bytes.
+    #[inline(always)]
+    fn col_one(&self, a: u16, b: u16) -> u8 {
+        let z = a as u32 + ((b as u32 + self.half_d as u32) >> 8);
+        self.col.one(z) as u8
+    }
+}
+
+/// A tile's buffers.
+#[derive(Default)]
+pub(super) struct Scratch {
+    /// One row segment and its clamped halo.
+    pad: Vec<u8>,
+    /// Its running sums.
+    prefix: Vec<u16>,
+    /// Intermediate rows, row y in slot y % ring_rows.
+    ring: Vec<u16>,
+    /// The column pass's window sums of the high (A) and low (B) bytes of the intermediate.
+    a: Vec<u16>,
+    b: Vec<u16>,
+}
+
+/// Blurs the tile of columns `xs` and rows `ys` of `src` into `out` (the engine's `tile` for
+/// the box with `bx`).
+pub(super) fn tile(
+    src: &[u8],
+    plan: &Plan,
+    bx: &Box8,
+    (x0, x1): (usize, usize),
+    (y0, y1): (usize, usize),
+    out: OutPtr<u8>,
+    sc: &mut Scratch,
+) {
+    let Geometry {
+        w, h, c, radius: r, ..
+    } = plan.geo;
+    let seg = (x1 - x0) * c;
+    let ring_rows = plan.ring_rows;
+    sc.ring.resize(ring_rows * seg, 0);
+    let clamp = |y: i64| y.clamp(0, h as i64 - 1) as usize;
+    // The rows computed so far: all of first..=last are in the ring (`last` wraps below 0
+    // before the first).
+    let mut last = clamp(y0 as i64 - r as i64).wrapping_sub(1);
+    let mut fill = |sc: &mut Scratch, upto: usize| {
+        for y in last.wrapping_add(1)..=upto {
+            let slot = y % ring_rows;
+            let row = &src[y * w * c..(y + 1) * w * c];
+            // Pixels x0 - r - 1 .. x1 + r: the running sums' start, as in `row_box`.
+            fill_pad(row, c, w, (x0, x1), (r + 1, r), &mut sc.pad);
+            sc.prefix.resize(sc.pad.len(), 0);
+            let dst = &mut sc.ring[slot * seg..(slot + 1) * seg];
+            // SAFETY: a `Box8` is made only where the CPU has AVX2 (`Plan::box8`).
+            unsafe {
+                match c {
+                    1 => row_pass::<1>(bx, &sc.pad, &mut sc.prefix, dst),
+                    3 => row_pass::<3>(bx, &sc.pad, &mut sc.prefix, dst),
+                    _ => unreachable!("8-bit images without alpha are gray or RGB, not {c}"),
+                }
+            }
+            last = y;
+        }
+    };
+    let out_row = |y: usize| -> &mut [u8] {
+        // SAFETY: row y, columns x0..x1 of the output belong to this tile alone, and the slice
+        // is dropped before the next one of the same row is made.
+        unsafe { std::slice::from_raw_parts_mut(out.0.add((y * w + x0) * c), seg) }
+    };
+    // The window sums at y0: rows y0 - r ..= y0 + r, clamped, as counts of distinct rows.
+    let (lo, hi) = (y0 as i64 - r as i64, y0 as i64 + r as i64);
+    fill(sc, clamp(hi));
+    sc.a.clear();
+    sc.a.resize(seg, 0);
+    sc.b.clear();
+    sc.b.resize(seg, 0);
+    for y in clamp(lo)..=clamp(hi) {
+        let times = ((y as i64 == 0) as i64 * (-lo).max(0)
+            + (y == h - 1) as i64 * (hi - (h as i64 - 1)).max(0)
+            + 1) as u16;
+        let slot = y % ring_rows;
+        let row = &sc.ring[slot * seg..(slot + 1) * seg];
+        for ((a, b), &v) in sc.a.iter_mut().zip(sc.b.iter_mut()).zip(row) {
+            // The true sums are at most 255 n < 2^16.
+            *a = a.wrapping_add((v >> 8).wrapping_mul(times));
+            *b = b.wrapping_add((v & 0xff).wrapping_mul(times));
+        }
+    }
+    // Row y0 adds and takes away the same row: its sums as they are.
+    let slot = y0 % ring_rows;
+    let row = &sc.ring[slot * seg..(slot + 1) * seg];
+    // SAFETY: as above.
+    unsafe { column_step(bx, row, row, &mut sc.a, &mut sc.b, out_row(y0)) };
+    for y in y0 + 1..y1 {
+        let add = clamp((y + r) as i64);
+        let sub = clamp(y as i64 - r as i64 - 1);
+        fill(sc, add);
+        let (sa, ss) = (add % ring_rows, sub % ring_rows);
+        let Scratch { ring, a, b, .. } = sc;
+        let (ra, rs) = (
+            &ring[sa * seg..(sa + 1) * seg],
+            &ring[ss * seg..(ss + 1) * seg],
+        );
+        // SAFETY: as above.
+        unsafe { column_step(bx, ra, rs, a, b, out_row(y)) };
+    }
+}
+
+/// `_mm256_mulhi_epu16` as the one instruction it names. The intrinsic is written as a widening
+/// multiply that LLVM matches back to `vpmulhuw`, but in a loop with a constant operand it
+/// hoists that operand's widening out of the loop and then multiplies 32-bit lanes: twice the
+/// multiplies, and packs (measured: the row pass took half again as long).
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn mulhi(a: __m256i, b: __m256i) -> __m256i {
+    let r;
+    // SAFETY: the caller runs on AVX2; the instruction touches only these registers.
+    std::arch::asm!(
+        "vpmulhuw {r}, {a}, {b}",
+        r = lateout(ymm_reg) r,
+        a = in(ymm_reg) a,
+        b = in(ymm_reg) b,
+        options(pure, nomem, nostack, preserves_flags),
+    );
+    r
+}
+
+/// The row pass of one row segment: `pad` holds its pixels from x0 - r - 1 to x1 + r - 1 (C
+/// samples each), `prefix` as many u16 of scratch, and `dst` receives the segment's
+/// intermediate h. With P the running sums of `pad` per channel (wrapping u16: only their
+/// differences are used, and every window sum is below 2^16), the window sum at sample t is
+/// S = P[t + (2r + 1) C] - P[t]. One loop computes P, 16 lanes a vector (within a vector in log
+/// steps, then the carry of the vector before), and as soon as a vector of P is known the
+/// window sums that end in it; the sums of the first and last 16 samples, which the loop's
+/// alignment may miss, are done again afterwards (or all of them one by one, for a segment
+/// under 16 samples).
+#[target_feature(enable = "avx2")]
+unsafe fn row_pass<const C: usize>(bx: &Box8, pad: &[u8], prefix: &mut [u16], dst: &mut [u16]) {
+    let len = pad.len();
+    let seg = dst.len();
+    let off = len - seg;
+    assert!(prefix.len() == len && off >= C && off.is_multiple_of(C));
+    // Lane i of the carry takes lane 16 - C + i % C of the vector before (lane 8 - C + i % C
+    // of its upper half, broadcast to both halves first).
+    let mut mask = [0u8; 32];
+    for i in 0..16 {
+        let lane = (8 - C + i % C) as u8;
+        mask[2 * i] = 2 * lane;
+        mask[2 * i + 1] = 2 * lane + 1;
+    }
+    let mask = _mm256_loadu_si256(mask.as_ptr().cast());
+    let round = RowRound::new(bx);
+    let pp = prefix.as_mut_ptr();
+    let dp = dst.as_mut_ptr();
+    let mut carry = _mm256_setzero_si256();
+    let mut j = 0;
+    while j + 16 <= len {
+        let mut x = _mm256_cvtepu8_epi16(_mm_loadu_si128(pad.as_ptr().add(j).cast()));
+        let mut s = C;
+        while s < 16 {
+            x = _mm256_add_epi16(x, super::shift_lanes(x, s));
+            s *= 2;
+        }
+        x = _mm256_add_epi16(x, carry);
+        _mm256_storeu_si256(pp.add(j).cast(), x);
+        carry = _mm256_shuffle_epi8(_mm256_permute2x128_si256(x, x, 0x11), mask);
+        if j >= off {
+            let t = j - off;
+            let lo = _mm256_loadu_si256(pp.add(t).cast());
+            _mm256_storeu_si256(dp.add(t).cast(), round.apply(_mm256_sub_epi16(x, lo)));
+        }
+        j += 16;
+    }
+    for j in j..len {
+        let before = if j >= C { prefix[j - C] } else { 0 };
+        prefix[j] = before.wrapping_add(pad[j] as u16);
+    }
+    if seg < 16 {
+        for (t, d) in dst.iter_mut().enumerate() {
+            *d = bx.row_one(prefix[t + off].wrapping_sub(prefix[t]) as u32);
+        }
+        return;
+    }
+    for t in [0, seg - 16] {
+        let hi = _mm256_loadu_si256(pp.add(t + off).cast());
+        let lo = _mm256_loadu_si256(pp.add(t).cast());
+        _mm256_storeu_si256(dp.add(t).cast(), round.apply(_mm256_sub_epi16(hi, lo)));
+    }
+}
+
+/// `Box8::row_one` on 16 lanes, its constants in vectors.
+#[derive(Clone, Copy)]
+struct RowRound {
+    /// k and m as shifts where both are the same power of two (r = 15: both 8), else None.
+    shift: Option<__m128i>,
+    k: __m256i,
+    m: __m256i,
+    add: __m256i,
+    mul: __m256i,
+    post: __m128i,
+}
+
+impl RowRound {
+    #[target_feature(enable = "avx2")]
+    unsafe fn new(bx: &Box8) -> RowRound {
+        let same_pow2 = bx.k == bx.m && bx.k.is_power_of_two();
+        RowRound {
+            shift: same_pow2.then(|| _mm_cvtsi32_si128(bx.k.trailing_zeros() as i32)),
+            k: _mm256_set1_epi16(bx.k as i16),
+            m: _mm256_set1_epi16(bx.m as i16),
+            add: _mm256_set1_epi16((bx.half_n + bx.row.add) as i16),
+            mul: _mm256_set1_epi16(bx.row.mul as i16),
+            post: _mm_cvtsi32_si128(bx.row.shift as i32),
+        }
+    }
+
+    /// h = k S + floor((m S + floor(n / 2)) / n) for 16 window sums S.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn apply(&self, s: __m256i) -> __m256i {
+        let (ks, ms) = match self.shift {
+            Some(sh) => {
+                let v = _mm256_sll_epi16(s, sh);
+                (v, v)
+            }
+            None => (_mm256_mullo_epi16(s, self.k), _mm256_mullo_epi16(s, self.m)),
+        };
+        let y = _mm256_add_epi16(ms, self.add);
+        let q = _mm256_srl_epi16(mulhi(y, self.mul), self.post);
+        _mm256_add_epi16(ks, q)
+    }
+}
+
+/// One output row of the column pass: the window sums `a` (high bytes) and `b` (low bytes)
+/// gain the intermediate row `add` and lose `sub` (wrapping u16: the true sums fit), and
+/// `out` = floor((A + floor((B + 128 n) / 256)) / n) (the module's header).
+#[target_feature(enable = "avx2")]
+unsafe fn column_step(
+    bx: &Box8,
+    add: &[u16],
+    sub: &[u16],
+    a: &mut [u16],
+    b: &mut [u16],
+    out: &mut [u8],
+) {
+    let n = out.len();
+    assert!(add.len() == n && sub.len() == n && a.len() == n && b.len() == n);
+    let low = _mm256_set1_epi16(0xff);
+    let half_d = _mm256_set1_epi16(bx.half_d as i16);
+    let cadd = _mm256_set1_epi16(bx.col.add as i16);
+    let cmul = _mm256_set1_epi16(bx.col.mul as i16);
+    let cpost = _mm_cvtsi32_si128(bx.col.shift as i32);
+    let (pa, ps) = (add.as_ptr(), sub.as_ptr());
+    let (qa, qb, po) = (a.as_mut_ptr(), b.as_mut_ptr(), out.as_mut_ptr());
+    // 16 outputs at i, as u16 lanes.
+    let step = |i: usize| {
+        let (x, y) = (
+            _mm256_loadu_si256(pa.add(i).cast()),
+            _mm256_loadu_si256(ps.add(i).cast()),
+        );
+        let sa = _mm256_sub_epi16(
+            _mm256_add_epi16(
+                _mm256_loadu_si256(qa.add(i).cast()),
+                _mm256_srli_epi16(x, 8),
+            ),
+            _mm256_srli_epi16(y, 8),
+        );
+        let sb = _mm256_sub_epi16(
+            _mm256_add_epi16(
+                _mm256_loadu_si256(qb.add(i).cast()),
+                _mm256_and_si256(x, low),
+            ),
+            _mm256_and_si256(y, low),
+        );
+        _mm256_storeu_si256(qa.add(i).cast(), sa);
+        _mm256_storeu_si256(qb.add(i).cast(), sb);
+        let z = _mm256_add_epi16(sa, _mm256_srli_epi16(_mm256_add_epi16(sb, half_d), 8));
+        _mm256_srl_epi16(mulhi(_mm256_add_epi16(z, cadd), cmul), cpost)
+    };
+    let mut i = 0;
+    while i + 32 <= n {
+        let (lo, hi) = (step(i), step(i + 16));
+        let bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(lo, hi), 0xd8);
+        _mm256_storeu_si256(po.add(i).cast(), bytes);
+        i += 32;
+    }
+    for i in i..n {
+        a[i] = a[i].wrapping_add(add[i] >> 8).wrapping_sub(sub[i] >> 8);
+        b[i] = b[i].wrapping_add(add[i] & 0xff).wrapping_sub(sub[i] & 0xff);
+        out[i] = bx.col_one(a[i], b[i]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `Magic16` divides exactly, for every divisor a box makes and every dividend up to
+    /// its bound (all of them, not a sample).
+    #[test]
+    fn magic16_divides_every_dividend_exactly() {
+        let mut made = 0;
+        for d in 1..=400u32 {
+            for y_max in [255 * d, 383 * d, 65534, 65535] {
+                let Some(mg) = Magic16::new(d, y_max) else {
+                    continue;
+                };
+                made += 1;
+                for y in 0..=y_max {
+                    assert_eq!(mg.one(y), y / d, "{d} {y_max} {mg:?} at {y}");
+                }
+            }
+        }
+        assert!(made > 1000, "{made}");
+    }
+
+    /// Both passes' roundings equal the reference's formulas for every sum, at every radius
+    /// for which a `Box8` is made; and it is made for the radii the batches use.
+    #[test]
+    fn box8_rounds_as_the_reference_for_every_sum() {
+        let mut radii = Vec::new();
+        for r in 0..=128u32 {
+            let n = 2 * r + 1;
+            let Some(bx) = Box8::new(n, (256, n / 2, n), (1, 128 * n, 256 * n)) else {
+                continue;
+            };
+            radii.push(r);
+            for s in 0..=255 * n {
+                assert_eq!(bx.row_one(s) as u32, (256 * s + n / 2) / n, "r={r} S={s}");
+            }
+            // Column sums T = 256 A + B of n values h <= 65280 (so T <= 65280 n), with A and
+            // B the sums of their bytes (each at most 255 n).
+            for a in (0..=255 * n).step_by(1 + r as usize / 8) {
+                for b in (0..=255 * n).step_by(7) {
+                    let t = 256 * a + b;
+                    if t > 65280 * n {
+                        continue;
+                    }
+                    let want = (t + 128 * n) / (256 * n);
+                    assert_eq!(bx.col_one(a as u16, b as u16) as u32, want, "r={r} {a} {b}");
+                }
+            }
+        }
+        for r in [0, 1, 2, 3, 5, 7, 10, 12, 15, 25, 31, 42, 63] {
+            assert!(radii.contains(&r), "no Box8 for r={r}: {radii:?}");
+        }
+    }
+}
