@@ -487,13 +487,29 @@ fn blur_once_into<T: Sample, M: Sample, O: Sample>(
             opaque,
         },
     };
-    let ring_rows = if gauss { 2 * r + 1 } else { 2 * r + 2 }.min(h);
     let lanes16 = lanes16
         && has_avx2()
         && match gauss {
             true => fits_lanes16::<M>(weights, max_in),
             false => n * max_in <= u16::MAX as u64,
         };
+    #[cfg(target_arch = "x86_64")]
+    let box8 = match passes.column {
+        ColumnArith::Finish(second)
+            if lanes16 && !gauss && max_in == 255 && is::<T, u8>() && is::<O, u8>() =>
+        {
+            box8::Box8::new(n as u32, row, second)
+        }
+        _ => None,
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let box8: Option<()> = None;
+    let ring_rows = match (gauss, box8.is_some()) {
+        (true, _) => (2 * r + 1).min(h),
+        #[cfg(target_arch = "x86_64")]
+        (false, true) => box8::Box8::ring_rows(r, h),
+        _ => (2 * r + 2).min(h),
+    };
     let plan = Plan {
         geo: *geo,
         weights,
@@ -502,14 +518,7 @@ fn blur_once_into<T: Sample, M: Sample, O: Sample>(
         ring_rows,
         lanes16,
         #[cfg(target_arch = "x86_64")]
-        box8: match passes.column {
-            ColumnArith::Finish(second)
-                if lanes16 && !gauss && max_in == 255 && is::<T, u8>() && is::<O, u8>() =>
-            {
-                box8::Box8::new(n as u32, row, second)
-            }
-            _ => None,
-        },
+        box8,
     };
 
     // Strips keep a tile's ring of intermediate rows within `ring_bytes`, but are at least 4 windows wide so the halo stays a small part of each row's work.

@@ -20,7 +20,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{fill_pad, Geometry, OutPtr, Plan};
+use super::{Geometry, OutPtr, Plan};
 
 /// floor(y / d) = ((y + add) * mul) >> (16 + shift) for every y up to the bound it was made
 /// for, in 16-bit lanes: `_mm256_mulhi_epu16` and a shift.
@@ -123,9 +123,7 @@ impl Box8 {
 /// A tile's buffers.
 #[derive(Default)]
 pub(super) struct Scratch {
-    /// One row segment and its clamped halo.
-    pad: Vec<u8>,
-    /// Its running sums.
+    /// The running sums of one row segment and its clamped halo.
     prefix: Vec<u16>,
     /// Intermediate rows, row y in slot y % ring_rows.
     ring: Vec<u16>,
@@ -134,8 +132,20 @@ pub(super) struct Scratch {
     b: Vec<u16>,
 }
 
+/// Output rows the column pass computes in one sweep along a row segment, with its window sums
+/// in registers between them: the ring holds this many rows beyond the window
+/// (`Box8::ring_rows`).
+const ROWS: usize = 4;
+
+impl Box8 {
+    /// Intermediate rows a tile keeps for an image `h` rows high.
+    pub fn ring_rows(radius: usize, h: usize) -> usize {
+        (2 * radius + 1 + ROWS).min(h)
+    }
+}
+
 /// Blurs the tile of columns `xs` and rows `ys` of `src` into `out` (the engine's `tile` for
-/// the box with `bx`).
+/// the box with `bx`; `plan.ring_rows` is `Box8::ring_rows`).
 pub(super) fn tile(
     src: &[u8],
     plan: &Plan,
@@ -151,6 +161,7 @@ pub(super) fn tile(
     let seg = (x1 - x0) * c;
     let ring_rows = plan.ring_rows;
     sc.ring.resize(ring_rows * seg, 0);
+    sc.prefix.resize(seg + (2 * r + 1) * c, 0);
     let clamp = |y: i64| y.clamp(0, h as i64 - 1) as usize;
     // The rows computed so far: all of first..=last are in the ring (`last` wraps below 0
     // before the first).
@@ -159,25 +170,27 @@ pub(super) fn tile(
         for y in last.wrapping_add(1)..=upto {
             let slot = y % ring_rows;
             let row = &src[y * w * c..(y + 1) * w * c];
-            // Pixels x0 - r - 1 .. x1 + r: the running sums' start, as in `row_box`.
-            fill_pad(row, c, w, (x0, x1), (r + 1, r), &mut sc.pad);
-            sc.prefix.resize(sc.pad.len(), 0);
             let dst = &mut sc.ring[slot * seg..(slot + 1) * seg];
+            // The running sums start at pixel x0 - r - 1, as in `row_box`.
+            let first = x0 as i64 - r as i64 - 1;
             // SAFETY: a `Box8` is made only where the CPU has AVX2 (`Plan::box8`).
             unsafe {
                 match c {
-                    1 => row_pass::<1>(bx, &sc.pad, &mut sc.prefix, dst),
-                    3 => row_pass::<3>(bx, &sc.pad, &mut sc.prefix, dst),
+                    1 => row_pass::<1>(bx, row, first, &mut sc.prefix, dst),
+                    3 => row_pass::<3>(bx, row, first, &mut sc.prefix, dst),
                     _ => unreachable!("8-bit images without alpha are gray or RGB, not {c}"),
                 }
             }
             last = y;
         }
     };
-    let out_row = |y: usize| -> &mut [u8] {
-        // SAFETY: row y, columns x0..x1 of the output belong to this tile alone, and the slice
-        // is dropped before the next one of the same row is made.
-        unsafe { std::slice::from_raw_parts_mut(out.0.add((y * w + x0) * c), seg) }
+    let out_row = |y: usize| -> *mut u8 {
+        // SAFETY: row y, columns x0..x1 of the output belong to this tile alone.
+        unsafe { out.0.add((y * w + x0) * c) }
+    };
+    let ring_row = |ring: &[u16], y: usize| -> *const u16 {
+        let slot = y % ring_rows;
+        ring[slot * seg..(slot + 1) * seg].as_ptr()
     };
     // The window sums at y0: rows y0 - r ..= y0 + r, clamped, as counts of distinct rows.
     let (lo, hi) = (y0 as i64 - r as i64, y0 as i64 + r as i64);
@@ -199,22 +212,24 @@ pub(super) fn tile(
         }
     }
     // Row y0 adds and takes away the same row: its sums as they are.
-    let slot = y0 % ring_rows;
-    let row = &sc.ring[slot * seg..(slot + 1) * seg];
-    // SAFETY: as above.
-    unsafe { column_step(bx, row, row, &mut sc.a, &mut sc.b, out_row(y0)) };
-    for y in y0 + 1..y1 {
-        let add = clamp((y + r) as i64);
-        let sub = clamp(y as i64 - r as i64 - 1);
-        fill(sc, add);
-        let (sa, ss) = (add % ring_rows, sub % ring_rows);
-        let Scratch { ring, a, b, .. } = sc;
-        let (ra, rs) = (
-            &ring[sa * seg..(sa + 1) * seg],
-            &ring[ss * seg..(ss + 1) * seg],
-        );
-        // SAFETY: as above.
-        unsafe { column_step(bx, ra, rs, a, b, out_row(y)) };
+    let same = ring_row(&sc.ring, y0);
+    // SAFETY: as above; the ring rows are `seg` long, and so are the output rows.
+    unsafe { column_rows(bx, &[(same, same, out_row(y0))], &mut sc.a, &mut sc.b) };
+    let mut y = y0 + 1;
+    while y < y1 {
+        let k = ROWS.min(y1 - y);
+        fill(sc, clamp((y + k - 1 + r) as i64));
+        let rows: Vec<_> = (y..y + k)
+            .map(|y| {
+                let add = ring_row(&sc.ring, clamp((y + r) as i64));
+                let sub = ring_row(&sc.ring, clamp(y as i64 - r as i64 - 1));
+                (add, sub, out_row(y))
+            })
+            .collect();
+        // SAFETY: as above; the ring holds the window and `ROWS` rows more, so every row
+        // named is still in it.
+        unsafe { column_rows(bx, &rows, &mut sc.a, &mut sc.b) };
+        y += k;
     }
 }
 
@@ -237,21 +252,49 @@ unsafe fn mulhi(a: __m256i, b: __m256i) -> __m256i {
     r
 }
 
-/// The row pass of one row segment: `pad` holds its pixels from x0 - r - 1 to x1 + r - 1 (C
-/// samples each), `prefix` as many u16 of scratch, and `dst` receives the segment's
-/// intermediate h. With P the running sums of `pad` per channel (wrapping u16: only their
-/// differences are used, and every window sum is below 2^16), the window sum at sample t is
-/// S = P[t + (2r + 1) C] - P[t]. One loop computes P, 16 lanes a vector (within a vector in log
-/// steps, then the carry of the vector before), and as soon as a vector of P is known the
-/// window sums that end in it; the sums of the first and last 16 samples, which the loop's
-/// alignment may miss, are done again afterwards (or all of them one by one, for a segment
-/// under 16 samples).
+/// The row pass of one row segment into `dst` (its intermediate h, C samples a pixel), the
+/// segment's pixels and their halo starting at pixel `first` of `row` (x0 - r - 1), clamped
+/// to the row; `prefix` is scratch of `dst.len()` + (2r + 1) C samples. With P the running
+/// sums of the clamped pixels per channel (wrapping u16: only their differences are used, and
+/// every window sum is below 2^16), the window sum at sample t is S = P[t + (2r + 1) C] - P[t].
+/// One loop computes P over the pixels inside the row, 16 lanes a vector read from the row
+/// itself (within a vector in log steps, then the carry of the vector before), and as soon as
+/// a vector of P is known the window sums that end in it; the clamped ends' P are sums of one
+/// pixel, one at a time, and the window sums the loop missed (at most 15 at the start, those
+/// past its end) are done afterwards, 16 at a time (or one by one, for a segment under 16
+/// samples).
 #[target_feature(enable = "avx2")]
-unsafe fn row_pass<const C: usize>(bx: &Box8, pad: &[u8], prefix: &mut [u16], dst: &mut [u16]) {
-    let len = pad.len();
+unsafe fn row_pass<const C: usize>(
+    bx: &Box8,
+    row: &[u8],
+    first: i64,
+    prefix: &mut [u16],
+    dst: &mut [u16],
+) {
+    let len = prefix.len();
     let seg = dst.len();
     let off = len - seg;
-    assert!(prefix.len() == len && off >= C && off.is_multiple_of(C));
+    let px = (row.len() / C) as i64;
+    assert!(off >= C && off.is_multiple_of(C) && len.is_multiple_of(C) && px > 0);
+    // Samples jl..jr of the running sums are of pixels inside the row, sample j of the row's
+    // sample base + j; those before are of pixel 0, those after of the last pixel.
+    let jl = ((-first).max(0) as usize * C).min(len);
+    let jr = ((px - first).max(0) as usize * C).min(len).max(jl);
+    let base = first * C as i64;
+    let sample = |j: usize| -> u16 {
+        let at = if j < jl {
+            j % C
+        } else if j < jr {
+            (base + j as i64) as usize
+        } else {
+            row.len() - C + j % C
+        };
+        row[at] as u16
+    };
+    for j in 0..jl {
+        let before = if j >= C { prefix[j - C] } else { 0 };
+        prefix[j] = before.wrapping_add(sample(j));
+    }
     // Lane i of the carry takes lane 16 - C + i % C of the vector before (lane 8 - C + i % C
     // of its upper half, broadcast to both halves first).
     let mut mask = [0u8; 32];
@@ -264,10 +307,18 @@ unsafe fn row_pass<const C: usize>(bx: &Box8, pad: &[u8], prefix: &mut [u16], ds
     let round = RowRound::new(bx);
     let pp = prefix.as_mut_ptr();
     let dp = dst.as_mut_ptr();
-    let mut carry = _mm256_setzero_si256();
-    let mut j = 0;
-    while j + 16 <= len {
-        let mut x = _mm256_cvtepu8_epi16(_mm_loadu_si128(pad.as_ptr().add(j).cast()));
+    // Lane i starts from the sums of sample jl + i's channel so far.
+    let mut start = [0u16; 16];
+    if jl >= C {
+        for (i, s) in start.iter_mut().enumerate() {
+            *s = prefix[jl - C + i % C];
+        }
+    }
+    let mut carry = _mm256_loadu_si256(start.as_ptr().cast());
+    let mut j = jl;
+    while j + 16 <= jr {
+        let at = row.as_ptr().offset((base + j as i64) as isize);
+        let mut x = _mm256_cvtepu8_epi16(_mm_loadu_si128(at.cast()));
         let mut s = C;
         while s < 16 {
             x = _mm256_add_epi16(x, super::shift_lanes(x, s));
@@ -283,9 +334,10 @@ unsafe fn row_pass<const C: usize>(bx: &Box8, pad: &[u8], prefix: &mut [u16], ds
         }
         j += 16;
     }
+    let done = j.saturating_sub(off);
     for j in j..len {
         let before = if j >= C { prefix[j - C] } else { 0 };
-        prefix[j] = before.wrapping_add(pad[j] as u16);
+        prefix[j] = before.wrapping_add(sample(j));
     }
     if seg < 16 {
         for (t, d) in dst.iter_mut().enumerate() {
@@ -293,10 +345,18 @@ unsafe fn row_pass<const C: usize>(bx: &Box8, pad: &[u8], prefix: &mut [u16], ds
         }
         return;
     }
-    for t in [0, seg - 16] {
+    // The first 16 (the loop starts at the first vector ending at or after off), then those
+    // from where the loop stopped.
+    let window = |t: usize| {
         let hi = _mm256_loadu_si256(pp.add(t + off).cast());
         let lo = _mm256_loadu_si256(pp.add(t).cast());
         _mm256_storeu_si256(dp.add(t).cast(), round.apply(_mm256_sub_epi16(hi, lo)));
+    };
+    window(0);
+    let mut t = done;
+    while t < seg {
+        window(t.min(seg - 16));
+        t += 16;
     }
 }
 
@@ -343,63 +403,68 @@ impl RowRound {
     }
 }
 
-/// One output row of the column pass: the window sums `a` (high bytes) and `b` (low bytes)
-/// gain the intermediate row `add` and lose `sub` (wrapping u16: the true sums fit), and
-/// `out` = floor((A + floor((B + 128 n) / 256)) / n) (the module's header).
+/// Output rows of the column pass, each given as (add, sub, out): the window sums `a` (high
+/// bytes) and `b` (low bytes) gain the intermediate row `add` and lose `sub` (wrapping u16:
+/// the true sums fit), and `out` = floor((A + floor((B + 128 n) / 256)) / n) (the module's
+/// header), one row after the other; along the row segment 16 samples at a time, the sums in
+/// registers from row to row. Every row is `a.len()` samples long.
 #[target_feature(enable = "avx2")]
-unsafe fn column_step(
+unsafe fn column_rows(
     bx: &Box8,
-    add: &[u16],
-    sub: &[u16],
+    rows: &[(*const u16, *const u16, *mut u8)],
     a: &mut [u16],
     b: &mut [u16],
-    out: &mut [u8],
 ) {
-    let n = out.len();
-    assert!(add.len() == n && sub.len() == n && a.len() == n && b.len() == n);
+    let n = a.len();
+    assert!(b.len() == n);
     let low = _mm256_set1_epi16(0xff);
     let half_d = _mm256_set1_epi16(bx.half_d as i16);
     let cadd = _mm256_set1_epi16(bx.col.add as i16);
     let cmul = _mm256_set1_epi16(bx.col.mul as i16);
     let cpost = _mm_cvtsi32_si128(bx.col.shift as i32);
-    let (pa, ps) = (add.as_ptr(), sub.as_ptr());
-    let (qa, qb, po) = (a.as_mut_ptr(), b.as_mut_ptr(), out.as_mut_ptr());
-    // 16 outputs at i, as u16 lanes.
-    let step = |i: usize| {
+    let (qa, qb) = (a.as_mut_ptr(), b.as_mut_ptr());
+    // Row (x, y)'s step of the sums (sa, sb) at i, and its 16 outputs as u16 lanes.
+    let step = |sa: &mut __m256i, sb: &mut __m256i, add: *const u16, sub: *const u16, i| {
         let (x, y) = (
-            _mm256_loadu_si256(pa.add(i).cast()),
-            _mm256_loadu_si256(ps.add(i).cast()),
+            _mm256_loadu_si256(add.add(i).cast()),
+            _mm256_loadu_si256(sub.add(i).cast()),
         );
-        let sa = _mm256_sub_epi16(
-            _mm256_add_epi16(
-                _mm256_loadu_si256(qa.add(i).cast()),
-                _mm256_srli_epi16(x, 8),
-            ),
+        *sa = _mm256_sub_epi16(
+            _mm256_add_epi16(*sa, _mm256_srli_epi16(x, 8)),
             _mm256_srli_epi16(y, 8),
         );
-        let sb = _mm256_sub_epi16(
-            _mm256_add_epi16(
-                _mm256_loadu_si256(qb.add(i).cast()),
-                _mm256_and_si256(x, low),
-            ),
+        *sb = _mm256_sub_epi16(
+            _mm256_add_epi16(*sb, _mm256_and_si256(x, low)),
             _mm256_and_si256(y, low),
         );
-        _mm256_storeu_si256(qa.add(i).cast(), sa);
-        _mm256_storeu_si256(qb.add(i).cast(), sb);
-        let z = _mm256_add_epi16(sa, _mm256_srli_epi16(_mm256_add_epi16(sb, half_d), 8));
+        let z = _mm256_add_epi16(*sa, _mm256_srli_epi16(_mm256_add_epi16(*sb, half_d), 8));
         _mm256_srl_epi16(mulhi(_mm256_add_epi16(z, cadd), cmul), cpost)
     };
     let mut i = 0;
     while i + 32 <= n {
-        let (lo, hi) = (step(i), step(i + 16));
-        let bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(lo, hi), 0xd8);
-        _mm256_storeu_si256(po.add(i).cast(), bytes);
+        let load = |p: *mut u16| _mm256_loadu_si256(p.add(i).cast());
+        let (mut a0, mut a1, mut b0, mut b1) =
+            (load(qa), load(qa.add(16)), load(qb), load(qb.add(16)));
+        for &(add, sub, out) in rows {
+            let lo = step(&mut a0, &mut b0, add, sub, i);
+            let hi = step(&mut a1, &mut b1, add, sub, i + 16);
+            let bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(lo, hi), 0xd8);
+            _mm256_storeu_si256(out.add(i).cast(), bytes);
+        }
+        let store = |p: *mut u16, v| _mm256_storeu_si256(p.add(i).cast(), v);
+        store(qa, a0);
+        store(qa.add(16), a1);
+        store(qb, b0);
+        store(qb.add(16), b1);
         i += 32;
     }
-    for i in i..n {
-        a[i] = a[i].wrapping_add(add[i] >> 8).wrapping_sub(sub[i] >> 8);
-        b[i] = b[i].wrapping_add(add[i] & 0xff).wrapping_sub(sub[i] & 0xff);
-        out[i] = bx.col_one(a[i], b[i]);
+    for &(add, sub, out) in rows {
+        for i in i..n {
+            let (x, y) = (*add.add(i), *sub.add(i));
+            a[i] = a[i].wrapping_add(x >> 8).wrapping_sub(y >> 8);
+            b[i] = b[i].wrapping_add(x & 0xff).wrapping_sub(y & 0xff);
+            *out.add(i) = bx.col_one(a[i], b[i]);
+        }
     }
 }
 
