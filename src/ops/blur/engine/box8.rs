@@ -161,28 +161,48 @@ pub(super) fn tile(
     let seg = (x1 - x0) * c;
     let ring_rows = plan.ring_rows;
     sc.ring.resize(ring_rows * seg, 0);
-    sc.prefix.resize(seg + (2 * r + 1) * c, 0);
+    sc.prefix.resize(2 * (seg + (2 * r + 1) * c), 0);
     let clamp = |y: i64| y.clamp(0, h as i64 - 1) as usize;
     // The rows computed so far: all of first..=last are in the ring (`last` wraps below 0
     // before the first).
     let mut last = clamp(y0 as i64 - r as i64).wrapping_sub(1);
+    // The running sums start at pixel x0 - r - 1, as in `row_box`.
+    let first = x0 as i64 - r as i64 - 1;
+    let len = seg + (2 * r + 1) * c;
     let mut fill = |sc: &mut Scratch, upto: usize| {
-        for y in last.wrapping_add(1)..=upto {
-            let slot = y % ring_rows;
-            let row = &src[y * w * c..(y + 1) * w * c];
-            let dst = &mut sc.ring[slot * seg..(slot + 1) * seg];
-            // The running sums start at pixel x0 - r - 1, as in `row_box`.
-            let first = x0 as i64 - r as i64 - 1;
-            // SAFETY: a `Box8` is made only where the CPU has AVX2 (`Plan::box8`).
+        let mut y = last.wrapping_add(1);
+        if y > upto {
+            return;
+        }
+        // Two rows at a time, then one.
+        while y <= upto {
+            let k = if y < upto { 2 } else { 1 };
+            let row = |y: usize| &src[y * w * c..(y + 1) * w * c];
+            let ring = sc.ring.as_mut_ptr();
+            // SAFETY: the ring holds `ring_rows` slots of `seg` samples.
+            let dst = |y: usize| unsafe { ring.add((y % ring_rows) * seg) };
+            let (r0, d0) = (row(y), dst(y));
+            let prefix = &mut sc.prefix[..k * len];
+            // SAFETY: a `Box8` is made only where the CPU has AVX2 (`Plan::box8`); the ring's
+            // slots are `seg` samples each, and two rows take two different slots.
             unsafe {
-                match c {
-                    1 => row_pass::<1>(bx, row, first, &mut sc.prefix, dst),
-                    3 => row_pass::<3>(bx, row, first, &mut sc.prefix, dst),
+                match (c, k) {
+                    (1, 1) => row_pass::<1, 1>(bx, [r0], first, prefix, [d0], seg),
+                    (3, 1) => row_pass::<3, 1>(bx, [r0], first, prefix, [d0], seg),
+                    (1, _) => {
+                        let (r1, d1) = (row(y + 1), dst(y + 1));
+                        row_pass::<1, 2>(bx, [r0, r1], first, prefix, [d0, d1], seg)
+                    }
+                    (3, _) => {
+                        let (r1, d1) = (row(y + 1), dst(y + 1));
+                        row_pass::<3, 2>(bx, [r0, r1], first, prefix, [d0, d1], seg)
+                    }
                     _ => unreachable!("8-bit images without alpha are gray or RGB, not {c}"),
                 }
             }
-            last = y;
+            y += k;
         }
+        last = upto;
     };
     let out_row = |y: usize| -> *mut u8 {
         // SAFETY: row y, columns x0..x1 of the output belong to this tile alone.
@@ -252,50 +272,55 @@ unsafe fn mulhi(a: __m256i, b: __m256i) -> __m256i {
     r
 }
 
-/// The row pass of one row segment into `dst` (its intermediate h, C samples a pixel), the
-/// segment's pixels and their halo starting at pixel `first` of `row` (x0 - r - 1), clamped
-/// to the row; `prefix` is scratch of `dst.len()` + (2r + 1) C samples. With P the running
-/// sums of the clamped pixels per channel (wrapping u16: only their differences are used, and
-/// every window sum is below 2^16), the window sum at sample t is S = P[t + (2r + 1) C] - P[t].
-/// One loop computes P over the pixels inside the row, 16 lanes a vector read from the row
-/// itself (within a vector in log steps, then the carry of the vector before), and as soon as
-/// a vector of P is known the window sums that end in it; the clamped ends' P are sums of one
-/// pixel, one at a time, and the window sums the loop missed (at most 15 at the start, those
-/// past its end) are done afterwards, 16 at a time (or one by one, for a segment under 16
-/// samples).
+/// The row pass of K rows' segments into `dst` (their intermediate h, C samples a pixel, `seg`
+/// samples each), the segments' pixels and their halo starting at pixel `first` of each row
+/// (x0 - r - 1), clamped to the row; `prefix` is scratch of K times `seg` + (2r + 1) C
+/// samples. With P the running sums of a row's clamped pixels per channel (wrapping u16: only
+/// their differences are used, and every window sum is below 2^16), the window sum at sample
+/// t is S = P[t + (2r + 1) C] - P[t]. One loop computes P over the pixels inside the rows, 16
+/// lanes a vector read from each row itself (within a vector in log steps, then the carry of
+/// the row's vector before: the K rows' carries are independent chains, which the CPU
+/// overlaps), and as soon as a vector of P is known the window sums that end in it; the
+/// clamped ends' P are sums of one pixel, one at a time, and the window sums the loop missed
+/// (at most 15 at the start, those past its end) are done afterwards, 16 at a time (or one by
+/// one, for a segment under 16 samples).
 #[target_feature(enable = "avx2")]
-unsafe fn row_pass<const C: usize>(
+unsafe fn row_pass<const C: usize, const K: usize>(
     bx: &Box8,
-    row: &[u8],
+    rows: [&[u8]; K],
     first: i64,
     prefix: &mut [u16],
-    dst: &mut [u16],
+    dst: [*mut u16; K],
+    seg: usize,
 ) {
-    let len = prefix.len();
-    let seg = dst.len();
+    let len = prefix.len() / K;
     let off = len - seg;
-    let px = (row.len() / C) as i64;
+    let width = rows[0].len();
+    let px = (width / C) as i64;
     assert!(off >= C && off.is_multiple_of(C) && len.is_multiple_of(C) && px > 0);
+    assert!(prefix.len() == K * len && rows.iter().all(|r| r.len() == width));
     // Samples jl..jr of the running sums are of pixels inside the row, sample j of the row's
     // sample base + j; those before are of pixel 0, those after of the last pixel.
     let jl = ((-first).max(0) as usize * C).min(len);
     let jr = ((px - first).max(0) as usize * C).min(len).max(jl);
     let base = first * C as i64;
-    let sample = |j: usize| -> u16 {
+    let sample = |row: &[u8], j: usize| -> u16 {
         let at = if j < jl {
             j % C
         } else if j < jr {
             (base + j as i64) as usize
         } else {
-            row.len() - C + j % C
+            width - C + j % C
         };
         row[at] as u16
     };
-    for j in 0..jl {
-        let before = if j >= C { prefix[j - C] } else { 0 };
-        prefix[j] = before.wrapping_add(sample(j));
+    for (k, p) in prefix.chunks_exact_mut(len).enumerate() {
+        for j in 0..jl {
+            let before = if j >= C { p[j - C] } else { 0 };
+            p[j] = before.wrapping_add(sample(rows[k], j));
+        }
     }
-    // Lane i of the carry takes lane 16 - C + i % C of the vector before (lane 8 - C + i % C
+    // Lane i of a carry takes lane 16 - C + i % C of the vector before (lane 8 - C + i % C
     // of its upper half, broadcast to both halves first).
     let mut mask = [0u8; 32];
     for i in 0..16 {
@@ -305,58 +330,65 @@ unsafe fn row_pass<const C: usize>(
     }
     let mask = _mm256_loadu_si256(mask.as_ptr().cast());
     let round = RowRound::new(bx);
-    let pp = prefix.as_mut_ptr();
-    let dp = dst.as_mut_ptr();
+    let pp: [*mut u16; K] = std::array::from_fn(|k| prefix.as_mut_ptr().add(k * len));
     // Lane i starts from the sums of sample jl + i's channel so far.
-    let mut start = [0u16; 16];
-    if jl >= C {
-        for (i, s) in start.iter_mut().enumerate() {
-            *s = prefix[jl - C + i % C];
+    let mut carry: [__m256i; K] = std::array::from_fn(|k| {
+        let mut start = [0u16; 16];
+        if jl >= C {
+            for (i, s) in start.iter_mut().enumerate() {
+                *s = *pp[k].add(jl - C + i % C);
+            }
         }
-    }
-    let mut carry = _mm256_loadu_si256(start.as_ptr().cast());
+        _mm256_loadu_si256(start.as_ptr().cast())
+    });
     let mut j = jl;
     while j + 16 <= jr {
-        let at = row.as_ptr().offset((base + j as i64) as isize);
-        let mut x = _mm256_cvtepu8_epi16(_mm_loadu_si128(at.cast()));
-        let mut s = C;
-        while s < 16 {
-            x = _mm256_add_epi16(x, super::shift_lanes(x, s));
-            s *= 2;
-        }
-        x = _mm256_add_epi16(x, carry);
-        _mm256_storeu_si256(pp.add(j).cast(), x);
-        carry = _mm256_shuffle_epi8(_mm256_permute2x128_si256(x, x, 0x11), mask);
-        if j >= off {
-            let t = j - off;
-            let lo = _mm256_loadu_si256(pp.add(t).cast());
-            _mm256_storeu_si256(dp.add(t).cast(), round.apply(_mm256_sub_epi16(x, lo)));
+        for k in 0..K {
+            let at = rows[k].as_ptr().offset((base + j as i64) as isize);
+            let mut x = _mm256_cvtepu8_epi16(_mm_loadu_si128(at.cast()));
+            let mut s = C;
+            while s < 16 {
+                x = _mm256_add_epi16(x, super::shift_lanes(x, s));
+                s *= 2;
+            }
+            x = _mm256_add_epi16(x, carry[k]);
+            _mm256_storeu_si256(pp[k].add(j).cast(), x);
+            carry[k] = _mm256_shuffle_epi8(_mm256_permute2x128_si256(x, x, 0x11), mask);
+            if j >= off {
+                let t = j - off;
+                let lo = _mm256_loadu_si256(pp[k].add(t).cast());
+                let h = round.apply(_mm256_sub_epi16(x, lo));
+                _mm256_storeu_si256(dst[k].add(t).cast(), h);
+            }
         }
         j += 16;
     }
     let done = j.saturating_sub(off);
-    for j in j..len {
-        let before = if j >= C { prefix[j - C] } else { 0 };
-        prefix[j] = before.wrapping_add(sample(j));
-    }
-    if seg < 16 {
-        for (t, d) in dst.iter_mut().enumerate() {
-            *d = bx.row_one(prefix[t + off].wrapping_sub(prefix[t]) as u32);
+    for k in 0..K {
+        let p = std::slice::from_raw_parts_mut(pp[k], len);
+        for j in j..len {
+            let before = if j >= C { p[j - C] } else { 0 };
+            p[j] = before.wrapping_add(sample(rows[k], j));
         }
-        return;
-    }
-    // The first 16 (the loop starts at the first vector ending at or after off), then those
-    // from where the loop stopped.
-    let window = |t: usize| {
-        let hi = _mm256_loadu_si256(pp.add(t + off).cast());
-        let lo = _mm256_loadu_si256(pp.add(t).cast());
-        _mm256_storeu_si256(dp.add(t).cast(), round.apply(_mm256_sub_epi16(hi, lo)));
-    };
-    window(0);
-    let mut t = done;
-    while t < seg {
-        window(t.min(seg - 16));
-        t += 16;
+        if seg < 16 {
+            for t in 0..seg {
+                *dst[k].add(t) = bx.row_one(p[t + off].wrapping_sub(p[t]) as u32);
+            }
+            continue;
+        }
+        // The first 16 (the loop starts at the first vector ending at or after off), then
+        // those from where the loop stopped.
+        let window = |t: usize| {
+            let hi = _mm256_loadu_si256(pp[k].add(t + off).cast());
+            let lo = _mm256_loadu_si256(pp[k].add(t).cast());
+            _mm256_storeu_si256(dst[k].add(t).cast(), round.apply(_mm256_sub_epi16(hi, lo)));
+        };
+        window(0);
+        let mut t = done;
+        while t < seg {
+            window(t.min(seg - 16));
+            t += 16;
+        }
     }
 }
 
