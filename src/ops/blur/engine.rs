@@ -15,7 +15,8 @@
 //! Where the sums allow it (8-bit images without alpha, on a CPU with AVX2: `Plan::lanes16`),
 //! the work runs on 16-bit lanes: the box's row pass keeps its running sums in wrapping u16
 //! (`prefix16`), the gaussian multiplies pairs of 16-bit taps into 32-bit sums (pmaddwd:
-//! `row_sums16`, `column_gauss16`).
+//! `row_sums16`, `column_gauss16`). The box on 8-bit samples in and out runs wholly in 16-bit
+//! lanes where its constants exist (`box8`).
 
 use anyhow::Result;
 use rayon::prelude::*;
