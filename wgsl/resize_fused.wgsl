@@ -82,6 +82,13 @@ override IN_STRIDE: u32;
 override RING: u32;
 override MAX_STEPS: u32;
 
+// DEV: whether the next step's input loads while a step sums; 1 (3): the first pass (both
+// passes) one tap, 2: the second pass one tap (timing only: wrong results).
+override PREFETCH: bool = true;
+override DIAG: u32 = 0u;
+override KD1: u32 = select(K1, 1u, DIAG == 1u || DIAG == 3u);
+override KD2: u32 = select(K2, 1u, DIAG == 2u || DIAG == 3u);
+
 // Intermediate lines a step (LPT rounds of WG_SIZE / TU lines, or fewer where even one
 // round's input does not fit).
 override N: u32;
@@ -367,7 +374,7 @@ fn main(
     for (var j = 0u; j < steps; j++) {
         // A barrier: step j's input is in place, and the last step's outputs are made.
         workgroupBarrier();
-        if j + 1u < steps {
+        if PREFETCH && j + 1u < steps {
             prefetch(j + 1u, tile, lid);
         }
 
@@ -382,7 +389,7 @@ fn main(
             if q + 1u < LPT && l2 < lines {
                 var a = vec4<i32>();
                 var a2 = vec4<i32>();
-                for (var i = 0u; i < K1; i++) {
+                for (var i = 0u; i < KD1; i++) {
                     let k = bitcast<i32>(sh[i * TU + uu]);
                     a += lanes(sh[at + i]) * k;
                     a2 += lanes(sh[at2 + i]) * k;
@@ -393,7 +400,7 @@ fn main(
                 }
             } else if l < lines {
                 var a = vec4<i32>();
-                for (var i = 0u; i < K1; i++) {
+                for (var i = 0u; i < KD1; i++) {
                     a += lanes(sh[at + i]) * bitcast<i32>(sh[i * TU + uu]);
                 }
                 if uu < nu_out {
@@ -404,6 +411,9 @@ fn main(
         // A barrier: the step's intermediate lines are in place, its input read.
         workgroupBarrier();
         if j + 1u < steps {
+            if !PREFETCH {
+                prefetch(j + 1u, tile, lid);
+            }
             store(j + 1u, tile, lid);
         }
 
@@ -417,7 +427,7 @@ fn main(
                 if 4u * q < nu_out {
                     let at = (sh[OFF_S2 + r] % RING) * tq + q;
                     var sum = array<vec4<i32>, 4>();
-                    for (var i = 0u; i < K2; i++) {
+                    for (var i = 0u; i < KD2; i++) {
                         let k = bitcast<i32>(sh[OFF_W2 + i * SEG + r]);
                         let m = mid[at + i * tq];
                         sum[0] += lanes(m.x) * k;
@@ -443,7 +453,7 @@ fn main(
                         let vv = min(4u * r + c, SEG - 1u);
                         let at = (sh[OFF_S2 + vv] % RING) * TU + u;
                         var sum = vec4<i32>();
-                        for (var i = 0u; i < K2; i++) {
+                        for (var i = 0u; i < KD2; i++) {
                             let k = bitcast<i32>(sh[OFF_W2 + i * SEG + vv]);
                             let w = at + i * TU;
                             sum += lanes(mid[w / 4u][w % 4u]) * k;

@@ -201,9 +201,22 @@ impl ResizePlan {
             let (ow, oh) = (ow as u32, oh as u32);
             let n_words = words(ow, oh);
             check("result", n_words * 4)?;
-            let constants = layout.overrides(img.channels, alpha);
-            // Every loop ends by construction (bounded by the uniform sizes and the tile).
-            let kernel = gpu.kernel_unrolled(&shader!("resize_fused"), "main", &constants)?;
+            let mut constants = layout.overrides(img.channels, alpha).to_vec();
+            // DEV (call AP-resize4-1 only): variants switched at run time.
+            let dev = std::env::var("GPUKIT_RESIZE_DEV").unwrap_or_default();
+            if dev.contains("noprefetch") {
+                constants.push(("PREFETCH", 0.0));
+            }
+            if let Some(d) = dev.split(',').find_map(|f| f.strip_prefix("diag=")) {
+                constants.push(("DIAG", d.parse::<f64>()?));
+            }
+            let kernel = if dev.contains("unchecked") {
+                // SAFETY: DEV measurement only.
+                unsafe { gpu.kernel_unchecked(&shader!("resize_fused"), "main", &constants)? }
+            } else {
+                // Every loop ends by construction (bounded by the uniform sizes and the tile).
+                gpu.kernel_unrolled(&shader!("resize_fused"), "main", &constants)?
+            };
             let mut buffers = vec![
                 gpu.upload("resize params", Usage::Uniform, &[layout.params]),
                 src.clone(),
