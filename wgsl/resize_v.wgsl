@@ -7,6 +7,12 @@
 // import: grid
 
 override WG_SIZE: u32 = 64u;
+// Taps a position (Pillow's ksize): every output word sums this many, those past its own
+// count with weight 0 (the weights are zero-padded to ksize), so that the tap loop has a
+// constant count the compiler unrolls and its loads are all in flight at once. Such a tap's
+// row may lie past the input's last: its index is clamped to the buffer by the module's
+// bounds checks, and what it reads adds nothing.
+override KSIZE: u32;
 
 @compute @workgroup_size(WG_SIZE)
 fn main(
@@ -29,7 +35,7 @@ fn main(
         let col = s0 - y * row;
         let t = taps(y);
         var acc: array<vec2<i32>, 4>;
-        for (var i = 0u; i < t.y; i++) {
+        for (var i = 0u; i < KSIZE; i++) {
             let k = weight(y, i);
             // The input sample under s0 at this tap, and the word(s) holding the n samples.
             let i0 = (t.x + i) * row + col;

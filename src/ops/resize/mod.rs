@@ -17,6 +17,7 @@ pub mod engine;
 mod fused;
 mod plan;
 mod reference;
+mod rows;
 mod tune;
 
 use anyhow::{bail, Result};

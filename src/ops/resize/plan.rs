@@ -10,6 +10,7 @@ use anyhow::{bail, Result};
 
 use super::coeffs::{Axis, Dir, Pass, PRECISION_BITS};
 use super::fused::{FusedLayout, FusedParams};
+use super::rows::{RowsLayout, RowsParams};
 use super::tune::Tunables;
 use super::Filter;
 use crate::gpu::{Batch, Gpu, Kernel, Usage};
@@ -62,10 +63,13 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
             .with_const("PRECISION_BITS", PRECISION_BITS)
             .with_const("SH_SAMPLES", SH_SAMPLES)
             .with_const("PIXELS_PER_THREAD", PIXELS_PER_THREAD)
-            .with_overrides(&overrides(4, 16, Dir::Horizontal, true, false)),
+            .with_overrides(&overrides(4, 16, Dir::Horizontal, (true, false), 13)),
         ShaderCase::params::<ResizeParams>(shader!("resize_v"))
             .with_const("PRECISION_BITS", PRECISION_BITS)
-            .with_overrides(&overrides(4, 16, Dir::Vertical, false, true)),
+            .with_overrides(&overrides(4, 16, Dir::Vertical, (false, true), 13)),
+        ShaderCase::params::<RowsParams>(shader!("resize_h8"))
+            .with_const("PRECISION_BITS", PRECISION_BITS)
+            .with_overrides(&rows_example().overrides(4, true, false)),
         ShaderCase::params::<FusedParams>(shader!("resize_fused"))
             .with_const("PRECISION_BITS", PRECISION_BITS)
             .with_overrides(&fused_example().overrides(4, true)),
@@ -77,6 +81,14 @@ fn fused_example() -> FusedLayout {
     let p = super::passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
     FusedLayout::choose((3840, 2160), 4, 8, &p, &Tunables::DEFAULT, u32::MAX)
         .expect("the 4K case fuses")
+}
+
+/// A horizontal pass's layout as a plan makes one (4K RGBA to 1080p, lanczos3), for the
+/// shader test.
+fn rows_example() -> RowsLayout {
+    let p = super::passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
+    RowsLayout::new(&p[0].axis, 3840, 2160, 4, 6144, super::rows::ROWS_A_THREAD)
+        .expect("the 4K case has a tile")
 }
 
 /// An axis's bounds (first input position, taps, a pair per output position) and its
@@ -96,27 +108,32 @@ fn device_axis(axis: &Axis) -> (Vec<u32>, Vec<i32>) {
     (bounds, weights)
 }
 
-/// A pass's overridable constants: its workgroup size, the image's layout, and whether it
-/// premultiplies alpha (the first pass) or divides it out (the last).
+/// A pass's overridable constants: its workgroup size, the image's layout, whether it
+/// premultiplies alpha (the first pass) or divides it out (the last), and the vertical
+/// pass's taps a position (`ksize`).
 fn overrides(
     channels: u8,
     depth: u32,
     dir: Dir,
-    premultiply: bool,
-    unpremultiply: bool,
-) -> [(&'static str, f64); 5] {
+    (premultiply, unpremultiply): (bool, bool),
+    ksize: usize,
+) -> Vec<(&'static str, f64)> {
     let on = |b: bool| f64::from(u8::from(b));
     let wg_size = match dir {
         Dir::Horizontal => WG_SIZE_H,
         Dir::Vertical => WG_SIZE_V,
     };
-    [
+    let mut c = vec![
         ("WG_SIZE", f64::from(wg_size)),
         ("CHANNELS", f64::from(channels)),
         ("DEPTH", f64::from(depth)),
         ("PREMULTIPLY", on(premultiply)),
         ("UNPREMULTIPLY", on(unpremultiply)),
-    ]
+    ];
+    if dir == Dir::Vertical {
+        c.push(("KSIZE", ksize as f64));
+    }
+    c
 }
 
 /// The output words a workgroup of the horizontal pass writes: as many as keep the pixels
@@ -193,7 +210,14 @@ impl ResizePlan {
         check("image", words(w, h) * 4)?;
         let src = gpu.buffer("resize src", Usage::Storage, words(w, h) * 4);
         let limit = gpu.limits.max_compute_workgroup_storage_size / 4;
-        if let Some(layout) = FusedLayout::choose((w, h), c as u32, depth, passes, &t, limit) {
+        let dev = std::env::var("GPUKIT_RESIZE_DEV").unwrap_or_default();
+        let split = dev.contains("split");
+        let fused = if split {
+            None
+        } else {
+            FusedLayout::choose((w, h), c as u32, depth, passes, &t, limit)
+        };
+        if let Some(layout) = fused {
             let (ow, oh) = match passes[0].dir {
                 Dir::Horizontal => (passes[0].axis.len(), passes[1].axis.len()),
                 Dir::Vertical => (passes[1].axis.len(), passes[0].axis.len()),
@@ -259,7 +283,47 @@ impl ResizePlan {
             check("weights", pass.axis.weights.len() as u64 * 4)?;
             let horizontal = pass.dir == Dir::Horizontal;
             let (premultiply, unpremultiply) = (alpha && i == 0, alpha && i + 1 == passes.len());
-            let constants = overrides(img.channels, depth, pass.dir, premultiply, unpremultiply);
+            let rpt = dev
+                .split(',')
+                .find_map(|f| f.strip_prefix("rpt="))
+                .map_or(Ok(super::rows::ROWS_A_THREAD), str::parse)?;
+            let rows = if horizontal && depth == 8 {
+                RowsLayout::new(&pass.axis, w, h, c as u32, limit.min(6144), rpt)
+            } else {
+                None
+            };
+            if let Some(layout) = rows {
+                let constants = layout.overrides(img.channels, premultiply, unpremultiply);
+                // Every loop ends by construction (bounded by the uniform sizes and the tile).
+                let kernel = if dev.contains("unchecked") {
+                    // SAFETY: DEV measurement only.
+                    unsafe { gpu.kernel_unchecked(&shader!("resize_h8"), "main", &constants)? }
+                } else {
+                    gpu.kernel_unrolled(&shader!("resize_h8"), "main", &constants)?
+                };
+                let (bounds, weights) = device_axis(&pass.axis);
+                let params = gpu.upload("resize params", Usage::Uniform, &[layout.params]);
+                let bounds = gpu.upload("resize bounds", Usage::Storage, &bounds);
+                let weights = gpu.upload("resize weights", Usage::Storage, &weights);
+                dst = gpu.buffer("resize horizontal", Usage::Storage, n_words * 4);
+                let bind = gpu.bind(&kernel, &[&params, &input, &bounds, &weights, &dst]);
+                out.push(GpuPass {
+                    kernel,
+                    bind,
+                    workgroups: layout.params.n_tiles,
+                    label: "resize horizontal",
+                });
+                input = dst.clone();
+                (w, h) = (ow, oh);
+                continue;
+            }
+            let constants = overrides(
+                img.channels,
+                depth,
+                pass.dir,
+                (premultiply, unpremultiply),
+                pass.axis.ksize,
+            );
             let file = if horizontal {
                 shader!("resize_h")
             } else {
