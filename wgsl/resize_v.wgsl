@@ -14,6 +14,63 @@ override WG_SIZE: u32 = 64u;
 // bounds checks, and what it reads adds nothing.
 override KSIZE: u32;
 
+// Where RV > 0 (8-bit samples, rows ending on a word): a thread makes the words at one
+// column of RV consecutive output rows (`n_words` counts the threads), so that the input
+// rows their taps share come from the cache after the first.
+override RV: u32 = 0u;
+
+// A word's four samples as lanes.
+fn lanes4(v: u32) -> vec4<i32> {
+    return vec4<i32>(vec4<u32>(v & 255u, (v >> 8u) & 255u, (v >> 16u) & 255u, v >> 24u));
+}
+
+// The colour samples of a word of whole pixels (CHANNELS 1, 2 or 4) premultiplied by their
+// pixel's alpha (`premultiply`), or divided by it (`unpremultiply`).
+fn alpha_word(v: u32, divide: bool) -> u32 {
+    var out = v;
+    for (var b = 0u; b < 4u; b++) {
+        let ch = b % CHANNELS;
+        if ch != CHANNELS - 1u {
+            let c = (v >> (8u * b)) & 255u;
+            let a = (v >> (8u * (b - ch + CHANNELS - 1u))) & 255u;
+            var x = premultiply(c, a);
+            if divide {
+                x = unpremultiply(c, a);
+            }
+            out = (out & ~(255u << (8u * b))) | (x << (8u * b));
+        }
+    }
+    return out;
+}
+
+fn rows8(g: u32) {
+    let row_words = params.out_w * CHANNELS / 4u;
+    let yg = g / row_words;
+    let col = g - yg * row_words;
+    for (var j = 0u; j < RV; j++) {
+        let y = yg * RV + j;
+        if y < params.n_pos {
+            let t = taps(y);
+            var acc = vec4<i32>();
+            for (var i = 0u; i < KSIZE; i++) {
+                var v = src[(t.x + i) * row_words + col];
+                if PREMULTIPLY {
+                    v = alpha_word(v, false);
+                }
+                acc += lanes4(v) * weight(y, i);
+            }
+            var out = 0u;
+            for (var b = 0u; b < 4u; b++) {
+                out |= finish(vec2<i32>(0i, acc[b])) << (8u * b);
+            }
+            if UNPREMULTIPLY {
+                out = alpha_word(out, true);
+            }
+            dst[y * row_words + col] = out;
+        }
+    }
+}
+
 @compute @workgroup_size(WG_SIZE)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -22,6 +79,10 @@ fn main(
 ) {
     let word = workgroup_index(wid, nwg) * WG_SIZE + lid;
     if word >= params.n_words {
+        return;
+    }
+    if RV > 0u {
+        rows8(word);
         return;
     }
     let per = 32u / DEPTH;

@@ -317,13 +317,31 @@ impl ResizePlan {
                 (w, h) = (ow, oh);
                 continue;
             }
-            let constants = overrides(
+            let mut constants = overrides(
                 img.channels,
                 depth,
                 pass.dir,
                 (premultiply, unpremultiply),
                 pass.axis.ksize,
             );
+            let rv: u32 = dev
+                .split(',')
+                .find_map(|f| f.strip_prefix("rv="))
+                .map_or(Ok(0), str::parse)?;
+            let rv = if !horizontal && depth == 8 && (u64::from(w) * c).is_multiple_of(4) {
+                rv
+            } else {
+                0
+            };
+            if rv > 0 {
+                constants.push(("RV", f64::from(rv)));
+            }
+            // The threads: a word each, or a column of `rv` words.
+            let threads = if rv > 0 {
+                u64::from(ow) * c / 4 * u64::from(n.div_ceil(rv))
+            } else {
+                n_words
+            };
             let file = if horizontal {
                 shader!("resize_h")
             } else {
@@ -349,7 +367,7 @@ impl ResizePlan {
                         img.describe()
                     )
                 })?,
-                n_words: n_words as u32,
+                n_words: threads as u32,
                 n_pos: n,
                 wg_words,
                 _pad: 0,
@@ -363,7 +381,7 @@ impl ResizePlan {
             let weights = gpu.upload("resize weights", Usage::Storage, &weights);
             dst = gpu.buffer(label, Usage::Storage, n_words * 4);
             let bind = gpu.bind(&kernel, &[&params, &input, &bounds, &weights, &dst]);
-            let workgroups = u32::try_from(n_words.div_ceil(u64::from(wg_words)))?;
+            let workgroups = u32::try_from(threads.div_ceil(u64::from(wg_words)))?;
             out.push(GpuPass {
                 kernel,
                 bind,
