@@ -55,8 +55,10 @@ override GU: u32 = 32u;
 override RPT: u32 = 4u;
 // Taps a column (Pillow's ksize).
 override KSIZE: u32;
-// Words an input row takes in `sh` (odd, at least the widest tile's span).
+// Words an input row takes in `sh` (odd, at least the widest tile's span), and the input
+// pixels a thread loads (at most 32: R rows of the widest span over WG_SIZE threads).
 override IN_STRIDE: u32;
+override PF: u32;
 
 // Rows a round of the workgroup's threads, and rows a tile.
 override G: u32 = WG_SIZE / TW;
@@ -64,6 +66,11 @@ override R: u32 = G * RPT;
 
 var<workgroup> sh: array<u32, R * IN_STRIDE + KSIZE>;
 var<workgroup> res: array<u32, R * TW>;
+
+// The input pixels a thread loads, as loaded: a pixel's word (where an RGB pixel straddles
+// two, the second in `pre_hi`).
+var<private> pre_lo: array<u32, 32>;
+var<private> pre_hi: array<u32, 32>;
 
 // A pixel's samples as four lanes (those past CHANNELS 0, so the compiler drops them).
 fn lanes(px: u32) -> vec4<i32> {
@@ -111,28 +118,51 @@ fn main(
     let span = bounds[2u * last] + min(bounds[2u * last + 1u], KSIZE) - first;
 
     // The input, a pixel a word, the tile's rows one after another: element e = lid + k *
-    // WG_SIZE is pixel q = e % span of row r = e / span, stepped without dividing.
-    var r = lid / span;
-    var q = lid - r * span;
+    // WG_SIZE (k < PF) is pixel q = e % span of row r = e / span, stepped without dividing.
+    // All of a thread's loads are issued before the first is stored, so that they are in
+    // flight together.
+    let r0 = lid / span;
+    let q0 = lid - r0 * span;
     let dr = WG_SIZE / span;
     let dq = WG_SIZE - dr * span;
-    while r < ny {
-        let b = ((y0 + r) * params.in_w + first + q) * CHANNELS;
-        let shift = (b % 4u) * 8u;
-        var v = src[b / 4u] >> shift;
-        if CHANNELS == 3u && shift > 8u {
-            v |= src[b / 4u + 1u] << (32u - shift);
-        }
-        v &= 0xffffffffu >> ((4u - CHANNELS) * 8u);
-        if PREMULTIPLY {
-            let a = v >> ((CHANNELS - 1u) * 8u);
-            var out = a << ((CHANNELS - 1u) * 8u);
-            for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
-                out |= premultiply((v >> (ch * 8u)) & 255u, a) << (ch * 8u);
+    var r = r0;
+    var q = q0;
+    for (var k = 0u; k < PF; k++) {
+        if r < ny {
+            let b = ((y0 + r) * params.in_w + first + q) * CHANNELS;
+            pre_lo[k] = src[b / 4u];
+            if CHANNELS == 3u && b % 4u > 1u {
+                pre_hi[k] = src[b / 4u + 1u];
             }
-            v = out;
         }
-        sh[r * IN_STRIDE + q] = v;
+        q += dq;
+        r += dr;
+        if q >= span {
+            q -= span;
+            r += 1u;
+        }
+    }
+    r = r0;
+    q = q0;
+    for (var k = 0u; k < PF; k++) {
+        if r < ny {
+            let b = ((y0 + r) * params.in_w + first + q) * CHANNELS;
+            let shift = (b % 4u) * 8u;
+            var v = pre_lo[k] >> shift;
+            if CHANNELS == 3u && shift > 8u {
+                v |= pre_hi[k] << (32u - shift);
+            }
+            v &= 0xffffffffu >> ((4u - CHANNELS) * 8u);
+            if PREMULTIPLY {
+                let a = v >> ((CHANNELS - 1u) * 8u);
+                var out = a << ((CHANNELS - 1u) * 8u);
+                for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
+                    out |= premultiply((v >> (ch * 8u)) & 255u, a) << (ch * 8u);
+                }
+                v = out;
+            }
+            sh[r * IN_STRIDE + q] = v;
+        }
         q += dq;
         r += dr;
         if q >= span {

@@ -317,6 +317,10 @@ impl ResizePlan {
                 (w, h) = (ow, oh);
                 continue;
             }
+            let vwg: u32 = dev
+                .split(',')
+                .find_map(|f| f.strip_prefix("vwg="))
+                .map_or(Ok(WG_SIZE_V), str::parse)?;
             let mut constants = overrides(
                 img.channels,
                 depth,
@@ -335,6 +339,9 @@ impl ResizePlan {
             };
             if rv > 0 {
                 constants.push(("RV", f64::from(rv)));
+            }
+            if !horizontal {
+                constants[0].1 = f64::from(vwg);
             }
             // The threads: a word each, or a column of `rv` words.
             let threads = if rv > 0 {
@@ -355,7 +362,7 @@ impl ResizePlan {
             let wg_words = if horizontal {
                 wg_words(c as u32, depth, w, n, ksize as u32)
             } else {
-                WG_SIZE_V
+                vwg
             };
             let params = ResizeParams {
                 in_w: w,

@@ -19,6 +19,9 @@ pub(super) const ROWS_A_THREAD: u32 = 4;
 /// take the generic kernel.
 const MAX_KSIZE: u32 = 64;
 
+/// The input pixels a thread loads at most (registers: `pre_lo` and `pre_hi` in the shader).
+const MAX_PF: u32 = 32;
+
 /// Its WGSL twin is `Params` in wgsl/resize_h8.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -47,8 +50,9 @@ pub(super) struct RowsLayout {
     pub rpt: u32,
     /// Taps a column.
     pub ksize: u32,
-    /// Words an input row takes in workgroup memory.
+    /// Words an input row takes in workgroup memory, and the input pixels a thread loads.
     pub in_stride: u32,
+    pub pf: u32,
     /// Words of workgroup memory in all.
     pub words: u32,
     pub params: RowsParams,
@@ -100,7 +104,8 @@ impl RowsLayout {
             let in_stride = span | 1;
             let r = WG_SIZE / tw * rpt;
             let words = r * in_stride + ksize + r * tw;
-            if words > budget {
+            let pf = (r * span).div_ceil(WG_SIZE);
+            if words > budget || pf > MAX_PF {
                 return None;
             }
             let tiles_x = out_w.div_ceil(tw);
@@ -110,6 +115,7 @@ impl RowsLayout {
                 rpt,
                 ksize,
                 in_stride,
+                pf,
                 words,
                 params: RowsParams {
                     in_w,
@@ -129,7 +135,7 @@ impl RowsLayout {
         channels: u8,
         premultiply: bool,
         unpremultiply: bool,
-    ) -> [(&'static str, f64); 10] {
+    ) -> [(&'static str, f64); 11] {
         let on = |b: bool| f64::from(u8::from(b));
         [
             ("WG_SIZE", f64::from(WG_SIZE)),
@@ -138,6 +144,7 @@ impl RowsLayout {
             ("RPT", f64::from(self.rpt)),
             ("KSIZE", f64::from(self.ksize)),
             ("IN_STRIDE", f64::from(self.in_stride)),
+            ("PF", f64::from(self.pf)),
             ("CHANNELS", f64::from(channels)),
             ("DEPTH", 8.0),
             ("PREMULTIPLY", on(premultiply)),
@@ -159,7 +166,8 @@ mod tests {
         let p = passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
         let l = RowsLayout::new(&p[0].axis, 3840, 2160, 3, 6144, ROWS_A_THREAD).unwrap();
         assert_eq!((l.tw, l.gu, l.rpt, l.ksize), (64, 16, 4, 13));
-        assert_eq!(l.in_stride, 139);
+        // 16 rows of 138 pixels over 256 threads.
+        assert_eq!((l.in_stride, l.pf), (139, 9));
         assert_eq!(l.words, 16 * 139 + 13 + 16 * 64);
         assert_eq!((l.params.tiles_x, l.params.n_tiles), (30, 30 * 135));
     }
