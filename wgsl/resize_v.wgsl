@@ -53,7 +53,8 @@ fn rows8(g: u32) {
             let t = taps(y);
             var acc = vec4<i32>();
             for (var i = 0u; i < KSIZE; i++) {
-                var v = src[(t.x + i) * row_words + col];
+                // A tap past the row's own count (weight 0) reads its last row again.
+                var v = src[(t.x + min(i, t.y - 1u)) * row_words + col];
                 if PREMULTIPLY {
                     v = alpha_word(v, false);
                 }

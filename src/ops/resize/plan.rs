@@ -356,7 +356,12 @@ impl ResizePlan {
             };
             // Every loop of both kernels ends by construction (taps, words and pixels
             // bounded by the uniform sizes): no loop counter in the way of unrolling.
-            let kernel = gpu.kernel_unrolled(&file, "main", &constants)?;
+            let kernel = if rv > 0 && dev.contains("unchecked") {
+                // SAFETY: DEV measurement only.
+                unsafe { gpu.kernel_unchecked(&file, "main", &constants)? }
+            } else {
+                gpu.kernel_unrolled(&file, "main", &constants)?
+            };
             let (bounds, weights) = device_axis(&pass.axis);
             let ksize = pass.axis.ksize;
             let wg_words = if horizontal {

@@ -99,34 +99,43 @@ impl RowsLayout {
         } else {
             1
         };
-        TILE_WIDTHS.iter().find_map(|&tw| {
-            let span = widest_span(axis, tw);
-            let in_stride = span | 1;
-            let r = WG_SIZE / tw * rpt;
-            let words = r * in_stride + ksize + r * tw;
-            let pf = (r * span).div_ceil(WG_SIZE);
-            if words > budget || pf > MAX_PF {
-                return None;
-            }
-            let tiles_x = out_w.div_ceil(tw);
-            Some(RowsLayout {
-                tw,
-                gu: (32 / lines).min(tw).max(tw / (WG_SIZE / 32)),
-                rpt,
-                ksize,
-                in_stride,
-                pf,
-                words,
-                params: RowsParams {
-                    in_w,
-                    out_w,
-                    rows,
-                    tiles_x,
-                    n_tiles: tiles_x.checked_mul(rows.div_ceil(r))?,
-                    _pad: [0; 3],
-                },
+        let widest: u32 = std::env::var("GPUKIT_RESIZE_DEV")
+            .unwrap_or_default()
+            .split(',')
+            .find_map(|f| f.strip_prefix("tw="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(TILE_WIDTHS[0]);
+        TILE_WIDTHS
+            .iter()
+            .filter(|&&tw| tw <= widest)
+            .find_map(|&tw| {
+                let span = widest_span(axis, tw);
+                let in_stride = span | 1;
+                let r = WG_SIZE / tw * rpt;
+                let words = r * in_stride + ksize + r * tw;
+                let pf = (r * span).div_ceil(WG_SIZE);
+                if words > budget || pf > MAX_PF {
+                    return None;
+                }
+                let tiles_x = out_w.div_ceil(tw);
+                Some(RowsLayout {
+                    tw,
+                    gu: (32 / lines).min(tw).max(tw / (WG_SIZE / 32)),
+                    rpt,
+                    ksize,
+                    in_stride,
+                    pf,
+                    words,
+                    params: RowsParams {
+                        in_w,
+                        out_w,
+                        rows,
+                        tiles_x,
+                        n_tiles: tiles_x.checked_mul(rows.div_ceil(r))?,
+                        _pad: [0; 3],
+                    },
+                })
             })
-        })
     }
 
     /// The pipeline's overridable constants.
