@@ -14,6 +14,12 @@
 // first column's first tap), with KSIZE words of slack past the last row (the padded taps of
 // the last row's last columns read there, with weight 0); `res`, the tile's output pixels.
 // Layout and sizes: `RowsLayout` in src/ops/resize/rows.rs.
+//
+// The module is built without bounds checks (`Gpu::kernel_unchecked`): every index below is
+// in range by construction, given what the plan guarantees (every column's count at least 1
+// and its taps inside the input row, start and end moving right with the column; the
+// output rows ending on a word; span at most IN_STRIDE; R rows of input at most PF words a
+// thread). Each index says why where it is made.
 
 // import: resize_math
 // import: grid
@@ -112,7 +118,8 @@ fn main(
     let nx = min(TW, params.out_w - x0);
     let ny = min(R, params.rows - y0);
     // Both ends of the taps move right with the column, so the first column's first tap and
-    // the last one's last tap bound the span.
+    // the last one's last tap bound the span (x0 <= last < out_w: the tile is inside the
+    // grid). span >= 1 (counts are at least 1) and at most IN_STRIDE (the widest tile's).
     let first = bounds[2u * x0];
     let last = x0 + nx - 1u;
     let span = bounds[2u * last] + min(bounds[2u * last + 1u], KSIZE) - first;
@@ -129,6 +136,9 @@ fn main(
     var q = q0;
     for (var k = 0u; k < PF; k++) {
         if r < ny {
+            // Row y0 + r < rows, column first + q < first + span <= in_w: a pixel of the
+            // image, whose bytes lie in src's words; an RGB pixel straddling two words ends
+            // in the second (b + 2 is its last byte).
             let b = ((y0 + r) * params.in_w + first + q) * CHANNELS;
             pre_lo[k] = src[b / 4u];
             if CHANNELS == 3u && b % 4u > 1u {
@@ -161,6 +171,7 @@ fn main(
                 }
                 v = out;
             }
+            // r < ny <= R, q < span <= IN_STRIDE.
             sh[r * IN_STRIDE + q] = v;
         }
         q += dq;
@@ -182,6 +193,9 @@ fn main(
     let x = min(x0 + c, last);
     let s = bounds[2u * x] - first;
     var acc = array<vec4<i32>, 8>();
+    // Tap i < KSIZE of column x < out_w: inside the tap-major weights (KSIZE x out_w). The
+    // row rg + j * G < R; s + i <= span - 1 + KSIZE - 1 (the column's taps end inside the
+    // span), so the index stays below R * IN_STRIDE + KSIZE, the size of `sh`.
     for (var i = 0u; i < KSIZE; i++) {
         let k = weights[i * params.out_w + x];
         for (var j = 0u; j < RPT; j++) {
@@ -191,6 +205,7 @@ fn main(
     for (var j = 0u; j < RPT; j++) {
         let r = rg + j * G;
         if r < ny && c < nx {
+            // r < R, c < TW.
             res[r * TW + c] = finish_pixel(acc[j]);
         }
     }
@@ -211,6 +226,8 @@ fn main(
                 let p = b / CHANNELS;
                 word |= ((res[r * TW + p] >> ((b - p * CHANNELS) * 8u)) & 255u) << (j * 8u);
             }
+            // p < nx (b < nw * 4 = nx * CHANNELS); the word lies in row y0 + r < rows, at
+            // most (x0 + nx) * CHANNELS / 4 <= row_words into it.
             dst[(y0 + r) * row_words + x0 * CHANNELS / 4u + w] = word;
         }
     }

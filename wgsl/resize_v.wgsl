@@ -16,7 +16,10 @@ override KSIZE: u32;
 
 // Where RV > 0 (8-bit samples, rows ending on a word): a thread makes the words at one
 // column of RV consecutive output rows (`n_words` counts the threads), so that the input
-// rows their taps share come from the cache after the first.
+// rows their taps share come from the cache after the first. Such a module is built without
+// bounds checks (`Gpu::kernel_unchecked`) and runs `rows8` only, whose indices are in range
+// by construction (each says why), given the plan's guarantees: rows ending on a word, every
+// row's count at least 1 and its taps inside the input.
 override RV: u32 = 0u;
 
 // A word's four samples as lanes.
@@ -44,17 +47,21 @@ fn alpha_word(v: u32, divide: bool) -> u32 {
 }
 
 fn rows8(g: u32) {
+    // Words a row, in the input and the output alike (a vertical pass keeps the width);
+    // at least 1.
     let row_words = params.out_w * CHANNELS / 4u;
     let yg = g / row_words;
     let col = g - yg * row_words;
     for (var j = 0u; j < RV; j++) {
         let y = yg * RV + j;
         if y < params.n_pos {
+            // y < n_pos: inside the bounds (2 n_pos words) and the weights' columns.
             let t = taps(y);
             var acc = vec4<i32>();
             for (var i = 0u; i < KSIZE; i++) {
-                // A tap past the row's own count (weight 0) reads its last row again.
-                var v = src[(t.x + min(i, t.y - 1u)) * row_words + col];
+                // A tap past the row's own count (weight 0) reads its last row again: rows
+                // t.x to t.x + t.y - 1 are inside the input, col < row_words.
+                var v = src[(t.x + min(i, max(t.y, 1u) - 1u)) * row_words + col];
                 if PREMULTIPLY {
                     v = alpha_word(v, false);
                 }
@@ -67,6 +74,7 @@ fn rows8(g: u32) {
             if UNPREMULTIPLY {
                 out = alpha_word(out, true);
             }
+            // y < n_pos output rows, col < row_words.
             dst[y * row_words + col] = out;
         }
     }

@@ -8,12 +8,13 @@ use super::coeffs::Axis;
 /// Threads a workgroup.
 const WG_SIZE: u32 = 256;
 
-/// Output columns a workgroup, the widest first: a narrower tile where the wide one's input
-/// does not fit the budget (large reductions).
-const TILE_WIDTHS: [u32; 4] = [64, 32, 16, 8];
+/// Output columns a workgroup, the widest first (`Tunables::tile_w` picks the first tried).
+pub(super) const TILE_WIDTHS: [u32; 4] = [64, 32, 16, 8];
 
-/// Rows a thread sums (`RPT`).
-pub(super) const ROWS_A_THREAD: u32 = 4;
+/// The workgroup memory (words) a tile may use by default: 24 KiB, so that eight 256-thread
+/// workgroups (a full H100 SM of 2048 threads) fit an SM's 228 KiB; less where the adapter
+/// has less.
+pub(super) const BUDGET_WORDS: u32 = 6144;
 
 /// The most taps a column (Pillow's ksize) the unrolled tap loop takes; larger reductions
 /// take the generic kernel.
@@ -71,18 +72,43 @@ fn widest_span(axis: &Axis, t: u32) -> u32 {
         .unwrap_or(0)
 }
 
+/// Whether `axis` over `in_len` input positions is as Pillow makes every axis, which the
+/// unchecked 8-bit kernels rely on for their indices to stay in range: every position reads at
+/// least one tap and at most ksize, all inside the input, and both ends of its taps move
+/// forward (never back) with the position.
+pub(super) fn well_formed(axis: &Axis, in_len: u32) -> bool {
+    let ends = |i: usize| {
+        (
+            axis.start[i],
+            u64::from(axis.start[i]) + u64::from(axis.count[i]),
+        )
+    };
+    (0..axis.len()).all(|i| {
+        let (a, b) = ends(i);
+        let forward = i == 0 || {
+            let (pa, pb) = ends(i - 1);
+            pa <= a && pb <= b
+        };
+        axis.count[i] >= 1
+            && axis.count[i] as usize <= axis.ksize
+            && b <= u64::from(in_len)
+            && forward
+    })
+}
+
 impl RowsLayout {
     /// The layout for the horizontal pass `axis` over `rows` rows of `in_w` pixels of
-    /// `channels` 8-bit samples, in at most `budget` words of workgroup memory; None where it
-    /// does not apply: output rows that do not end on a word (a word would then hold two
-    /// tiles' pixels), more than [`MAX_KSIZE`] taps, or no tile that fits.
+    /// `channels` 8-bit samples, a tile at most `widest` columns wide and at most `rpt` rows a
+    /// thread, in at most `budget` words of workgroup memory (fewer rows a thread first, then
+    /// narrower tiles, where a tile's input does not fit); None where it does not apply:
+    /// output rows that do not end on a word (a word would then hold two tiles' pixels), more
+    /// than [`MAX_KSIZE`] taps, or no tile that fits.
     pub fn new(
         axis: &Axis,
-        in_w: u32,
-        rows: u32,
+        (in_w, rows): (u32, u32),
         channels: u32,
+        (widest, rpt): (u32, u32),
         budget: u32,
-        rpt: u32,
     ) -> Option<RowsLayout> {
         let out_w = axis.len() as u32;
         let ksize = axis.ksize as u32;
@@ -90,6 +116,7 @@ impl RowsLayout {
             || ksize > MAX_KSIZE
             || out_w == 0
             || rows == 0
+            || !well_formed(axis, in_w)
         {
             return None;
         }
@@ -99,43 +126,40 @@ impl RowsLayout {
         } else {
             1
         };
-        let widest: u32 = std::env::var("GPUKIT_RESIZE_DEV")
-            .unwrap_or_default()
-            .split(',')
-            .find_map(|f| f.strip_prefix("tw="))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(TILE_WIDTHS[0]);
-        TILE_WIDTHS
-            .iter()
-            .filter(|&&tw| tw <= widest)
-            .find_map(|&tw| {
-                let span = widest_span(axis, tw);
-                let in_stride = span | 1;
-                let r = WG_SIZE / tw * rpt;
-                let words = r * in_stride + ksize + r * tw;
-                let pf = (r * span).div_ceil(WG_SIZE);
-                if words > budget || pf > MAX_PF {
-                    return None;
-                }
-                let tiles_x = out_w.div_ceil(tw);
-                Some(RowsLayout {
-                    tw,
-                    gu: (32 / lines).min(tw).max(tw / (WG_SIZE / 32)),
-                    rpt,
-                    ksize,
-                    in_stride,
-                    pf,
-                    words,
-                    params: RowsParams {
-                        in_w,
-                        out_w,
-                        rows,
-                        tiles_x,
-                        n_tiles: tiles_x.checked_mul(rows.div_ceil(r))?,
-                        _pad: [0; 3],
-                    },
-                })
+        let shapes = (1..=rpt.clamp(1, 8)).rev().flat_map(|rpt| {
+            TILE_WIDTHS
+                .into_iter()
+                .filter(move |&tw| tw <= widest)
+                .map(move |tw| (tw, rpt))
+        });
+        shapes.into_iter().find_map(|(tw, rpt)| {
+            let span = widest_span(axis, tw);
+            let in_stride = span | 1;
+            let r = WG_SIZE / tw * rpt;
+            let words = r * in_stride + ksize + r * tw;
+            let pf = (r * span).div_ceil(WG_SIZE);
+            if words > budget || pf > MAX_PF {
+                return None;
+            }
+            let tiles_x = out_w.div_ceil(tw);
+            Some(RowsLayout {
+                tw,
+                gu: (32 / lines).min(tw).max(tw / (WG_SIZE / 32)),
+                rpt,
+                ksize,
+                in_stride,
+                pf,
+                words,
+                params: RowsParams {
+                    in_w,
+                    out_w,
+                    rows,
+                    tiles_x,
+                    n_tiles: tiles_x.checked_mul(rows.div_ceil(r))?,
+                    _pad: [0; 3],
+                },
             })
+        })
     }
 
     /// The pipeline's overridable constants.
@@ -164,31 +188,83 @@ impl RowsLayout {
 
 #[cfg(test)]
 mod tests {
-    use super::super::coeffs::passes;
+    use super::super::coeffs::{passes, Pass};
     use super::super::Filter;
     use super::*;
 
     // 4K to 1080p lanczos3: 64 output columns read 63 * 2 + 12 = 138 input columns (139
-    // words a row, odd); 16 rows of them, 13 words of slack, 16 x 64 output pixels.
+    // words a row, odd); 8 rows of them (4 rounds of 2 rows a thread), 13 words of slack,
+    // 8 x 64 output pixels; 8 x 138 pixels over 256 threads, 5 a thread.
     #[test]
     fn the_4k_to_1080p_layout_is_hand_counted() {
         let p = passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
-        let l = RowsLayout::new(&p[0].axis, 3840, 2160, 3, 6144, ROWS_A_THREAD).unwrap();
-        assert_eq!((l.tw, l.gu, l.rpt, l.ksize), (64, 16, 4, 13));
-        // 16 rows of 138 pixels over 256 threads.
-        assert_eq!((l.in_stride, l.pf), (139, 9));
-        assert_eq!(l.words, 16 * 139 + 13 + 16 * 64);
-        assert_eq!((l.params.tiles_x, l.params.n_tiles), (30, 30 * 135));
+        let l = RowsLayout::new(&p[0].axis, (3840, 2160), 3, (64, 2), BUDGET_WORDS).unwrap();
+        assert_eq!((l.tw, l.gu, l.rpt, l.ksize), (64, 16, 2, 13));
+        assert_eq!((l.in_stride, l.pf), (139, 5));
+        assert_eq!(l.words, 8 * 139 + 13 + 8 * 64);
+        assert_eq!((l.params.tiles_x, l.params.n_tiles), (30, 30 * 270));
     }
 
     #[test]
     fn it_applies_only_where_its_tiles_write_whole_words() {
         let p = passes(100, 80, 30, 20, Filter::Bicubic, 8);
-        assert!(RowsLayout::new(&p[0].axis, 100, 80, 4, 6144, 4).is_some());
+        let fits = |c, p: &[Pass], budget| {
+            RowsLayout::new(&p[0].axis, (100, 80), c, (64, 4), budget).is_some()
+        };
+        assert!(fits(4, &p, BUDGET_WORDS));
         // 30 RGB pixels end a row mid-word.
-        assert!(RowsLayout::new(&p[0].axis, 100, 80, 3, 6144, 4).is_none());
+        assert!(!fits(3, &p, BUDGET_WORDS));
+        // No tile fits 100 words (8 columns of 4 rows read 16 pixels each: 4 x 32 rows).
+        assert!(!fits(4, &p, 100));
         // A 40x reduction: 241 taps a column.
         let big = passes(4000, 4000, 100, 100, Filter::Lanczos3, 8);
-        assert!(RowsLayout::new(&big[0].axis, 4000, 4000, 4, 1 << 20, 4).is_none());
+        assert!(!fits(4, &big, 1 << 20));
+    }
+
+    // Fewer rows a thread where a tile's input does not fit: 64 columns of a 4x reduction
+    // read about 63 * 4 + 25 pixels a row, 16 rows (4 a thread) over 4096 words, 8 rows under.
+    #[test]
+    fn a_small_budget_takes_fewer_rows_a_thread() {
+        let p = passes(4096, 512, 1024, 512, Filter::Lanczos3, 8);
+        let l = RowsLayout::new(&p[0].axis, (4096, 512), 4, (64, 4), 4096).unwrap();
+        assert_eq!((l.tw, l.rpt), (64, 2));
+        assert!(l.words <= 4096 && l.in_stride >= 63 * 4 + 24);
+    }
+
+    // Pillow's axes are well formed at any scale, both ways; an axis with a position that
+    // reads nothing, past the input, or back from its neighbour is not.
+    #[test]
+    fn pillows_axes_are_well_formed_and_broken_ones_are_not() {
+        for (a, b) in [
+            (3840, 1920),
+            (7, 3),
+            (1, 5),
+            (4097, 1021),
+            (300, 1200),
+            (2, 3),
+        ] {
+            for f in [
+                Filter::Lanczos3,
+                Filter::Bicubic,
+                Filter::Bilinear,
+                Filter::Box,
+            ] {
+                assert!(
+                    well_formed(&super::super::axis(a, b, f), a),
+                    "{a} to {b} {f:?}"
+                );
+            }
+            assert!(well_formed(&super::super::nearest_axis(a, b, 8), a));
+        }
+        let good = super::super::axis(100, 30, Filter::Bicubic);
+        let mut none = good.clone();
+        none.count[3] = 0;
+        let mut past = good.clone();
+        past.count[29] += 1;
+        let mut back = good.clone();
+        back.start[10] = back.start[9] - 1;
+        for broken in [none, past, back] {
+            assert!(!well_formed(&broken, 100));
+        }
     }
 }
