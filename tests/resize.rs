@@ -213,11 +213,17 @@ fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
                 let want =
                     resize::run(&Engine::Cpu, &img, &options, &mut Timings::default()).unwrap();
                 let passes = resize::passes(w, h, ow, oh, filter, 8);
-                for (budget, rows, v_rows) in [(0, 4, 4), (700, 4, 1), (1100, 2, 3), (6144, 8, 8)] {
+                for (budget, rows, v_rows, wg_size) in [
+                    (0, 4, 4, 256),
+                    (700, 4, 1, 64),
+                    (1100, 2, 3, 128),
+                    (6144, 8, 8, 256),
+                ] {
                     let t = resize::Tunables {
                         budget_words: budget,
                         rows_a_thread: rows,
                         v_rows,
+                        wg_size,
                         ..resize::Tunables::DEFAULT
                     };
                     let plan =
@@ -241,7 +247,7 @@ fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
                         .unwrap();
                     let got = plan.read(gpu).unwrap();
                     let what = format!(
-                        "{} to {ow}x{oh} {} with {budget} words, {rows} and {v_rows} rows: {kernels:?}",
+                        "{} to {ow}x{oh} {} with {budget} words, {rows} and {v_rows} rows, {wg_size} threads: {kernels:?}",
                         img.describe(),
                         filter.name(),
                     );

@@ -94,7 +94,7 @@ fn rows_example() -> RowsLayout {
         &p[0].axis,
         (3840, 2160),
         4,
-        (t.tile_w, t.rows_a_thread),
+        (t.tile_w, t.rows_a_thread, t.wg_size),
         t.budget_words,
     )
     .expect("the 4K case has a tile")
@@ -246,7 +246,7 @@ impl ResizePlan {
                     &pass.axis,
                     (w, h),
                     c as u32,
-                    (t.tile_w, t.rows_a_thread),
+                    (t.tile_w, t.rows_a_thread, t.wg_size),
                     budget,
                 )
             } else {

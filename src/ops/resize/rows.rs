@@ -5,8 +5,8 @@
 
 use super::coeffs::Axis;
 
-/// Threads a workgroup.
-const WG_SIZE: u32 = 256;
+/// Threads a workgroup by default (`Tunables::wg_size`: 64, 128 or 256).
+pub(super) const WG_SIZE: u32 = 256;
 
 /// Output columns a workgroup, the widest first (`Tunables::tile_w` picks the first tried).
 pub(super) const TILE_WIDTHS: [u32; 4] = [64, 32, 16, 8];
@@ -45,7 +45,8 @@ crate::ops::params_layout!(RowsParams {
 /// A horizontal pass's tile, its workgroup memory and its grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct RowsLayout {
-    /// Output columns a workgroup, columns a warp, rows a thread.
+    /// Threads a workgroup, output columns a workgroup, columns a warp, rows a thread.
+    pub wg: u32,
     pub tw: u32,
     pub gu: u32,
     pub rpt: u32,
@@ -98,8 +99,8 @@ pub(super) fn well_formed(axis: &Axis, in_len: u32) -> bool {
 
 impl RowsLayout {
     /// The layout for the horizontal pass `axis` over `rows` rows of `in_w` pixels of
-    /// `channels` 8-bit samples, a tile at most `widest` columns wide and at most `rpt` rows a
-    /// thread, in at most `budget` words of workgroup memory (fewer rows a thread first, then
+    /// `channels` 8-bit samples, a tile at most `widest` columns wide, at most `rpt` rows a
+    /// thread and `wg` threads (64, 128 or 256), in at most `budget` words of workgroup memory (fewer rows a thread first, then
     /// narrower tiles, where a tile's input does not fit); None where it does not apply:
     /// output rows that do not end on a word (a word would then hold two tiles' pixels), more
     /// than [`MAX_KSIZE`] taps, or no tile that fits.
@@ -107,7 +108,7 @@ impl RowsLayout {
         axis: &Axis,
         (in_w, rows): (u32, u32),
         channels: u32,
-        (widest, rpt): (u32, u32),
+        (widest, rpt, wg): (u32, u32, u32),
         budget: u32,
     ) -> Option<RowsLayout> {
         let out_w = axis.len() as u32;
@@ -129,22 +130,23 @@ impl RowsLayout {
         let shapes = (1..=rpt.clamp(1, 8)).rev().flat_map(|rpt| {
             TILE_WIDTHS
                 .into_iter()
-                .filter(move |&tw| tw <= widest)
+                .filter(move |&tw| tw <= widest && tw <= wg)
                 .map(move |tw| (tw, rpt))
         });
         shapes.into_iter().find_map(|(tw, rpt)| {
             let span = widest_span(axis, tw);
             let in_stride = span | 1;
-            let r = WG_SIZE / tw * rpt;
+            let r = wg / tw * rpt;
             let words = r * in_stride + ksize + r * tw;
-            let pf = (r * span).div_ceil(WG_SIZE);
+            let pf = (r * span).div_ceil(wg);
             if words > budget || pf > MAX_PF {
                 return None;
             }
             let tiles_x = out_w.div_ceil(tw);
             Some(RowsLayout {
                 tw,
-                gu: (32 / lines).min(tw).max(tw / (WG_SIZE / 32)),
+                wg,
+                gu: (32 / lines).min(tw).max(tw / (wg / 32)),
                 rpt,
                 ksize,
                 in_stride,
@@ -171,7 +173,7 @@ impl RowsLayout {
     ) -> [(&'static str, f64); 11] {
         let on = |b: bool| f64::from(u8::from(b));
         [
-            ("WG_SIZE", f64::from(WG_SIZE)),
+            ("WG_SIZE", f64::from(self.wg)),
             ("TW", f64::from(self.tw)),
             ("GU", f64::from(self.gu)),
             ("RPT", f64::from(self.rpt)),
@@ -198,7 +200,8 @@ mod tests {
     #[test]
     fn the_4k_to_1080p_layout_is_hand_counted() {
         let p = passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
-        let l = RowsLayout::new(&p[0].axis, (3840, 2160), 3, (64, 2), BUDGET_WORDS).unwrap();
+        let l =
+            RowsLayout::new(&p[0].axis, (3840, 2160), 3, (64, 2, WG_SIZE), BUDGET_WORDS).unwrap();
         assert_eq!((l.tw, l.gu, l.rpt, l.ksize), (64, 16, 2, 13));
         assert_eq!((l.in_stride, l.pf), (139, 5));
         assert_eq!(l.words, 8 * 139 + 13 + 8 * 64);
@@ -209,7 +212,7 @@ mod tests {
     fn it_applies_only_where_its_tiles_write_whole_words() {
         let p = passes(100, 80, 30, 20, Filter::Bicubic, 8);
         let fits = |c, p: &[Pass], budget| {
-            RowsLayout::new(&p[0].axis, (100, 80), c, (64, 4), budget).is_some()
+            RowsLayout::new(&p[0].axis, (100, 80), c, (64, 4, WG_SIZE), budget).is_some()
         };
         assert!(fits(4, &p, BUDGET_WORDS));
         // 30 RGB pixels end a row mid-word.
@@ -226,7 +229,7 @@ mod tests {
     #[test]
     fn a_small_budget_takes_fewer_rows_a_thread() {
         let p = passes(4096, 512, 1024, 512, Filter::Lanczos3, 8);
-        let l = RowsLayout::new(&p[0].axis, (4096, 512), 4, (64, 4), 4096).unwrap();
+        let l = RowsLayout::new(&p[0].axis, (4096, 512), 4, (64, 4, WG_SIZE), 4096).unwrap();
         assert_eq!((l.tw, l.rpt), (64, 2));
         assert!(l.words <= 4096 && l.in_stride >= 63 * 4 + 24);
     }

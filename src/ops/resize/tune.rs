@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Result};
 
-use super::rows::{BUDGET_WORDS, TILE_WIDTHS};
+use super::rows::{BUDGET_WORDS, TILE_WIDTHS, WG_SIZE};
 use super::{Filter, ResizePlan};
 use crate::bench::{self, Case, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
@@ -18,13 +18,21 @@ pub struct Tunables {
     /// to 64); where its input does not fit the budget, the narrower ones in turn.
     pub tile_w: u32,
     /// Rows a thread of the horizontal pass sums (1 to 8), each weight read once for all (2:
-    /// 4 was 1.19x slower and 8 2.2x on an H200, call AP-resize4-3 in docs/BENCHMARKS.md).
+    /// 4 was 1.19x slower on an H200, call AP-resize4-3 in docs/BENCHMARKS.md).
     pub rows_a_thread: u32,
     /// Output rows a thread of the vertical pass makes at one word column (1 to 8).
     pub v_rows: u32,
     /// The most words of workgroup memory a horizontal tile may use (the adapter's limit
     /// caps it; 0, below any tile, takes the generic kernels: tests reach them so).
     pub budget_words: u32,
+    /// Threads a workgroup of the horizontal pass (64, 128 or 256): smaller ones fit more
+    /// workgroups an SM, each waiting on its own loads and barriers.
+    #[serde(default = "default_wg_size")]
+    pub wg_size: u32,
+}
+
+fn default_wg_size() -> u32 {
+    WG_SIZE
 }
 
 impl Tunables {
@@ -33,6 +41,7 @@ impl Tunables {
         rows_a_thread: 2,
         v_rows: 4,
         budget_words: BUDGET_WORDS,
+        wg_size: WG_SIZE,
     };
 }
 
@@ -40,9 +49,10 @@ impl std::fmt::Display for Tunables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "tile {} columns, {} rows a thread, {} vertical, {} KiB",
+            "tile {} columns, {} rows a thread, {} threads, {} vertical, {} KiB",
             self.tile_w,
             self.rows_a_thread,
+            self.wg_size,
             self.v_rows,
             self.budget_words / 256
         )
@@ -64,6 +74,9 @@ impl Tunable for Tunables {
         }
         if !(1..=8).contains(&self.rows_a_thread) || !(1..=8).contains(&self.v_rows) {
             bail!("resize's rows a thread must be 1 to 8");
+        }
+        if ![64, 128, 256].contains(&self.wg_size) {
+            bail!("resize's workgroup size must be 64, 128 or 256");
         }
         let max = limits.max_compute_workgroup_storage_size / 4;
         if !(256..=max).contains(&self.budget_words) {
@@ -100,6 +113,16 @@ impl OpTuning for Tuning {
                             rows_a_thread,
                             ..*best
                         })
+                        .collect()
+                },
+            },
+            Stage {
+                name: "workgroup",
+                candidates: |best, _, quick| {
+                    let sizes: &[u32] = if quick { &[] } else { &[64, 128, 256] };
+                    sizes
+                        .iter()
+                        .map(|&wg_size| Tunables { wg_size, ..*best })
                         .collect()
                 },
             },
