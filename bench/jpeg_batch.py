@@ -2,7 +2,7 @@
 """Times a JPEG batch blur as whole commands: gpukit against an OpenCV multiprocessing pool.
 
 usage: bench/jpeg_batch.py GPUKIT [--count 64] [--size 1024x768] [--quality 90] [--radius 15]
-           [--rounds 5] [--gpukit-args ''] [--inputs DIR]
+           [--rounds 5] [--gpukit-args ''] [--inputs DIR] [--baseline GPUKIT2]
 
 Makes its own inputs (fixed seed): COUNT photo-like JPEGs, random crops of scikit-image's
 colour photographs resized to SIZE (Lanczos) and saved by Pillow at QUALITY (4:2:0), as
@@ -16,7 +16,8 @@ RADIUS` (one process per core, as ../shared/tools/peers/batch_cv.py: `cv2.imread
 Also, from the first round: the bytes each wrote and the PSNR of their outputs (decoded by
 Pillow) against the exact box blur of the inputs (decoded by Pillow, numpy in float):
 decoding, blurring and encoding together. Needs numpy, Pillow, opencv-python and
-scikit-image. See docs/BENCHMARKS.md for recorded figures.
+scikit-image. `--baseline` adds another gpukit build (an earlier commit's) to every round,
+its commands alternated with the others. See docs/BENCHMARKS.md for recorded figures.
 """
 import argparse
 import glob
@@ -119,6 +120,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--gpukit-args", default="")
     ap.add_argument("--inputs", help="make the inputs here and keep them (default: a temp folder)")
+    ap.add_argument("--baseline", help="another gpukit build to time in the same rounds")
     a = ap.parse_args()
     w, h = (int(v) for v in a.size.split("x"))
     work = tempfile.mkdtemp(prefix="gpukit-jpeg-batch-")
@@ -133,6 +135,8 @@ def main():
             "opencv": [sys.executable, os.path.abspath(__file__), "--opencv-pool", in_dir, "{out}",
                        str(a.quality), str(a.radius)],
         }
+        if a.baseline:
+            cmds["baseline"] = [a.baseline, *cmds["gpukit"][1:]]
         times = {k: [] for k in cmds}
         sizes, psnr = {}, {}
         loads = [os.getloadavg()[0]]
@@ -158,6 +162,9 @@ def main():
         print(f"| {name} | {med:.3f} | {rate[name]:.1f} | {sizes[name]} | {psnr[name]:.2f} dB |")
     print(f"gpukit / opencv images/s: {rate['gpukit'] / rate['opencv']:.2f}; "
           f"bytes: {sizes['gpukit'] / sizes['opencv']:.3f}")
+    if a.baseline:
+        print(f"baseline / opencv images/s: {rate['baseline'] / rate['opencv']:.2f}; "
+              f"gpukit / baseline: {rate['gpukit'] / rate['baseline']:.2f}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ defaults: 1920x1080, 300 frames, 3 rounds, radius 15. GPUKIT_ARGS go before the 
 (`--backend cpu`, `--device 0`). Needs ffmpeg on PATH. OPTIONS (before GPUKIT):
 
     --only blur|histogram   one of the two cases
-    --baseline OTHER        also OTHER's blur (another gpukit build) in the same rounds
+    --baseline OTHER        also OTHER's blur (another gpukit build, or a script that runs one
+                            with other settings) in the same rounds; may be given again
     --ceiling               also `cat` on the blur's rounds: the file copied into the pipe and
                             read, no filter at all (what the pipes alone allow)
 """
@@ -29,7 +30,8 @@ import tempfile
 import time
 
 ARGS = sys.argv[1:]
-ONLY = BASELINE = None
+ONLY = None
+BASELINES = []
 CEILING = False
 while ARGS and ARGS[0] in ("--only", "--baseline", "--ceiling"):
     flag = ARGS.pop(0)
@@ -38,7 +40,7 @@ while ARGS and ARGS[0] in ("--only", "--baseline", "--ceiling"):
     elif flag == "--only":
         ONLY = ARGS.pop(0)
     else:
-        BASELINE = ARGS.pop(0)
+        BASELINES.append(ARGS.pop(0))
 GPUKIT = ARGS[0]
 SIZE = ARGS[1] if len(ARGS) > 1 else "1920x1080"
 FRAMES = int(ARGS[2]) if len(ARGS) > 2 else 300
@@ -86,8 +88,8 @@ def main():
         for name, g, f, peer in cases:
             tg, tf = [], []
             others = []
-            if name.startswith("blur") and BASELINE:
-                others.append(("baseline " + BASELINE, [BASELINE] + g[1:], []))
+            if name.startswith("blur"):
+                others += [("baseline " + b, [b] + g[1:], []) for b in BASELINES]
             if name.startswith("blur") and CEILING:
                 others.append(("cat (no filter)", ["cat"], []))
             for r in range(ROUNDS):

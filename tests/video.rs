@@ -170,6 +170,45 @@ fn raw_rgb24_frames_blur_in_order_through_stdin_and_stdout() {
     }
 }
 
+// `-v` says the stream's engine rule: the per-frame figures, the frames counted (300 for a
+// pipe, whose length cannot be known; a file's own count), and the verdict, which for small
+// frames is the cores (a GPU's gain on them is less than opening one costs); the frames are
+// those of `--backend cpu`.
+#[test]
+fn verbose_says_the_stream_engine_rule_and_small_streams_stay_on_the_cores() {
+    let dir = tempdir();
+    let d = dir.path();
+    let input = clip(d, "in.y4m", "48:32", 5, &["-pix_fmt", "yuv420p"]);
+    let bytes = std::fs::read(&input).unwrap();
+    let (code, out, err) = gpukit_piped(&["-v", "blur", "-", "-r", "2", "-o", "-"], &bytes);
+    assert_eq!(code, 0, "{err}");
+    let rule = err
+        .lines()
+        .find(|l| l.starts_with("gpukit: stdin: a frame takes about"))
+        .unwrap_or_else(|| panic!("no rule line: {err}"));
+    assert!(rule.contains("ms through the pipes; "), "{rule}");
+    assert!(
+        rule.contains(" 300 frames") && rule.ends_with(": the cores"),
+        "{rule}"
+    );
+    assert!(err.contains("engine: native CPU"), "{err}");
+    let (code, cpu, err2) = gpukit_piped(
+        &["--backend", "cpu", "blur", "-", "-r", "2", "-o", "-"],
+        &bytes,
+    );
+    assert_eq!(code, 0, "{err2}");
+    assert!(
+        out == cpu,
+        "the default engine's frames differ from the cores'"
+    );
+    let (code, _, err) = gpukit_piped(&["-v", "blur", &input, "-r", "2", "-o", "-"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(" 5 frames") && err.contains(": the cores\n"),
+        "{err}"
+    );
+}
+
 /// Every frame of a stream (Y4M, or raw frames of `raw`'s size and pixel format) as its
 /// planes, read with gpukit's own reader.
 fn stream_planes(bytes: &[u8], raw: Option<(u32, u32, &str)>) -> Vec<Vec<Image>> {

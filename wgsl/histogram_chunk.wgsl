@@ -48,6 +48,11 @@ override SPAN: u32 = 256u;
 // unit at a time, consecutive invocations consecutive units.
 override UNIT_PIXELS: u32 = 4u;
 override UNIT_VECS: u32 = 1u;
+// Set by the host where the bins are one a sample value (bins == MAXVAL + 1) and this
+// workgroup holds them all (one range): a sample is then its own bin, which is what the
+// general mapping below gives for those bins (v * (MAXVAL + 1) / MAXVAL == v for v < MAXVAL,
+// and MAXVAL clamps to MAXVAL), without its multiply, division and range test.
+override DIRECT: bool = false;
 
 override MAXVAL: u32 = (1u << BITS) - 1u;
 // Samples per 32-bit word.
@@ -79,6 +84,11 @@ fn luminance(r: u32, g: u32, b: u32) -> u32 {
 
 // Counts value v of channel ch into the invocation's copy (`base`), if its bin is in this range.
 fn count(base: u32, lo: u32, span: u32, ch: u32, v: u32) {
+    if DIRECT {
+        let e = ch * SPAN + v;
+        atomicAdd(&sh_hist[(e / PACK) * COPIES + base], 1u << ((e % PACK) * 16u));
+        return;
+    }
     // v * bins <= 65535 * 65536 < 2^32.
     let bin = min(v * params.bins / MAXVAL, params.bins - 1u);
     // Wraps for bin < lo, so one comparison checks both ends.

@@ -35,6 +35,11 @@ pub trait Env: Sync {
     fn estimate(&self, gpu_saving: Duration);
     /// Whether the devices asked for are several (`--device all` or a list).
     fn several_devices(&self) -> bool;
+    /// Whether the engine that does the work is the native CPU engine, known without loading
+    /// any driver (so opening it first costs nothing).
+    fn native_cpu_at_once(&self) -> bool {
+        false
+    }
     /// Opens the engine that does the work (`several`: every device asked for).
     fn open_engines(&self, several: bool, timings: &mut Timings) -> Result<Vec<Engine>>;
     /// Reports the batch's timings (when asked for).
@@ -181,7 +186,7 @@ impl<'a> Run<'a> {
         let bar = env.progress(items.len() as u64, self.hide);
         let mut slots: Vec<Option<Outcome<O>>> = items.iter().map(|_| None).collect();
         let mut printed = 0;
-        let finished = self.pipeline.run(items, stages, |outcome| {
+        let on_done = |outcome: Outcome<O>| {
             bar.set_message(name(&items[outcome.index]));
             bar.inc(1);
             let i = outcome.index;
@@ -195,7 +200,14 @@ impl<'a> Run<'a> {
                 bar.suspend(|| ended(printed, &o.result));
                 printed += 1;
             }
-        });
+        };
+        // Engines opened before the batch (the caller's choice), all on the cores: every
+        // stage of a file on one thread.
+        let opened = engines.opened();
+        let finished = match !opened.is_empty() && opened.iter().all(|e| matches!(e, Engine::Cpu)) {
+            true => self.pipeline.run_fused(items, stages, on_done),
+            false => self.pipeline.run(items, stages, on_done),
+        };
         bar.finish_and_clear();
         let devices = engines.opened().len().max(1);
         let (finished, engine_timings) = finished?.into_iter().unzip();

@@ -16,7 +16,7 @@ use super::report::{FileRecord, FileStatus, Report};
 use super::staging::Staging;
 use super::{outputs, Outcome};
 use crate::gpu::{Batch, Engine, Timings, Upload};
-use crate::io::image::{self as img_io, Header, Image, WriteOptions};
+use crate::io::image::{self as img_io, recycle, Header, Image, WriteOptions};
 use crate::io::jpeg::Subsampling;
 use crate::io::json::{JsonDest, JsonSink};
 use crate::io::metadata::Metadata;
@@ -382,6 +382,11 @@ pub fn run(
             env.estimate(job_saving(op, out, job.format, &h, files, pipeline.engines));
         }
     }
+    // The native CPU engine, chosen without loading a driver, is opened now (it costs
+    // nothing), so that the batch runs every stage of a file on one thread (`run_fused`).
+    if env.native_cpu_at_once() {
+        devices.get(env, &mut device_timings)?;
+    }
     let hide =
         env.quiet() || jobs.len() == 1 || report_sink.as_ref().is_some_and(JsonSink::is_stdout);
     // Each decoded image bound for the GPU's encoder is written into an upload buffer on the
@@ -408,7 +413,7 @@ pub fn run(
     let made = |(w, engine, encoder): &mut Worker<'_>,
                 timings: &mut Timings,
                 i: usize,
-                (image, staged): (Image, Option<&Upload>),
+                (image, staged): (&Image, Option<&Upload>),
                 mut carried: Carried|
      -> Result<(Made, Carried)> {
         let job = &jobs[i];
@@ -422,7 +427,7 @@ pub fn run(
         ));
         img_io::check_layout(&job.output, job.format, image.channels, image.bit_depth())?;
         if let Some(file) =
-            png_on_device(w.as_mut(), engine, job, (&image, staged), &carried, timings)
+            png_on_device(w.as_mut(), engine, job, (image, staged), &carried, timings)
         {
             let channels = image.channels;
             return Ok((
@@ -438,7 +443,7 @@ pub fn run(
             encoder,
             engine,
             job,
-            (&image, staged),
+            (image, staged),
             &carried,
             timings,
         );
@@ -453,7 +458,7 @@ pub fn run(
             ));
         }
         let made = w
-            .run(&image, timings)
+            .run(image, timings)
             .with_context(|| format!("{}", job.input.display()))?;
         op.metadata((image.width, image.height), &made, &mut carried.metadata);
         if png_on_engine(engine, job.format, &carried.write) {
@@ -498,10 +503,12 @@ pub fn run(
                  timings: &mut Timings,
                  &i: &usize,
                  (image, carried, staged): (Image, Carried, Option<Upload>)| {
-            let made = made(state, timings, i, (image, staged.as_ref()), carried);
+            let made = made(state, timings, i, (&image, staged.as_ref()), carried);
             if let Some(upload) = staged {
                 staging.give_back(upload);
             }
+            // The input's samples, for a later image to be decoded or made into.
+            recycle::give(image.samples);
             made
         },
         encode: |&i: &usize, (made, carried): (Made, Carried)| {
@@ -537,6 +544,13 @@ pub fn run(
                 carried.metadata.describe()
             ));
             match made {
+                // JPEG is encoded from a borrow, and the samples handed back.
+                Made::Pixels(img) if job.format == ImageFormat::Jpeg => {
+                    let saved =
+                        img_io::save_jpeg_to(pending, &img, &carried.metadata, &carried.write);
+                    recycle::give(img.samples);
+                    saved
+                }
                 Made::Pixels(img) => img_io::save_to_with(
                     pending,
                     job.format,

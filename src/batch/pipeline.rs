@@ -3,7 +3,8 @@
 //! queues sit between the stages, so at most `jobs` images decode, `depth` wait for an engine,
 //! one is in each engine, `depth` wait for an encoder and `jobs` encode: memory is bounded
 //! whatever the batch's size. What a file becomes never depends on the timing; only the order in which
-//! files finish does.
+//! files finish does. For an engine on the cores, `run_fused` runs every stage of a file on
+//! one thread instead.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
@@ -209,6 +210,109 @@ impl Pipeline {
     }
 }
 
+impl Pipeline {
+    /// [`Pipeline::run`] with every stage of a file on one thread, for an engine on the cores
+    /// (the native CPU engine): `jobs` workers, one a thread of a rayon pool of their own,
+    /// each with its own state from `start` (called with the worker's number), take the next
+    /// item and decode it, run the engine on it and encode the result. No image is handed
+    /// between threads (its samples stay in the caches of the core that decoded them), and at
+    /// most `jobs` images are in flight, so the buffers they hand back serve every later file.
+    /// What the engine splits into rayon tasks (the blur's tiles) runs on the same pool: a
+    /// worker with no file left takes over others' tasks at the batch's end. Returns what
+    /// `finish` made of each worker's state, in worker order.
+    pub fn run_fused<T, D, R, O, S, F, Dec, Start, Eng, Enc, Fin>(
+        &self,
+        items: &[T],
+        stages: Stages<Dec, Start, Eng, Enc, Fin>,
+        mut done: impl FnMut(Outcome<O>),
+    ) -> Result<Vec<F>>
+    where
+        T: Sync,
+        O: Send,
+        F: Send,
+        Dec: Fn(&T) -> Result<D> + Sync,
+        Start: Fn(usize) -> Result<S> + Sync,
+        Eng: Fn(&mut S, &T, D) -> Result<R> + Sync,
+        Enc: Fn(&T, R) -> Result<O> + Sync,
+        Fin: Fn(S) -> Result<F> + Sync,
+    {
+        let refused = |e| anyhow::Error::new(e).context("cannot start a thread of the batch");
+        // One job a thread (a broadcast, not spawned tasks): a worker waiting for a task it
+        // split off never picks up another worker's whole loop.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.jobs)
+            .thread_name(|_| "gpukit-work".into())
+            .build()
+            .map_err(|e| refused(std::io::Error::other(e)))?;
+        let next = &AtomicUsize::new(0);
+        let stop = &AtomicBool::new(false);
+        let stages = &stages;
+        let (done_tx, done_rx) = mpsc::channel::<Outcome<O>>();
+        std::thread::scope(|s| {
+            let workers = std::thread::Builder::new()
+                .name("gpukit-batch".into())
+                .spawn_scoped(s, move || {
+                    pool.broadcast(|ctx| {
+                        let tx = done_tx.clone();
+                        fused_worker(ctx.index(), items, stages, (next, stop), tx)
+                    })
+                })
+                .map_err(refused)?;
+            for outcome in done_rx {
+                done(outcome);
+            }
+            let finished = workers.join().expect("a batch worker does not panic");
+            finished.into_iter().collect()
+        })
+    }
+}
+
+/// Worker `n` of [`Pipeline::run_fused`]: its state, then the next item through every stage
+/// until none is left or a worker could not start.
+fn fused_worker<T, D, R, O, S, F, Dec, Start, Eng, Enc, Fin>(
+    n: usize,
+    items: &[T],
+    stages: &Stages<Dec, Start, Eng, Enc, Fin>,
+    (next, stop): (&AtomicUsize, &AtomicBool),
+    done_tx: mpsc::Sender<Outcome<O>>,
+) -> Result<F>
+where
+    Dec: Fn(&T) -> Result<D>,
+    Start: Fn(usize) -> Result<S>,
+    Eng: Fn(&mut S, &T, D) -> Result<R>,
+    Enc: Fn(&T, R) -> Result<O>,
+    Fin: Fn(S) -> Result<F>,
+{
+    let mut state = (stages.start)(n).inspect_err(|_| stop.store(true, Ordering::Relaxed))?;
+    loop {
+        let index = next.fetch_add(1, Ordering::Relaxed);
+        if index >= items.len() || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let item = &items[index];
+        let mut times = StageTimes::default();
+        let t0 = Instant::now();
+        let decoded = (stages.decode)(item);
+        times.decode_ms = ms(t0.elapsed());
+        let t0 = Instant::now();
+        let made = decoded.and_then(|d| (stages.engine)(&mut state, item, d));
+        times.engine_ms = ms(t0.elapsed());
+        let t0 = Instant::now();
+        let result = made.and_then(|r| (stages.encode)(item, r));
+        times.encode_ms = ms(t0.elapsed());
+        let outcome = Outcome {
+            index,
+            engine: Some(n),
+            result,
+            times,
+        };
+        if done_tx.send(outcome).is_err() {
+            break;
+        }
+    }
+    (stages.finish)(state)
+}
+
 /// A decoding thread: takes the next item until none is left or the batch stops.
 fn decoder<T, D>(
     items: &[T],
@@ -381,6 +485,40 @@ mod tests {
             let expect: Vec<u32> = (0..200).filter(|&x| x != 17).collect();
             assert_eq!(seen, expect, "the engine saw each decoded item once");
         }
+    }
+
+    #[test]
+    fn fused_every_item_ends_once_and_a_failed_start_ends_the_batch() {
+        let items: Vec<u32> = (0..200).collect();
+        for jobs in [1, 3] {
+            let pipeline = Pipeline::new(Some(jobs));
+            let mut ended = vec![0u32; items.len()];
+            let seen = pipeline
+                .run_fused(&items, stages_squaring(Some(17)), |o| {
+                    ended[o.index] += 1;
+                    assert_eq!(o.result.is_err(), o.index == 17, "item {}", o.index);
+                })
+                .unwrap();
+            assert_eq!(seen.len(), jobs, "one state a worker");
+            assert!(ended.iter().all(|&n| n == 1), "jobs {jobs}: {ended:?}");
+            let mut seen: Vec<u32> = seen.into_iter().flatten().collect();
+            seen.sort();
+            let expect: Vec<u32> = (0..200).filter(|&x| x != 17).collect();
+            assert_eq!(seen, expect, "the engine saw each decoded item once");
+        }
+        let stages = Stages {
+            start: |_| -> Result<()> { anyhow::bail!("no device") },
+            decode: |&x: &u32| Ok(x),
+            engine: |_: &mut (), _: &u32, d: u32| Ok(d),
+            encode: |_: &u32, _: u32| Ok(()),
+            finish: |_: ()| Ok(()),
+        };
+        let mut ended = 0;
+        let err = Pipeline::new(Some(2))
+            .run_fused(&items, stages, |_| ended += 1)
+            .unwrap_err();
+        assert_eq!(err.to_string(), "no device");
+        assert_eq!(ended, 0);
     }
 
     #[test]

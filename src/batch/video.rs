@@ -126,6 +126,11 @@ pub fn run_frames<O: Send + 'static>(
     let Stream {
         mut source, name, ..
     } = stream;
+    // A stream whose first frames were done elsewhere (`blur`'s bridge) goes on from there.
+    let first = match &source {
+        Source::Video(r) => r.next_index(),
+        Source::Images(_) => 0,
+    };
     let mut index = 0u64;
     let mut next_frame = move || match &mut source {
         Source::Video(r) => r.next_planes(),
@@ -179,7 +184,7 @@ pub fn run_frames<O: Send + 'static>(
     }
     drop(result_tx);
     let mut pending = BTreeMap::new();
-    let mut next = 0u64;
+    let mut next = first;
     let fail = |e: anyhow::Error| {
         stop.store(true, Ordering::Relaxed);
         Err(e)
@@ -533,13 +538,17 @@ pub fn chroma_options(
 }
 
 /// `blur` on a stream: every frame's planes blurred (chroma with `chroma`'s options) and
-/// written to `out` in the input's format, in order.
+/// written to `out` in the input's format, in order. The engine as `StreamModel` chooses
+/// (said in words with `verbose`), unless one is named. With `bridge` (nothing named), a
+/// stream the estimate gives to a GPU starts on the cores while the GPU opens
+/// ([`bridge_opening`]).
 pub fn blur_frames(
     env: &dyn Env,
     stream: Stream,
     luma: BlurOptions,
     chroma: BlurOptions,
     out: &mut dyn Write,
+    (verbose, bridge): (bool, bool),
 ) -> Result<Ran> {
     let format = stream
         .video_format()
@@ -548,88 +557,205 @@ pub fn blur_frames(
     let frames = stream.expected_frames();
     let model = super::video_gpu::StreamModel::here();
     let costs = model.frame_costs(&format, luma, chroma);
-    let saving = model.saving(costs, frames);
-    env.detail(&format!(
-        "{}: a frame takes about {:.2} ms on the cores, {:.2} ms on a GPU, {:.2} ms through \
-         the pipes; {frames} frames",
-        stream.name,
-        costs.engine.as_secs_f64() * 1e3,
-        costs.device.as_secs_f64() * 1e3,
-        costs.pipes.as_secs_f64() * 1e3,
-    ));
-    env.estimate(saving);
-    let engine = open_engine(env)?;
-    env.detail(&format!("{}: {}", stream.name, format.describe()));
-    if let Engine::Gpu(_) = &*engine {
-        let slots = super::video_gpu::SLOTS;
-        return super::video_gpu::blur_frames(engine, stream, (luma, chroma), out, slots);
+    if verbose {
+        env.note(&format!(
+            "{}: {}",
+            stream.name,
+            model.explain(costs, frames)
+        ));
     }
-    let mut stream = stream;
+    let saving = model.saving(costs, frames);
+    env.estimate(saving);
+    let bridge = bridge && saving >= crate::gpu::SMALL_JOB;
+    blur_stream(env, stream, (luma, chroma), out, (verbose, bridge))
+}
+
+/// `blur` on a stream on the engine `env` opens: with `bridge`, the native CPU engine blurs
+/// the first frames while it opens ([`bridge_opening`]); notes of that with `verbose`.
+fn blur_stream(
+    env: &dyn Env,
+    mut stream: Stream,
+    (luma, chroma): (BlurOptions, BlurOptions),
+    out: &mut dyn Write,
+    (verbose, bridge): (bool, bool),
+) -> Result<Ran> {
+    let format = stream
+        .video_format()
+        .cloned()
+        .expect("blur streams are video frames");
+    let started = Instant::now();
+    let mut writer = VideoWriter::new(out, &format);
     // The planes written go back to the reader for the frames to come.
     let spare = Spare::default();
+    let engine = match bridge {
+        true => {
+            let (engine, bridged) =
+                bridge_opening(env, &mut stream, (luma, chroma), &mut writer, &spare)?;
+            if verbose && bridged > 0 {
+                env.note(&format!(
+                    "{}: the cores blurred the first {bridged} frames while the engine opened",
+                    stream.name
+                ));
+            }
+            engine
+        }
+        false => open_engine(env)?,
+    };
+    env.detail(&format!("{}: {}", stream.name, format.describe()));
+    if let Engine::Gpu(_) = &*engine {
+        let report = |line: &str| env.detail(line);
+        let ran = super::video_gpu::blur_frames(
+            engine.clone(),
+            stream,
+            (luma, chroma),
+            &mut writer,
+            super::video_gpu::SLOTS,
+            &report,
+        )?;
+        return Ok(Ran {
+            frames: ran.frames,
+            elapsed: started.elapsed(),
+        });
+    }
     if let Source::Video(r) = &mut stream.source {
         r.reuse(spare.clone());
     }
     let shared = Arc::new(format.clone());
     let workers = workers_for(&engine);
     let in_flight = 2 * workers;
-    // Every plane buffer a frame in flight may hold, its input's and its output's.
-    let most = 2 * 3 * (in_flight + 1);
     let spawn = |jobs: Jobs<Vec<Vec<u8>>>| {
         let (engine, format, spare) = (engine.clone(), shared.clone(), spare.clone());
         std::thread::spawn(move || {
             // One blurrer for the luma-sized planes and one for the chroma ones, so that each
             // keeps its GPU plan from frame to frame.
-            let mut blur_luma = Blurrer::new(&engine, luma);
-            let mut blur_chroma = Blurrer::new(&engine, chroma);
+            let mut blurrers = (Blurrer::new(&engine, luma), Blurrer::new(&engine, chroma));
             let mut timings = Timings::default();
             while let Some((index, bytes)) = jobs.next() {
-                let result: Result<Vec<Vec<u8>>> = (|| {
-                    let planes = format.images(bytes);
-                    let mut blurred = Vec::with_capacity(planes.len());
-                    for (plane, img) in format.planes().iter().zip(&planes) {
-                        let b = match plane.chroma {
-                            true => &mut blur_chroma,
-                            false => &mut blur_luma,
-                        };
-                        // 8-bit planes are blurred into the buffers of frames written earlier.
-                        let mut out = match &img.samples {
-                            Samples::U8(s) => Samples::U8(spare_buffer(&spare, s.len())),
-                            Samples::U16(_) => Samples::U16(Vec::new()),
-                        };
-                        b.run_into(img, &mut out, &mut timings)?;
-                        blurred.push(Image {
-                            width: img.width,
-                            height: img.height,
-                            channels: img.channels,
-                            samples: out,
-                        });
-                    }
-                    if !format.wide() {
-                        give_back(&spare, format.plane_bytes(planes), most);
-                    }
-                    Ok(format.plane_bytes(blurred))
-                })();
+                let result = blur_planes(&format, &mut blurrers, bytes, &spare, &mut timings);
                 if !jobs.done(index, result.with_context(|| format!("frame {index}"))) {
                     return;
                 }
             }
         });
     };
-    let mut writer = VideoWriter::new(out, &format);
+    let mut writing = Duration::ZERO;
+    let name = stream.name.clone();
     let ran = run_frames(
         stream,
         workers,
         in_flight,
         spawn,
         |_, frame: Vec<Vec<u8>>| {
+            let t = Instant::now();
             writer.planes(&frame)?;
-            give_back(&spare, frame, most);
+            writing += t.elapsed();
+            give_back(&spare, frame, MOST_SPARE);
             Ok(())
         },
     )?;
     writer.flush()?;
-    Ok(ran)
+    env.detail(&format!(
+        "{name}: writing took {:.2} ms a frame",
+        writing.as_secs_f64() * 1e3 / ran.frames.max(1) as f64
+    ));
+    Ok(Ran {
+        frames: ran.frames,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Plane buffers kept for reuse: every one a frame in flight on the native CPU engine may
+/// hold (two workers, four frames in flight, one more being read), its input's and its
+/// output's.
+const MOST_SPARE: usize = 2 * 3 * (4 + 1);
+
+/// One frame's planes blurred on `blurrers`' engine (luma-sized planes, chroma planes), the
+/// 8-bit ones into buffers from `spare`, the input's buffers given back to it.
+fn blur_planes<'e>(
+    format: &VideoFormat,
+    (blur_luma, blur_chroma): &mut (Blurrer<'e>, Blurrer<'e>),
+    bytes: Vec<Vec<u8>>,
+    spare: &Spare,
+    timings: &mut Timings,
+) -> Result<Vec<Vec<u8>>> {
+    let planes = format.images(bytes);
+    let mut blurred = Vec::with_capacity(planes.len());
+    for (plane, img) in format.planes().iter().zip(&planes) {
+        let b = match plane.chroma {
+            true => &mut *blur_chroma,
+            false => &mut *blur_luma,
+        };
+        let mut out = match &img.samples {
+            Samples::U8(s) => Samples::U8(spare_buffer(spare, s.len())),
+            Samples::U16(_) => Samples::U16(Vec::new()),
+        };
+        b.run_into(img, &mut out, timings)?;
+        blurred.push(Image {
+            width: img.width,
+            height: img.height,
+            channels: img.channels,
+            samples: out,
+        });
+    }
+    if !format.wide() {
+        give_back(spare, format.plane_bytes(planes), MOST_SPARE);
+    }
+    Ok(format.plane_bytes(blurred))
+}
+
+/// Opens the engine on a thread of its own while the native CPU engine blurs the stream's
+/// first frames, one at a time, and writes them: opening a GPU takes a few hundred
+/// milliseconds, in which the output would otherwise stand still. Returns the engine once it
+/// is open, and the frames the cores did; the stream goes on from the next.
+fn bridge_opening(
+    env: &dyn Env,
+    stream: &mut Stream,
+    (luma, chroma): (BlurOptions, BlurOptions),
+    writer: &mut VideoWriter<'_>,
+    spare: &Spare,
+) -> Result<(Arc<Engine>, u64)> {
+    let Stream { source, name, .. } = stream;
+    let Source::Video(reader) = source else {
+        return Ok((open_engine(env)?, 0));
+    };
+    let format = reader.format().clone();
+    std::thread::scope(|scope| {
+        let opening = std::thread::Builder::new()
+            .name("gpukit-open".into())
+            .spawn_scoped(scope, || open_engine(env))
+            .context("cannot start a thread")?;
+        let cpu = Engine::Cpu;
+        let mut blurrers = (Blurrer::new(&cpu, luma), Blurrer::new(&cpu, chroma));
+        let mut timings = Timings::default();
+        let mut bridged = 0u64;
+        let mut step = || -> Result<bool> {
+            let Some((index, bytes)) = reader.next_planes()? else {
+                return Ok(false);
+            };
+            let planes = blur_planes(&format, &mut blurrers, bytes, spare, &mut timings)
+                .with_context(|| format!("frame {index}"))?;
+            writer.planes(&planes)?;
+            give_back(spare, planes, MOST_SPARE);
+            bridged += 1;
+            Ok(true)
+        };
+        let mut done = Ok(());
+        while !opening.is_finished() {
+            match step() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    done = Err(e.context(name.clone()));
+                    break;
+                }
+            }
+        }
+        let engine = opening
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        done?;
+        Ok((engine?, bridged))
+    })
 }
 
 /// Writes a stream to `out` through `f`: stdout through a file handle of its own (Rust's
@@ -689,6 +815,208 @@ mod tests {
         );
         assert!(check_narrow_bins(1024, 10, 1023).is_ok());
         assert!(check_narrow_bins(1025, 10, 1023).is_err());
+    }
+
+    /// A stream read from memory that stops once `hold` bytes are consumed (saying so in
+    /// `reached`) until the engine has opened (`opened`), and pauses 100 ms more at `pause`,
+    /// by when the thread that opened it has long returned.
+    struct Held {
+        bytes: std::io::Cursor<Vec<u8>>,
+        hold: u64,
+        pause: u64,
+        reached: Arc<AtomicBool>,
+        opened: Arc<AtomicBool>,
+    }
+
+    impl std::io::Read for Held {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = std::io::BufRead::fill_buf(self)?.len().min(buf.len());
+            let at = self.bytes.position() as usize;
+            buf[..n].copy_from_slice(&self.bytes.get_ref()[at..at + n]);
+            std::io::BufRead::consume(self, n);
+            Ok(n)
+        }
+    }
+
+    impl BufRead for Held {
+        fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+            let at = self.bytes.position();
+            if at >= self.hold {
+                self.reached.store(true, Ordering::SeqCst);
+            }
+            while at >= self.hold && !self.opened.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if at == self.pause {
+                std::thread::sleep(Duration::from_millis(100));
+                self.pause = u64::MAX;
+            }
+            // Never past the hold before the engine is open, nor past the pause before it.
+            let end = match (self.opened.load(Ordering::SeqCst), at < self.pause) {
+                (false, _) => self.hold,
+                (true, true) => self.pause.min(self.bytes.get_ref().len() as u64),
+                (true, false) => self.bytes.get_ref().len() as u64,
+            };
+            Ok(&self.bytes.get_ref()[at as usize..end as usize])
+        }
+
+        fn consume(&mut self, n: usize) {
+            self.bytes.set_position(self.bytes.position() + n as u64);
+        }
+    }
+
+    /// An `Env` whose engine is a GPU (lavapipe), opened beforehand and handed over only
+    /// once the stream has been read up to its hold; its notes kept.
+    struct SlowOpen {
+        gpu: Mutex<Option<crate::gpu::Gpu>>,
+        reached: Arc<AtomicBool>,
+        opened: Arc<AtomicBool>,
+        notes: Mutex<Vec<String>>,
+    }
+
+    impl Env for SlowOpen {
+        fn note(&self, msg: &str) {
+            self.notes.lock().unwrap().push(msg.to_string());
+        }
+        fn detail(&self, msg: &str) {
+            self.note(msg);
+        }
+        fn warn(&self, msg: &str) {
+            self.note(msg);
+        }
+        fn error(&self, msg: &str) {
+            self.note(msg);
+        }
+        fn quiet(&self) -> bool {
+            false
+        }
+        fn progress(&self, _: u64, _: bool) -> indicatif::ProgressBar {
+            indicatif::ProgressBar::hidden()
+        }
+        fn read_options(&self) -> crate::io::image::ReadOptions {
+            crate::io::image::ReadOptions::default()
+        }
+        fn estimate(&self, _: Duration) {}
+        fn several_devices(&self) -> bool {
+            false
+        }
+        fn open_engines(&self, _: bool, _: &mut Timings) -> Result<Vec<Engine>> {
+            // The "opening" lasts until the bridge has blurred the frames before the hold.
+            while !self.reached.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let gpu = self.gpu.lock().unwrap().take().expect("opened once");
+            self.opened.store(true, Ordering::SeqCst);
+            Ok(vec![Engine::Gpu(Box::new(gpu))])
+        }
+        fn report_timings(&self, _: &Timings) {}
+    }
+
+    // 24 frames of 4:2:0 at an odd size: the cores blur the first ones while the GPU
+    // "opens" (the engine comes once 5 frames have been read), the GPU ring the rest, and
+    // every plane of every frame is the reference blur of the input's, in order, under one
+    // header.
+    #[test]
+    fn the_cores_bridge_the_gpus_opening_and_the_ring_goes_on_exactly() {
+        let (w, h, frames) = (37u32, 23u32, 24u64);
+        let header = format!("YUV4MPEG2 W{w} H{h} F30:1 Ip A1:1 C420jpeg\n");
+        let format = VideoFormat::y4m(header.trim_end()).unwrap();
+        let frame_bytes = format.frame_bytes() as usize;
+        let mut stream = header.clone().into_bytes();
+        let mut seed = 12345u32;
+        let mut inputs = Vec::new();
+        for _ in 0..frames {
+            stream.extend_from_slice(b"FRAME\n");
+            let bytes: Vec<u8> = (0..frame_bytes)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    (seed >> 16) as u8
+                })
+                .collect();
+            stream.extend_from_slice(&bytes);
+            inputs.push(bytes);
+        }
+        let (reached, opened) = (Arc::default(), Arc::<AtomicBool>::default());
+        // Held once frames 0-4 and the FRAME line of 5 are read; the engine then opens, and
+        // 100 ms later the bridge does frame 5 and sees it open.
+        let hold = (header.len() + 5 * (6 + frame_bytes) + 6) as u64;
+        let reader = Held {
+            bytes: std::io::Cursor::new(stream),
+            hold,
+            pause: hold,
+            reached: Arc::clone(&reached),
+            opened: opened.clone(),
+        };
+        let gpu = crate::gpu::open_gpu(&crate::gpu::DeviceRequest {
+            tune: crate::tune::Settings::off(),
+            ..Default::default()
+        })
+        .expect("GPU tests need a wgpu adapter: install mesa-vulkan-drivers for lavapipe");
+        let env = SlowOpen {
+            gpu: Mutex::new(Some(gpu)),
+            reached,
+            opened,
+            notes: Mutex::default(),
+        };
+        let boxed: Box<dyn BufRead + Send> = Box::new(reader);
+        let stream = Stream {
+            source: Source::Video(VideoReader::y4m(boxed, u64::MAX).unwrap()),
+            name: "stdin".into(),
+            frames: Some(frames),
+        };
+        let luma = BlurOptions::new(crate::ops::blur::Kind::Box, 3, 1);
+        let chroma = BlurOptions::new(crate::ops::blur::Kind::Box, 2, 1);
+        let mut out = Vec::new();
+        let ran = blur_stream(&env, stream, (luma, chroma), &mut out, (true, true)).unwrap();
+        assert_eq!(ran.frames, frames);
+        let notes = env.notes.lock().unwrap().clone();
+        let bridged: u64 = notes
+            .iter()
+            .find_map(|n| {
+                n.strip_prefix("stdin: the cores blurred the first ")
+                    .and_then(|r| r.split(' ').next())
+                    .and_then(|k| k.parse().ok())
+            })
+            .unwrap_or_else(|| panic!("no bridge note in {notes:?}"));
+        assert_eq!(bridged, 6, "{notes:?}");
+        assert!(
+            notes.iter().any(|n| n.contains("GPU ring of 4 slots")),
+            "the ring took no frames: {notes:?}"
+        );
+        // One header, then each frame blurred as the reference does.
+        assert!(out.starts_with(header.as_bytes()));
+        let mut at = header.len();
+        for (i, input) in inputs.into_iter().enumerate() {
+            assert_eq!(&out[at..at + 6], b"FRAME\n", "frame {i}");
+            at += 6;
+            let got = format.images(
+                format
+                    .plane_sizes()
+                    .iter()
+                    .scan(at, |p, &n| {
+                        *p += n;
+                        Some(out[*p - n..*p].to_vec())
+                    })
+                    .collect(),
+            );
+            at += frame_bytes;
+            let planes = format.images(
+                format
+                    .plane_sizes()
+                    .iter()
+                    .scan(0, |p, &n| {
+                        *p += n;
+                        Some(input[*p - n..*p].to_vec())
+                    })
+                    .collect(),
+            );
+            for (p, (img, got)) in planes.iter().zip(&got).enumerate() {
+                let o = if p == 0 { luma } else { chroma };
+                let want = crate::ops::blur::reference(img, &o).unwrap();
+                assert!(want == *got, "frame {i}, plane {p} differs");
+            }
+        }
+        assert_eq!(at, out.len());
     }
 
     #[test]

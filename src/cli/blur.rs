@@ -179,7 +179,17 @@ fn blur_stream(
     out.refuse_terminal("a video stream")?;
     let mut ran = None;
     crate::batch::video::write_stream(out, |w| {
-        ran = Some(blur_frames(ctx, stream, luma, chroma, w)?);
+        let verbose = ctx.global.verbose > 0 && !ctx.global.quiet;
+        // The cores may start the stream while a GPU opens, unless an engine is named.
+        let bridge = ctx.global.device.is_none() && ctx.global.backend.is_none();
+        ran = Some(blur_frames(
+            ctx,
+            stream,
+            luma,
+            chroma,
+            w,
+            (verbose, bridge),
+        )?);
         Ok(())
     })?;
     if let Some(ran) = ran.filter(|_| ctx.global.verbose > 0) {

@@ -258,6 +258,10 @@ impl crate::batch::driver::Env for Ctx {
         )
     }
 
+    fn native_cpu_at_once(&self) -> bool {
+        !self.several_devices() && gpu::native_cpu_at_once(&self.request(true))
+    }
+
     fn open_engines(&self, several: bool, timings: &mut Timings) -> Result<Vec<Engine>> {
         if several {
             self.work_engines(timings)

@@ -246,6 +246,16 @@ pub fn open(request: &DeviceRequest) -> Result<(Engine, Choice)> {
     Ok((Engine::Gpu(Box::new(gpu)), Choice { reason, timings }))
 }
 
+/// Whether [`open`] gives `request` the native CPU engine without loading any driver
+/// (`--backend cpu`, no GPU device node, a small job): then opening it costs nothing, and a
+/// batch may open it before its first file.
+pub fn native_cpu_at_once(request: &DeviceRequest) -> bool {
+    let named = request.device.is_some() || request.backend.is_some();
+    (request.backend == Some(BackendChoice::Cpu) && request.device.is_none())
+        || (request.prefer_native_cpu && !named && !gpu_node_present())
+        || small_job(request).is_some()
+}
+
 /// The estimate of a job that [`open`] gives to the native CPU engine without asking for
 /// adapters: a GPU saving under [`SMALL_JOB`], where the request names no device or backend.
 fn small_job(request: &DeviceRequest) -> Option<Duration> {

@@ -20,7 +20,9 @@ pub use adapters::{
     list_adapters, rank, select, select_all, AdapterReport, BackendChoice, Candidate,
     DeviceSelector, FeatureReport, LimitsReport,
 };
-pub use choice::{open, open_all, open_gpu, Choice, DeviceRequest, Engine, Reason, SMALL_JOB};
+pub use choice::{
+    native_cpu_at_once, open, open_all, open_gpu, Choice, DeviceRequest, Engine, Reason, SMALL_JOB,
+};
 pub use device::Gpu;
 pub use kernel::{grid, pipelines_built, Batch, Kernel, Usage, TIMED_PASSES};
 pub use ring::{FrameSlot, Mapped};

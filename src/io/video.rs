@@ -591,6 +591,11 @@ impl<R: BufRead> VideoReader<R> {
         &self.format
     }
 
+    /// The index of the frame to be read next (the frames read so far).
+    pub fn next_index(&self) -> u64 {
+        self.next
+    }
+
     /// Takes the frames' Y'CbCr as of `matrix`, whatever the header said.
     pub fn set_matrix(&mut self, matrix: Matrix) {
         self.format.matrix = matrix;

@@ -228,10 +228,19 @@ pub(super) fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
     let pixels = |strict: bool| -> Result<(Image, Metadata)> {
         let (mut decoder, h) = jpeg_decoder(ZCursor::new(bytes), strict)?;
         opts.limits.check(&h)?;
-        let data = decoder.decode().map_err(jpeg_error)?;
-        if data.len() != h.width as usize * h.height as usize * h.channels as usize {
+        let n = h.width as usize * h.height as usize * h.channels as usize;
+        if decoder.output_buffer_size() != Some(n) {
             bail!("corrupt JPEG: decoded size differs from the header");
         }
+        // A buffer handed back by an earlier image, where the decode writes every sample: a
+        // strict decode of one scan holding every component does. Elsewhere (a lenient decode
+        // may stop early; zune-jpeg ends at a second scan after a complete first one) the
+        // samples it leaves are zeros, never another image's.
+        let mut data = match strict && one_scan(bytes) {
+            true => super::recycle::bytes(n),
+            false => super::recycle::zeroed(n),
+        };
+        decoder.decode_into(&mut data).map_err(jpeg_error)?;
         let metadata = Metadata {
             icc_profile: decoder.icc_profile(),
             exif: decoder.exif().cloned(),
@@ -254,6 +263,16 @@ pub(super) fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
         jpeg_quality: headers.quality,
         jpeg_subsampling: headers.subsampling,
     })
+}
+
+/// Whether the JPEG has one scan (one SOS marker): in the entropy-coded data a 0xFF byte is
+/// followed by a zero or a restart marker, so every 0xFF 0xDA is a scan's header.
+fn one_scan(bytes: &[u8]) -> bool {
+    let sos = bytes
+        .iter()
+        .zip(&bytes[1..])
+        .filter(|&(&a, &b)| a == 0xFF && b == 0xDA);
+    sos.count() == 1
 }
 
 fn is_limit(e: &anyhow::Error) -> bool {
@@ -457,5 +476,59 @@ mod tests {
         let mut with = bytes.clone();
         with.splice(at..at, [0x21, 0x99, 3, b'a', b'b', b'c', 0]);
         assert_eq!(decode(&with).unwrap(), img);
+    }
+
+    /// A batch hands decoded buffers back: a decode into one must not let its old samples
+    /// through (guards the one-scan test and the zeroed buffers of lenient decodes).
+    #[test]
+    fn jpegs_decoded_into_handed_back_buffers_equal_fresh_decodes() {
+        use crate::io::image::{recycle, ReadOptions};
+        use zune_core::bytestream::ZCursor;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/jpeg");
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        names.retain(|p| p.extension().is_some_and(|e| e == "jpg"));
+        names.sort();
+        assert!(names.len() >= 10, "{names:?}");
+        let lenient = ReadOptions {
+            allow_damaged: true,
+            ..ReadOptions::default()
+        };
+        let (count, mut damaged) = (names.len(), 0);
+        for path in names {
+            let bytes = std::fs::read(&path).unwrap();
+            // Cut inside the entropy-coded data: only a lenient decode takes it.
+            let sos = bytes.windows(2).rposition(|w| w == [0xFF, 0xDA]).unwrap();
+            let data = sos + 2 + usize::from(u16::from_be_bytes([bytes[sos + 2], bytes[sos + 3]]));
+            let cut = &bytes[..(data + bytes.len()) / 2];
+            // A second scan where the first ends early: zune-jpeg takes it, strict, and
+            // leaves the rows after the cut unwritten.
+            let rescan = [cut, &bytes[sos..]].concat();
+            for (input, strict) in [(&bytes[..], true), (cut, false), (&rescan[..], true)] {
+                let (mut decoder, _) = super::jpeg_decoder(ZCursor::new(input), strict).unwrap();
+                let fresh = decoder.decode().unwrap();
+                for _ in 0..4 {
+                    recycle::give(Samples::U8(vec![0xA5; fresh.len()]));
+                }
+                let opts = if strict {
+                    ReadOptions::default()
+                } else {
+                    lenient
+                };
+                let got = super::decode_jpeg(input, &opts).unwrap();
+                damaged += usize::from(got.damage.is_some());
+                let Samples::U8(got) = got.image.samples else {
+                    panic!("8-bit")
+                };
+                assert!(got == fresh, "{} (strict {strict})", path.display());
+            }
+        }
+        assert!(
+            damaged > count / 2,
+            "{damaged} of {count} cut files decoded as damaged"
+        );
     }
 }

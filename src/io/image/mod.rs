@@ -4,7 +4,8 @@
 //! is read with the pixels and written where the format holds it.
 //!
 //! In floors, each file using only those below it: this file, the types (`Image`, `Header`,
-//! `Decoded`, the limits and read options); `stream` (where each image on a byte stream ends),
+//! `Decoded`, the limits and read options) and `recycle` (sample buffers a batch hands back for
+//! the next image); `stream` (where each image on a byte stream ends),
 //! `orientation` (pixels turned upright by the EXIF orientation), `tiff` (TIFF's layouts) and
 //! `formats` (the PNG, JPEG, GIF decoders and the image crate's others); `decode` (which decoder
 //! an input needs, its header, its frame count, one image decoded); `frames` (every frame of an
@@ -22,6 +23,7 @@ mod formats;
 mod frames;
 mod orientation;
 mod read;
+pub mod recycle;
 pub mod stream;
 mod tiff;
 mod write;
@@ -31,8 +33,8 @@ pub use frames::Frames;
 pub use orientation::orient;
 pub use read::{input_name, is_regular_file, is_stdin, load, load_with, probe, probe_with, Source};
 pub use write::{
-    check_layout, encode, encode_with, output_format, save, save_to, save_to_with, write_jpeg_with,
-    write_png_with, WriteOptions,
+    check_layout, encode, encode_with, output_format, save, save_jpeg_to, save_to, save_to_with,
+    write_jpeg_with, write_png_with, WriteOptions,
 };
 
 /// Interleaved samples, row-major, `channels` per pixel.

@@ -461,6 +461,23 @@ pub fn save_to_with(
     })
 }
 
+/// [`save_to_with`] for JPEG, from a borrow (the caller keeps the samples: a batch hands
+/// them back for the next image).
+pub fn save_jpeg_to(
+    pending: PendingFile,
+    img: &Image,
+    meta: &Metadata,
+    opts: &WriteOptions,
+) -> Result<()> {
+    let name = pending.path().display().to_string();
+    pending.commit_with(|w| {
+        let mut buf = Vec::new();
+        write_jpeg(img, meta, opts, &mut buf)
+            .with_context(|| format!("{name}: encoding failed"))?;
+        Ok(w.write_all(&buf)?)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use super::arith::{arith, Arith, Opaque, Premultiply};
 use super::pack::alpha_lane;
 use super::Options;
-use crate::io::image::{Image, Samples};
+use crate::io::image::{recycle, Image, Samples};
 
 /// The engine's blur: the same signature and result as `reference`.
 pub fn blur(img: &Image, params: &Options) -> Result<Image> {
@@ -47,14 +47,15 @@ fn blur_tiled(img: &Image, params: &Options, ring_bytes: usize, lanes16: bool) -
     Ok(match &img.samples {
         Samples::U8(s) => {
             let out = match &ar.alpha {
-                None => run::<u8, u16>(s, &geo, &ar, max, n),
+                // A buffer a batch handed back, where there is one: no fresh pages.
+                None => run::<u8, u16>(s, &geo, &ar, max, n, recycle::bytes(s.len())),
                 Some(p) => run_alpha(s, &geo, &ar, p, n),
             };
             Image::new_u8(img.width, img.height, img.channels, out)
         }
         Samples::U16(s) => {
             let out = match &ar.alpha {
-                None => run::<u16, u32>(s, &geo, &ar, max, n),
+                None => run::<u16, u32>(s, &geo, &ar, max, n, vec![0; s.len()]),
                 Some(p) => run_alpha(s, &geo, &ar, p, n),
             };
             Image::new_u16(img.width, img.height, img.channels, out)
@@ -176,20 +177,23 @@ impl Geometry {
     }
 }
 
-/// An image without alpha: the blur `iterations` times, on the image's own sample type.
+/// An image without alpha: the blur `iterations` times, on the image's own sample type, the
+/// first into `out` (of the image's size; every sample is written).
 fn run<T: Sample, M: Sample>(
     src: &[T],
     geo: &Geometry,
     ar: &Arith,
     max: u32,
     iterations: u32,
+    mut out: Vec<T>,
 ) -> Vec<T> {
     let passes = Passes {
         row: ar.first,
         column: ColumnArith::Finish(ar.second),
         max_in: max as u64,
     };
-    let mut cur = blur_once::<T, M, T>(src, geo, &ar.weights, &passes);
+    blur_once_into::<T, M, T>(src, geo, &ar.weights, &passes, &mut out);
+    let mut cur = out;
     for _ in 1..iterations {
         cur = blur_once::<T, M, T>(&cur, geo, &ar.weights, &passes);
     }

@@ -43,7 +43,7 @@ pub(super) fn shaders() -> Vec<crate::ops::ShaderCase> {
         ShaderCase::params::<ChunkParams>(shader!("histogram_chunk"))
             .with_const("LUMA_WEIGHTS", super::LUMA_WEIGHTS)
             .with_const("LUMA_SHIFT", super::LUMA_SHIFT)
-            .with_overrides(&float(&chunk_overrides(&g, 4, 16, 4))),
+            .with_overrides(&float(&chunk_overrides(&g, 4, 16, 4, 1 << 16))),
         ShaderCase::params::<TotalParams>(shader!("histogram_total"))
             .with_overrides(&float(&TOTAL_OVERRIDES)),
     ]
@@ -55,8 +55,16 @@ pub(super) fn float(constants: &[(&'static str, u32)]) -> Vec<(&'static str, f64
 }
 
 /// The chunk kernel's overridable constants: the geometry, the input's channels (`ic`) and
-/// bits, and the channels counted (`hc`).
-fn chunk_overrides(g: &Geometry, ic: u32, bits: u32, hc: u32) -> [(&'static str, u32); 10] {
+/// bits, the channels counted (`hc`), and whether a sample is its own bin (`bins` one per
+/// value, all in one range: `DIRECT`).
+fn chunk_overrides(
+    g: &Geometry,
+    ic: u32,
+    bits: u32,
+    hc: u32,
+    bins: u32,
+) -> [(&'static str, u32); 11] {
+    let direct = u64::from(bins) == 1 << bits && g.n_ranges == 1 && g.span == bins;
     [
         ("WG_SIZE", g.wg_size),
         ("IN_CHANNELS", ic),
@@ -68,6 +76,7 @@ fn chunk_overrides(g: &Geometry, ic: u32, bits: u32, hc: u32) -> [(&'static str,
         ("SPAN", g.span),
         ("UNIT_PIXELS", g.unit_pixels),
         ("UNIT_VECS", g.unit_vecs),
+        ("DIRECT", direct as u32),
     ]
 }
 
@@ -264,7 +273,7 @@ impl<'g> HistogramGpu<'g> {
         );
         self.tuning.tunables.check(&gpu.limits)?;
         let g = Geometry::new(gpu, &self.tuning, ic, bits, hc, bins);
-        let chunk = self.kernel("chunk", &chunk_overrides(&g, ic, bits, hc))?;
+        let chunk = self.kernel("chunk", &chunk_overrides(&g, ic, bits, hc, bins))?;
         let entries = bins * hc;
         let pixel_bytes = u64::from(ic * bits / 8);
         let sizes = HistogramPlan::segment_sizes(pixels, g.segment_pixels);

@@ -17,9 +17,18 @@ fn configs_fit_the_limits_they_are_chosen_for() {
     let nvidia = wgpu::Limits {
         max_compute_workgroup_storage_size: 49152,
         max_compute_invocations_per_workgroup: 1024,
+        max_compute_workgroup_size_x: 1024,
         ..webgpu.clone()
     };
-    assert_eq!(Tunables::for_limits(&nvidia), Tunables::FAST);
+    assert_eq!(Tunables::for_limits(&nvidia), Tunables::LARGE);
+    assert_eq!(Tunables::LARGE.wg_size(), 512);
+    assert_eq!(Tunables::LARGE.workgroup_bytes(), 41984);
+    let nvidia_256 = wgpu::Limits {
+        max_compute_invocations_per_workgroup: 256,
+        max_compute_workgroup_size_x: 256,
+        ..nvidia.clone()
+    };
+    assert_eq!(Tunables::for_limits(&nvidia_256), Tunables::FAST);
     assert_eq!(Tunables::FAST.wg_size(), 256);
     let bad = Tunables {
         tm: 3,

@@ -42,6 +42,17 @@ impl Tunables {
         tn: 8,
         group_m: 8,
     };
+    /// 64 x 256 tiles, 4 x 8 per invocation, BK 16: 41 KiB and 512 invocations. `gpukit
+    /// tune` chose it at 4096^3 on NVIDIA H200s (docs/BENCHMARKS.md, 2026-11-22 and call AQ):
+    /// 1.41x [`Tunables::FAST`] there, and 1.19x at 1024^3.
+    pub const LARGE: Tunables = Tunables {
+        bm: 64,
+        bn: 256,
+        bk: 16,
+        tm: 4,
+        tn: 8,
+        group_m: 8,
+    };
     /// [`Tunables::FAST`] with BK 8, 16.5 KiB: for 32 KiB adapters (lavapipe, many iGPUs).
     pub const FAST_BK8: Tunables = Tunables {
         bk: 8,
@@ -51,7 +62,7 @@ impl Tunables {
     /// The best configuration the adapter's limits allow. A later `gpukit tune` may measure
     /// instead.
     pub fn for_limits(limits: &wgpu::Limits) -> Tunables {
-        [Tunables::FAST, Tunables::FAST_BK8]
+        [Tunables::LARGE, Tunables::FAST, Tunables::FAST_BK8]
             .into_iter()
             .find(|t| t.check(limits).is_ok())
             .unwrap_or(Tunables::SAFE)
