@@ -264,6 +264,29 @@ fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
         narrow > 0,
         "no small budget took the 8-bit horizontal kernel"
     );
+    // The 8-bit kernels are built without bounds checks, for the shapes `check_shape` allows:
+    // a plan refuses any other, whichever way its tunables come.
+    let img = random_image(64, 48, 4, 8, 5);
+    let passes = resize::passes(64, 48, 16, 12, Filter::Lanczos3, 8);
+    for t in [
+        resize::Tunables {
+            wg_size: 96,
+            ..resize::Tunables::DEFAULT
+        },
+        resize::Tunables {
+            rows_a_thread: 9,
+            ..resize::Tunables::DEFAULT
+        },
+        resize::Tunables {
+            tile_w: 48,
+            ..resize::Tunables::DEFAULT
+        },
+    ] {
+        let err = resize::ResizePlan::with_tunables(gpu, &img, &passes, Filter::Lanczos3, t)
+            .err()
+            .expect("a shape the kernels' index arguments do not cover");
+        assert!(err.to_string().contains("resize's"), "{err}");
+    }
 }
 
 // An image resized to its own size is returned as it is: Pillow copies it (no premultiply

@@ -100,11 +100,14 @@ impl Gpu {
         unsafe { self.kernel_checked(shader, variant, entry, constants, checks) }
     }
 
-    /// [`Gpu::kernel_unrolled`] with no bounds checks either: no clamp on any array index.
+    /// [`Gpu::kernel_unrolled`] with none of wgpu's runtime checks
+    /// (`ShaderRuntimeChecks::unchecked`): no clamp on any array index, no guard on integer
+    /// division.
     ///
     /// # Safety
     /// Every index `shader` makes into a buffer or an array (workgroup, private, storage)
-    /// must be in range for every input the caller binds, and every loop must end.
+    /// must be in range for every input the caller binds, no integer division or remainder
+    /// may be by zero (or i32::MIN by -1), and every loop must end.
     pub unsafe fn kernel_unchecked(
         &self,
         shader: &Shader,

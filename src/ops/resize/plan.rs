@@ -197,6 +197,8 @@ impl ResizePlan {
         filter: Filter,
         t: Tunables,
     ) -> Result<ResizePlan> {
+        // The unchecked 8-bit kernels' index arguments hold only for these shapes.
+        t.check_shape()?;
         let c = u64::from(img.channels);
         let depth = img.bit_depth();
         let per = u64::from(32 / depth);
@@ -267,7 +269,8 @@ impl ResizePlan {
             let (kernel, params, workgroups) = if let Some(layout) = rows {
                 let constants = layout.overrides(img.channels, premultiply, unpremultiply);
                 // SAFETY: every index wgsl/resize_h8.wgsl makes is in range for the buffers
-                // bound here (its comments argue each one from `RowsLayout`'s sizes), and
+                // bound here (its comments argue each one from `RowsLayout`'s sizes, for the
+                // shapes `check_shape` allowed above), every divisor is a nonzero size, and
                 // every loop ends (bounded by the uniform sizes and the tile).
                 let kernel =
                     unsafe { gpu.kernel_unchecked(&shader!("resize_h8"), "main", &constants)? };
@@ -292,7 +295,8 @@ impl ResizePlan {
                 let kernel = if v_rows > 0 {
                     // SAFETY: with RV > 0 wgsl/resize_v.wgsl runs only `rows8`, whose every
                     // index is in range for the buffers bound here (its comments argue each
-                    // one), and whose loops all end (constant counts).
+                    // one), whose divisors are nonzero sizes, and whose loops all end
+                    // (constant counts).
                     unsafe { gpu.kernel_unchecked(&file, "main", &constants)? }
                 } else {
                     // Every loop of both kernels ends by construction (taps, words and

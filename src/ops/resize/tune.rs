@@ -69,6 +69,19 @@ impl Tunable for Tunables {
 
     /// Whether the kernels can run this choice on an adapter with `limits`.
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
+        self.check_shape()?;
+        let max = limits.max_compute_workgroup_storage_size / 4;
+        if !(256..=max).contains(&self.budget_words) {
+            bail!("resize's workgroup-memory budget must be 256 to {max} words");
+        }
+        Ok(())
+    }
+}
+
+impl Tunables {
+    /// The shapes the 8-bit kernels' index arguments assume (they are built without bounds
+    /// checks: src/ops/resize/rows.rs), whatever the budget: every plan checks them.
+    pub fn check_shape(&self) -> Result<()> {
         if !TILE_WIDTHS.contains(&self.tile_w) {
             bail!("resize's tile width must be one of {TILE_WIDTHS:?}");
         }
@@ -77,10 +90,6 @@ impl Tunable for Tunables {
         }
         if ![64, 128, 256].contains(&self.wg_size) {
             bail!("resize's workgroup size must be 64, 128 or 256");
-        }
-        let max = limits.max_compute_workgroup_storage_size / 4;
-        if !(256..=max).contains(&self.budget_words) {
-            bail!("resize's workgroup-memory budget must be 256 to {max} words");
         }
         Ok(())
     }
