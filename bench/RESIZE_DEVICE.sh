@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# resize's fused kernel on the GPU machine (issue 23's kernel target): main's binary and the
+# resize's kernels on the GPU machine (issue 23's kernel target): main's binary and the
 # branch's, alternated, two rounds each, with copy (the memory wall) and histogram beside;
-# with TUNE=1 also `gpukit tune resize` and resize's bench after it. Run from the directory
+# with TUNE=1 also `gpukit tune resize` (its table gives each candidate shape's time). Run from the directory
 # holding both stripped release binaries (NEW=./gpukit, MAIN=./gpukit-main by default).
 # Not part of CI (lavapipe has no meaningful timings).
 set -uo pipefail

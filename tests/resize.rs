@@ -189,17 +189,17 @@ fn every_gpu_path_equals_the_cpu_engine() {
     });
 }
 
-/// The fused pass with its input loaded in several chunks (small workgroup-memory budgets),
-/// with its whole input at once, and the two-pass kernels (no budget), on the same images,
-/// both pass orders: each equals the CPU engine.
+/// The 8-bit kernels (resize_h8 with its tile at several budgets, resize_v's word columns)
+/// and the generic kernels (budget 0) on the same images, both pass orders, an upscale, every
+/// layout: each equals the CPU engine, and each plan runs the kernels its shape calls for.
 #[test]
-fn fused_chunks_and_the_two_pass_kernels_equal_the_cpu_engine() {
+fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
     let Engine::Gpu(gpu) = engine() else {
         panic!("the tests' engine is a GPU adapter");
     };
-    let mut chunked = 0;
+    let mut narrow = 0;
     // Horizontal first, vertical first (the height shrinks by more than twice the width),
-    // an upscale one way.
+    // an upscale one way; the widths give whole output words at every layout.
     let shapes = [
         ((64, 48), (16, 12)),
         ((48, 160), (44, 20)),
@@ -213,24 +213,43 @@ fn fused_chunks_and_the_two_pass_kernels_equal_the_cpu_engine() {
                 let want =
                     resize::run(&Engine::Cpu, &img, &options, &mut Timings::default()).unwrap();
                 let passes = resize::passes(w, h, ow, oh, filter, 8);
-                for budget in [0, 2600, 3000, 3300, u32::MAX] {
+                for (budget, rows, v_rows, wg_size) in [
+                    (0, 4, 4, 256),
+                    (700, 4, 1, 64),
+                    (1100, 2, 3, 128),
+                    (6144, 8, 8, 256),
+                ] {
                     let t = resize::Tunables {
                         budget_words: budget,
+                        rows_a_thread: rows,
+                        v_rows,
+                        wg_size,
                         ..resize::Tunables::DEFAULT
                     };
                     let plan =
                         resize::ResizePlan::with_tunables(gpu, &img, &passes, filter, t).unwrap();
-                    assert_eq!(plan.fused_chunks().is_none(), budget == 0);
-                    chunked += usize::from(plan.fused_chunks() > Some(1));
+                    let kernels = plan.kernels();
+                    let want_kernels: Vec<&str> = passes
+                        .iter()
+                        .map(|p| match (p.dir, budget) {
+                            (resize::Dir::Horizontal, 0) => "resize_h",
+                            (resize::Dir::Horizontal, _) => "resize_h8",
+                            (resize::Dir::Vertical, _) => "resize_v",
+                        })
+                        .collect();
+                    assert_eq!(
+                        kernels, want_kernels,
+                        "{w}x{h} to {ow}x{oh}, budget {budget}"
+                    );
+                    narrow += usize::from(budget == 700 && kernels.contains(&"resize_h8"));
                     plan.write(gpu, &img);
                     gpu.run_timed(&mut Timings::default(), 1, |b, _| plan.record(b))
                         .unwrap();
                     let got = plan.read(gpu).unwrap();
                     let what = format!(
-                        "{} to {ow}x{oh} {} with {budget} words: {:?} chunks",
+                        "{} to {ow}x{oh} {} with {budget} words, {rows} and {v_rows} rows, {wg_size} threads: {kernels:?}",
                         img.describe(),
                         filter.name(),
-                        plan.fused_chunks()
                     );
                     assert!(
                         got == want,
@@ -241,7 +260,33 @@ fn fused_chunks_and_the_two_pass_kernels_equal_the_cpu_engine() {
             }
         }
     }
-    assert!(chunked > 0, "no plan loaded its input in chunks");
+    assert!(
+        narrow > 0,
+        "no small budget took the 8-bit horizontal kernel"
+    );
+    // The 8-bit kernels are built without bounds checks, for the shapes `check_shape` allows:
+    // a plan refuses any other, whichever way its tunables come.
+    let img = random_image(64, 48, 4, 8, 5);
+    let passes = resize::passes(64, 48, 16, 12, Filter::Lanczos3, 8);
+    for t in [
+        resize::Tunables {
+            wg_size: 96,
+            ..resize::Tunables::DEFAULT
+        },
+        resize::Tunables {
+            rows_a_thread: 9,
+            ..resize::Tunables::DEFAULT
+        },
+        resize::Tunables {
+            tile_w: 48,
+            ..resize::Tunables::DEFAULT
+        },
+    ] {
+        let err = resize::ResizePlan::with_tunables(gpu, &img, &passes, Filter::Lanczos3, t)
+            .err()
+            .expect("a shape the kernels' index arguments do not cover");
+        assert!(err.to_string().contains("resize's"), "{err}");
+    }
 }
 
 // An image resized to its own size is returned as it is: Pillow copies it (no premultiply

@@ -294,6 +294,8 @@ where
         let t0 = Instant::now();
         let decoded = (stages.decode)(item);
         times.decode_ms = ms(t0.elapsed());
+        // No engine worked on a file that did not decode (the report's `device` is null).
+        let engine = decoded.is_ok().then_some(n);
         let t0 = Instant::now();
         let made = decoded.and_then(|d| (stages.engine)(&mut state, item, d));
         times.engine_ms = ms(t0.elapsed());
@@ -302,7 +304,7 @@ where
         times.encode_ms = ms(t0.elapsed());
         let outcome = Outcome {
             index,
-            engine: Some(n),
+            engine,
             result,
             times,
         };
@@ -379,6 +381,8 @@ fn work<T, D, R, O, S>(
             break;
         };
         times.wait_ms = ms(queued.elapsed());
+        // No engine worked on a file that did not decode (the report's `device` is null).
+        let worked = decoded.is_ok().then_some(n);
         let t0 = Instant::now();
         let out = decoded.and_then(|d| engine(&mut state, &items[index], d));
         times.engine_ms = ms(t0.elapsed());
@@ -387,7 +391,7 @@ fn work<T, D, R, O, S>(
             Err(e) => {
                 let outcome = Outcome {
                     index,
-                    engine: Some(n),
+                    engine: worked,
                     result: Err(e),
                     times,
                 };
@@ -477,6 +481,8 @@ mod tests {
                 .run(&items, stages_squaring(Some(17)), |o| {
                     ended[o.index] += 1;
                     assert_eq!(o.result.is_err(), o.index == 17, "item {}", o.index);
+                    // No engine worked on the file that did not decode.
+                    assert_eq!(o.engine.is_none(), o.index == 17, "item {}", o.index);
                 })
                 .unwrap();
             assert!(ended.iter().all(|&n| n == 1), "jobs {jobs}: {ended:?}");
@@ -497,6 +503,9 @@ mod tests {
                 .run_fused(&items, stages_squaring(Some(17)), |o| {
                     ended[o.index] += 1;
                     assert_eq!(o.result.is_err(), o.index == 17, "item {}", o.index);
+                    assert_eq!(o.engine.is_none(), o.index == 17, "item {}", o.index);
+                    // No engine worked on the file that did not decode.
+                    assert_eq!(o.engine.is_none(), o.index == 17, "item {}", o.index);
                 })
                 .unwrap();
             assert_eq!(seen.len(), jobs, "one state a worker");

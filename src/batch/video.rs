@@ -603,6 +603,10 @@ fn blur_stream(
     };
     env.detail(&format!("{}: {}", stream.name, format.describe()));
     if let Engine::Gpu(_) = &*engine {
+        // The bridge's plane buffers: the ring reads into buffers of its own.
+        if let Ok(mut held) = spare.lock() {
+            held.clear();
+        }
         let report = |line: &str| env.detail(line);
         let ran = super::video_gpu::blur_frames(
             engine.clone(),
@@ -719,6 +723,9 @@ fn bridge_opening(
         return Ok((open_engine(env)?, 0));
     };
     let format = reader.format().clone();
+    // The frames read take their planes from `spare`, which the blurred ones go back to: a
+    // few frames' buffers, not a new set each frame.
+    reader.reuse(spare.clone());
     std::thread::scope(|scope| {
         let opening = std::thread::Builder::new()
             .name("gpukit-open".into())

@@ -95,10 +95,47 @@ impl Gpu {
             force_loop_bounding: !unrolled,
             ..wgpu::ShaderRuntimeChecks::checked()
         };
+        // SAFETY: only the loop counter is off, and only where the caller says every loop
+        // ends (`kernel_unrolled`'s contract).
+        unsafe { self.kernel_checked(shader, variant, entry, constants, checks) }
+    }
+
+    /// [`Gpu::kernel_unrolled`] with none of wgpu's runtime checks
+    /// (`ShaderRuntimeChecks::unchecked`): no clamp on any array index, no guard on integer
+    /// division.
+    ///
+    /// # Safety
+    /// Every index `shader` makes into a buffer or an array (workgroup, private, storage)
+    /// must be in range for every input the caller binds, no integer division or remainder
+    /// may be by zero (or i32::MIN by -1), and every loop must end.
+    pub unsafe fn kernel_unchecked(
+        &self,
+        shader: &Shader,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> Result<Kernel> {
+        let checks = wgpu::ShaderRuntimeChecks::unchecked();
+        // SAFETY: the caller's contract.
+        unsafe { self.kernel_checked(shader, &Variant::default(), entry, constants, checks) }
+    }
+
+    /// The pipeline with the runtime checks `checks`.
+    ///
+    /// # Safety
+    /// As `wgpu::Device::create_shader_module_trusted`: what `checks` turns off must not be
+    /// needed (indices in range, loops that end).
+    unsafe fn kernel_checked(
+        &self,
+        shader: &Shader,
+        variant: &Variant,
+        entry: &str,
+        constants: &[(&str, f64)],
+        checks: wgpu::ShaderRuntimeChecks,
+    ) -> Result<Kernel> {
         let label = format!("{}:{entry}", shader.name.trim_end_matches(".wgsl"));
         let key = format!(
-            "{label}{variant:?}{constants:?}{}",
-            checks.force_loop_bounding
+            "{label}{variant:?}{constants:?}{} {} {}",
+            checks.force_loop_bounding, checks.bounds_checks, checks.int_div_checks
         );
         // One slot per key: the first thread to ask builds the pipeline while the others
         // wait on the slot (the engine threads of a batch ask for the same ones at once, and
@@ -124,9 +161,7 @@ impl Gpu {
             label: Some(&composed.label),
             source: wgpu::ShaderSource::Wgsl(composed.source.into()),
         };
-        // SAFETY: `checks` differs from the fully checked default at most in
-        // `force_loop_bounding`, which `kernel_unrolled` turns off only for shaders whose
-        // loops all terminate (its contract); every other check stays on.
+        // SAFETY: what `checks` turns off is not needed (this function's contract).
         let module = unsafe { self.device.create_shader_module_trusted(desc, checks) };
         let pipeline = self
             .device

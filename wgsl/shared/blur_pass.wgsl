@@ -53,8 +53,11 @@ override OPAQUE_D: u32 = 1u;
 override OPAQUE_T: u32 = 0u;
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> src: array<u32>;
-@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+// The input (binding 1, `src_word`, `src_wide`) and output (binding 2, `dst_word`,
+// `dst_wide`): blur_src and blur_dst, or their vec4 twins for a pass whose input or output
+// is FMT_WIDE (`io_variant` in src/ops/blur/plan.rs).
+// import: blur_src
+// import: blur_dst
 // Gaussian weights w[0..=2r], summing to a power of two, four to a vec4 (uniform arrays
 // have 16-byte elements): a uniform, so that an unrolled tap loop reads them as constants.
 // WEIGHT_VEC4S vec4s hold 1001 taps, radius 500: `WEIGHT_VEC4S` of src/ops/blur/plan.rs, made
@@ -94,11 +97,11 @@ fn pack16(v: vec4<u32>) -> vec2<u32> {
 
 fn read_px(word: u32) -> vec4<u32> {
     if IN_FMT == FMT_PACK8 {
-        return unpack8(src[word]);
+        return unpack8(src_word(word));
     } else if IN_FMT == FMT_PACK16 {
-        return unpack16(vec2<u32>(src[word], src[word + 1u]));
+        return unpack16(vec2<u32>(src_word(word), src_word(word + 1u)));
     }
-    return vec4<u32>(src[word], src[word + 1u], src[word + 2u], src[word + 3u]);
+    return src_wide(word);
 }
 
 fn words_per_px(fmt: u32) -> u32 {
@@ -196,16 +199,13 @@ fn finish(s: vec4<u32>) -> vec4<u32> {
 fn store(index: u32, v: vec4<u32>) {
     let word = params.out_base + index * words_per_px(OUT_FMT);
     if OUT_FMT == FMT_PACK8 {
-        dst[word] = pack8(v);
+        dst_word(word, pack8(v));
     } else if OUT_FMT == FMT_PACK16 {
         let p = pack16(v);
-        dst[word] = p.x;
-        dst[word + 1u] = p.y;
+        dst_word(word, p.x);
+        dst_word(word + 1u, p.y);
     } else {
-        dst[word] = v.x;
-        dst[word + 1u] = v.y;
-        dst[word + 2u] = v.z;
-        dst[word + 3u] = v.w;
+        dst_wide(word, v);
     }
 }
 

@@ -232,14 +232,12 @@ pub(super) fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
         if decoder.output_buffer_size() != Some(n) {
             bail!("corrupt JPEG: decoded size differs from the header");
         }
-        // A buffer handed back by an earlier image, where the decode writes every sample: a
-        // strict decode of one scan holding every component does. Elsewhere (a lenient decode
-        // may stop early; zune-jpeg ends at a second scan after a complete first one) the
-        // samples it leaves are zeros, never another image's.
-        let mut data = match strict && one_scan(bytes) {
-            true => super::recycle::bytes(n),
-            false => super::recycle::zeroed(n),
-        };
+        // A buffer handed back by an earlier image, zeroed: a decode may leave samples
+        // unwritten without an error (a lenient one stops early; zune-jpeg, even strict, ends
+        // at a second scan after a complete first one, and at an EOI after a marker inside
+        // the entropy-coded data), and those must be zeros, never another image's. The
+        // memset of a warm buffer costs far less than the fresh pages it saves.
+        let mut data = super::recycle::zeroed(n);
         decoder.decode_into(&mut data).map_err(jpeg_error)?;
         let metadata = Metadata {
             icc_profile: decoder.icc_profile(),
@@ -263,16 +261,6 @@ pub(super) fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
         jpeg_quality: headers.quality,
         jpeg_subsampling: headers.subsampling,
     })
-}
-
-/// Whether the JPEG has one scan (one SOS marker): in the entropy-coded data a 0xFF byte is
-/// followed by a zero or a restart marker, so every 0xFF 0xDA is a scan's header.
-fn one_scan(bytes: &[u8]) -> bool {
-    let sos = bytes
-        .iter()
-        .zip(&bytes[1..])
-        .filter(|&(&a, &b)| a == 0xFF && b == 0xDA);
-    sos.count() == 1
 }
 
 fn is_limit(e: &anyhow::Error) -> bool {
@@ -507,7 +495,15 @@ mod tests {
             // A second scan where the first ends early: zune-jpeg takes it, strict, and
             // leaves the rows after the cut unwritten.
             let rescan = [cut, &bytes[sos..]].concat();
-            for (input, strict) in [(&bytes[..], true), (cut, false), (&rescan[..], true)] {
+            // A marker inside the entropy-coded data (an empty COM), then EOI: zune-jpeg
+            // takes that too, strict, and leaves the rows after the cut unwritten.
+            let comment = [cut, &[0xFF, 0xFE, 0x00, 0x02, 0xFF, 0xD9]].concat();
+            for (input, strict) in [
+                (&bytes[..], true),
+                (cut, false),
+                (&rescan[..], true),
+                (&comment[..], true),
+            ] {
                 let (mut decoder, _) = super::jpeg_decoder(ZCursor::new(input), strict).unwrap();
                 let fresh = decoder.decode().unwrap();
                 for _ in 0..4 {

@@ -13,53 +13,80 @@ use super::Samples;
 /// At most this many bytes wait in the pool (41 RGB 1080p images); a buffer past it is freed.
 const KEEP_BYTES: usize = 256 << 20;
 
-/// Buffers waiting, the most recently given last.
-static FREE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// The batches' pool.
+static POOL: Pool = Pool::new(KEEP_BYTES);
+
+/// Buffers waiting, the most recently given last, at most `limit` bytes of them.
+struct Pool {
+    free: Mutex<Vec<Vec<u8>>>,
+    limit: usize,
+}
 
 /// A buffer of `n` bytes: a waiting one whose capacity holds `n` (its contents are what it
 /// held: the caller writes every byte before reading any), else a fresh zeroed one.
 pub fn bytes(n: usize) -> Vec<u8> {
-    waiting(n).unwrap_or_else(|| vec![0; n])
+    POOL.bytes(n)
 }
 
 /// A buffer of `n` zero bytes, handed back or fresh.
 pub fn zeroed(n: usize) -> Vec<u8> {
-    match waiting(n) {
-        Some(mut v) => {
-            v.fill(0);
-            v
-        }
-        None => vec![0; n],
-    }
-}
-
-/// A waiting buffer whose capacity holds `n`, at length `n`.
-fn waiting(n: usize) -> Option<Vec<u8>> {
-    let mut v = {
-        let mut free = FREE.lock().unwrap_or_else(|e| e.into_inner());
-        // The smallest that fits, so a batch of mixed sizes keeps its large buffers for its
-        // large images.
-        let best = (0..free.len())
-            .filter(|&i| free[i].capacity() >= n)
-            .min_by_key(|&i| free[i].capacity())?;
-        free.swap_remove(best)
-    };
-    // Within the capacity: no allocation; only samples past the old length are zeroed.
-    v.truncate(n);
-    v.resize(n, 0);
-    Some(v)
+    POOL.zeroed(n)
 }
 
 /// Hands `samples` back for a later [`bytes`] (8-bit samples only; others are freed).
 pub fn give(samples: Samples) {
-    let Samples::U8(v) = samples else {
-        return;
-    };
-    if v.capacity() == 0 {
-        return;
+    POOL.give(samples)
+}
+
+impl Pool {
+    const fn new(limit: usize) -> Pool {
+        Pool {
+            free: Mutex::new(Vec::new()),
+            limit,
+        }
     }
-    let mut free = FREE.lock().unwrap_or_else(|e| e.into_inner());
-    keep(&mut free, v, KEEP_BYTES);
+
+    fn bytes(&self, n: usize) -> Vec<u8> {
+        self.waiting(n).unwrap_or_else(|| vec![0; n])
+    }
+
+    fn zeroed(&self, n: usize) -> Vec<u8> {
+        match self.waiting(n) {
+            Some(mut v) => {
+                v.fill(0);
+                v
+            }
+            None => vec![0; n],
+        }
+    }
+
+    /// A waiting buffer whose capacity holds `n`, at length `n`.
+    fn waiting(&self, n: usize) -> Option<Vec<u8>> {
+        let mut v = {
+            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+            // The smallest that fits, so a batch of mixed sizes keeps its large buffers for
+            // its large images.
+            let best = (0..free.len())
+                .filter(|&i| free[i].capacity() >= n)
+                .min_by_key(|&i| free[i].capacity())?;
+            free.swap_remove(best)
+        };
+        // Within the capacity: no allocation; only samples past the old length are zeroed.
+        v.truncate(n);
+        v.resize(n, 0);
+        Some(v)
+    }
+
+    fn give(&self, samples: Samples) {
+        let Samples::U8(v) = samples else {
+            return;
+        };
+        if v.capacity() == 0 {
+            return;
+        }
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        keep(&mut free, v, self.limit);
+    }
 }
 
 /// Puts `v` among `free`, freeing the oldest while they would hold more than `limit` bytes.
@@ -79,19 +106,28 @@ mod tests {
 
     #[test]
     fn a_buffer_given_back_is_taken_again_at_the_asked_length() {
-        // A size no other test gives back, so the pool's other users cannot take it first.
+        // A pool of the test's own: the batches' one is shared with other tests' threads.
+        let pool = Pool::new(KEEP_BYTES);
         let n = 1_234_567;
         let v = vec![7u8; n];
         let at = v.as_ptr();
-        give(Samples::U8(v));
-        let got = bytes(n - 10);
+        pool.give(Samples::U8(v));
+        let got = pool.bytes(n - 10);
         assert_eq!(got.len(), n - 10);
         assert_eq!(got.as_ptr(), at, "the same allocation");
         // Grown past its length: the new samples are zero, the old ones kept.
-        give(Samples::U8(got));
-        let got = bytes(n);
+        pool.give(Samples::U8(got));
+        let got = pool.bytes(n);
         assert_eq!(got.as_ptr(), at);
         assert_eq!(&got[n - 11..], &[7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        // Taken zeroed: the same allocation, every sample zero.
+        pool.give(Samples::U8(got));
+        let got = pool.zeroed(n - 1);
+        assert_eq!(got.as_ptr(), at);
+        assert!(got.iter().all(|&b| b == 0));
+        // Nothing waits now: a fresh buffer.
+        let fresh = pool.bytes(n);
+        assert_ne!(fresh.as_ptr(), at);
     }
 
     #[test]

@@ -220,26 +220,48 @@ fn box_variant(ppt: u32) -> Variant {
     Variant::consts(format!("ppt{ppt}"), &[("BOX_PPT", ppt)])
 }
 
+/// `variant` with the input and output read and written a vec4 at a time where the pass's
+/// format there is [`FMT_WIDE`] (a pixel one 16-byte access, not four 4-byte ones; every
+/// such pixel starts on a vec4: wgsl/shared/blur_src_vec4.wgsl says why).
+fn io_variant(variant: &Variant, (fmt_in, fmt_out): (u32, u32)) -> Variant {
+    let mut v = variant.clone();
+    if fmt_in == FMT_WIDE {
+        v = v.slot("blur_src", "blur_src_vec4");
+    }
+    if fmt_out == FMT_WIDE {
+        v = v.slot("blur_dst", "blur_dst_vec4");
+    }
+    v
+}
+
 /// Every blur kernel and variant, for the shader tests, with the constants of the last column
 /// pass of an 8-bit RGBA radius-5 blur on the WebGPU default limits (the pass that sets
 /// every override, the opaque division's too).
 pub(super) fn shaders() -> Vec<ShaderCase> {
     let t = Tunables::default_for(&wgpu::Limits::default());
     let storage = wgpu::Limits::default().max_compute_workgroup_storage_size;
-    let pass = |layout, kind, t: &Tunables| {
+    // The last column pass (the wide intermediate in, vec4 reads); `first` the first row
+    // pass instead (packed pixels in, the wide intermediate out: vec4 writes).
+    let pass_of = |layout, kind, t: &Tunables, first: bool| {
         let options = Options::new(kind, 5, 1);
         let ar = arith(&options, 255, Some(3)).expect("radius 5 is valid");
         let shape = shape(storage, layout, &options, t, FMT_WIDE)
             .expect("radius 5 fits the default limits");
         let alpha = (ar.alpha, ar.opaque());
-        let c = pass_overrides(&shape, alpha, 255, (FMT_WIDE, FMT_PACK8), ar.second, 2);
-        ShaderCase::variant::<PassParams>(shape.shader, shape.variant)
+        let (fmts, arith, k) = match first {
+            true => ((FMT_PACK8, FMT_WIDE), ar.first, 0),
+            false => ((FMT_WIDE, FMT_PACK8), ar.second, 2),
+        };
+        let c = pass_overrides(&shape, alpha, 255, fmts, arith, k);
+        let variant = io_variant(&shape.variant, fmts);
+        ShaderCase::variant::<PassParams>(shape.shader, variant)
             .with_const("FMT_PACK8", FMT_PACK8)
             .with_const("FMT_PACK16", FMT_PACK16)
             .with_const("FMT_WIDE", FMT_WIDE)
             .with_const("WEIGHT_VEC4S", WEIGHT_VEC4S)
             .with_overrides(&c)
     };
+    let pass = |layout, kind, t: &Tunables| pass_of(layout, kind, t, false);
     let gauss = Kind::Gaussian { sigma: 2.0 };
     let mut cases: Vec<ShaderCase> = [1, 2, 4, 8]
         .map(|box_ppt| pass(Layout::Workgroup, Kind::Box, &Tunables { box_ppt, ..t }))
@@ -247,6 +269,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
     cases.push(pass(Layout::LinePerInvocation, Kind::Box, &t));
     cases.push(pass(Layout::LinePerInvocation, gauss, &t));
     cases.push(pass(Layout::Workgroup, gauss, &t).with_const("GAUSS_PPT", GAUSS_PPT));
+    cases.push(pass_of(Layout::Workgroup, Kind::Box, &t, true));
     cases.push(
         ShaderCase::params::<PackParams>(shader!("blur_pack"))
             .with_const("PACK_WG", u32::try_from(PACK_WG).expect("a workgroup size"))
@@ -765,7 +788,8 @@ fn kernels(
     let kernel = |fmt_in: u32, fmt_out: u32, arith: (u32, u32, u32), k: usize| {
         let alpha = (ar.alpha, ar.opaque());
         let c = pass_overrides(shape, alpha, max, (fmt_in, fmt_out), arith, k);
-        gpu.kernel_variant(&shape.shader, &shape.variant, shape.entry, &c, true)
+        let variant = io_variant(&shape.variant, (fmt_in, fmt_out));
+        gpu.kernel_variant(&shape.shader, &variant, shape.entry, &c, true)
     };
     // The first iteration's row pass premultiplies, the last one's column pass divides out;
     // kernels 1 and 3 are the row pass of a later iteration and the column pass of an

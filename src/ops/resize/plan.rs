@@ -1,15 +1,17 @@
-//! The GPU passes. Where it applies (8-bit, both dimensions changing, output rows ending on
-//! a word, the tile fitting workgroup memory: `fused::FusedLayout`), one dispatch of
-//! wgsl/resize_fused.wgsl does both passes. Otherwise one dispatch per 1-D pass,
-//! wgsl/resize_h.wgsl (a workgroup per run of output words, its input in workgroup memory, a
-//! thread per output pixel) or wgsl/resize_v.wgsl (a thread per output word), with an
-//! intermediate buffer between two passes, packed as the image is. The weights are uploaded
+//! The GPU passes: one dispatch per 1-D pass, with an intermediate buffer between two passes,
+//! packed as the image is (Pillow rounds and clips to the sample type between them). 8-bit
+//! samples whose output rows end on a word take wgsl/resize_h8.wgsl (a tile of columns by
+//! rows a workgroup: `rows::RowsLayout`) for the horizontal pass and the word-column path of
+//! wgsl/resize_v.wgsl (a thread a column of `Tunables::v_rows` output words) for the
+//! vertical one; the rest (16-bit, odd rows, very large reductions) wgsl/resize_h.wgsl (a
+//! workgroup per run of output words, its input in workgroup memory, a thread per output
+//! pixel) and wgsl/resize_v.wgsl (a thread per output word). The weights are uploaded
 //! tap-major either way.
 
 use anyhow::{bail, Result};
 
 use super::coeffs::{Axis, Dir, Pass, PRECISION_BITS};
-use super::fused::{FusedLayout, FusedParams};
+use super::rows::{RowsLayout, RowsParams};
 use super::tune::Tunables;
 use super::Filter;
 use crate::gpu::{Batch, Gpu, Kernel, Usage};
@@ -62,21 +64,40 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
             .with_const("PRECISION_BITS", PRECISION_BITS)
             .with_const("SH_SAMPLES", SH_SAMPLES)
             .with_const("PIXELS_PER_THREAD", PIXELS_PER_THREAD)
-            .with_overrides(&overrides(4, 16, Dir::Horizontal, true, false)),
+            .with_overrides(&overrides(4, 16, Dir::Horizontal, (true, false), 13)),
         ShaderCase::params::<ResizeParams>(shader!("resize_v"))
             .with_const("PRECISION_BITS", PRECISION_BITS)
-            .with_overrides(&overrides(4, 16, Dir::Vertical, false, true)),
-        ShaderCase::params::<FusedParams>(shader!("resize_fused"))
+            .with_overrides(&overrides(4, 16, Dir::Vertical, (false, true), 13)),
+        ShaderCase::params::<RowsParams>(shader!("resize_h8"))
             .with_const("PRECISION_BITS", PRECISION_BITS)
-            .with_overrides(&fused_example().overrides(4, true)),
+            .with_overrides(&rows_example().overrides(4, true, false)),
+        ShaderCase::params::<ResizeParams>(shader!("resize_v"))
+            .with_const("PRECISION_BITS", PRECISION_BITS)
+            .with_overrides(&v_rows_example()),
     ]
 }
 
-/// A fused layout as a plan makes one (4K RGBA to 1080p, lanczos3), for the shader test.
-fn fused_example() -> FusedLayout {
+/// The vertical pass's word columns as a plan makes them (RGBA8, the last pass), for the
+/// shader test.
+fn v_rows_example() -> Vec<(&'static str, f64)> {
+    let mut c = overrides(4, 8, Dir::Vertical, (false, true), 13);
+    c.push(("RV", f64::from(Tunables::DEFAULT.v_rows)));
+    c
+}
+
+/// A horizontal pass's layout as a plan makes one (4K RGBA to 1080p, lanczos3), for the
+/// shader test.
+fn rows_example() -> RowsLayout {
     let p = super::passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
-    FusedLayout::choose((3840, 2160), 4, 8, &p, &Tunables::DEFAULT, u32::MAX)
-        .expect("the 4K case fuses")
+    let t = Tunables::DEFAULT;
+    RowsLayout::new(
+        &p[0].axis,
+        (3840, 2160),
+        4,
+        (t.tile_w, t.rows_a_thread, t.wg_size),
+        t.budget_words,
+    )
+    .expect("the 4K case has a tile")
 }
 
 /// An axis's bounds (first input position, taps, a pair per output position) and its
@@ -96,27 +117,32 @@ fn device_axis(axis: &Axis) -> (Vec<u32>, Vec<i32>) {
     (bounds, weights)
 }
 
-/// A pass's overridable constants: its workgroup size, the image's layout, and whether it
-/// premultiplies alpha (the first pass) or divides it out (the last).
+/// A pass's overridable constants: its workgroup size, the image's layout, whether it
+/// premultiplies alpha (the first pass) or divides it out (the last), and the vertical
+/// pass's taps a position (`ksize`).
 fn overrides(
     channels: u8,
     depth: u32,
     dir: Dir,
-    premultiply: bool,
-    unpremultiply: bool,
-) -> [(&'static str, f64); 5] {
+    (premultiply, unpremultiply): (bool, bool),
+    ksize: usize,
+) -> Vec<(&'static str, f64)> {
     let on = |b: bool| f64::from(u8::from(b));
     let wg_size = match dir {
         Dir::Horizontal => WG_SIZE_H,
         Dir::Vertical => WG_SIZE_V,
     };
-    [
+    let mut c = vec![
         ("WG_SIZE", f64::from(wg_size)),
         ("CHANNELS", f64::from(channels)),
         ("DEPTH", f64::from(depth)),
         ("PREMULTIPLY", on(premultiply)),
         ("UNPREMULTIPLY", on(unpremultiply)),
-    ]
+    ];
+    if dir == Dir::Vertical {
+        c.push(("KSIZE", ksize as f64));
+    }
+    c
 }
 
 /// The output words a workgroup of the horizontal pass writes: as many as keep the pixels
@@ -151,7 +177,6 @@ pub struct ResizePlan {
     out: (u32, u32),
     channels: u8,
     depth: u32,
-    chunks: Option<u32>,
 }
 
 impl ResizePlan {
@@ -163,9 +188,8 @@ impl ResizePlan {
         ResizePlan::with_tunables(gpu, img, passes, filter, t)
     }
 
-    /// [`ResizePlan::new`] with the fused kernel shaped by `t`. A budget too small for any
-    /// tile (0) makes the two-pass plan: tests reach the fused pass's chunked loads and the
-    /// two-pass kernels on small images so.
+    /// [`ResizePlan::new`] with the 8-bit passes shaped by `t`. A budget of 0 takes the
+    /// generic kernels for every image: tests reach them on 8-bit images so.
     pub fn with_tunables(
         gpu: &Gpu,
         img: &Image,
@@ -173,6 +197,8 @@ impl ResizePlan {
         filter: Filter,
         t: Tunables,
     ) -> Result<ResizePlan> {
+        // The unchecked 8-bit kernels' index arguments hold only for these shapes.
+        t.check_shape()?;
         let c = u64::from(img.channels);
         let depth = img.bit_depth();
         let per = u64::from(32 / depth);
@@ -192,46 +218,9 @@ impl ResizePlan {
         };
         check("image", words(w, h) * 4)?;
         let src = gpu.buffer("resize src", Usage::Storage, words(w, h) * 4);
-        let limit = gpu.limits.max_compute_workgroup_storage_size / 4;
-        if let Some(layout) = FusedLayout::choose((w, h), c as u32, depth, passes, &t, limit) {
-            let (ow, oh) = match passes[0].dir {
-                Dir::Horizontal => (passes[0].axis.len(), passes[1].axis.len()),
-                Dir::Vertical => (passes[1].axis.len(), passes[0].axis.len()),
-            };
-            let (ow, oh) = (ow as u32, oh as u32);
-            let n_words = words(ow, oh);
-            check("result", n_words * 4)?;
-            let constants = layout.overrides(img.channels, alpha);
-            // Every loop ends by construction (bounded by the uniform sizes and the tile).
-            let kernel = gpu.kernel_unrolled(&shader!("resize_fused"), "main", &constants)?;
-            let mut buffers = vec![
-                gpu.upload("resize params", Usage::Uniform, &[layout.params]),
-                src.clone(),
-            ];
-            for pass in passes {
-                check("weights", pass.axis.weights.len() as u64 * 4)?;
-                let (bounds, weights) = device_axis(&pass.axis);
-                buffers.push(gpu.upload("resize bounds", Usage::Storage, &bounds));
-                buffers.push(gpu.upload("resize weights", Usage::Storage, &weights));
-            }
-            let dst = gpu.buffer("resize fused", Usage::Storage, n_words * 4);
-            buffers.push(dst.clone());
-            let bind = gpu.bind(&kernel, &buffers.iter().collect::<Vec<_>>());
-            return Ok(ResizePlan {
-                passes: vec![GpuPass {
-                    kernel,
-                    bind,
-                    workgroups: layout.params.n_tiles,
-                    label: "resize fused",
-                }],
-                src,
-                dst,
-                out: (ow, oh),
-                channels: img.channels,
-                depth,
-                chunks: Some(layout.steps),
-            });
-        }
+        let budget = t
+            .budget_words
+            .min(gpu.limits.max_compute_workgroup_storage_size / 4);
         let mut input = src.clone();
         let mut out = Vec::new();
         let mut dst = src.clone();
@@ -246,47 +235,107 @@ impl ResizePlan {
             check("weights", pass.axis.weights.len() as u64 * 4)?;
             let horizontal = pass.dir == Dir::Horizontal;
             let (premultiply, unpremultiply) = (alpha && i == 0, alpha && i + 1 == passes.len());
-            let constants = overrides(img.channels, depth, pass.dir, premultiply, unpremultiply);
-            let file = if horizontal {
-                shader!("resize_h")
-            } else {
-                shader!("resize_v")
-            };
-            // Every loop of both kernels ends by construction (taps, words and pixels
-            // bounded by the uniform sizes): no loop counter in the way of unrolling.
-            let kernel = gpu.kernel_unrolled(&file, "main", &constants)?;
             let (bounds, weights) = device_axis(&pass.axis);
-            let ksize = pass.axis.ksize;
-            let wg_words = if horizontal {
-                wg_words(c as u32, depth, w, n, ksize as u32)
-            } else {
-                WG_SIZE_V
-            };
-            let params = ResizeParams {
-                in_w: w,
-                out_w: ow,
-                ksize: pass.axis.ksize as u32,
-                n_samples: u32::try_from(u64::from(ow) * u64::from(oh) * c).map_err(|_| {
-                    anyhow::anyhow!(
-                        "{}: over 2^32 samples a pass; --backend cpu resizes it",
-                        img.describe()
-                    )
-                })?,
-                n_words: n_words as u32,
-                n_pos: n,
-                wg_words,
-                _pad: 0,
-            };
+            let bounds = gpu.upload("resize bounds", Usage::Storage, &bounds);
+            let weights = gpu.upload("resize weights", Usage::Storage, &weights);
             let label = match pass.dir {
                 Dir::Horizontal => "resize horizontal",
                 Dir::Vertical => "resize vertical",
             };
-            let params = gpu.upload("resize params", Usage::Uniform, &[params]);
-            let bounds = gpu.upload("resize bounds", Usage::Storage, &bounds);
-            let weights = gpu.upload("resize weights", Usage::Storage, &weights);
             dst = gpu.buffer(label, Usage::Storage, n_words * 4);
+            let rows = if horizontal && depth == 8 && budget > 0 {
+                RowsLayout::new(
+                    &pass.axis,
+                    (w, h),
+                    c as u32,
+                    (t.tile_w, t.rows_a_thread, t.wg_size),
+                    budget,
+                )
+            } else {
+                None
+            };
+            // The vertical pass's word columns: 8-bit rows that end on a word (each output
+            // word then lies under one input word a row).
+            let v_rows = if !horizontal
+                && depth == 8
+                && budget > 0
+                && (u64::from(w) * c).is_multiple_of(4)
+                && super::rows::well_formed(&pass.axis, h)
+            {
+                t.v_rows
+            } else {
+                0
+            };
+            let (kernel, params, workgroups) = if let Some(layout) = rows {
+                let constants = layout.overrides(img.channels, premultiply, unpremultiply);
+                // SAFETY: every index wgsl/resize_h8.wgsl makes is in range for the buffers
+                // bound here (its comments argue each one from `RowsLayout`'s sizes, for the
+                // shapes `check_shape` allowed above), every divisor is a nonzero size, and
+                // every loop ends (bounded by the uniform sizes and the tile).
+                let kernel =
+                    unsafe { gpu.kernel_unchecked(&shader!("resize_h8"), "main", &constants)? };
+                let params = gpu.upload("resize params", Usage::Uniform, &[layout.params]);
+                (kernel, params, layout.params.n_tiles)
+            } else {
+                let mut constants = overrides(
+                    img.channels,
+                    depth,
+                    pass.dir,
+                    (premultiply, unpremultiply),
+                    pass.axis.ksize,
+                );
+                if v_rows > 0 {
+                    constants.push(("RV", f64::from(v_rows)));
+                }
+                let file = if horizontal {
+                    shader!("resize_h")
+                } else {
+                    shader!("resize_v")
+                };
+                let kernel = if v_rows > 0 {
+                    // SAFETY: with RV > 0 wgsl/resize_v.wgsl runs only `rows8`, whose every
+                    // index is in range for the buffers bound here (its comments argue each
+                    // one), whose divisors are nonzero sizes, and whose loops all end
+                    // (constant counts).
+                    unsafe { gpu.kernel_unchecked(&file, "main", &constants)? }
+                } else {
+                    // Every loop of both kernels ends by construction (taps, words and
+                    // pixels bounded by the uniform sizes): no loop counter in the way of
+                    // unrolling.
+                    gpu.kernel_unrolled(&file, "main", &constants)?
+                };
+                let ksize = pass.axis.ksize;
+                // The threads: a word each, or a column of `v_rows` words.
+                let threads = if v_rows > 0 {
+                    u64::from(ow) * c / 4 * u64::from(n.div_ceil(v_rows))
+                } else {
+                    n_words
+                };
+                let wg_words = if horizontal {
+                    wg_words(c as u32, depth, w, n, ksize as u32)
+                } else {
+                    WG_SIZE_V
+                };
+                let params = ResizeParams {
+                    in_w: w,
+                    out_w: ow,
+                    ksize: ksize as u32,
+                    n_samples: u32::try_from(u64::from(ow) * u64::from(oh) * c).map_err(|_| {
+                        anyhow::anyhow!(
+                            "{}: over 2^32 samples a pass; --backend cpu resizes it",
+                            img.describe()
+                        )
+                    })?,
+                    n_words: threads as u32,
+                    n_pos: n,
+                    wg_words,
+                    _pad: 0,
+                };
+                let params = gpu.upload("resize params", Usage::Uniform, &[params]);
+                let workgroups = u32::try_from(threads.div_ceil(u64::from(wg_words)))?;
+                (kernel, params, workgroups)
+            };
             let bind = gpu.bind(&kernel, &[&params, &input, &bounds, &weights, &dst]);
-            let workgroups = u32::try_from(n_words.div_ceil(u64::from(wg_words)))?;
             out.push(GpuPass {
                 kernel,
                 bind,
@@ -303,14 +352,16 @@ impl ResizePlan {
             out: (w, h),
             channels: img.channels,
             depth,
-            chunks: None,
         })
     }
 
-    /// Where the plan is the fused pass, the steps (chunks of input lines) its widest segment
-    /// loads; None for the 1-D passes.
-    pub fn fused_chunks(&self) -> Option<u32> {
-        self.chunks
+    /// The kernels the plan runs, a pass's after another (their file's names: `resize_h8`,
+    /// `resize_v`, ...), for tests.
+    pub fn kernels(&self) -> Vec<&str> {
+        self.passes
+            .iter()
+            .map(|p| p.kernel.name.split(':').next().unwrap_or_default())
+            .collect()
     }
 
     /// Queues `img`'s samples (like the plan's image) for upload.

@@ -1,60 +1,60 @@
-//! The fused kernel's shape (its tile and its workgroup-memory budget) and how `gpukit tune
-//! resize` searches it. The two-pass kernels have no tunables.
+//! The 8-bit passes' shapes (the horizontal pass's tile, the rows a thread sums in each pass,
+//! the workgroup-memory budget) and how `gpukit tune resize` searches them. The generic
+//! kernels (16-bit, odd rows, very large reductions) have no tunables.
 
 use anyhow::{bail, Result};
 
-use super::fused::{BUDGET_WORDS, STEP_LINES, TILES};
+use super::rows::{BUDGET_WORDS, TILE_WIDTHS, WG_SIZE};
 use super::{Filter, ResizePlan};
 use crate::bench::{self, Case, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
 use crate::io::image::Image;
 use crate::tune::{self, Level, OpTuning, SizeClass, Stage, Tunable};
 
-/// The fused kernel's shape. Any choice gives the same bytes.
+/// The 8-bit passes' shapes. Any choice gives the same bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Tunables {
-    /// The tile first tried: output positions along the first pass's axis (a power of two)
-    /// and along the second's (a multiple of 4: the segment a workgroup walks down); where
-    /// it does not fit the budget, the smaller tiles of `fused::TILES` in turn.
-    pub tile_u: u32,
-    pub tile_v: u32,
-    /// The most words of workgroup memory a tile may use (the adapter's limit caps it).
+    /// Output columns a workgroup of the horizontal pass first tried (a power of two from 8
+    /// to 64); where its input does not fit the budget, the narrower ones in turn.
+    pub tile_w: u32,
+    /// Rows a thread of the horizontal pass sums (1 to 8), each weight read once for all (2:
+    /// 4 was 1.19x slower on an H200, call AP-resize4-3 in docs/BENCHMARKS.md).
+    pub rows_a_thread: u32,
+    /// Output rows a thread of the vertical pass makes at one word column (1 to 8).
+    pub v_rows: u32,
+    /// The most words of workgroup memory a horizontal tile may use (the adapter's limit
+    /// caps it; 0, below any tile, takes the generic kernels: tests reach them so).
     pub budget_words: u32,
-    /// The intermediate lines a step of the walk makes (a power of two from 8 to 64; fewer
-    /// where the budget or the registers of the next step's input do not allow them).
-    #[serde(default = "default_step_lines")]
-    pub step_lines: u32,
+    /// Threads a workgroup of the horizontal pass (64, 128 or 256): smaller ones fit more
+    /// workgroups an SM, each waiting on its own loads and barriers.
+    #[serde(default = "default_wg_size")]
+    pub wg_size: u32,
 }
 
-fn default_step_lines() -> u32 {
-    STEP_LINES
+fn default_wg_size() -> u32 {
+    WG_SIZE
 }
 
 impl Tunables {
     pub const DEFAULT: Tunables = Tunables {
-        tile_u: TILES[0].0,
-        tile_v: TILES[0].1,
+        tile_w: TILE_WIDTHS[0],
+        rows_a_thread: 2,
+        v_rows: 4,
         budget_words: BUDGET_WORDS,
-        step_lines: STEP_LINES,
+        wg_size: WG_SIZE,
     };
-
-    /// The tiles to try in turn: this one, then each smaller one of `fused::TILES`.
-    pub(super) fn tiles(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        let area = self.tile_u * self.tile_v;
-        std::iter::once((self.tile_u, self.tile_v))
-            .chain(TILES.into_iter().filter(move |&(u, v)| u * v < area))
-    }
 }
 
 impl std::fmt::Display for Tunables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "tile {}x{}, {} KiB, {} lines a step",
-            self.tile_u,
-            self.tile_v,
-            self.budget_words / 256,
-            self.step_lines
+            "tile {} columns, {} rows a thread, {} threads, {} vertical, {} KiB",
+            self.tile_w,
+            self.rows_a_thread,
+            self.wg_size,
+            self.v_rows,
+            self.budget_words / 256
         )
     }
 }
@@ -67,17 +67,9 @@ impl Tunable for Tunables {
         }
     }
 
-    /// Whether the kernel can run this choice on an adapter with `limits`.
+    /// Whether the kernels can run this choice on an adapter with `limits`.
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
-        if !self.tile_u.is_power_of_two() || !(4..=128).contains(&self.tile_u) {
-            bail!("resize's tile width must be a power of two from 4 to 128");
-        }
-        if !self.tile_v.is_multiple_of(4) || !(4..=256).contains(&self.tile_v) {
-            bail!("resize's tile height must be a multiple of 4 from 4 to 256");
-        }
-        if !self.step_lines.is_power_of_two() || !(8..=64).contains(&self.step_lines) {
-            bail!("resize's lines a step must be a power of two from 8 to 64");
-        }
+        self.check_shape()?;
         let max = limits.max_compute_workgroup_storage_size / 4;
         if !(256..=max).contains(&self.budget_words) {
             bail!("resize's workgroup-memory budget must be 256 to {max} words");
@@ -86,7 +78,24 @@ impl Tunable for Tunables {
     }
 }
 
-/// `gpukit tune resize`: the fused kernel's shape, RGBA8 images halved with lanczos3.
+impl Tunables {
+    /// The shapes the 8-bit kernels' index arguments assume (they are built without bounds
+    /// checks: src/ops/resize/rows.rs), whatever the budget: every plan checks them.
+    pub fn check_shape(&self) -> Result<()> {
+        if !TILE_WIDTHS.contains(&self.tile_w) {
+            bail!("resize's tile width must be one of {TILE_WIDTHS:?}");
+        }
+        if !(1..=8).contains(&self.rows_a_thread) || !(1..=8).contains(&self.v_rows) {
+            bail!("resize's rows a thread must be 1 to 8");
+        }
+        if ![64, 128, 256].contains(&self.wg_size) {
+            bail!("resize's workgroup size must be 64, 128 or 256");
+        }
+        Ok(())
+    }
+}
+
+/// `gpukit tune resize`: the 8-bit passes' shapes, RGBA8 images halved with lanczos3.
 pub(super) struct Tuning;
 
 impl OpTuning for Tuning {
@@ -102,49 +111,43 @@ impl OpTuning for Tuning {
                 name: "tile",
                 candidates: |best, _, quick| {
                     let tiles: &[(u32, u32)] = if quick {
-                        &[(32, 32)]
+                        &[(32, 4)]
                     } else {
-                        &[
-                            (16, 32),
-                            (16, 64),
-                            (32, 32),
-                            (32, 64),
-                            (32, 128),
-                            (64, 32),
-                            (64, 64),
-                        ]
+                        &[(16, 4), (32, 2), (32, 4), (64, 2), (64, 4), (64, 8)]
                     };
                     tiles
                         .iter()
-                        .map(|&(tile_u, tile_v)| Tunables {
-                            tile_u,
-                            tile_v,
+                        .map(|&(tile_w, rows_a_thread)| Tunables {
+                            tile_w,
+                            rows_a_thread,
                             ..*best
                         })
                         .collect()
                 },
             },
             Stage {
-                name: "step",
+                name: "workgroup",
                 candidates: |best, _, quick| {
-                    let lines: &[u32] = if quick { &[] } else { &[16, 32, 64] };
-                    lines
+                    let sizes: &[u32] = if quick { &[] } else { &[64, 128, 256] };
+                    sizes
                         .iter()
-                        .map(|&step_lines| Tunables {
-                            step_lines,
-                            ..*best
-                        })
+                        .map(|&wg_size| Tunables { wg_size, ..*best })
+                        .collect()
+                },
+            },
+            Stage {
+                name: "vertical",
+                candidates: |best, _, quick| {
+                    let rows: &[u32] = if quick { &[] } else { &[1, 2, 4, 8] };
+                    rows.iter()
+                        .map(|&v_rows| Tunables { v_rows, ..*best })
                         .collect()
                 },
             },
             Stage {
                 name: "budget",
                 candidates: |best, limits, quick| {
-                    let words: &[u32] = if quick {
-                        &[]
-                    } else {
-                        &[4096, 6144, 8192, 12288]
-                    };
+                    let words: &[u32] = if quick { &[] } else { &[4096, 6144, 8192] };
                     let max = limits.max_compute_workgroup_storage_size / 4;
                     words
                         .iter()
@@ -189,7 +192,7 @@ impl OpTuning for Tuning {
         Ok(None)
     }
 
-    /// The class's RGBA8 image halved with lanczos3 (both passes fused).
+    /// The class's RGBA8 image halved with lanczos3 (both 8-bit passes).
     fn case<'g>(
         gpu: &'g Gpu,
         class: &SizeClass,

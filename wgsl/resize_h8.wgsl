@@ -1,0 +1,234 @@
+// resize_h8: the horizontal 1-D pass of Pillow's resampling over 8-bit samples, for outputs
+// whose rows end on a word. A workgroup makes a tile of TW output columns by R rows: it loads
+// the input span those columns read, R rows of it, into workgroup memory once (a pixel a
+// word, premultiplied where the image has alpha), then a thread sums one column of RPT rows,
+// each weight read once for all of them (from global memory, where neighbouring threads read
+// neighbouring words), and the tile's pixels are packed into words and written coalesced.
+//
+// Every column sums KSIZE taps, Pillow's ksize: the taps past a column's own count have
+// weight 0 (the weights are zero-padded to ksize), so what they read adds nothing, and the
+// tap loop has a constant count the compiler unrolls. The samples are summed as i32 (a
+// product reaches 255 * 2^22: f32 would round it), in CHANNELS lanes (the others constant 0).
+//
+// Workgroup memory: `sh`, the input (row r of the tile at r * IN_STRIDE, its first pixel the
+// first column's first tap), with KSIZE words of slack past the last row (the padded taps of
+// the last row's last columns read there, with weight 0); `res`, the tile's output pixels.
+// Layout and sizes: `RowsLayout` in src/ops/resize/rows.rs.
+//
+// The module is built without bounds checks (`Gpu::kernel_unchecked`): every index below is
+// in range by construction, given what the plan guarantees (every column's count at least 1
+// and its taps inside the input row, start and end moving right with the column; the
+// output rows ending on a word; span at most IN_STRIDE; R rows of input at most PF words a
+// thread). Each index says why where it is made.
+
+// import: resize_math
+// import: grid
+
+// Its Rust twin is `RowsParams` in src/ops/resize/rows.rs (the shader test checks their
+// fields).
+struct Params {
+    // Pixels per input row and per output row (the output columns: the stride between taps
+    // in `weights`).
+    in_w: u32,
+    out_w: u32,
+    // Rows, the same in the input and the output.
+    rows: u32,
+    // Tiles along a row, and in all.
+    tiles_x: u32,
+    n_tiles: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+// Input samples, packed little-endian, 4 a word.
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+// Per output column: the first input column it reads, and how many.
+@group(0) @binding(2) var<storage, read> bounds: array<u32>;
+// Weights in units of 2^-22, tap-major: tap t of column x at t * out_w + x.
+@group(0) @binding(3) var<storage, read> weights: array<i32>;
+// Output samples, packed as the input's.
+@group(0) @binding(4) var<storage, read_write> dst: array<u32>;
+
+override WG_SIZE: u32 = 256u;
+// Output columns a workgroup (a power of two, at least WG_SIZE / 8 and 4), and columns a
+// warp covers (a power of two dividing TW, at least TW / 8): a warp sums GU columns of
+// 32 / GU rows, so that at a reduction of 2 (4) the input it reads spreads over the banks.
+override TW: u32 = 64u;
+override GU: u32 = 32u;
+// Rows a thread sums (at most 8).
+override RPT: u32 = 4u;
+// Taps a column (Pillow's ksize).
+override KSIZE: u32;
+// Words an input row takes in `sh` (odd, at least the widest tile's span), and the input
+// pixels a thread loads (at most 32: R rows of the widest span over WG_SIZE threads).
+override IN_STRIDE: u32;
+override PF: u32;
+
+// Rows a round of the workgroup's threads, and rows a tile.
+override G: u32 = WG_SIZE / TW;
+override R: u32 = G * RPT;
+
+var<workgroup> sh: array<u32, R * IN_STRIDE + KSIZE>;
+var<workgroup> res: array<u32, R * TW>;
+
+// The input pixels a thread loads, as loaded: a pixel's word (where an RGB pixel straddles
+// two, the second in `pre_hi`).
+var<private> pre_lo: array<u32, 32>;
+var<private> pre_hi: array<u32, 32>;
+
+// A pixel's samples as four lanes (those past CHANNELS 0, so the compiler drops them).
+fn lanes(px: u32) -> vec4<i32> {
+    let v = vec4<u32>(px & 255u, (px >> 8u) & 255u, (px >> 16u) & 255u, px >> 24u);
+    let on = vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(CHANNELS);
+    return vec4<i32>(select(vec4<u32>(), v, on));
+}
+
+// An output pixel from its sums, rounded half up and clipped to 8 bits (Pillow's clip8),
+// alpha divided out where the image has it.
+fn finish_pixel(acc: vec4<i32>) -> u32 {
+    let half = 1i << (PRECISION_BITS - 1u);
+    let v = vec4<u32>(clamp((acc + vec4<i32>(half)) >> vec4<u32>(PRECISION_BITS), vec4<i32>(0i), vec4<i32>(255i)));
+    var px = v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
+    if UNPREMULTIPLY {
+        let a = (px >> ((CHANNELS - 1u) * 8u)) & 255u;
+        var out = a << ((CHANNELS - 1u) * 8u);
+        for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
+            out |= unpremultiply((px >> (ch * 8u)) & 255u, a) << (ch * 8u);
+        }
+        px = out;
+    }
+    return px;
+}
+
+@compute @workgroup_size(WG_SIZE)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let t = workgroup_index(wid, nwg);
+    if t >= params.n_tiles {
+        return;
+    }
+    let ty = t / params.tiles_x;
+    let x0 = (t - ty * params.tiles_x) * TW;
+    let y0 = ty * R;
+    let nx = min(TW, params.out_w - x0);
+    let ny = min(R, params.rows - y0);
+    // Both ends of the taps move right with the column, so the first column's first tap and
+    // the last one's last tap bound the span (x0 <= last < out_w: the tile is inside the
+    // grid). span >= 1 (counts are at least 1) and at most IN_STRIDE (the widest tile's).
+    let first = bounds[2u * x0];
+    let last = x0 + nx - 1u;
+    let span = bounds[2u * last] + min(bounds[2u * last + 1u], KSIZE) - first;
+
+    // The input, a pixel a word, the tile's rows one after another: element e = lid + k *
+    // WG_SIZE (k < PF) is pixel q = e % span of row r = e / span, stepped without dividing.
+    // All of a thread's loads are issued before the first is stored, so that they are in
+    // flight together.
+    let r0 = lid / span;
+    let q0 = lid - r0 * span;
+    let dr = WG_SIZE / span;
+    let dq = WG_SIZE - dr * span;
+    var r = r0;
+    var q = q0;
+    for (var k = 0u; k < PF; k++) {
+        if r < ny {
+            // Row y0 + r < rows, column first + q < first + span <= in_w: a pixel of the
+            // image, whose bytes lie in src's words; an RGB pixel straddling two words ends
+            // in the second (b + 2 is its last byte).
+            let b = ((y0 + r) * params.in_w + first + q) * CHANNELS;
+            pre_lo[k] = src[b / 4u];
+            if CHANNELS == 3u && b % 4u > 1u {
+                pre_hi[k] = src[b / 4u + 1u];
+            }
+        }
+        q += dq;
+        r += dr;
+        if q >= span {
+            q -= span;
+            r += 1u;
+        }
+    }
+    r = r0;
+    q = q0;
+    for (var k = 0u; k < PF; k++) {
+        if r < ny {
+            let b = ((y0 + r) * params.in_w + first + q) * CHANNELS;
+            let shift = (b % 4u) * 8u;
+            var v = pre_lo[k] >> shift;
+            if CHANNELS == 3u && shift > 8u {
+                v |= pre_hi[k] << (32u - shift);
+            }
+            v &= 0xffffffffu >> ((4u - CHANNELS) * 8u);
+            if PREMULTIPLY {
+                let a = v >> ((CHANNELS - 1u) * 8u);
+                var out = a << ((CHANNELS - 1u) * 8u);
+                for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
+                    out |= premultiply((v >> (ch * 8u)) & 255u, a) << (ch * 8u);
+                }
+                v = out;
+            }
+            // r < ny <= R, q < span <= IN_STRIDE.
+            sh[r * IN_STRIDE + q] = v;
+        }
+        q += dq;
+        r += dr;
+        if q >= span {
+            q -= span;
+            r += 1u;
+        }
+    }
+    workgroupBarrier();
+
+    // This thread's column and its first row; a column past the tile's reads the last
+    // column's taps and writes nothing.
+    let warp = lid / 32u;
+    let lane = lid % 32u;
+    let blocks = TW / GU;
+    let c = (warp % blocks) * GU + lane % GU;
+    let rg = (warp / blocks) * (32u / GU) + lane / GU;
+    let x = min(x0 + c, last);
+    let s = bounds[2u * x] - first;
+    var acc = array<vec4<i32>, 8>();
+    // Tap i < KSIZE of column x < out_w: inside the tap-major weights (KSIZE x out_w). The
+    // row rg + j * G < R; s + i <= span - 1 + KSIZE - 1 (the column's taps end inside the
+    // span), so the index stays below R * IN_STRIDE + KSIZE, the size of `sh`.
+    for (var i = 0u; i < KSIZE; i++) {
+        let k = weights[i * params.out_w + x];
+        for (var j = 0u; j < RPT; j++) {
+            acc[j] += lanes(sh[(rg + j * G) * IN_STRIDE + s + i]) * k;
+        }
+    }
+    for (var j = 0u; j < RPT; j++) {
+        let r = rg + j * G;
+        if r < ny && c < nx {
+            // r < R, c < TW.
+            res[r * TW + c] = finish_pixel(acc[j]);
+        }
+    }
+    workgroupBarrier();
+
+    // The tile's words, a row's after another: a tile's row starts on a word (TW is a
+    // multiple of 4, a row ends on one) and ends on one (the last tile's ends with the row).
+    let wpr = TW * CHANNELS / 4u;
+    let nw = nx * CHANNELS / 4u;
+    let row_words = params.out_w * CHANNELS / 4u;
+    for (var e = lid; e < ny * wpr; e += WG_SIZE) {
+        let r = e / wpr;
+        let w = e - r * wpr;
+        if w < nw {
+            var word = 0u;
+            for (var j = 0u; j < 4u; j++) {
+                let b = 4u * w + j;
+                let p = b / CHANNELS;
+                word |= ((res[r * TW + p] >> ((b - p * CHANNELS) * 8u)) & 255u) << (j * 8u);
+            }
+            // p < nx (b < nw * 4 = nx * CHANNELS); the word lies in row y0 + r < rows, at
+            // most (x0 + nx) * CHANNELS / 4 <= row_words into it.
+            dst[(y0 + r) * row_words + x0 * CHANNELS / 4u + w] = word;
+        }
+    }
+}

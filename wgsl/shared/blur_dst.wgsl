@@ -1,0 +1,17 @@
+// blur_dst: a blur pass's output written a word (u32) at a time. Its twin blur_dst_vec4
+// writes the one-word-a-lane format (FMT_WIDE) a vec4 at a time.
+
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+
+// Sets word i of the output.
+fn dst_word(i: u32, v: u32) {
+    dst[i] = v;
+}
+
+// Sets words i to i + 3 of the output: a FMT_WIDE pixel.
+fn dst_wide(i: u32, v: vec4<u32>) {
+    dst[i] = v.x;
+    dst[i + 1u] = v.y;
+    dst[i + 2u] = v.z;
+    dst[i + 3u] = v.w;
+}

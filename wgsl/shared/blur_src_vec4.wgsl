@@ -1,0 +1,17 @@
+// blur_src_vec4: a blur pass's input as vec4s, for passes that read the one-word-a-lane
+// format (FMT_WIDE): a pixel in one 16-byte load, not four 4-byte ones. A FMT_WIDE pixel
+// starts on a vec4 (the host's word offsets of such buffers are multiples of 4: their rows
+// are whole pixels of 16 bytes, bound at offsets aligned to at least 16 bytes or at the row
+// itself). Its twin is blur_src.
+
+@group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
+
+// Word i of the input.
+fn src_word(i: u32) -> u32 {
+    return src[i >> 2u][i & 3u];
+}
+
+// Words i to i + 3 of the input, i a multiple of 4: a FMT_WIDE pixel.
+fn src_wide(i: u32) -> vec4<u32> {
+    return src[i >> 2u];
+}
