@@ -329,6 +329,14 @@ unsafe fn row_pass<const C: usize, const K: usize>(
         mask[2 * i + 1] = 2 * lane + 1;
     }
     let mask = _mm256_loadu_si256(mask.as_ptr().cast());
+    // Lane 8 + i of a vector adds lane 8 - C + i % C of its low half (`prefix_lanes`).
+    let mut cross = [0u8; 32];
+    for i in 0..16 {
+        let lane = (8 - C + (i % 8) % C) as u8;
+        cross[2 * i] = 2 * lane;
+        cross[2 * i + 1] = 2 * lane + 1;
+    }
+    let cross = _mm256_loadu_si256(cross.as_ptr().cast());
     let round = RowRound::new(bx);
     let pp: [*mut u16; K] = std::array::from_fn(|k| prefix.as_mut_ptr().add(k * len));
     // Lane i starts from the sums of sample jl + i's channel so far.
@@ -345,13 +353,8 @@ unsafe fn row_pass<const C: usize, const K: usize>(
     while j + 16 <= jr {
         for k in 0..K {
             let at = rows[k].as_ptr().offset((base + j as i64) as isize);
-            let mut x = _mm256_cvtepu8_epi16(_mm_loadu_si128(at.cast()));
-            let mut s = C;
-            while s < 16 {
-                x = _mm256_add_epi16(x, super::shift_lanes(x, s));
-                s *= 2;
-            }
-            x = _mm256_add_epi16(x, carry[k]);
+            let x = _mm256_cvtepu8_epi16(_mm_loadu_si128(at.cast()));
+            let x = _mm256_add_epi16(prefix_lanes::<C>(x, cross), carry[k]);
             _mm256_storeu_si256(pp[k].add(j).cast(), x);
             carry[k] = _mm256_shuffle_epi8(_mm256_permute2x128_si256(x, x, 0x11), mask);
             if j >= off {
@@ -390,6 +393,30 @@ unsafe fn row_pass<const C: usize, const K: usize>(
             t += 16;
         }
     }
+}
+
+/// The running sums of 16 u16 lanes of C-channel pixels, per channel (lane i the sum of lanes
+/// i, i - C, i - 2C, ... down to 0): within each 128-bit half in log steps of in-lane shifts,
+/// then the low half's last pixel's sums added to the high half (`cross` picks, for lane
+/// 8 + i, lane 8 - C + i % C of the low half, the last of lane 8 + i's channel).
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn prefix_lanes<const C: usize>(x: __m256i, cross: __m256i) -> __m256i {
+    let x = match C {
+        1 => {
+            let x = _mm256_add_epi16(x, _mm256_slli_si256::<2>(x));
+            let x = _mm256_add_epi16(x, _mm256_slli_si256::<4>(x));
+            _mm256_add_epi16(x, _mm256_slli_si256::<8>(x))
+        }
+        3 => {
+            let x = _mm256_add_epi16(x, _mm256_slli_si256::<6>(x));
+            _mm256_add_epi16(x, _mm256_slli_si256::<12>(x))
+        }
+        _ => unreachable!("gray or RGB"),
+    };
+    // The low half moved to the high one, zeros below.
+    let low = _mm256_permute2x128_si256::<0x08>(x, x);
+    _mm256_add_epi16(x, _mm256_shuffle_epi8(low, cross))
 }
 
 /// `Box8::row_one` on 16 lanes, its constants in vectors.
