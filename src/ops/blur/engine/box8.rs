@@ -113,10 +113,17 @@ impl Box8 {
     }
 
     /// The column pass's output for the window sums A and B of the high and low bytes.
-    #[inline(always)]
+    #[cfg(test)]
     fn col_one(&self, a: u16, b: u16) -> u8 {
-        let z = a as u32 + ((b as u32 + self.half_d as u32) >> 8);
-        self.col.one(z) as u8
+        self.col_biased(a + self.col.add, b + self.half_d)
+    }
+
+    /// `col_one` from the sums as the column pass keeps them, biased:
+    /// A' = A + `col.add` and B' = B + 128 n (at most 255 n + 1 and 383 n, so u16 still).
+    #[inline(always)]
+    fn col_biased(&self, a: u16, b: u16) -> u8 {
+        let z = a as u32 + (b as u32 >> 8);
+        ((z * self.col.mul as u32) >> (16 + self.col.shift)) as u8
     }
 }
 
@@ -215,10 +222,11 @@ pub(super) fn tile(
     // The window sums at y0: rows y0 - r ..= y0 + r, clamped, as counts of distinct rows.
     let (lo, hi) = (y0 as i64 - r as i64, y0 as i64 + r as i64);
     fill(sc, clamp(hi));
+    // The sums start at their biases (`Box8::col_biased`).
     sc.a.clear();
-    sc.a.resize(seg, 0);
+    sc.a.resize(seg, bx.col.add);
     sc.b.clear();
-    sc.b.resize(seg, 0);
+    sc.b.resize(seg, bx.half_d);
     for y in clamp(lo)..=clamp(hi) {
         let times = ((y as i64 == 0) as i64 * (-lo).max(0)
             + (y == h - 1) as i64 * (hi - (h as i64 - 1)).max(0)
@@ -464,8 +472,8 @@ impl RowRound {
 
 /// Output rows of the column pass, each given as (add, sub, out): the window sums `a` (high
 /// bytes) and `b` (low bytes) gain the intermediate row `add` and lose `sub` (wrapping u16:
-/// the true sums fit), and `out` = floor((A + floor((B + 128 n) / 256)) / n) (the module's
-/// header), one row after the other; along the row segment 16 samples at a time, the sums in
+/// the true sums fit; both biased as `Box8::col_biased` says), and `out` =
+/// floor((A + floor((B + 128 n) / 256)) / n) (the module's header), one row after the other; along the row segment 16 samples at a time, the sums in
 /// registers from row to row. Every row is `a.len()` samples long.
 #[target_feature(enable = "avx2")]
 unsafe fn column_rows(
@@ -477,8 +485,6 @@ unsafe fn column_rows(
     let n = a.len();
     assert!(b.len() == n);
     let low = _mm256_set1_epi16(0xff);
-    let half_d = _mm256_set1_epi16(bx.half_d as i16);
-    let cadd = _mm256_set1_epi16(bx.col.add as i16);
     let cmul = _mm256_set1_epi16(bx.col.mul as i16);
     let cpost = _mm_cvtsi32_si128(bx.col.shift as i32);
     let (qa, qb) = (a.as_mut_ptr(), b.as_mut_ptr());
@@ -496,8 +502,8 @@ unsafe fn column_rows(
             _mm256_add_epi16(*sb, _mm256_and_si256(x, low)),
             _mm256_and_si256(y, low),
         );
-        let z = _mm256_add_epi16(*sa, _mm256_srli_epi16(_mm256_add_epi16(*sb, half_d), 8));
-        _mm256_srl_epi16(mulhi(_mm256_add_epi16(z, cadd), cmul), cpost)
+        let z = _mm256_add_epi16(*sa, _mm256_srli_epi16(*sb, 8));
+        _mm256_srl_epi16(mulhi(z, cmul), cpost)
     };
     let mut i = 0;
     while i + 32 <= n {
@@ -522,7 +528,7 @@ unsafe fn column_rows(
             let (x, y) = (*add.add(i), *sub.add(i));
             a[i] = a[i].wrapping_add(x >> 8).wrapping_sub(y >> 8);
             b[i] = b[i].wrapping_add(x & 0xff).wrapping_sub(y & 0xff);
-            *out.add(i) = bx.col_one(a[i], b[i]);
+            *out.add(i) = bx.col_biased(a[i], b[i]);
         }
     }
 }
