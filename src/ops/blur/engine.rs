@@ -503,14 +503,11 @@ fn blur_once_into<T: Sample, M: Sample, O: Sample>(
         }
         _ => None,
     };
+    #[cfg(target_arch = "x86_64")]
+    let box8_rows = box8.map(|_| box8::Box8::ring_rows(r, h));
     #[cfg(not(target_arch = "x86_64"))]
-    let box8: Option<()> = None;
-    let ring_rows = match (gauss, box8.is_some()) {
-        (true, _) => (2 * r + 1).min(h),
-        #[cfg(target_arch = "x86_64")]
-        (false, true) => box8::Box8::ring_rows(r, h),
-        _ => (2 * r + 2).min(h),
-    };
+    let box8_rows = None;
+    let ring_rows = box8_rows.unwrap_or(if gauss { 2 * r + 1 } else { 2 * r + 2 }.min(h));
     let plan = Plan {
         geo: *geo,
         weights,
@@ -561,6 +558,7 @@ fn blur_once_into<T: Sample, M: Sample, O: Sample>(
 }
 
 /// Whether `A` is the type `B`.
+#[cfg(target_arch = "x86_64")]
 fn is<A: 'static, B: 'static>() -> bool {
     std::any::TypeId::of::<A>() == std::any::TypeId::of::<B>()
 }
