@@ -2,7 +2,8 @@
 //! reads the samples as they are, its running sums, window sums and rounding in u16 lanes; the
 //! column pass slides two u16 sums per sample and divides with 16-bit multiplies. The same
 //! bits as `reference` (docs/blur.md, "The native CPU engine"), where `Box8::new` finds
-//! constants that make every step exact; elsewhere the engine's other paths run.
+//! constants that make every step exact (radii up to 85); elsewhere the engine's other paths
+//! run.
 //!
 //! With n = 2r + 1 and F = 8 (docs/blur.md, "Box"), a row window sum S <= 255 n becomes
 //! h = floor((256 S + floor(n / 2)) / n) <= 65280, and a column window sum T of h values
@@ -11,7 +12,11 @@
 //! - Row: with k = floor(256 / n) and m = 256 - k n, 256 S + floor(n / 2) =
 //!   n k S + (m S + floor(n / 2)), so h = k S + floor((m S + floor(n / 2)) / n), and the
 //!   second term's dividend is at most 255 m n + floor(n / 2): where that fits 16 bits (every
-//!   n up to 25, and 31, 51, 63, 85, 127 among the others) one `Magic16` divides it.
+//!   n up to 25, and 31, 51, 63, 85, 127 among the others) one `Magic16` divides it. Elsewhere
+//!   S = q n + rho with q = floor(S / n) (a `Magic16`, S < 2^16), and
+//!   256 S + floor(n / 2) = 256 n q + (256 rho + floor(n / 2)), so
+//!   h = 256 q + floor((256 rho + floor(n / 2)) / n), whose dividend is below 256 n (a third
+//!   `Magic16`, for n up to 255).
 //! - Column: every h splits into its bytes, h = 256 a + b (a, b <= 255), so T = 256 A + B with
 //!   A and B the window sums of the a and b, each at most 255 n, kept in u16 lanes. Then
 //!   floor((T + 128 n) / 256) = A + floor((B + 128 n) / 256) (256 A is a multiple of 256; B +
@@ -78,9 +83,12 @@ pub(super) struct Box8 {
     /// floor(256 / n) and 256 - n floor(256 / n).
     k: u16,
     m: u16,
-    /// floor(n / 2), added to m S before `row` divides by n.
+    /// floor(n / 2), added to m S (or 256 rho) before `row` divides by n.
     half_n: u16,
     row: Magic16,
+    /// Where m S + floor(n / 2) may pass 16 bits: floor(S / n), for the other split.
+    quot: Option<Magic16>,
+    n: u16,
     /// 128 n, added to B.
     half_d: u16,
     col: Magic16,
@@ -94,13 +102,22 @@ impl Box8 {
             return None;
         }
         let (k, m) = (256 / n, 256 % n);
-        let row = Magic16::new(n, 255 * m * n + n / 2)?;
+        // The first split where its dividend fits, else the second (the module's header).
+        let (row, quot) = match Magic16::new(n, 255 * m * n + n / 2) {
+            Some(row) => (row, None),
+            None => (
+                Magic16::new(n, 256 * (n - 1) + n / 2)?,
+                Some(Magic16::new(n, 255 * n)?),
+            ),
+        };
         let col = Magic16::new(n, 255 * n + (255 * n + 128 * n) / 256)?;
         Some(Box8 {
             k: k as u16,
             m: m as u16,
             half_n: (n / 2) as u16,
             row,
+            quot,
+            n: n as u16,
             half_d: (128 * n) as u16,
             col,
         })
@@ -109,7 +126,14 @@ impl Box8 {
     /// The row pass's output for one window sum S.
     #[inline(always)]
     fn row_one(&self, s: u32) -> u16 {
-        (self.k as u32 * s + self.row.one(self.m as u32 * s + self.half_n as u32)) as u16
+        let half = self.half_n as u32;
+        (match self.quot {
+            None => self.k as u32 * s + self.row.one(self.m as u32 * s + half),
+            Some(quot) => {
+                let q = quot.one(s);
+                256 * q + self.row.one(256 * (s - q * self.n as u32) + half)
+            }
+        }) as u16
     }
 
     /// The column pass's output for the window sums A and B of the high and low bytes.
@@ -430,6 +454,9 @@ unsafe fn prefix_lanes<const C: usize>(x: __m256i, cross: __m256i) -> __m256i {
 /// `Box8::row_one` on 16 lanes, its constants in vectors.
 #[derive(Clone, Copy)]
 struct RowRound {
+    /// The second split: floor(S / n) as (add, mul, shift), and n.
+    quot: Option<(__m256i, __m256i, __m128i)>,
+    n: __m256i,
     /// k and m as shifts where both are the same power of two (r = 15: both 8), else None.
     shift: Option<__m128i>,
     k: __m256i,
@@ -444,6 +471,14 @@ impl RowRound {
     unsafe fn new(bx: &Box8) -> RowRound {
         let same_pow2 = bx.k == bx.m && bx.k.is_power_of_two();
         RowRound {
+            quot: bx.quot.map(|q| {
+                (
+                    _mm256_set1_epi16(q.add as i16),
+                    _mm256_set1_epi16(q.mul as i16),
+                    _mm_cvtsi32_si128(q.shift as i32),
+                )
+            }),
+            n: _mm256_set1_epi16(bx.n as i16),
             shift: same_pow2.then(|| _mm_cvtsi32_si128(bx.k.trailing_zeros() as i32)),
             k: _mm256_set1_epi16(bx.k as i16),
             m: _mm256_set1_epi16(bx.m as i16),
@@ -457,6 +492,14 @@ impl RowRound {
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn apply(&self, s: __m256i) -> __m256i {
+        if let Some((add, mul, post)) = self.quot {
+            // h = 256 q + floor((256 rho + floor(n / 2)) / n), S = q n + rho.
+            let q = _mm256_srl_epi16(mulhi(_mm256_add_epi16(s, add), mul), post);
+            let rho = _mm256_sub_epi16(s, _mm256_mullo_epi16(q, self.n));
+            let y = _mm256_add_epi16(_mm256_slli_epi16::<8>(rho), self.add);
+            let q2 = _mm256_srl_epi16(mulhi(y, self.mul), self.post);
+            return _mm256_add_epi16(_mm256_slli_epi16::<8>(q), q2);
+        }
         let (ks, ms) = match self.shift {
             Some(sh) => {
                 let v = _mm256_sll_epi16(s, sh);
@@ -583,8 +626,6 @@ mod tests {
                 }
             }
         }
-        for r in [0, 1, 2, 3, 5, 7, 10, 12, 15, 25, 31, 42, 63] {
-            assert!(radii.contains(&r), "no Box8 for r={r}: {radii:?}");
-        }
+        assert_eq!(radii, (0..=85).collect::<Vec<_>>(), "radii with a Box8");
     }
 }
