@@ -10,6 +10,8 @@ pub mod cli;
 pub mod gpu;
 pub mod io;
 pub mod ops;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 pub mod tune;
 
 /// An error in how gpukit was called (a bad flag value, conflicting options) rather than in

@@ -3,6 +3,9 @@
 //! lanes with `pmaddwd` as libjpeg-turbo's jfdctint-avx2.asm and jquanti-avx2.asm do (the
 //! same integers: every product and sum there fits its lane).
 
+#[cfg(target_arch = "x86_64")]
+use crate::simd::mulhi_epu16;
+
 /// jfdctint.c's constants, FIX(x) = round(x * 2^13).
 const CONST_BITS: i32 = 13;
 const PASS1_BITS: i32 = 2;
@@ -281,28 +284,6 @@ pub(super) unsafe fn block_row_avx2(
             _mm256_storeu_si256(dst.add(k), acc);
         }
     }
-}
-
-/// `_mm256_mulhi_epu16` as the one instruction: the intrinsic is written as 32-bit
-/// arithmetic that LLVM lowers to `vpmulhuw` only where it sees both operands' widening in
-/// the same block; with the divisors' widening hoisted out of the loop it made 32-bit lanes
-/// of them instead (twice the multiplies, and packs).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-unsafe fn mulhi_epu16(
-    a: std::arch::x86_64::__m256i,
-    b: std::arch::x86_64::__m256i,
-) -> std::arch::x86_64::__m256i {
-    let r;
-    std::arch::asm!(
-        "vpmulhuw {r}, {a}, {b}",
-        r = lateout(ymm_reg) r,
-        a = in(ymm_reg) a,
-        b = in(ymm_reg) b,
-        options(pure, nomem, nostack, preserves_flags),
-    );
-    r
 }
 
 /// For zigzag positions 16k to 16k + 15 (register k of a block in zigzag order) and the

@@ -26,6 +26,7 @@
 use std::arch::x86_64::*;
 
 use super::{Geometry, OutPtr, Plan};
+use crate::simd::mulhi_epu16 as mulhi;
 
 /// floor(y / d) = ((y + add) * mul) >> (16 + shift) for every y up to the bound it was made
 /// for, in 16-bit lanes: `_mm256_mulhi_epu16` and a shift.
@@ -283,25 +284,6 @@ pub(super) fn tile(
         unsafe { column_rows(bx, &rows, &mut sc.a, &mut sc.b) };
         y += k;
     }
-}
-
-/// `_mm256_mulhi_epu16` as the one instruction it names. The intrinsic is written as a widening
-/// multiply that LLVM matches back to `vpmulhuw`, but in a loop with a constant operand it
-/// hoists that operand's widening out of the loop and then multiplies 32-bit lanes: twice the
-/// multiplies, and packs (measured: the row pass took half again as long).
-#[target_feature(enable = "avx2")]
-#[inline]
-unsafe fn mulhi(a: __m256i, b: __m256i) -> __m256i {
-    let r;
-    // SAFETY: the caller runs on AVX2; the instruction touches only these registers.
-    std::arch::asm!(
-        "vpmulhuw {r}, {a}, {b}",
-        r = lateout(ymm_reg) r,
-        a = in(ymm_reg) a,
-        b = in(ymm_reg) b,
-        options(pure, nomem, nostack, preserves_flags),
-    );
-    r
 }
 
 /// The row pass of K rows' segments into `dst` (their intermediate h, C samples a pixel, `seg`
