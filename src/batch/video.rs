@@ -567,22 +567,20 @@ pub fn blur_frames(
     let saving = model.saving(costs, frames);
     env.estimate(saving);
     let bridge = bridge && saving >= crate::gpu::SMALL_JOB;
-    blur_stream(env, stream, (luma, chroma), out, (verbose, bridge))
+    blur_stream(env, stream, format, (luma, chroma), out, (verbose, bridge))
 }
 
-/// `blur` on a stream on the engine `env` opens: with `bridge`, the native CPU engine blurs
-/// the first frames while it opens ([`bridge_opening`]); notes of that with `verbose`.
+/// `blur` on a stream of frames of `format` on the engine `env` opens: with `bridge`, the
+/// native CPU engine blurs the first frames while it opens ([`bridge_opening`]); notes of
+/// that with `verbose`.
 fn blur_stream(
     env: &dyn Env,
     mut stream: Stream,
+    format: VideoFormat,
     (luma, chroma): (BlurOptions, BlurOptions),
     out: &mut dyn Write,
     (verbose, bridge): (bool, bool),
 ) -> Result<Ran> {
-    let format = stream
-        .video_format()
-        .cloned()
-        .expect("blur streams are video frames");
     let started = Instant::now();
     let mut writer = VideoWriter::new(out, &format);
     // The planes written go back to the reader for the frames to come.
@@ -974,7 +972,16 @@ mod tests {
         let luma = BlurOptions::new(crate::ops::blur::Kind::Box, 3, 1);
         let chroma = BlurOptions::new(crate::ops::blur::Kind::Box, 2, 1);
         let mut out = Vec::new();
-        let ran = blur_stream(&env, stream, (luma, chroma), &mut out, (true, true)).unwrap();
+        let streamed = stream.video_format().cloned().unwrap();
+        let ran = blur_stream(
+            &env,
+            stream,
+            streamed,
+            (luma, chroma),
+            &mut out,
+            (true, true),
+        )
+        .unwrap();
         assert_eq!(ran.frames, frames);
         let notes = env.notes.lock().unwrap().clone();
         let bridged: u64 = notes
