@@ -157,6 +157,35 @@ fn an_ordinary_user_replaces_and_creates_files() {
     assert_eq!(names(d), ["in.json", "new.json", "old.json"]);
 }
 
+// `--fsync` (or GPUKIT_FSYNC) flushes each file before naming it: the same files, created
+// and replaced, and nothing else left in the folder.
+#[test]
+fn fsync_writes_the_same_files() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::write(d.join("in.json"), SCAN_IN).unwrap();
+    std::fs::write(d.join("old.json"), "old").unwrap();
+    for (out, flag, env) in [
+        ("old.json", Some("--fsync"), None),
+        ("new.json", None, Some("1")),
+    ] {
+        let mut cmd = gpukit();
+        cmd.current_dir(d);
+        if let Some(v) = env {
+            cmd.env("GPUKIT_FSYNC", v);
+        }
+        cmd.args(flag)
+            .args(["--backend", "cpu", "scan", "in.json", "-o", out]);
+        let r = cmd.output().unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        assert_eq!(
+            scan_json(&std::fs::read_to_string(d.join(out)).unwrap()),
+            SCAN_OUT
+        );
+    }
+    assert_eq!(names(d), ["in.json", "new.json", "old.json"]);
+}
+
 // A symlink at the output path used to be replaced by a file; its target must be replaced
 // (atomically, beside the target) and the link kept, also when the target is missing.
 #[test]

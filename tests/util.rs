@@ -78,6 +78,7 @@ pub fn gpukit() -> Command {
         .env_remove("GPUKIT_BACKEND")
         .env_remove("GPUKIT_TUNE_CACHE")
         .env_remove("GPUKIT_PIPELINE_CACHE")
+        .env_remove("GPUKIT_FSYNC")
         .env(
             "XDG_CACHE_HOME",
             Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-cache"),

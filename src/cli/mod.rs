@@ -113,6 +113,12 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "GPUKIT_MAX_IMAGE_BYTES", value_name = "SIZE",
           default_value = "2GiB", value_parser = crate::io::image::parse_byte_size)]
     pub max_image_bytes: u64,
+    /// Flush each output file to disk (fsync) before naming it, so that a crash of the
+    /// system or a power loss cannot leave a named file whose data is not on disk. Without
+    /// it a stopped or killed gpukit still leaves the old file or the whole new one.
+    #[arg(long, global = true, env = "GPUKIT_FSYNC",
+          value_parser = clap::builder::FalseyValueParser::new())]
+    pub fsync: bool,
     /// Colour on stderr. `auto` means on a terminal, unless NO_COLOR is set.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
@@ -186,6 +192,7 @@ where
         Err(e) => return clap_error(e),
     };
     term::init_color(cli.global.color);
+    crate::io::output::set_fsync(cli.global.fsync);
     start_worker_threads()?;
     let ctx = Ctx::new(cli.global);
     match cli.command {

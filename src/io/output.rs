@@ -571,8 +571,31 @@ fn write_named(name: &str, target: &Path, keep: Option<&Keep>, bytes: &[u8]) -> 
     result
 }
 
-/// Gives the finished file the kept permissions (and, best effort, owner) and flushes it to
-/// disk, so the rename never exposes a file whose data is not there yet.
+/// Whether each finished file is flushed to disk (`fsync`) before it is named: off unless
+/// [`set_fsync`] turned it on (`gpukit --fsync`).
+static FSYNC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Flush every file written from now on to disk before naming it, so that even a crash of
+/// the system or a power loss leaves the old file or the whole new one, never a named file
+/// whose data is not on disk yet. Off by default, as in `cp`, ImageMagick, vips and OpenCV:
+/// a stopped or killed gpukit leaves no half-written file either way (docs/cli.md, "Writing
+/// outputs"), and the flushes cost a batch of photos a tenth of its time or more
+/// (docs/BENCHMARKS.md).
+pub fn set_fsync(on: bool) {
+    FSYNC.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// `fsync` where [`set_fsync`] asked for it.
+fn flush_to_disk(file: &File) -> io::Result<()> {
+    match FSYNC.load(std::sync::atomic::Ordering::Relaxed) {
+        true => file.sync_all(),
+        false => Ok(()),
+    }
+}
+
+/// Gives the finished file the kept permissions (and, best effort, owner) and, where
+/// [`set_fsync`] asked for it, flushes it to disk, so the rename never exposes a file whose
+/// data is not there yet.
 fn finish(file: &File, keep: Option<&Keep>) -> io::Result<()> {
     // A new file has 0666 less the umask, as `open` gives it.
     if let Some(k) = keep {
@@ -585,7 +608,7 @@ fn finish(file: &File, keep: Option<&Keep>) -> io::Result<()> {
             Some(rustix::fs::Gid::from_raw(k.owner.1)),
         );
     }
-    file.sync_all()
+    flush_to_disk(file)
 }
 
 /// Runs `f` on a buffered `sink`; a failed write becomes `NAME: cannot write: REASON`, and
@@ -801,7 +824,7 @@ mod linux {
                 Some(rustix::fs::Uid::from_raw(meta.uid())),
                 Some(rustix::fs::Gid::from_raw(meta.gid())),
             );
-            out.sync_all()
+            super::flush_to_disk(&out)
         })();
         if r.is_err() {
             let _ = std::fs::remove_file(to);
