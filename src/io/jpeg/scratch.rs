@@ -4,6 +4,8 @@
 
 use std::cell::RefCell;
 
+use crate::io::image::recycle;
+
 /// At most this many buffers of each kind wait on a thread.
 const KEEP: usize = 8;
 
@@ -14,41 +16,67 @@ thread_local! {
 
 /// A buffer of `n` bytes (contents unspecified: the caller writes every one).
 pub(super) fn bytes(n: usize) -> Vec<u8> {
-    match BYTES.with(|b| b.borrow_mut().pop()) {
-        Some(mut v) => {
-            v.resize(n, 0);
-            v
-        }
-        // Zeroed by the allocator (fresh pages from the kernel), not by a pass over them.
-        None => vec![0; n],
-    }
+    BYTES.with(|b| take(&mut b.borrow_mut(), n))
 }
 
 pub(super) fn give_bytes(v: Vec<u8>) {
-    BYTES.with(|b| {
-        let mut b = b.borrow_mut();
-        if b.len() < KEEP {
-            b.push(v);
-        }
-    });
+    BYTES.with(|b| give(&mut b.borrow_mut(), v));
 }
 
 /// `n` blocks (contents unspecified: the caller writes every one).
 pub(super) fn blocks(n: usize) -> Vec<[i16; 64]> {
-    match BLOCKS.with(|b| b.borrow_mut().pop()) {
-        Some(mut v) => {
-            v.resize(n, [0; 64]);
-            v
-        }
-        None => vec![[0; 64]; n],
-    }
+    BLOCKS.with(|b| take(&mut b.borrow_mut(), n))
 }
 
 pub(super) fn give_blocks(v: Vec<[i16; 64]>) {
-    BLOCKS.with(|b| {
-        let mut b = b.borrow_mut();
-        if b.len() < KEEP {
-            b.push(v);
+    BLOCKS.with(|b| give(&mut b.borrow_mut(), v));
+}
+
+/// The waiting buffer with the smallest capacity that holds `n` (a frame's luma and chroma
+/// planes take buffers of different sizes: each gets one of its own size back, and no buffer
+/// grows), at length `n`; else a fresh one, zeroed by the allocator (fresh pages from the
+/// kernel, huge where the system allows), not by a pass over it.
+fn take<T: bytemuck::Zeroable + Copy>(waiting: &mut Vec<Vec<T>>, n: usize) -> Vec<T> {
+    let best = (0..waiting.len())
+        .filter(|&i| waiting[i].capacity() >= n)
+        .min_by_key(|&i| waiting[i].capacity());
+    match best {
+        Some(i) => {
+            let mut v = waiting.swap_remove(i);
+            v.resize(n, T::zeroed());
+            v
         }
-    });
+        None => recycle::fresh(n),
+    }
+}
+
+fn give<T>(waiting: &mut Vec<Vec<T>>, v: Vec<T>) {
+    if waiting.len() < KEEP {
+        waiting.push(v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_size_takes_its_own_buffer_back_and_none_grows() {
+        // A frame's luma blocks and its chroma blocks given back, then asked for again in
+        // the same order: each request gets the buffer of its size, not the last given.
+        let mut waiting = Vec::new();
+        let (luma, chroma) = (recycle::fresh::<[i16; 64]>(4096), recycle::fresh(1024));
+        let (l, c) = (luma.as_ptr(), chroma.as_ptr());
+        give(&mut waiting, luma);
+        give(&mut waiting, chroma);
+        let luma = take(&mut waiting, 4096);
+        let chroma = take(&mut waiting, 1024);
+        assert_eq!((luma.as_ptr(), chroma.as_ptr()), (l, c));
+        assert_eq!((luma.len(), chroma.len()), (4096, 1024));
+        assert!(waiting.is_empty());
+        // Nothing waiting: a fresh buffer, all zeros.
+        let fresh: Vec<u8> = take(&mut Vec::new(), 5 << 20);
+        assert_eq!(fresh.len(), 5 << 20);
+        assert!(fresh.iter().all(|&b| b == 0));
+    }
 }
