@@ -143,8 +143,14 @@ fn an_ordinary_user_replaces_and_creates_files() {
     std::fs::write(d.join("in.json"), SCAN_IN).unwrap();
     std::fs::write(d.join("old.json"), "old").unwrap();
     std::fs::set_permissions(d.join("old.json"), std::fs::Permissions::from_mode(0o666)).unwrap();
+    scan_to_old_and_new(d, |_| gpukit_as_nobody());
+}
+
+/// `scan` of `d/in.json` into `d/old.json` (which exists) and `d/new.json` by the command
+/// `command` gives for each: the right values in both, and nothing else left in `d`.
+fn scan_to_old_and_new(d: &Path, command: impl Fn(&str) -> Command) {
     for out in ["old.json", "new.json"] {
-        let mut cmd = gpukit_as_nobody();
+        let mut cmd = command(out);
         cmd.current_dir(d)
             .args(["--backend", "cpu", "scan", "in.json", "-o", out]);
         let r = cmd.output().unwrap();
@@ -165,25 +171,15 @@ fn fsync_writes_the_same_files() {
     let d = dir.path();
     std::fs::write(d.join("in.json"), SCAN_IN).unwrap();
     std::fs::write(d.join("old.json"), "old").unwrap();
-    for (out, flag, env) in [
-        ("old.json", Some("--fsync"), None),
-        ("new.json", None, Some("1")),
-    ] {
+    // `--fsync` for the file replaced, GPUKIT_FSYNC=1 for the one created.
+    scan_to_old_and_new(d, |out| {
         let mut cmd = gpukit();
-        cmd.current_dir(d);
-        if let Some(v) = env {
-            cmd.env("GPUKIT_FSYNC", v);
-        }
-        cmd.args(flag)
-            .args(["--backend", "cpu", "scan", "in.json", "-o", out]);
-        let r = cmd.output().unwrap();
-        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-        assert_eq!(
-            scan_json(&std::fs::read_to_string(d.join(out)).unwrap()),
-            SCAN_OUT
-        );
-    }
-    assert_eq!(names(d), ["in.json", "new.json", "old.json"]);
+        match out {
+            "old.json" => cmd.arg("--fsync"),
+            _ => cmd.env("GPUKIT_FSYNC", "1"),
+        };
+        cmd
+    });
 }
 
 // A symlink at the output path used to be replaced by a file; its target must be replaced
