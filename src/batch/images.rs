@@ -338,9 +338,17 @@ pub fn run(
     // `-o`'s output is created before the work, so an unwritable place fails before any
     // decoding; removed on any error, it leaves nothing behind.
     // `--overwrite` lets an output replace its input; any other input is refused.
-    let create = |p: &Path| match out.overwrite {
-        true => PendingFile::create_over_input(p),
-        false => PendingFile::create(p),
+    // `--skip-existing` counts an output that exists as done, so its outputs are flushed to
+    // disk before they are named: a crash of the system cannot leave one named but empty.
+    let create = |p: &Path| {
+        let file = match out.overwrite {
+            true => PendingFile::create_over_input(p),
+            false => PendingFile::create(p),
+        }?;
+        Ok::<_, anyhow::Error>(match out.skip_existing {
+            true => file.durable(),
+            false => file,
+        })
     };
     // `IN -o IN` (`blur IN -o IN`) replaces its one input on purpose (docs/cli.md).
     let named = match &out.output {

@@ -5,10 +5,11 @@
 //! On Linux a regular file's data goes into an unnamed `O_TMPFILE` file in the target's
 //! folder and gets a name only at the end (linked straight to the target when it is new, or
 //! linked beside it and renamed over it; copied there where it cannot be linked), so a
-//! crash or `kill -9` leaves nothing. Elsewhere,
-//! and on filesystems without `O_TMPFILE`, the encoded bytes are kept in memory and a named
-//! temporary file exists only while they are written and renamed. SIGINT, SIGTERM and SIGHUP
-//! remove such a named file before gpukit dies of the signal.
+//! crash of gpukit or `kill -9` leaves nothing. Elsewhere, and on filesystems without
+//! `O_TMPFILE`, the encoded bytes are kept in memory and a named temporary file exists only
+//! while they are written and renamed. SIGINT, SIGTERM and SIGHUP remove such a named file
+//! before gpukit dies of the signal. Flushing the data to disk before the name is given, for a
+//! crash of the system, is asked for (`set_fsync`, `PendingFile::durable`), not done always.
 //!
 //! Every input a command reads is noted here ([`note_input`]), and every output goes through
 //! [`PendingFile`], which refuses a path that is one of them (by device and inode, however it
@@ -40,6 +41,9 @@ enum Kind {
         /// The user allowed replacing an input (`--overwrite`); else an input found at
         /// `target` when committing is refused.
         over_input: bool,
+        /// Flushed to disk before it is named, whatever [`set_fsync`] says
+        /// ([`PendingFile::durable`]).
+        durable: bool,
     },
     /// A character or block device or a FIFO: opened for writing at commit, written through.
     Through {
@@ -94,6 +98,16 @@ impl PendingFile {
             *over_input = true;
         }
         Ok(p)
+    }
+
+    /// This output flushed to disk (with its folder) before it is named, as every output is
+    /// under [`set_fsync`]: for outputs whose mere presence later counts as done (`--skip-existing`
+    /// resuming a batch), which a crash of the system must not leave named but empty.
+    pub fn durable(mut self) -> Self {
+        if let Kind::Replace { durable, .. } = &mut self.kind {
+            *durable = true;
+        }
+        self
     }
 
     fn create_unchecked(path: &Path) -> Result<Self> {
@@ -203,22 +217,26 @@ impl PendingFile {
                 keep,
                 staging,
                 over_input,
+                durable,
             } => match staging {
                 // An input noted after the output was created (read later in the run).
                 _ if !over_input && input_at(&target).is_some() => refuse_input(&path),
                 #[cfg(target_os = "linux")]
                 Staging::Unnamed(mut file) => {
+                    let sync = durable || fsync_all();
                     write_to(&name, &mut file, f)?;
-                    finish(&file, keep.as_ref()).map_err(|e| write_error(&name, e))?;
-                    linux::link_into_place(&file, &target).map_err(|e| {
+                    finish(&file, keep.as_ref(), sync).map_err(|e| write_error(&name, e))?;
+                    linux::link_into_place(&file, &target, sync).map_err(|e| {
                         anyhow::Error::new(e)
                             .context(format!("{name}: cannot put the finished file in place"))
-                    })
+                    })?;
+                    flush_folder(&target, sync);
+                    Ok(())
                 }
                 Staging::Memory => {
                     let mut bytes = Vec::new();
                     f(&mut bytes)?;
-                    write_named(&name, &target, keep.as_ref(), &bytes)
+                    write_named(&name, &target, keep.as_ref(), &bytes, durable)
                 }
             },
         }
@@ -475,6 +493,7 @@ fn replace(path: &Path, meta: Option<std::fs::Metadata>) -> Result<Kind> {
         keep,
         staging,
         over_input: false,
+        durable: false,
     })
 }
 
@@ -546,7 +565,17 @@ fn named_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
 
 /// Writes `bytes` into a named temporary file beside `target` and renames it over `target`.
 /// The registry stays locked meanwhile, so a signal waits for the rename (or the removal).
-fn write_named(name: &str, target: &Path, keep: Option<&Keep>, bytes: &[u8]) -> Result<()> {
+/// The file is closed, and the close checked, before the rename: on the filesystems that
+/// take this path (NFS, FUSE: no `O_TMPFILE`), a write error (quota, a full disk) may only
+/// show at the close.
+fn write_named(
+    name: &str,
+    target: &Path,
+    keep: Option<&Keep>,
+    bytes: &[u8],
+    durable: bool,
+) -> Result<()> {
+    let sync = durable || fsync_all();
     let dir = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -558,7 +587,8 @@ fn write_named(name: &str, target: &Path, keep: Option<&Keep>, bytes: &[u8]) -> 
     names.push(temp.clone());
     let result = file
         .write_all(bytes)
-        .and_then(|()| finish(&file, keep))
+        .and_then(|()| finish(&file, keep, sync))
+        .and_then(|()| close_checked(file))
         .map_err(|e| write_error(name, e))
         .and_then(|()| {
             std::fs::rename(&temp, target)
@@ -566,37 +596,72 @@ fn write_named(name: &str, target: &Path, keep: Option<&Keep>, bytes: &[u8]) -> 
         });
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
+    } else {
+        flush_folder(target, sync);
     }
     names.retain(|p| p != &temp);
     result
 }
 
-/// Whether each finished file is flushed to disk (`fsync`) before it is named: off unless
+/// Closes `file`, giving the error a close reports (which dropping a `File` ignores). Where
+/// there is no such close, the data is flushed instead, so that a late write error shows.
+fn close_checked(file: File) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::IntoRawFd;
+        let fd = file.into_raw_fd();
+        // SAFETY: `fd` was `file`'s, which gave up its ownership; it is closed exactly once.
+        // Linux closes the descriptor even when close reports EINTR.
+        if unsafe { libc::close(fd) } != 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    file.sync_all()
+}
+
+/// With `sync`, flushes the folder holding `target` too, so that the new name is on disk
+/// with the data. Best effort: the file is in place whatever this says.
+fn flush_folder(target: &Path, sync: bool) {
+    #[cfg(unix)]
+    if sync {
+        let dir = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (target, sync);
+}
+
+/// Whether every finished file is flushed to disk (`fsync`) before it is named: off unless
 /// [`set_fsync`] turned it on (`gpukit --fsync`).
 static FSYNC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Flush every file written from now on to disk before naming it, so that even a crash of
-/// the system or a power loss leaves the old file or the whole new one, never a named file
-/// whose data is not on disk yet. Off by default, as in `cp`, ImageMagick, vips and OpenCV:
-/// a stopped or killed gpukit leaves no half-written file either way (docs/cli.md, "Writing
-/// outputs"), and the flushes cost a batch of photos a tenth of its time or more
-/// (docs/BENCHMARKS.md).
+/// Flush every file written from now on to disk, and its folder, when naming it, so that a
+/// crash of the system or a power loss leaves the old file or the whole new one, never a
+/// named file whose data is not on disk yet. Off by default, as in `cp`, ImageMagick, vips
+/// and OpenCV: a stopped or killed gpukit leaves no half-written file either way (docs/cli.md,
+/// "Output paths"), and the flushes cost a batch of photos a tenth of its time or more
+/// (docs/BENCHMARKS.md). [`PendingFile::durable`] asks it of one output.
 pub fn set_fsync(on: bool) {
     FSYNC.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// `fsync` where [`set_fsync`] asked for it.
-fn flush_to_disk(file: &File) -> io::Result<()> {
-    match FSYNC.load(std::sync::atomic::Ordering::Relaxed) {
-        true => file.sync_all(),
-        false => Ok(()),
-    }
+fn fsync_all() -> bool {
+    FSYNC.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Gives the finished file the kept permissions (and, best effort, owner) and, where
-/// [`set_fsync`] asked for it, flushes it to disk, so the rename never exposes a file whose
-/// data is not there yet.
-fn finish(file: &File, keep: Option<&Keep>) -> io::Result<()> {
+/// Gives the finished file the kept permissions (and, best effort, owner) and, with `sync`,
+/// flushes it to disk, so the rename never exposes a file whose data is not there yet.
+fn finish(file: &File, keep: Option<&Keep>, sync: bool) -> io::Result<()> {
     // A new file has 0666 less the umask, as `open` gives it.
     if let Some(k) = keep {
         file.set_permissions(k.permissions.clone())?;
@@ -608,7 +673,14 @@ fn finish(file: &File, keep: Option<&Keep>) -> io::Result<()> {
             Some(rustix::fs::Gid::from_raw(k.owner.1)),
         );
     }
-    flush_to_disk(file)
+    match sync {
+        true => {
+            #[cfg(test)]
+            tests::SYNCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            file.sync_all()
+        }
+        false => Ok(()),
+    }
 }
 
 /// Runs `f` on a buffered `sink`; a failed write becomes `NAME: cannot write: REASON`, and
@@ -750,9 +822,10 @@ mod linux {
 
     /// Gives `file` the name `to`: linked straight there when `to` does not exist, else
     /// linked to a temporary name beside it and renamed over it. The registry of named
-    /// temporary files is held throughout, so a signal waits for the rename.
-    pub fn link_into_place(file: &File, to: &Path) -> io::Result<()> {
-        place(file, to, link)
+    /// temporary files is held throughout, so a signal waits for the rename. `sync`: a copy
+    /// made where linking fails is flushed to disk too.
+    pub fn link_into_place(file: &File, to: &Path, sync: bool) -> io::Result<()> {
+        place(file, to, sync, link)
     }
 
     /// [`link_into_place`] with the linking step given. Where linking fails (no /proc, a
@@ -760,6 +833,7 @@ mod linux {
     pub(super) fn place(
         file: &File,
         to: &Path,
+        sync: bool,
         link: impl Fn(&File, &Path) -> io::Result<()>,
     ) -> io::Result<()> {
         let mut names = super::registry();
@@ -775,7 +849,7 @@ mod linux {
         let base = to.file_name().unwrap_or_default().to_string_lossy();
         let temp = match beside(dir, &base, |t| link(file, t)) {
             Ok(t) => t,
-            Err(_) => beside(dir, &base, |t| copy(file, t))?,
+            Err(_) => beside(dir, &base, |t| copy(file, t, sync))?,
         };
         names.push(temp.clone());
         let r = std::fs::rename(&temp, to);
@@ -806,8 +880,9 @@ mod linux {
         Err(io::Error::other("no free temporary file name"))
     }
 
-    /// Copies the unnamed file's data, mode and (best effort) owner into the new file `to`.
-    fn copy(mut file: &File, to: &Path) -> io::Result<()> {
+    /// Copies the unnamed file's data, mode and (best effort) owner into the new file `to`
+    /// (flushed to disk with `sync`), and closes it, checking the close.
+    fn copy(mut file: &File, to: &Path, sync: bool) -> io::Result<()> {
         use std::io::{Seek, SeekFrom};
         use std::os::unix::fs::MetadataExt;
         let mut out = std::fs::OpenOptions::new()
@@ -824,8 +899,12 @@ mod linux {
                 Some(rustix::fs::Uid::from_raw(meta.uid())),
                 Some(rustix::fs::Gid::from_raw(meta.gid())),
             );
-            super::flush_to_disk(&out)
-        })();
+            match sync {
+                true => out.sync_all(),
+                false => Ok(()),
+            }
+        })()
+        .and_then(|()| super::close_checked(out));
         if r.is_err() {
             let _ = std::fs::remove_file(to);
         }
@@ -913,19 +992,51 @@ mod tests {
         assert_eq!(entries(dir.path()), ["link.txt", "real.txt"]);
     }
 
+    /// Files flushed to disk by `finish`, for the test below (no other test asks for it).
+    pub(super) static SYNCS: std::sync::atomic::AtomicUsize =
+        std::sync::atomic::AtomicUsize::new(0);
+
+    // Only a durable output is flushed to disk (no test turns `set_fsync` on): on Linux's
+    // unnamed-file path and on the named-temporary path, each with its bytes in place.
+    #[test]
+    fn only_durable_outputs_are_flushed() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let dir = tempfile::tempdir().unwrap();
+        let (plain, durable) = (dir.path().join("plain.bin"), dir.path().join("durable.bin"));
+        let before = SYNCS.load(Relaxed);
+        PendingFile::create(&plain)
+            .unwrap()
+            .commit_bytes(b"a")
+            .unwrap();
+        assert_eq!(SYNCS.load(Relaxed), before);
+        PendingFile::create(&durable)
+            .unwrap()
+            .durable()
+            .commit_bytes(b"b")
+            .unwrap();
+        assert_eq!(SYNCS.load(Relaxed), before + 1);
+        write_named("plain.bin", &plain, None, b"c", false).unwrap();
+        assert_eq!(SYNCS.load(Relaxed), before + 1);
+        write_named("durable.bin", &durable, None, b"d", true).unwrap();
+        assert_eq!(SYNCS.load(Relaxed), before + 2);
+        assert_eq!(std::fs::read(&plain).unwrap(), b"c");
+        assert_eq!(std::fs::read(&durable).unwrap(), b"d");
+        assert_eq!(entries(dir.path()), ["durable.bin", "plain.bin"]);
+    }
+
     // The path of systems and filesystems without O_TMPFILE: a named file only at the end.
     #[test]
     fn the_named_temp_path_replaces_and_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("out.bin");
-        write_named("out.bin", &target, None, b"one").unwrap();
+        write_named("out.bin", &target, None, b"one", false).unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"one");
         let keep = Keep::of(&std::fs::metadata(&target).unwrap());
-        write_named("out.bin", &target, Some(&keep), b"two").unwrap();
+        write_named("out.bin", &target, Some(&keep), b"two", false).unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"two");
         assert_eq!(entries(dir.path()), ["out.bin"]);
         assert!(registry().is_empty());
-        let err = write_named("gone/x", &dir.path().join("gone/x"), None, b"")
+        let err = write_named("gone/x", &dir.path().join("gone/x"), None, b"", false)
             .unwrap_err()
             .to_string();
         assert_eq!(err, "gone/x: cannot write here");
@@ -993,7 +1104,7 @@ mod tests {
         for content in [&b"new file"[..], b"replacing it"] {
             let mut file = linux::unnamed_in(dir.path()).unwrap();
             file.write_all(content).unwrap();
-            linux::place(&file, &to, no_link).unwrap();
+            linux::place(&file, &to, false, no_link).unwrap();
             assert_eq!(std::fs::read(&to).unwrap(), content);
             assert_eq!(entries(dir.path()), ["out.txt"]);
         }
