@@ -9,8 +9,9 @@ pub mod bench;
 pub mod cli;
 pub mod gpu;
 pub mod io;
-pub mod ops;
 #[cfg(target_arch = "x86_64")]
+mod mem;
+pub mod ops;
 mod simd;
 pub mod tune;
 

@@ -47,7 +47,7 @@ impl Pool {
     }
 
     fn bytes(&self, n: usize) -> Vec<u8> {
-        self.waiting(n).unwrap_or_else(|| fresh(n))
+        self.waiting(n).unwrap_or_else(|| crate::mem::fresh(n))
     }
 
     fn zeroed(&self, n: usize) -> Vec<u8> {
@@ -56,7 +56,7 @@ impl Pool {
                 v.fill(0);
                 v
             }
-            None => fresh(n),
+            None => crate::mem::fresh(n),
         }
     }
 
@@ -86,35 +86,6 @@ impl Pool {
         }
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         keep(&mut free, v, self.limit);
-    }
-}
-
-/// A fresh buffer of `n` zero elements from the allocator's zeroed memory (for a large one,
-/// pages fresh from the kernel, not yet written), its whole 2 MiB pages backed by huge pages
-/// where the system allows it ([`advise_huge`]).
-pub(crate) fn fresh<T: bytemuck::Zeroable + Copy>(n: usize) -> Vec<T> {
-    let v = bytemuck::zeroed_vec(n);
-    advise_huge(&v);
-    v
-}
-
-/// Asks Linux to back the whole 2 MiB pages of a buffer not yet written (fresh from the
-/// allocator) with transparent huge pages (`madvise(MADV_HUGEPAGE)`; the systems' default,
-/// `madvise`, gives them only where asked): a 1080p image is then 3 page faults instead of
-/// 1,500, and freeing it at exit as cheap. Best effort: nothing changes where the system
-/// says no.
-fn advise_huge<T>(v: &[T]) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let (start, len) = (v.as_ptr() as usize, std::mem::size_of_val(v));
-        let first = start.next_multiple_of(HUGE);
-        let end = (start + len) / HUGE * HUGE;
-        if end > first {
-            // SAFETY: the range lies inside `v`'s allocation; the advice changes how its pages
-            // are backed, never their contents.
-            unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE) };
-        }
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use crate::io::image::recycle;
+use crate::mem;
 
 /// At most this many buffers of each kind wait on a thread.
 const KEEP: usize = 8;
@@ -46,13 +46,21 @@ fn take<T: bytemuck::Zeroable + Copy>(waiting: &mut Vec<Vec<T>>, n: usize) -> Ve
             v.resize(n, T::zeroed());
             v
         }
-        None => recycle::fresh(n),
+        None => mem::fresh(n),
     }
 }
 
+/// Keeps `v` for a later `take`; where `KEEP` wait already, `v` takes the place of the
+/// smallest of them if it is larger (so a batch whose images grow keeps its large buffers,
+/// not the first small ones).
 fn give<T>(waiting: &mut Vec<Vec<T>>, v: Vec<T>) {
     if waiting.len() < KEEP {
         waiting.push(v);
+        return;
+    }
+    let smallest = (0..waiting.len()).min_by_key(|&i| waiting[i].capacity());
+    if let Some(i) = smallest.filter(|&i| waiting[i].capacity() < v.capacity()) {
+        waiting[i] = v;
     }
 }
 
@@ -65,7 +73,7 @@ mod tests {
         // A frame's luma blocks and its chroma blocks given back, then asked for again in
         // the same order: each request gets the buffer of its size, not the last given.
         let mut waiting = Vec::new();
-        let (luma, chroma) = (recycle::fresh::<[i16; 64]>(4096), recycle::fresh(1024));
+        let (luma, chroma) = (mem::fresh::<[i16; 64]>(4096), mem::fresh(1024));
         let (l, c) = (luma.as_ptr(), chroma.as_ptr());
         give(&mut waiting, luma);
         give(&mut waiting, chroma);
@@ -78,5 +86,26 @@ mod tests {
         let fresh: Vec<u8> = take(&mut Vec::new(), 5 << 20);
         assert_eq!(fresh.len(), 5 << 20);
         assert!(fresh.iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn a_full_shelf_keeps_the_largest_buffers() {
+        // KEEP small buffers wait; a larger one given back takes the smallest's place, and
+        // the next request of its size gets it, not a fresh one.
+        let mut waiting: Vec<Vec<u8>> = (0..KEEP).map(|i| vec![0; 100 + i]).collect();
+        let large = vec![0u8; 1000];
+        let at = large.as_ptr();
+        give(&mut waiting, large);
+        assert_eq!(waiting.len(), KEEP);
+        assert!(
+            waiting.iter().all(|v| v.capacity() != 100),
+            "the smallest went"
+        );
+        let taken = take(&mut waiting, 1000);
+        assert_eq!(taken.as_ptr(), at);
+        // A buffer no larger than every waiting one is dropped.
+        let mut waiting: Vec<Vec<u8>> = (0..KEEP).map(|_| vec![0; 500]).collect();
+        give(&mut waiting, vec![0; 400]);
+        assert!(waiting.iter().all(|v| v.capacity() == 500));
     }
 }
