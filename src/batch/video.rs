@@ -585,19 +585,20 @@ fn blur_stream(
     let mut writer = VideoWriter::new(out, &format);
     // The planes written go back to the reader for the frames to come.
     let spare = Spare::default();
-    let engine = match bridge {
+    let (engine, slots) = match bridge {
         true => {
-            let (engine, bridged) =
-                bridge_opening(env, &mut stream, (luma, chroma), &mut writer, &spare)?;
+            let (opened, bridged, rest) =
+                bridge_opening(env, stream, (luma, chroma), &mut writer, &spare)?;
+            stream = rest;
             if verbose && bridged > 0 {
                 env.note(&format!(
                     "{}: the cores blurred the first {bridged} frames while the engine opened",
                     stream.name
                 ));
             }
-            engine
+            opened
         }
-        false => open_engine(env)?,
+        false => (open_engine(env)?, None),
     };
     env.detail(&format!("{}: {}", stream.name, format.describe()));
     if let Engine::Gpu(_) = &*engine {
@@ -611,7 +612,7 @@ fn blur_stream(
             stream,
             (luma, chroma),
             &mut writer,
-            super::video_gpu::SLOTS,
+            slots.unwrap_or(super::video_gpu::Slots::Make(super::video_gpu::SLOTS)),
             &report,
         )?;
         return Ok(Ran {
@@ -706,35 +707,77 @@ fn blur_planes<'e>(
 }
 
 /// Opens the engine on a thread of its own while the native CPU engine blurs the stream's
-/// first frames, one at a time, and writes them: opening a GPU takes a few hundred
-/// milliseconds, in which the output would otherwise stand still. Returns the engine once it
-/// is open, and the frames the cores did; the stream goes on from the next.
+/// first frames and writes them: opening a GPU takes a few hundred milliseconds, in which the
+/// output would otherwise stand still. A reader thread reads each next frame while the cores
+/// blur and write the one before, so the cores keep the pace of their own path; the opening
+/// thread also makes a GPU's ring of frame slots, so that the ring starts at once. Returns the
+/// engine (and its ring) once open, and the frames the cores did; the stream goes on from the
+/// next.
 fn bridge_opening(
     env: &dyn Env,
-    stream: &mut Stream,
+    stream: Stream,
     (luma, chroma): (BlurOptions, BlurOptions),
     writer: &mut VideoWriter<'_>,
     spare: &Spare,
-) -> Result<(Arc<Engine>, u64)> {
-    let Stream { source, name, .. } = stream;
-    let Source::Video(reader) = source else {
-        return Ok((open_engine(env)?, 0));
+) -> Result<(Opened, u64, Stream)> {
+    let Stream {
+        source,
+        name,
+        frames,
+    } = stream;
+    let mut reader = match source {
+        Source::Video(reader) => reader,
+        source => {
+            let stream = Stream {
+                source,
+                name,
+                frames,
+            };
+            return Ok(((open_engine(env)?, None), 0, stream));
+        }
     };
     let format = reader.format().clone();
     // The frames read take their planes from `spare`, which the blurred ones go back to: a
     // few frames' buffers, not a new set each frame.
     reader.reuse(spare.clone());
+    let bytes = super::video_gpu::Layout::of(&format).bytes;
+    // One frame read ahead, on a thread that owns the reader until it stops (once `stop` is
+    // set, after the frame it is reading) and hands it back; every frame it read is blurred
+    // here. Not a scoped thread: a reader blocked on a silent upstream must not hold an
+    // error's way out.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (frame_tx, frame_rx) = mpsc::sync_channel::<Result<Option<RawFrame>>>(1);
+    let reading = {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("gpukit-read".into())
+            .spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let frame = reader.next_planes();
+                    let more = matches!(frame, Ok(Some(_)));
+                    if frame_tx.send(frame).is_err() || !more {
+                        break;
+                    }
+                }
+                reader
+            })
+            .context("cannot start a thread")?
+    };
     std::thread::scope(|scope| {
         let opening = std::thread::Builder::new()
             .name("gpukit-open".into())
-            .spawn_scoped(scope, || open_engine(env))
+            .spawn_scoped(scope, || {
+                let engine = open_engine(env)?;
+                let slots = super::video_gpu::Slots::made(&engine, bytes);
+                Ok::<Opened, anyhow::Error>((engine, slots))
+            })
             .context("cannot start a thread")?;
         let cpu = Engine::Cpu;
         let mut blurrers = (Blurrer::new(&cpu, luma), Blurrer::new(&cpu, chroma));
         let mut timings = Timings::default();
         let mut bridged = 0u64;
-        let mut step = || -> Result<bool> {
-            let Some((index, bytes)) = reader.next_planes()? else {
+        let mut step = |frame: Result<Option<RawFrame>>| -> Result<bool> {
+            let Some((index, bytes)) = frame? else {
                 return Ok(false);
             };
             let planes = blur_planes(&format, &mut blurrers, bytes, spare, &mut timings)
@@ -744,24 +787,38 @@ fn bridge_opening(
             bridged += 1;
             Ok(true)
         };
-        let mut done = Ok(());
-        while !opening.is_finished() {
-            match step() {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(e) => {
-                    done = Err(e.context(name.clone()));
-                    break;
-                }
-            }
+        let mut more = true;
+        while more && !opening.is_finished() {
+            more =
+                step(frame_rx.recv().unwrap_or(Ok(None))).map_err(|e| e.context(name.clone()))?;
         }
-        let engine = opening
+        // The engine is open (or the stream ended): the frames read already are the cores'
+        // too, then the reader hands the stream back where they end.
+        stop.store(true, Ordering::SeqCst);
+        while more {
+            let Ok(frame) = frame_rx.recv() else {
+                break;
+            };
+            more = step(frame).map_err(|e| e.context(name.clone()))?;
+        }
+        drop(frame_rx);
+        let reader = reading
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        done?;
-        Ok((engine?, bridged))
+        let engine = opening
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        let stream = Stream {
+            source: Source::Video(reader),
+            name: name.clone(),
+            frames,
+        };
+        Ok((engine, bridged, stream))
     })
 }
+
+/// An opened engine, with the GPU stream's frame slots made while it opened.
+type Opened = (Arc<Engine>, Option<super::video_gpu::Slots>);
 
 /// Writes a stream to `out` through `f`: stdout through a file handle of its own (Rust's
 /// stdout scans every write for line ends, which costs a frame stream dearly); anything
@@ -943,7 +1000,7 @@ mod tests {
         }
         let (reached, opened) = (Arc::default(), Arc::<AtomicBool>::default());
         // Held once frames 0-4 and the FRAME line of 5 are read; the engine then opens, and
-        // 100 ms later the bridge does frame 5 and sees it open.
+        // the cores do frame 5 too (and 6, where the reader had read it ahead).
         let hold = (header.len() + 5 * (6 + frame_bytes) + 6) as u64;
         let reader = Held {
             bytes: std::io::Cursor::new(stream),
@@ -992,7 +1049,8 @@ mod tests {
                     .and_then(|k| k.parse().ok())
             })
             .unwrap_or_else(|| panic!("no bridge note in {notes:?}"));
-        assert_eq!(bridged, 6, "{notes:?}");
+        // Frames 0-5, and the one the reader had read ahead when the engine came (if any).
+        assert!((6..=7).contains(&bridged), "{notes:?}");
         assert!(
             notes.iter().any(|n| n.contains("GPU ring of 4 slots")),
             "the ring took no frames: {notes:?}"

@@ -25,6 +25,25 @@ use crate::ops::blur::{Blurrer, Options as BlurOptions};
 /// whose upload buffer is being mapped again meanwhile.
 pub const SLOTS: usize = 4;
 
+/// The ring's frame slots: made by `blur_frames` (this many), or made beforehand (while the
+/// GPU opened, on the opening thread: their buffers take a while to create and map).
+pub enum Slots {
+    Make(usize),
+    Made(Vec<FrameSlot>),
+}
+
+impl Slots {
+    /// [`SLOTS`] slots of `bytes` made on `engine` now, where it is a GPU.
+    pub fn made(engine: &Engine, bytes: u64) -> Option<Slots> {
+        match engine {
+            Engine::Gpu(gpu) => Some(Slots::Made(
+                (0..SLOTS).map(|_| gpu.frame_slot(bytes)).collect(),
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// How often the device thread polls while it waits for a frame to submit.
 const POLL_EVERY: Duration = Duration::from_micros(100);
 
@@ -166,13 +185,14 @@ impl StreamModel {
 
 /// Where each plane of a frame lies in a slot: planes one after another, each starting on a
 /// whole word (GPU copies move words), the padding between them left zero.
-struct Layout {
+pub(super) struct Layout {
     planes: Vec<(Plane, usize, usize)>,
-    bytes: u64,
+    /// A slot's bytes.
+    pub bytes: u64,
 }
 
 impl Layout {
-    fn of(format: &VideoFormat) -> Layout {
+    pub(super) fn of(format: &VideoFormat) -> Layout {
         let mut at = 0;
         let planes = format
             .planes()
@@ -271,7 +291,7 @@ pub fn blur_frames(
     stream: Stream,
     (luma, chroma): (BlurOptions, BlurOptions),
     writer: &mut VideoWriter<'_>,
-    slots: usize,
+    slots: Slots,
     report: &dyn Fn(&str),
 ) -> Result<Ran> {
     let Stream { source, name, .. } = stream;
@@ -285,11 +305,12 @@ pub fn blur_frames(
     // Where the stream goes on from (its first frames may have been blurred elsewhere).
     let first = reader.next_index();
     let layout = Arc::new(Layout::of(&format));
-    let ring: Arc<Vec<FrameSlot>> = Arc::new(
-        (0..slots.max(2))
+    let ring: Arc<Vec<FrameSlot>> = Arc::new(match slots {
+        Slots::Made(made) => made,
+        Slots::Make(n) => (0..n.max(2))
             .map(|_| gpu.frame_slot(layout.bytes))
             .collect(),
-    );
+    });
     let stop = Arc::new(AtomicBool::new(false));
     let stages = Arc::new(Stages::default());
     report(&format!("{name}: GPU ring of {} slots", ring.len()));
