@@ -1091,6 +1091,66 @@ mod tests {
         assert_eq!(at, out.len());
     }
 
+    /// A sink that refuses every write, as a downstream that has gone away.
+    struct Closed;
+
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    // The output fails while the cores bridge the opening, and the upstream has sent one
+    // frame and then nothing (its end held open): the error comes back at once, and the
+    // reader blocked on the silent upstream does not hold it.
+    #[test]
+    fn a_failed_write_while_bridging_returns_though_the_upstream_is_silent() {
+        let header = "YUV4MPEG2 W8 H8 F30:1 Ip A1:1 C420jpeg\n";
+        let format = VideoFormat::y4m(header.trim_end()).unwrap();
+        let (upstream, held_open) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut w = &held_open;
+        w.write_all(header.as_bytes()).unwrap();
+        w.write_all(b"FRAME\n").unwrap();
+        w.write_all(&vec![7u8; format.frame_bytes() as usize])
+            .unwrap();
+        let gpu = crate::gpu::open_gpu(&crate::gpu::DeviceRequest {
+            tune: crate::tune::Settings::off(),
+            ..Default::default()
+        })
+        .expect("GPU tests need a wgpu adapter: install mesa-vulkan-drivers for lavapipe");
+        let (done_tx, done_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let env = SlowOpen {
+                gpu: Mutex::new(Some(gpu)),
+                reached: Arc::new(AtomicBool::new(true)),
+                opened: Arc::default(),
+                notes: Mutex::default(),
+            };
+            let boxed: Box<dyn BufRead + Send> = Box::new(std::io::BufReader::new(upstream));
+            let stream = Stream {
+                source: Source::Video(VideoReader::y4m(boxed, u64::MAX).unwrap()),
+                name: "stdin".into(),
+                frames: None,
+            };
+            let o = BlurOptions::new(crate::ops::blur::Kind::Box, 1, 1);
+            let format = stream.video_format().cloned().unwrap();
+            let ran = blur_stream(&env, stream, format, (o, o), &mut Closed, (false, true));
+            let _ = done_tx.send(ran.map(|r| r.frames).map_err(|e| format!("{e:#}")));
+        });
+        let got = done_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("blur_stream returned while its reader waits on the upstream");
+        let err = got.expect_err("nothing can be written");
+        assert!(
+            err.contains("Broken pipe") || err.contains("broken pipe"),
+            "{err}"
+        );
+        drop(held_open);
+    }
+
     #[test]
     fn chroma_radius_follows_the_subsampling() {
         let f = VideoFormat::raw(4, 4, "yuv420p").unwrap();
