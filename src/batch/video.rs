@@ -587,13 +587,15 @@ fn blur_stream(
     let spare = Spare::default();
     let (engine, slots) = match bridge {
         true => {
-            let (opened, bridged, rest) =
+            let (opened, bridged, rest, took) =
                 bridge_opening(env, stream, (luma, chroma), &mut writer, &spare)?;
             stream = rest;
             if verbose && bridged > 0 {
                 env.note(&format!(
-                    "{}: the cores blurred the first {bridged} frames while the engine opened",
-                    stream.name
+                    "{}: the cores blurred the first {bridged} frames while the engine opened \
+                     ({:.0} ms)",
+                    stream.name,
+                    took.as_secs_f64() * 1e3
                 ));
             }
             opened
@@ -711,15 +713,15 @@ fn blur_planes<'e>(
 /// output would otherwise stand still. A reader thread reads each next frame while the cores
 /// blur and write the one before, so the cores keep the pace of their own path; the opening
 /// thread also makes a GPU's ring of frame slots, so that the ring starts at once. Returns the
-/// engine (and its ring) once open, and the frames the cores did; the stream goes on from the
-/// next.
+/// engine (and its ring) once open, the frames the cores did, the stream (going on from the
+/// next frame) and the time the engine took to open.
 fn bridge_opening(
     env: &dyn Env,
     stream: Stream,
     (luma, chroma): (BlurOptions, BlurOptions),
     writer: &mut VideoWriter<'_>,
     spare: &Spare,
-) -> Result<(Opened, u64, Stream)> {
+) -> Result<(Opened, u64, Stream, Duration)> {
     let Stream {
         source,
         name,
@@ -733,7 +735,8 @@ fn bridge_opening(
                 name,
                 frames,
             };
-            return Ok(((open_engine(env)?, None), 0, stream));
+            let t = Instant::now();
+            return Ok(((open_engine(env)?, None), 0, stream, t.elapsed()));
         }
     };
     let format = reader.format().clone();
@@ -767,9 +770,10 @@ fn bridge_opening(
         let opening = std::thread::Builder::new()
             .name("gpukit-open".into())
             .spawn_scoped(scope, || {
+                let t = Instant::now();
                 let engine = open_engine(env)?;
                 let slots = super::video_gpu::Slots::made(&engine, bytes);
-                Ok::<Opened, anyhow::Error>((engine, slots))
+                Ok::<_, anyhow::Error>(((engine, slots), t.elapsed()))
             })
             .context("cannot start a thread")?;
         let cpu = Engine::Cpu;
@@ -805,7 +809,7 @@ fn bridge_opening(
         let reader = reading
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        let engine = opening
+        let (engine, took) = opening
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
         let stream = Stream {
@@ -813,7 +817,7 @@ fn bridge_opening(
             name: name.clone(),
             frames,
         };
-        Ok((engine, bridged, stream))
+        Ok((engine, bridged, stream, took))
     })
 }
 

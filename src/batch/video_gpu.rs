@@ -248,6 +248,9 @@ struct Stages {
     write_wait: AtomicU64,
     /// Writing a frame out.
     write: AtomicU64,
+    /// From the ring's start to its first frame written (the ring filling: its first read,
+    /// the kernels' plans made, the first frame's passes).
+    first_out: AtomicU64,
 }
 
 impl Stages {
@@ -261,13 +264,15 @@ impl Stages {
         let ms = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 * 1e-6 / frames.max(1) as f64;
         format!(
             "ring, per frame: read {:.2} ms (waiting for a slot {:.2}), submit {:.2}, \
-             submission to read-back mapped {:.2}, write {:.2} (waiting for the frame {:.2})",
+             submission to read-back mapped {:.2}, write {:.2} (waiting for the frame {:.2}); \
+             its first frame out {:.1} ms after it started",
             ms(&self.read),
             ms(&self.slot_wait),
             ms(&self.submit),
             ms(&self.device),
             ms(&self.write),
             ms(&self.write_wait),
+            self.first_out.load(Ordering::Relaxed) as f64 * 1e-6,
         )
     }
 }
@@ -393,7 +398,7 @@ pub fn blur_frames(
     };
     let written = write_frames(
         writer,
-        first,
+        (first, started),
         &done_rx,
         (&ring, &free_tx),
         &layout,
@@ -418,7 +423,7 @@ pub fn blur_frames(
 /// reader once its upload buffer is mapped again. Returns the frames written.
 fn write_frames(
     writer: &mut VideoWriter<'_>,
-    first: u64,
+    (first, started): (u64, Instant),
     done_rx: &mpsc::Receiver<Done>,
     (ring, free_tx): (&[FrameSlot], &mpsc::Sender<Result<usize>>),
     layout: &Layout,
@@ -445,6 +450,9 @@ fn write_frames(
             s.read(|bytes| writer.planes(&layout.split(bytes)))?
                 .map_err(|e| anyhow::Error::from(e).context(name.to_string()))?;
             Stages::add(&stages.write, t);
+            if next == first {
+                Stages::add(&stages.first_out, started);
+            }
             // The slot goes back to the reader once its upload buffer is mapped again.
             let free = free_tx.clone();
             s.remap_upload(move |r| {
