@@ -1110,6 +1110,7 @@ mod tests {
     // The output fails while the cores bridge the opening, and the upstream has sent one
     // frame and then nothing (its end held open): the error comes back at once, and the
     // reader blocked on the silent upstream does not hold it.
+    #[cfg(unix)]
     #[test]
     fn a_failed_write_while_bridging_returns_though_the_upstream_is_silent() {
         let header = "YUV4MPEG2 W8 H8 F30:1 Ip A1:1 C420jpeg\n";
