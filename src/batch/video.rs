@@ -746,10 +746,11 @@ fn bridge_opening(
     let bytes = super::video_gpu::Layout::of(&format).bytes;
     // One frame read ahead, on a thread that owns the reader until it stops (once `stop` is
     // set, after the frame it is reading) and hands it back; every frame it read is blurred
-    // here. Not a scoped thread: a reader blocked on a silent upstream must not hold an
-    // error's way out.
+    // here. The channel holds none: the reader hands a frame over when it is taken, so at
+    // most one is read ahead. Not a scoped thread: a reader blocked on a silent upstream must
+    // not hold an error's way out.
     let stop = Arc::new(AtomicBool::new(false));
-    let (frame_tx, frame_rx) = mpsc::sync_channel::<Result<Option<RawFrame>>>(1);
+    let (frame_tx, frame_rx) = mpsc::sync_channel::<Result<Option<RawFrame>>>(0);
     let reading = {
         let stop = stop.clone();
         std::thread::Builder::new()
