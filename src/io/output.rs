@@ -236,7 +236,13 @@ impl PendingFile {
                 Staging::Memory => {
                     let mut bytes = Vec::new();
                     f(&mut bytes)?;
-                    write_named(&name, &target, keep.as_ref(), &bytes, durable)
+                    write_named(
+                        &name,
+                        &target,
+                        keep.as_ref(),
+                        &bytes,
+                        durable || fsync_all(),
+                    )
                 }
             },
         }
@@ -481,10 +487,7 @@ fn check_through(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
 fn replace(path: &Path, meta: Option<std::fs::Metadata>) -> Result<Kind> {
     let name = path.display();
     let target = final_target(path).with_context(|| format!("{name}: cannot follow the link"))?;
-    let dir = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let dir = folder_of(&target);
     let keep = meta.filter(|m| m.is_file()).as_ref().map(Keep::of);
     let staging =
         open_staging(dir, keep.is_some()).with_context(|| format!("{name}: cannot write here"))?;
@@ -567,19 +570,15 @@ fn named_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
 /// The registry stays locked meanwhile, so a signal waits for the rename (or the removal).
 /// The file is closed, and the close checked, before the rename: on the filesystems that
 /// take this path (NFS, FUSE: no `O_TMPFILE`), a write error (quota, a full disk) may only
-/// show at the close.
+/// show at the close. With `sync`, the file and then its folder are flushed to disk.
 fn write_named(
     name: &str,
     target: &Path,
     keep: Option<&Keep>,
     bytes: &[u8],
-    durable: bool,
+    sync: bool,
 ) -> Result<()> {
-    let sync = durable || fsync_all();
-    let dir = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let dir = folder_of(target);
     let mut names = registry();
     let base = target.file_name().unwrap_or_default().to_string_lossy();
     let (temp, mut file) =
@@ -629,16 +628,20 @@ fn close_checked(file: File) -> io::Result<()> {
 fn flush_folder(target: &Path, sync: bool) {
     #[cfg(unix)]
     if sync {
-        let dir = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        if let Ok(d) = File::open(dir) {
+        if let Ok(d) = File::open(folder_of(target)) {
             let _ = d.sync_all();
         }
     }
     #[cfg(not(unix))]
     let _ = (target, sync);
+}
+
+/// The folder holding `path` (`.` for a bare file name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
 }
 
 /// Whether every finished file is flushed to disk (`fsync`) before it is named: off unless
@@ -673,6 +676,11 @@ fn finish(file: &File, keep: Option<&Keep>, sync: bool) -> io::Result<()> {
             Some(rustix::fs::Gid::from_raw(k.owner.1)),
         );
     }
+    flush_if(file, sync)
+}
+
+/// `fsync` of `file` where `sync` asks for it.
+fn flush_if(file: &File, sync: bool) -> io::Result<()> {
     match sync {
         true => {
             #[cfg(test)]
@@ -842,10 +850,7 @@ mod linux {
         if link(file, to).is_ok() {
             return Ok(());
         }
-        let dir = match to.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
+        let dir = super::folder_of(to);
         let base = to.file_name().unwrap_or_default().to_string_lossy();
         let temp = match beside(dir, &base, |t| link(file, t)) {
             Ok(t) => t,
@@ -899,10 +904,7 @@ mod linux {
                 Some(rustix::fs::Uid::from_raw(meta.uid())),
                 Some(rustix::fs::Gid::from_raw(meta.gid())),
             );
-            match sync {
-                true => out.sync_all(),
-                false => Ok(()),
-            }
+            super::flush_if(&out, sync)
         })()
         .and_then(|()| super::close_checked(out));
         if r.is_err() {
@@ -992,7 +994,7 @@ mod tests {
         assert_eq!(entries(dir.path()), ["link.txt", "real.txt"]);
     }
 
-    /// Files flushed to disk by `finish`, for the test below (no other test asks for it).
+    /// Files flushed to disk by `flush_if`, for the test below (no other test asks for it).
     pub(super) static SYNCS: std::sync::atomic::AtomicUsize =
         std::sync::atomic::AtomicUsize::new(0);
 
