@@ -614,7 +614,7 @@ fn blur_stream(
             stream,
             (luma, chroma),
             &mut writer,
-            slots.unwrap_or(super::video_gpu::Slots::Make(super::video_gpu::SLOTS)),
+            slots,
             &report,
         )?;
         return Ok(Ran {
@@ -773,7 +773,10 @@ fn bridge_opening(
             .spawn_scoped(scope, || {
                 let t = Instant::now();
                 let engine = open_engine(env)?;
-                let slots = super::video_gpu::Slots::made(&engine, bytes);
+                let slots = match &*engine {
+                    Engine::Gpu(gpu) => Some(super::video_gpu::ring_slots(gpu, bytes)),
+                    _ => None,
+                };
                 Ok::<_, anyhow::Error>(((engine, slots), t.elapsed()))
             })
             .context("cannot start a thread")?;
@@ -823,7 +826,7 @@ fn bridge_opening(
 }
 
 /// An opened engine, with the GPU stream's frame slots made while it opened.
-type Opened = (Arc<Engine>, Option<super::video_gpu::Slots>);
+type Opened = (Arc<Engine>, Option<Vec<crate::gpu::FrameSlot>>);
 
 /// Writes a stream to `out` through `f`: stdout through a file handle of its own (Rust's
 /// stdout scans every write for line ends, which costs a frame stream dearly); anything

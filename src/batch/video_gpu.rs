@@ -23,25 +23,12 @@ use crate::ops::blur::{Blurrer, Options as BlurOptions};
 
 /// Frames in flight: one being read in, one on the device, one being written out, and one
 /// whose upload buffer is being mapped again meanwhile.
-pub const SLOTS: usize = 4;
+const SLOTS: usize = 4;
 
-/// The ring's frame slots: made by `blur_frames` (this many), or made beforehand (while the
-/// GPU opened, on the opening thread: their buffers take a while to create and map).
-pub enum Slots {
-    Make(usize),
-    Made(Vec<FrameSlot>),
-}
-
-impl Slots {
-    /// [`SLOTS`] slots of `bytes` made on `engine` now, where it is a GPU.
-    pub fn made(engine: &Engine, bytes: u64) -> Option<Slots> {
-        match engine {
-            Engine::Gpu(gpu) => Some(Slots::Made(
-                (0..SLOTS).map(|_| gpu.frame_slot(bytes)).collect(),
-            )),
-            _ => None,
-        }
-    }
+/// The ring: [`SLOTS`] frame slots of `bytes` each on `gpu`. Their buffers take a while to
+/// create and map, so the bridge makes them while the GPU opens (`blur_frames` otherwise).
+pub fn ring_slots(gpu: &Gpu, bytes: u64) -> Vec<FrameSlot> {
+    (0..SLOTS).map(|_| gpu.frame_slot(bytes)).collect()
 }
 
 /// How often the device thread polls while it waits for a frame to submit.
@@ -286,9 +273,10 @@ enum Done {
     Failed(anyhow::Error),
 }
 
-/// Blurs every frame of `stream` on `engine` (a GPU) through `slots` slots, the luma-sized
-/// planes with `luma` and the chroma planes with `chroma`, and writes them to `out` in the
-/// input's format, in order. The bytes are those of the CPU engine. As with the worker
+/// Blurs every frame of `stream` on `engine` (a GPU) through the ring `slots` (made here
+/// when `None`), the luma-sized planes with `luma` and the chroma planes with `chroma`, and
+/// writes them to `out` in the input's format, in order. The bytes are those of the CPU
+/// engine. As with the worker
 /// threads of [`super::video::run_frames`], the first error ends the run and a reader blocked
 /// on a silent upstream does not hold the process.
 pub fn blur_frames(
@@ -296,7 +284,7 @@ pub fn blur_frames(
     stream: Stream,
     (luma, chroma): (BlurOptions, BlurOptions),
     writer: &mut VideoWriter<'_>,
-    slots: Slots,
+    slots: Option<Vec<FrameSlot>>,
     report: &dyn Fn(&str),
 ) -> Result<Ran> {
     let Stream { source, name, .. } = stream;
@@ -310,12 +298,7 @@ pub fn blur_frames(
     // Where the stream goes on from (its first frames may have been blurred elsewhere).
     let first = reader.next_index();
     let layout = Arc::new(Layout::of(&format));
-    let ring: Arc<Vec<FrameSlot>> = Arc::new(match slots {
-        Slots::Made(made) => made,
-        Slots::Make(n) => (0..n.max(2))
-            .map(|_| gpu.frame_slot(layout.bytes))
-            .collect(),
-    });
+    let ring = Arc::new(slots.unwrap_or_else(|| ring_slots(gpu, layout.bytes)));
     let stop = Arc::new(AtomicBool::new(false));
     let stages = Arc::new(Stages::default());
     report(&format!("{name}: GPU ring of {} slots", ring.len()));
