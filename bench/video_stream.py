@@ -102,6 +102,11 @@ def main():
             for label, _, times in others:
                 fo = FRAMES / statistics.median(times)
                 print(f"{'':24} {label}: {fo:8.1f} frames/s, ratio to ffmpeg {fo / fp:5.2f}x")
+            # Each round's rate, in the order the rounds ran, so that the spread can be read.
+            for label, times in [("gpukit", tg), ("ffmpeg " + peer, tf)] + [
+                (label, times) for label, _, times in others
+            ]:
+                print(f"{'':24} rounds, {label}: " + " ".join(f"{FRAMES / t:.1f}" for t in times))
     finally:
         if os.path.exists(stream):
             os.remove(stream)
