@@ -25,65 +25,88 @@ const PACK_WG: u32 = 64u; // src/ops/blur/plan.rs's too (the shader test checks 
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 
-// The `n` bits (8 to 32) at byte `b` of src, little-endian, so that a pixel of the host's
-// layout reads as its packed lanes.
-fn bits_at(b: u32, n: u32) -> u32 {
-    let i = b >> 2u;
-    let shift = (b & 3u) * 8u;
-    var v = src[i] >> shift;
-    if shift + n > 32u {
-        v |= src[i + 1u] << (32u - shift);
-    }
-    return v & (0xffffffffu >> (32u - n));
-}
+// Words of the host's layout a quad of 4 pixels takes (CHANNELS samples of BITS each: 1 to 6),
+// and words of the packed layout (a word a pixel for 8-bit, two for 16-bit).
+override RAW_WORDS: u32 = CHANNELS * BITS / 8u;
+override PACKED_WORDS: u32 = 4u * BITS / 8u;
 
-// Lane c of packed pixel p in src.
-fn lane(p: u32, c: u32) -> u32 {
-    if BITS == 8u {
-        return (src[p] >> (c * 8u)) & 0xffu;
-    }
-    return (src[2u * p + (c >> 1u)] >> ((c & 1u) * 16u)) & 0xffffu;
-}
-
-// Items (pixels for `unpack`, words for `pack`) a thread: the workgroup takes PACK_RUN runs of
-// PACK_WG adjacent items. 1 on GPUs; more on CPU adapters, whose cost is per workgroup.
+// Quads a thread: the workgroup takes PACK_RUN runs of PACK_WG adjacent quads. 1 on GPUs; more
+// on CPU adapters, whose cost is per workgroup.
 override PACK_RUN: u32 = 1u;
 
-// The first item of this thread; item k * PACK_WG after it is the next.
-fn first_item(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+// The first quad of this thread; quad k * PACK_WG after it is the next.
+fn first_quad(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return workgroup_index(wid, nwg) * PACK_WG * PACK_RUN + lid;
 }
 
-// Packed pixels.
+// Sample k (counted along the host's layout: pixel k / CHANNELS, lane k % CHANNELS) of a
+// quad's host words. A sample never straddles two words (BITS divides 32).
+fn raw_sample(raw: array<u32, 6>, k: u32) -> u32 {
+    let bit = k * BITS;
+    return (raw[bit / 32u] >> (bit % 32u)) & (0xffffffffu >> (32u - BITS));
+}
+
+// Lane c of pixel i of a quad's packed words.
+fn packed_lane(packed: array<u32, 8>, i: u32, c: u32) -> u32 {
+    if BITS == 8u {
+        return (packed[i] >> (c * 8u)) & 0xffu;
+    }
+    return (packed[2u * i + (c >> 1u)] >> ((c & 1u) * 16u)) & 0xffffu;
+}
+
+// Packed pixels, a quad of them a thread: the quad's RAW_WORDS words of the host's layout read
+// (those past the chunk's last word are not there, and hold none of its pixels), its pixels'
+// PACKED_WORDS words written (those of pixels past the chunk are not).
 @compute @workgroup_size(PACK_WG)
 fn unpack(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let first = first_item(wid, nwg, lid);
+    let first = first_quad(wid, nwg, lid);
+    // The host's words of the chunk: its bytes rounded up to a word.
+    let raw_len = (params.pixels * CHANNELS * (BITS / 8u) + 3u) / 4u;
     for (var k = 0u; k < PACK_RUN; k++) {
-        let p = first + k * PACK_WG;
-        if p >= params.pixels {
+        let q = first + k * PACK_WG;
+        if 4u * q >= params.pixels {
             return;
         }
-        let b = p * CHANNELS * (BITS / 8u);
-        if BITS == 8u {
-            dst[p] = bits_at(b, 8u * CHANNELS);
-        } else {
-            // Lanes 0 and 1 in the first word, lane 2 in the second.
-            dst[2u * p] = bits_at(b, min(16u * CHANNELS, 32u));
-            var high = 0u;
-            if CHANNELS == 3u {
-                high = bits_at(b + 4u, 16u);
+        var raw: array<u32, 6>;
+        for (var j = 0u; j < RAW_WORDS; j++) {
+            let w = q * RAW_WORDS + j;
+            if w < raw_len {
+                raw[j] = src[w];
             }
-            dst[2u * p + 1u] = high;
+        }
+        for (var i = 0u; i < 4u; i++) {
+            let p = 4u * q + i;
+            if p < params.pixels {
+                if BITS == 8u {
+                    var word = 0u;
+                    for (var c = 0u; c < CHANNELS; c++) {
+                        word |= raw_sample(raw, i * CHANNELS + c) << (c * 8u);
+                    }
+                    dst[p] = word;
+                } else {
+                    // Lanes 0 and 1 in the first word, lane 2 in the second.
+                    var lo = raw_sample(raw, i * CHANNELS);
+                    var hi = 0u;
+                    if CHANNELS > 1u {
+                        lo |= raw_sample(raw, i * CHANNELS + 1u) << 16u;
+                    }
+                    if CHANNELS > 2u {
+                        hi = raw_sample(raw, i * CHANNELS + 2u);
+                    }
+                    dst[2u * p] = lo;
+                    dst[2u * p + 1u] = hi;
+                }
+            }
         }
     }
 }
 
-// Words of the host's layout (32 / BITS samples each; those past the image are 0), so that no
-// two threads write the same word.
+// Words of the host's layout, a quad of pixels' RAW_WORDS a thread (samples past the chunk
+// are 0; words past its last one are not there), so that no two threads write the same word.
 @compute @workgroup_size(PACK_WG)
 fn pack(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -91,20 +114,30 @@ fn pack(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let per_word = 32u / BITS;
-    let samples = params.pixels * CHANNELS;
-    let first = first_item(wid, nwg, lid);
+    let first = first_quad(wid, nwg, lid);
+    let raw_len = (params.pixels * CHANNELS * (BITS / 8u) + 3u) / 4u;
     for (var k = 0u; k < PACK_RUN; k++) {
-        let i = first + k * PACK_WG;
-        if i * per_word >= samples {
+        let q = first + k * PACK_WG;
+        if 4u * q >= params.pixels {
             return;
         }
-        var word = 0u;
-        for (var j = 0u; j < per_word; j++) {
-            let s = i * per_word + j;
-            if s < samples {
-                word |= lane(s / CHANNELS, s % CHANNELS) << (j * BITS);
+        // The quad's packed words; those of pixels past the chunk are not there and stay 0.
+        var packed: array<u32, 8>;
+        for (var j = 0u; j < PACKED_WORDS; j++) {
+            if 4u * q + j / (BITS / 8u) < params.pixels {
+                packed[j] = src[q * PACKED_WORDS + j];
             }
         }
-        dst[i] = word;
+        for (var j = 0u; j < RAW_WORDS; j++) {
+            let w = q * RAW_WORDS + j;
+            if w < raw_len {
+                var word = 0u;
+                for (var s = 0u; s < per_word; s++) {
+                    let sample = j * per_word + s;
+                    word |= packed_lane(packed, sample / CHANNELS, sample % CHANNELS) << (s * BITS);
+                }
+                dst[w] = word;
+            }
+        }
     }
 }

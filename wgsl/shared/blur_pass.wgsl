@@ -53,9 +53,10 @@ override OPAQUE_D: u32 = 1u;
 override OPAQUE_T: u32 = 0u;
 
 @group(0) @binding(0) var<uniform> params: Params;
-// The input (binding 1, `src_word`, `src_wide`) and output (binding 2, `dst_word`,
-// `dst_wide`): blur_src and blur_dst, or their vec4 twins for a pass whose input or output
-// is FMT_WIDE (`io_variant` in src/ops/blur/plan.rs).
+// The input (binding 1, `src_word`, `src_pair`, `src_wide`) and output (binding 2,
+// `dst_word`, `dst_pair`, `dst_wide`): blur_src and blur_dst, or their vec2 or vec4 twins for
+// a pass whose input or output is FMT_PACK16 or FMT_WIDE (`io_variant` in
+// src/ops/blur/plan.rs).
 // import: blur_src
 // import: blur_dst
 // Gaussian weights w[0..=2r], summing to a power of two, four to a vec4 (uniform arrays
@@ -99,7 +100,7 @@ fn read_px(word: u32) -> vec4<u32> {
     if IN_FMT == FMT_PACK8 {
         return unpack8(src_word(word));
     } else if IN_FMT == FMT_PACK16 {
-        return unpack16(vec2<u32>(src_word(word), src_word(word + 1u)));
+        return unpack16(src_pair(word));
     }
     return src_wide(word);
 }
@@ -201,9 +202,7 @@ fn store(index: u32, v: vec4<u32>) {
     if OUT_FMT == FMT_PACK8 {
         dst_word(word, pack8(v));
     } else if OUT_FMT == FMT_PACK16 {
-        let p = pack16(v);
-        dst_word(word, p.x);
-        dst_word(word + 1u, p.y);
+        dst_pair(word, pack16(v));
     } else {
         dst_wide(word, v);
     }

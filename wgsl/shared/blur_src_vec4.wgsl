@@ -11,6 +11,13 @@ fn src_word(i: u32) -> u32 {
     return src[i >> 2u][i & 3u];
 }
 
+// Words i and i + 1 of the input, i even (the twins' interface; FMT_PACK16 passes read with
+// blur_src_vec2).
+fn src_pair(i: u32) -> vec2<u32> {
+    let v = src[i >> 2u];
+    return select(v.xy, v.zw, (i & 2u) != 0u);
+}
+
 // Words i to i + 3 of the input, i a multiple of 4: a FMT_WIDE pixel.
 fn src_wide(i: u32) -> vec4<u32> {
     return src[i >> 2u];

@@ -34,8 +34,8 @@ crate::ops::params_layout!(PackParams { pixels });
 /// Threads per workgroup of wgsl/blur_pack.wgsl: its `PACK_WG` (the shader test checks it).
 const PACK_WG: u64 = 64;
 
-/// Items a thread of wgsl/blur_pack.wgsl converts (PACK_RUN): one on GPUs, a run on CPU
-/// adapters (lavapipe pays per workgroup).
+/// Quads of pixels a thread of wgsl/blur_pack.wgsl converts (PACK_RUN): one on GPUs, a run
+/// on CPU adapters (lavapipe pays per workgroup).
 fn pack_run(layout: Layout) -> u64 {
     match layout {
         Layout::Workgroup => 1,
@@ -220,37 +220,48 @@ fn box_variant(ppt: u32) -> Variant {
     Variant::consts(format!("ppt{ppt}"), &[("BOX_PPT", ppt)])
 }
 
-/// `variant` with the input and output read and written a vec4 at a time where the pass's
-/// format there is [`FMT_WIDE`] (a pixel one 16-byte access, not four 4-byte ones; every
-/// such pixel starts on a vec4: wgsl/shared/blur_src_vec4.wgsl says why).
+/// `variant` with the input and output read and written a pixel at a time where the pass's
+/// format there is [`FMT_PACK16`] (one 8-byte access, not two 4-byte ones) or [`FMT_WIDE`]
+/// (one 16-byte access, not four; every such pixel starts on a vec2 or vec4:
+/// wgsl/shared/blur_src_vec2.wgsl and blur_src_vec4.wgsl say why).
 fn io_variant(variant: &Variant, (fmt_in, fmt_out): (u32, u32)) -> Variant {
+    let snippet = |fmt, word, vec2, vec4| match fmt {
+        FMT_PACK16 => Some((word, vec2)),
+        FMT_WIDE => Some((word, vec4)),
+        _ => None,
+    };
     let mut v = variant.clone();
-    if fmt_in == FMT_WIDE {
-        v = v.slot("blur_src", "blur_src_vec4");
+    if let Some((slot, twin)) = snippet(fmt_in, "blur_src", "blur_src_vec2", "blur_src_vec4") {
+        v = v.slot(slot, twin);
     }
-    if fmt_out == FMT_WIDE {
-        v = v.slot("blur_dst", "blur_dst_vec4");
+    if let Some((slot, twin)) = snippet(fmt_out, "blur_dst", "blur_dst_vec2", "blur_dst_vec4") {
+        v = v.slot(slot, twin);
     }
     v
 }
 
 /// Every blur kernel and variant, for the shader tests, with the constants of the last column
 /// pass of an 8-bit RGBA radius-5 blur on the WebGPU default limits (the pass that sets
-/// every override, the opaque division's too).
+/// every override, the opaque division's too), and an 8-bit RGB blur's two passes.
 pub(super) fn shaders() -> Vec<ShaderCase> {
     let t = Tunables::default_for(&wgpu::Limits::default());
     let storage = wgpu::Limits::default().max_compute_workgroup_storage_size;
-    // The last column pass (the wide intermediate in, vec4 reads); `first` the first row
-    // pass instead (packed pixels in, the wide intermediate out: vec4 writes).
-    let pass_of = |layout, kind, t: &Tunables, first: bool| {
+    // The last column pass of RGBA (the wide intermediate in, vec4 reads); `first` the first
+    // row pass instead (packed pixels in, the wide intermediate out: vec4 writes). Of RGB
+    // (`rgb`), the same passes with the 16-bit intermediate (vec2 reads and writes).
+    let pass_in = |layout, kind, t: &Tunables, first: bool, rgb: bool| {
         let options = Options::new(kind, 5, 1);
-        let ar = arith(&options, 255, Some(3)).expect("radius 5 is valid");
-        let shape = shape(storage, layout, &options, t, FMT_WIDE)
-            .expect("radius 5 fits the default limits");
+        let (alpha_lane, mid) = match rgb {
+            true => (None, FMT_PACK16),
+            false => (Some(3), FMT_WIDE),
+        };
+        let ar = arith(&options, 255, alpha_lane).expect("radius 5 is valid");
+        let shape =
+            shape(storage, layout, &options, t, mid).expect("radius 5 fits the default limits");
         let alpha = (ar.alpha, ar.opaque());
         let (fmts, arith, k) = match first {
-            true => ((FMT_PACK8, FMT_WIDE), ar.first, 0),
-            false => ((FMT_WIDE, FMT_PACK8), ar.second, 2),
+            true => ((FMT_PACK8, mid), ar.first, 0),
+            false => ((mid, FMT_PACK8), ar.second, 2),
         };
         let c = pass_overrides(&shape, alpha, 255, fmts, arith, k);
         let variant = io_variant(&shape.variant, fmts);
@@ -261,6 +272,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
             .with_const("WEIGHT_VEC4S", WEIGHT_VEC4S)
             .with_overrides(&c)
     };
+    let pass_of = |layout, kind, t: &Tunables, first: bool| pass_in(layout, kind, t, first, false);
     let pass = |layout, kind, t: &Tunables| pass_of(layout, kind, t, false);
     let gauss = Kind::Gaussian { sigma: 2.0 };
     let mut cases: Vec<ShaderCase> = [1, 2, 4, 8]
@@ -270,6 +282,9 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
     cases.push(pass(Layout::LinePerInvocation, gauss, &t));
     cases.push(pass(Layout::Workgroup, gauss, &t).with_const("GAUSS_PPT", GAUSS_PPT));
     cases.push(pass_of(Layout::Workgroup, Kind::Box, &t, true));
+    for first in [true, false] {
+        cases.push(pass_in(Layout::Workgroup, Kind::Box, &t, first, true));
+    }
     cases.push(
         ShaderCase::params::<PackParams>(shader!("blur_pack"))
             .with_const("PACK_WG", u32::try_from(PACK_WG).expect("a workgroup size"))
@@ -279,7 +294,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
 }
 
 /// The pack kernels' overridable constants: the image's channels, bytes a sample (`wpp`,
-/// words a packed pixel: 1 for 8-bit, 2 for 16-bit) and items a thread converts.
+/// words a packed pixel: 1 for 8-bit, 2 for 16-bit) and quads of pixels a thread converts.
 fn pack_overrides(channels: u8, wpp: u64, run: u64) -> [(&'static str, f64); 3] {
     [
         ("CHANNELS", channels as f64),
@@ -662,7 +677,7 @@ struct HostLayout {
     wpp: u64,
     align: u64,
     budget: u64,
-    /// Items a thread (`pack_run`).
+    /// Quads of pixels a thread (`pack_run`).
     run: u64,
 }
 
@@ -708,16 +723,16 @@ impl HostLayout {
                     &kernels[0],
                     &[(&u, 0, psize), host, (packed[0], at, n * packed_px)],
                 ),
-                // Packed pixels.
-                workgroups: n.div_ceil(PACK_WG * self.run) as u32,
+                // Quads of pixels, a thread each.
+                workgroups: n.div_ceil(4 * PACK_WG * self.run) as u32,
             });
             pack.push(PackPass {
                 bind: gpu.bind_ranges(
                     &kernels[1],
                     &[(&u, 0, psize), (packed[1], at, n * packed_px), host],
                 ),
-                // Words of the host's layout.
-                workgroups: (host.2 / 4).div_ceil(PACK_WG * self.run) as u32,
+                // Quads of pixels, a thread each (their words of the host's layout).
+                workgroups: n.div_ceil(4 * PACK_WG * self.run) as u32,
             });
         }
         Ok(Conversion {
