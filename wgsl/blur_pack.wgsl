@@ -30,83 +30,90 @@ const PACK_WG: u32 = 64u; // src/ops/blur/plan.rs's too (the shader test checks 
 override RAW_WORDS: u32 = CHANNELS * BITS / 8u;
 override PACKED_WORDS: u32 = 4u * BITS / 8u;
 
-// Quads a thread: the workgroup takes PACK_RUN runs of PACK_WG adjacent quads. 1 on GPUs; more
-// on CPU adapters, whose cost is per workgroup.
+// A workgroup converts groups of PACK_WG quads (4 PACK_WG pixels): it reads the group's words
+// of one layout, a word a thread at a time, into workgroup memory, and writes the other
+// layout's words from there, again a word a thread at a time, so that both the loads and the
+// stores of a warp are of adjacent words. The most words a group takes in either layout.
+const GROUP_WORDS: u32 = PACK_WG * 8u;
+var<workgroup> sh: array<u32, GROUP_WORDS>;
+
+// Groups a workgroup takes in turn: 1 on GPUs; more on CPU adapters, whose cost is per
+// workgroup.
 override PACK_RUN: u32 = 1u;
 
-// The first quad of this thread; quad k * PACK_WG after it is the next.
-fn first_quad(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
-    return workgroup_index(wid, nwg) * PACK_WG * PACK_RUN + lid;
-}
-
-// Sample k (counted along the host's layout: pixel k / CHANNELS, lane k % CHANNELS) of a
-// quad's host words. A sample never straddles two words (BITS divides 32).
-fn raw_sample(raw: array<u32, 6>, k: u32) -> u32 {
+// Sample k of the group (counted along the host's layout: pixel k / CHANNELS, lane
+// k % CHANNELS), from the host's words in `sh`. A sample never straddles two words (BITS
+// divides 32).
+fn raw_sample(k: u32) -> u32 {
     let bit = k * BITS;
-    return (raw[bit / 32u] >> (bit % 32u)) & (0xffffffffu >> (32u - BITS));
+    return (sh[bit / 32u] >> (bit % 32u)) & (0xffffffffu >> (32u - BITS));
 }
 
-// Lane c of pixel i of a quad's packed words.
-fn packed_lane(packed: array<u32, 8>, i: u32, c: u32) -> u32 {
+// Lane c of pixel i of the group, from the packed words in `sh`.
+fn packed_lane(i: u32, c: u32) -> u32 {
     if BITS == 8u {
-        return (packed[i] >> (c * 8u)) & 0xffu;
+        return (sh[i] >> (c * 8u)) & 0xffu;
     }
-    return (packed[2u * i + (c >> 1u)] >> ((c & 1u) * 16u)) & 0xffffu;
+    return (sh[2u * i + (c >> 1u)] >> ((c & 1u) * 16u)) & 0xffffu;
 }
 
-// Packed pixels, a quad of them a thread: the quad's RAW_WORDS words of the host's layout read
-// (those past the chunk's last word are not there, and hold none of its pixels), its pixels'
-// PACKED_WORDS words written (those of pixels past the chunk are not).
+// The chunk's words in the host's layout: its bytes rounded up to a word.
+fn raw_len() -> u32 {
+    return (params.pixels * CHANNELS * (BITS / 8u) + 3u) / 4u;
+}
+
+// Packed pixels. A group's host words past the chunk's last are not there (and hold none of
+// its pixels); its packed words of pixels past the chunk are not written.
 @compute @workgroup_size(PACK_WG)
 fn unpack(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let first = first_quad(wid, nwg, lid);
-    // The host's words of the chunk: its bytes rounded up to a word.
-    let raw_len = (params.pixels * CHANNELS * (BITS / 8u) + 3u) / 4u;
+    let raw_end = raw_len();
     for (var k = 0u; k < PACK_RUN; k++) {
-        let q = first + k * PACK_WG;
-        if 4u * q >= params.pixels {
+        // The group (the same for the whole workgroup, so the barriers stay uniform).
+        let g = workgroup_index(wid, nwg) * PACK_RUN + k;
+        let p0 = g * 4u * PACK_WG;
+        if p0 >= params.pixels {
             return;
         }
-        var raw: array<u32, 6>;
         for (var j = 0u; j < RAW_WORDS; j++) {
-            let w = q * RAW_WORDS + j;
-            if w < raw_len {
-                raw[j] = src[w];
+            let w = j * PACK_WG + lid;
+            if g * RAW_WORDS * PACK_WG + w < raw_end {
+                sh[w] = src[g * RAW_WORDS * PACK_WG + w];
             }
         }
-        for (var i = 0u; i < 4u; i++) {
-            let p = 4u * q + i;
-            if p < params.pixels {
+        workgroupBarrier();
+        for (var j = 0u; j < PACKED_WORDS; j++) {
+            // Packed word w of the group: pixel w / (BITS / 8), its first or second word.
+            let w = j * PACK_WG + lid;
+            let i = w / (BITS / 8u);
+            if p0 + i < params.pixels {
+                var word = 0u;
                 if BITS == 8u {
-                    var word = 0u;
                     for (var c = 0u; c < CHANNELS; c++) {
-                        word |= raw_sample(raw, i * CHANNELS + c) << (c * 8u);
+                        word |= raw_sample(i * CHANNELS + c) << (c * 8u);
                     }
-                    dst[p] = word;
                 } else {
                     // Lanes 0 and 1 in the first word, lane 2 in the second.
-                    var lo = raw_sample(raw, i * CHANNELS);
-                    var hi = 0u;
-                    if CHANNELS > 1u {
-                        lo |= raw_sample(raw, i * CHANNELS + 1u) << 16u;
+                    let c0 = (w & 1u) * 2u;
+                    if c0 < CHANNELS {
+                        word = raw_sample(i * CHANNELS + c0);
                     }
-                    if CHANNELS > 2u {
-                        hi = raw_sample(raw, i * CHANNELS + 2u);
+                    if c0 + 1u < CHANNELS {
+                        word |= raw_sample(i * CHANNELS + c0 + 1u) << 16u;
                     }
-                    dst[2u * p] = lo;
-                    dst[2u * p + 1u] = hi;
                 }
+                dst[g * PACKED_WORDS * PACK_WG + w] = word;
             }
         }
+        workgroupBarrier();
     }
 }
 
-// Words of the host's layout, a quad of pixels' RAW_WORDS a thread (samples past the chunk
-// are 0; words past its last one are not there), so that no two threads write the same word.
+// Words of the host's layout (samples past the chunk are 0; words past its last one are not
+// there), so that no two threads write the same word.
 @compute @workgroup_size(PACK_WG)
 fn pack(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -114,30 +121,36 @@ fn pack(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let per_word = 32u / BITS;
-    let first = first_quad(wid, nwg, lid);
-    let raw_len = (params.pixels * CHANNELS * (BITS / 8u) + 3u) / 4u;
+    let raw_end = raw_len();
     for (var k = 0u; k < PACK_RUN; k++) {
-        let q = first + k * PACK_WG;
-        if 4u * q >= params.pixels {
+        let g = workgroup_index(wid, nwg) * PACK_RUN + k;
+        let p0 = g * 4u * PACK_WG;
+        if p0 >= params.pixels {
             return;
         }
-        // The quad's packed words; those of pixels past the chunk are not there and stay 0.
-        var packed: array<u32, 8>;
+        // The group's pixels inside the chunk.
+        let inside = min(params.pixels - p0, 4u * PACK_WG);
         for (var j = 0u; j < PACKED_WORDS; j++) {
-            if 4u * q + j / (BITS / 8u) < params.pixels {
-                packed[j] = src[q * PACKED_WORDS + j];
+            let w = j * PACK_WG + lid;
+            if w / (BITS / 8u) < inside {
+                sh[w] = src[g * PACKED_WORDS * PACK_WG + w];
             }
         }
+        workgroupBarrier();
         for (var j = 0u; j < RAW_WORDS; j++) {
-            let w = q * RAW_WORDS + j;
-            if w < raw_len {
+            let w = j * PACK_WG + lid;
+            if g * RAW_WORDS * PACK_WG + w < raw_end {
                 var word = 0u;
                 for (var s = 0u; s < per_word; s++) {
-                    let sample = j * per_word + s;
-                    word |= packed_lane(packed, sample / CHANNELS, sample % CHANNELS) << (s * BITS);
+                    let sample = w * per_word + s;
+                    let i = sample / CHANNELS;
+                    if i < inside {
+                        word |= packed_lane(i, sample % CHANNELS) << (s * BITS);
+                    }
                 }
-                dst[w] = word;
+                dst[g * RAW_WORDS * PACK_WG + w] = word;
             }
         }
+        workgroupBarrier();
     }
 }

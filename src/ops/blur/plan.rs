@@ -34,8 +34,8 @@ crate::ops::params_layout!(PackParams { pixels });
 /// Threads per workgroup of wgsl/blur_pack.wgsl: its `PACK_WG` (the shader test checks it).
 const PACK_WG: u64 = 64;
 
-/// Quads of pixels a thread of wgsl/blur_pack.wgsl converts (PACK_RUN): one on GPUs, a run
-/// on CPU adapters (lavapipe pays per workgroup).
+/// Groups of quads of pixels a workgroup of wgsl/blur_pack.wgsl converts in turn (PACK_RUN):
+/// one on GPUs, a run on CPU adapters (lavapipe pays per workgroup).
 fn pack_run(layout: Layout) -> u64 {
     match layout {
         Layout::Workgroup => 1,
@@ -294,7 +294,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
 }
 
 /// The pack kernels' overridable constants: the image's channels, bytes a sample (`wpp`,
-/// words a packed pixel: 1 for 8-bit, 2 for 16-bit) and quads of pixels a thread converts.
+/// words a packed pixel: 1 for 8-bit, 2 for 16-bit) and groups a workgroup converts.
 fn pack_overrides(channels: u8, wpp: u64, run: u64) -> [(&'static str, f64); 3] {
     [
         ("CHANNELS", channels as f64),
@@ -677,7 +677,7 @@ struct HostLayout {
     wpp: u64,
     align: u64,
     budget: u64,
-    /// Quads of pixels a thread (`pack_run`).
+    /// Groups a workgroup (`pack_run`).
     run: u64,
 }
 
@@ -723,7 +723,7 @@ impl HostLayout {
                     &kernels[0],
                     &[(&u, 0, psize), host, (packed[0], at, n * packed_px)],
                 ),
-                // Quads of pixels, a thread each.
+                // Groups of PACK_WG quads of pixels, a workgroup each.
                 workgroups: n.div_ceil(4 * PACK_WG * self.run) as u32,
             });
             pack.push(PackPass {
@@ -731,7 +731,7 @@ impl HostLayout {
                     &kernels[1],
                     &[(&u, 0, psize), (packed[1], at, n * packed_px), host],
                 ),
-                // Quads of pixels, a thread each (their words of the host's layout).
+                // The same groups (their words of the host's layout).
                 workgroups: n.div_ceil(4 * PACK_WG * self.run) as u32,
             });
         }
