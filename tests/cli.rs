@@ -112,6 +112,54 @@ fn broken_pipe_is_not_an_error() {
     assert!(err.is_empty(), "{err}");
 }
 
+#[test]
+fn a_closed_stderr_changes_nothing_but_the_messages() {
+    // `gpukit ... 2>&1 | head` closes stderr early; messages are then lost, but each command
+    // still ends with its own status (eprintln! panicked: status 101, and a histogram batch
+    // with a bad file hung for ever on the panicked thread's queue).
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let dir = crate::util::tempdir();
+    let folder = dir.path().join("in");
+    std::fs::create_dir(&folder).unwrap();
+    let img = gpukit::io::image::Image::new_u8(3, 2, 3, (0..18).collect());
+    for i in 0..6 {
+        gpukit::io::image::save(&folder.join(format!("ok{i}.png")), img.clone()).unwrap();
+    }
+    std::fs::write(folder.join("a_empty.png"), b"").unwrap();
+    let folder = folder.to_str().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let cases: [(&[&str], i32); 4] = [
+        (&["histogram", folder], 1),
+        (&["blur", folder, "-r", "1", "--out-dir", out], 1),
+        (&["blur", "missing.png", "-o", "x.png"], 1),
+        (&["blur"], 2),
+    ];
+    for (args, want) in cases {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut child = crate::util::gpukit()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(writer)
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                child.kill().unwrap();
+                panic!("gpukit {args:?} hung with its stderr closed");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(want), "gpukit {args:?}");
+    }
+}
+
 /// The registry's op names that `keep`, as clap lists them: "copy, blur, ...".
 pub fn registry_names(keep: impl Fn(&gpukit::ops::Op) -> bool) -> String {
     let names: Vec<&str> = gpukit::ops::REGISTRY

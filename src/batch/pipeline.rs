@@ -292,15 +292,15 @@ where
         let item = &items[index];
         let mut times = StageTimes::default();
         let t0 = Instant::now();
-        let decoded = (stages.decode)(item);
+        let decoded = guarded(|| (stages.decode)(item));
         times.decode_ms = ms(t0.elapsed());
         // No engine worked on a file that did not decode (the report's `device` is null).
         let engine = decoded.is_ok().then_some(n);
         let t0 = Instant::now();
-        let made = decoded.and_then(|d| (stages.engine)(&mut state, item, d));
+        let made = decoded.and_then(|d| guarded(|| (stages.engine)(&mut state, item, d)));
         times.engine_ms = ms(t0.elapsed());
         let t0 = Instant::now();
-        let result = made.and_then(|r| (stages.encode)(item, r));
+        let result = made.and_then(|r| guarded(|| (stages.encode)(item, r)));
         times.encode_ms = ms(t0.elapsed());
         let outcome = Outcome {
             index,
@@ -313,6 +313,20 @@ where
         }
     }
     (stages.finish)(state)
+}
+
+/// One stage on one item, a panic in it (a bug) made that item's error: the stage's thread
+/// goes on with the next item, so no other stage waits for ever on its queue, and the batch
+/// ends with the item's error as with any other.
+fn guarded<X>(stage: impl FnOnce() -> Result<X>) -> Result<X> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(stage)).unwrap_or_else(|panic| {
+        let what = match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+            (Some(s), _) => s,
+            (None, Some(s)) => s.as_str(),
+            (None, None) => "a panic",
+        };
+        Err(anyhow::anyhow!("internal error (a bug in gpukit): {what}"))
+    })
 }
 
 /// A decoding thread: takes the next item until none is left or the batch stops.
@@ -329,7 +343,7 @@ fn decoder<T, D>(
             break;
         }
         let t0 = Instant::now();
-        let result = decode(&items[index]);
+        let result = guarded(|| decode(&items[index]));
         let times = StageTimes {
             decode_ms: ms(t0.elapsed()),
             ..StageTimes::default()
@@ -384,7 +398,7 @@ fn work<T, D, R, O, S>(
         // No engine worked on a file that did not decode (the report's `device` is null).
         let worked = decoded.is_ok().then_some(n);
         let t0 = Instant::now();
-        let out = decoded.and_then(|d| engine(&mut state, &items[index], d));
+        let out = decoded.and_then(|d| guarded(|| engine(&mut state, &items[index], d)));
         times.engine_ms = ms(t0.elapsed());
         let sent = match out {
             Ok(r) => result_tx.send((index, n, r, times, Instant::now())).is_ok(),
@@ -420,7 +434,7 @@ fn encoder<T, R, O>(
         };
         times.encode_wait_ms = ms(queued.elapsed());
         let t0 = Instant::now();
-        let result = encode(&items[index], r);
+        let result = guarded(|| encode(&items[index], r));
         times.encode_ms = ms(t0.elapsed());
         let outcome = Outcome {
             index,
@@ -491,6 +505,74 @@ mod tests {
             let expect: Vec<u32> = (0..200).filter(|&x| x != 17).collect();
             assert_eq!(seen, expect, "the engine saw each decoded item once");
         }
+    }
+
+    #[test]
+    fn a_stage_that_panics_fails_its_item_and_the_batch_goes_on() {
+        // Before: a panicking encoder left the engines blocked on its full queue for ever, so
+        // the batch runs on a thread of its own and a hang fails the test.
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || tx.send(panicking_batches()));
+        let ended = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the batches end");
+        for (what, ended) in ended {
+            assert!(ended.iter().all(|&n| n == 1), "{what}: {ended:?}");
+        }
+    }
+
+    /// Batches whose decode, engine and encode each panic on one item (9, 13 and 5), on both
+    /// pipelines: each item's outcome is checked, and how many times each ended is returned.
+    fn panicking_batches() -> Vec<(String, Vec<u32>)> {
+        let stages = || Stages {
+            decode: |&x: &u32| -> Result<u64> {
+                assert_ne!(x, 9, "decode panics");
+                Ok(u64::from(x))
+            },
+            start: |_| Ok(()),
+            engine: |_: &mut (), &x: &u32, d: u64| -> Result<u64> {
+                assert_ne!(x, 13, "engine panics");
+                Ok(d * 2)
+            },
+            encode: |&x: &u32, r: u64| -> Result<u64> {
+                assert_ne!(x, 5, "encode panics");
+                Ok(r + 1)
+            },
+            finish: |_: ()| Ok(()),
+        };
+        let items: Vec<u32> = (0..60).collect();
+        let check = |ended: &mut [u32], o: Outcome<u64>| {
+            ended[o.index] += 1;
+            let x = items[o.index];
+            match o.result {
+                Ok(v) => assert_eq!(v, 2 * u64::from(x) + 1, "item {x}"),
+                Err(e) => {
+                    assert!([5, 9, 13].contains(&x), "item {x}: {e:#}");
+                    let e = format!("{e:#}");
+                    assert!(e.contains("internal error (a bug in gpukit)"), "{e}");
+                    assert!(e.contains("panics"), "the panic's message: {e}");
+                }
+            }
+        };
+        let mut out = Vec::new();
+        for jobs in [1, 3] {
+            let pipeline = Pipeline {
+                jobs,
+                depth: 1,
+                engines: 1,
+            };
+            let mut ended = vec![0u32; items.len()];
+            pipeline
+                .run(&items, stages(), |o| check(&mut ended, o))
+                .unwrap();
+            out.push((format!("jobs {jobs}"), ended));
+            let mut ended = vec![0u32; items.len()];
+            Pipeline::new(Some(jobs))
+                .run_fused(&items, stages(), |o| check(&mut ended, o))
+                .unwrap();
+            out.push((format!("fused, jobs {jobs}"), ended));
+        }
+        out
     }
 
     #[test]

@@ -128,7 +128,7 @@ pub fn run(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
     match compare::run(ctx, request) {
         Err(e) if exit::is_broken_pipe(&e) => Err(e),
         Err(e) => {
-            eprintln!("{} {e:#}", term::error_prefix());
+            term::stderr_line(format_args!("{} {e:#}", term::error_prefix()));
             Ok(Status::Usage)
         }
         Ok(Verdict::Match) => Ok(Status::Success),

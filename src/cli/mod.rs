@@ -231,7 +231,9 @@ fn clap_error(e: clap::Error) -> Result<Status> {
             Ok(Status::Success)
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            eprint!("{}", e.render());
+            // Best effort, as every line on stderr (`term::stderr_line`).
+            let _ =
+                std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{}", e.render()));
             Ok(Status::Usage)
         }
         _ => {

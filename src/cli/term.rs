@@ -31,6 +31,15 @@ fn color() -> bool {
     COLOR.get().copied().unwrap_or(false)
 }
 
+/// Writes one line to stderr, best effort: a write that fails (stderr closed, or a pipe whose
+/// reader is gone, as in `gpukit ... 2>&1 | head`) is ignored, where `eprintln!` would panic
+/// and end the command with status 101 instead of its own. The exit status still says what
+/// happened.
+pub fn stderr_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 /// The prefix of error lines: `gpukit:`, red and bold when colour is on.
 pub fn error_prefix() -> &'static str {
     if color() {
