@@ -507,3 +507,44 @@ fn bad_size_flags_fail_before_any_input_is_read() {
         crate::util::run(&all).code(2).one_error_line(needle);
     }
 }
+
+#[test]
+fn a_target_over_the_byte_limit_fails_its_file_in_one_line() {
+    // A 1x1 image to 1048576 wide keeps its aspect: 1048576x1048576, 3 TiB. It aborted on
+    // the allocation; now its size is held to --max-image-bytes, as decoding is.
+    let dir = crate::util::tempdir();
+    let input = dir.path().join("one.png");
+    image::save(&input, Image::new_u8(1, 1, 3, vec![7, 8, 9])).unwrap();
+    let input = input.to_str().unwrap();
+    let out = dir.path().join("out.png");
+    let out_s = out.to_str().unwrap();
+    crate::util::run(&["resize", input, "--width", "1048576", "-o", out_s])
+        .code(1)
+        .one_error_line(
+            "resizing 1x1 to 1048576x1048576: 1048576x1048576 RGB 8-bit would take 3072.0 GiB",
+        );
+    assert!(!out.exists());
+    // 100x100 RGB is 30000 bytes: over a 20000-byte limit, within a 40000-byte one, which
+    // also bounds the horizontal pass (100 columns by the input's 1 row).
+    let limited = |limit: &str| {
+        crate::util::run(&[
+            "--max-image-bytes",
+            limit,
+            "resize",
+            input,
+            "--size",
+            "100x100",
+            "-o",
+            out_s,
+        ])
+    };
+    limited("20000").code(1).one_error_line("over the limit");
+    assert!(!out.exists());
+    limited("40000").code(0);
+    let img = image::load(&out).unwrap();
+    assert_eq!((img.width, img.height), (100, 100));
+    let Samples::U8(samples) = &img.samples else {
+        panic!("8-bit in, 8-bit out");
+    };
+    assert!(samples.chunks(3).all(|p| p == [7, 8, 9]));
+}

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 
 use super::inputs::InputArgs;
@@ -11,7 +11,7 @@ use super::outputs::OutputArgs;
 use super::{Ctx, Status};
 use crate::batch::images::{self, ImageOp, ImageWorker};
 use crate::gpu::{Engine, Timings};
-use crate::io::image::{Header, Image};
+use crate::io::image::{DecodeLimits, Header, Image};
 use crate::io::metadata::Metadata;
 use crate::ops::resize::{self, parse_dims, Filter, Options, Size};
 
@@ -41,8 +41,8 @@ pub struct ResizeArgs {
     filter: String,
 }
 
-/// Resize as the batch driver runs it.
-struct ResizeOp(Options);
+/// Resize as the batch driver runs it, and the limits of `--max-image-bytes`.
+struct ResizeOp(Options, DecodeLimits);
 
 impl ImageOp for ResizeOp {
     fn name(&self) -> &'static str {
@@ -53,6 +53,7 @@ impl ImageOp for ResizeOp {
         Box::new(Resizer {
             engine,
             options: self.0,
+            limits: self.1,
         })
     }
 
@@ -85,11 +86,37 @@ impl ImageOp for ResizeOp {
 struct Resizer<'e> {
     engine: &'e Engine,
     options: Options,
+    limits: DecodeLimits,
 }
 
 impl ImageWorker for Resizer<'_> {
     fn run(&mut self, image: &Image, timings: &mut Timings) -> Result<Image> {
+        self.check_size(image)?;
         resize::run(self.engine, image, &self.options, timings)
+    }
+}
+
+impl Resizer<'_> {
+    /// The resize's largest image against the limits that decoding is held to: its output,
+    /// or the horizontal pass's (output columns by input rows), so that a huge target
+    /// (`--width 1048576` of a square) is one error line, not an allocation that aborts.
+    fn check_size(&self, image: &Image) -> Result<()> {
+        let (ow, oh) = self.options.size.resolve(image.width, image.height)?;
+        let largest = Header {
+            width: ow,
+            height: oh.max(image.height),
+            channels: image.channels,
+            bit_depth: image.bit_depth(),
+        };
+        // Sides are checked against MAX_SIDE by `resolve`; here only the bytes count.
+        let limits = DecodeLimits {
+            max_width: u32::MAX,
+            max_height: u32::MAX,
+            ..self.limits
+        };
+        limits
+            .check(&largest)
+            .with_context(|| format!("resizing {}x{} to {ow}x{oh}", image.width, image.height))
     }
 }
 
@@ -98,7 +125,7 @@ pub fn run(ctx: &Ctx, args: ResizeArgs) -> Result<Status> {
     let filter: Filter = args.filter.parse().map_err(crate::UsageError)?;
     let options = Options::new(size, filter);
     options.check()?;
-    let op = ResizeOp(options);
+    let op = ResizeOp(options, ctx.read_options().limits);
     let list = |exclude: Option<&std::path::Path>| args.input.items(ctx, exclude);
     let pipeline = args.input.pipeline();
     let ok = images::run(ctx, &op, &args.output.outputs(), pipeline, list)?;
