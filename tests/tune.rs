@@ -267,6 +267,35 @@ fn corrupt_stale_and_unfit_caches_are_ignored_with_a_warning() {
 }
 
 #[test]
+fn a_file_that_is_not_a_tune_cache_is_never_replaced() {
+    // `--tune-cache photo.png` replaced the photo with a cache ("replacing an unreadable tune
+    // cache"); now tune refuses before measuring, and leaves the file as it was.
+    let d = tempdir();
+    let photo = d.path().join("photo.png");
+    let bytes = b"\x89PNG\r\n\x1a\n not a cache".to_vec();
+    std::fs::write(&photo, &bytes).unwrap();
+    let p = photo.to_str().unwrap();
+    run(&["tune", "scan", "--quick", "--tune-cache", p])
+        .code(1)
+        .one_error_line("photo.png: not a gpukit tune cache, so it is not replaced");
+    assert_eq!(std::fs::read(&photo).unwrap(), bytes);
+    // An empty file, and a cache of gpukit's (valid or not for this adapter), are replaced.
+    let cache = d.path().join("t.json");
+    std::fs::write(&cache, b"").unwrap();
+    let c = cache.to_str().unwrap();
+    run(&["tune", "scan", "--quick", "--tune-cache", c]).code(0);
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    assert!(doc["ops"]["scan"].is_array(), "{doc}");
+    doc["gpukit_version"] = "0.0.1".into();
+    std::fs::write(&cache, doc.to_string()).unwrap();
+    run(&["tune", "scan", "--quick", "--tune-cache", c]).code(0);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    assert_eq!(doc["gpukit_version"], env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
 fn unknown_op_is_a_usage_error() {
     run(&["tune", "sort", "--quick"])
         .code(2)

@@ -67,6 +67,7 @@ pub fn run(ctx: &Ctx, args: TuneArgs) -> Result<Status> {
     // An unusable cache path (a folder, a read-only one) fails now, not after measuring.
     if let Some(p) = &path {
         crate::io::output::check_writable(p)?;
+        Cache::check_replaceable(p)?;
     }
     let level = Level { quick: args.quick };
     let hide = ctx.global.quiet || sink.as_ref().is_some_and(JsonSink::is_stdout);

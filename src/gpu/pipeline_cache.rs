@@ -65,10 +65,13 @@ fn encode(adapter: &AdapterKey, data: &[u8]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Why a file is not a pipeline cache at all (damaged), or not one for `adapter` under this
-/// gpukit (stale: replaced silently, as any run rebuilds it).
+/// Why a file is not a pipeline cache at all (foreign: left alone), a damaged one (replaced
+/// with a warning), or not one for `adapter` under this gpukit (stale: replaced silently, as
+/// any run rebuilds it).
 #[derive(Debug, PartialEq, Eq)]
 enum Unusable {
+    /// Not a pipeline cache at all: someone's file named by mistake, never replaced.
+    Foreign,
     Damaged(String),
     Stale(String),
 }
@@ -76,9 +79,7 @@ enum Unusable {
 /// wgpu's data in `file`, if the file is whole and was made for `adapter` by this gpukit.
 fn decode<'f>(file: &'f [u8], adapter: &AdapterKey) -> Result<&'f [u8], Unusable> {
     let damaged = |why: &str| Unusable::Damaged(why.to_string());
-    let rest = file
-        .strip_prefix(MAGIC)
-        .ok_or_else(|| damaged("not a gpukit pipeline cache"))?;
+    let rest = file.strip_prefix(MAGIC).ok_or(Unusable::Foreign)?;
     let end = rest
         .iter()
         .position(|&b| b == b'\n')
@@ -182,8 +183,22 @@ impl PipelineCache {
                 None
             }
         };
+        // Someone's file named by mistake (`--pipeline-cache photo.png`) is left as it is: no
+        // cache this run, so nothing is written over it. An empty file is a cache to come.
+        let bytes = bytes.filter(|b| !b.is_empty());
+        if let Some(b) = &bytes {
+            if let Err(Unusable::Foreign) = decode(b, &adapter) {
+                (settings.warn)(&format!(
+                    "{}: not a gpukit pipeline cache, so it is not replaced; no pipeline \
+                     cache this run (remove it, or name another file with --pipeline-cache)",
+                    path.display()
+                ));
+                return None;
+            }
+        }
         let data = bytes.as_deref().and_then(|b| match decode(b, &adapter) {
             Ok(data) => Some(data),
+            Err(Unusable::Foreign) => unreachable!("returned above"),
             Err(Unusable::Damaged(why)) => {
                 (settings.warn)(&format!(
                     "{}: ignoring a damaged pipeline cache ({why}); it is rebuilt",
@@ -318,8 +333,15 @@ mod tests {
             decode(&file, &key("Mesa 23.0.0")),
             Err(Unusable::Stale(why)) if why.contains("Mesa 22.3.6")
         ));
-        // Cut short anywhere: damaged.
-        for cut in [0, 5, MAGIC.len() + 10, file.len() - 1] {
+        // Cut inside the magic: not a cache at all (never replaced); past it: damaged.
+        for cut in [0, 5, MAGIC.len() - 1] {
+            assert_eq!(
+                decode(&file[..cut], &key("Mesa 22.3.6")),
+                Err(Unusable::Foreign),
+                "cut at {cut}"
+            );
+        }
+        for cut in [MAGIC.len(), MAGIC.len() + 10, file.len() - 1] {
             assert!(
                 matches!(
                     decode(&file[..cut], &key("Mesa 22.3.6")),

@@ -124,6 +124,34 @@ impl Cache {
             .with_context(|| format!("{}: not a gpukit tune cache", path.display()))
     }
 
+    /// Whether `gpukit tune` may replace the file at `path`: there is none, it is empty, or
+    /// it is a tune cache of any gpukit (stale or not: a JSON object with a `gpukit_version`
+    /// and `ops`). Anything else is someone's file named by mistake (`--tune-cache
+    /// photo.png`), which an unreadable cache would otherwise have replaced.
+    pub fn check_replaceable(path: &Path) -> Result<()> {
+        use std::io::Read;
+        let mut head = Vec::new();
+        match std::fs::File::open(path) {
+            Ok(f) => f
+                .take(MAX_BYTES + 1)
+                .read_to_end(&mut head)
+                .with_context(|| format!("{}: cannot read", path.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e).with_context(|| format!("{}: cannot read", path.display())),
+        };
+        let ours = head.is_empty()
+            || serde_json::from_slice::<serde_json::Value>(&head)
+                .is_ok_and(|v| v.get("gpukit_version").is_some() && v.get("ops").is_some());
+        if !ours {
+            bail!(
+                "{}: not a gpukit tune cache, so it is not replaced (remove it, or name \
+                 another file with --tune-cache)",
+                path.display()
+            );
+        }
+        Ok(())
+    }
+
     /// Replaces the cache at `path` with `f` of what it holds now (`None`: no file yet), under
     /// an exclusive lock on its folder, so that two processes updating one cache (two
     /// `gpukit tune` runs) each add to what the other wrote instead of losing it. The lock
