@@ -158,6 +158,17 @@ fn a_closed_stderr_changes_nothing_but_the_messages() {
         };
         assert_eq!(status.code(), Some(want), "gpukit {args:?}");
     }
+    // The batch wrote every good file, blurred, whatever became of its messages.
+    let out = std::path::Path::new(out);
+    for i in 0..6 {
+        let got = gpukit::io::image::load(&out.join(format!("ok{i}.png"))).unwrap();
+        let want = gpukit::ops::blur::reference(
+            &img,
+            &gpukit::ops::blur::Options::new(gpukit::ops::blur::Kind::Box, 1, 1),
+        )
+        .unwrap();
+        assert!(got == want, "ok{i}.png");
+    }
 }
 
 /// The registry's op names that `keep`, as clap lists them: "copy, blur, ...".

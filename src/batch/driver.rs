@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Result;
 use indicatif::ProgressBar;
 
-use super::pipeline::{Outcome, Pipeline, StageTimes, Stages};
+use super::pipeline::{Outcome, Panicked, Pipeline, StageTimes, Stages};
 use crate::gpu::{Engine, Timings};
 use crate::io::image::{Decoded, Image, ReadOptions};
 
@@ -186,8 +186,14 @@ impl<'a> Run<'a> {
         let bar = env.progress(items.len() as u64, self.hide);
         let mut slots: Vec<Option<Outcome<O>>> = items.iter().map(|_| None).collect();
         let mut printed = 0;
-        let on_done = |outcome: Outcome<O>| {
-            bar.set_message(name(&items[outcome.index]));
+        let on_done = |mut outcome: Outcome<O>| {
+            let file = name(&items[outcome.index]);
+            // A stage's panic unwound past the context that names the file: name it here.
+            outcome.result = outcome.result.map_err(|e| match Panicked::is(&e) {
+                true => e.context(file.clone()),
+                false => e,
+            });
+            bar.set_message(file);
             bar.inc(1);
             let i = outcome.index;
             slots[i] = Some(outcome);

@@ -172,8 +172,8 @@ impl Pipeline {
                 let ends = (decoded_rx, result_tx.clone(), done_tx.clone());
                 let t = thread("engine").spawn_scoped(s, move || -> Result<F> {
                     let state = started(start, n, stop, decoded_rx)?;
-                    let state = work(n, items, engine, state, ends);
-                    finish(state)
+                    let state = work(n, items, (engine, start), state, ends, stop)?;
+                    guarded(|| finish(state))
                 });
                 match t {
                     Ok(t) => engines.push(t),
@@ -195,9 +195,7 @@ impl Pipeline {
                 while result_rx.lock().expect("no encoder panics").recv().is_ok() {}
             }
             drop(done_tx);
-            for outcome in done_rx {
-                done(outcome);
-            }
+            calling_back(done_rx, &mut done, stop);
             engines
                 .into_iter()
                 .map(|e| e.join().expect("an engine stage does not panic"))
@@ -258,9 +256,7 @@ impl Pipeline {
                     })
                 })
                 .map_err(refused)?;
-            for outcome in done_rx {
-                done(outcome);
-            }
+            calling_back(done_rx, &mut done, stop);
             let finished = workers.join().expect("a batch worker does not panic");
             finished.into_iter().collect()
         })
@@ -283,7 +279,9 @@ where
     Enc: Fn(&T, R) -> Result<O>,
     Fin: Fn(S) -> Result<F>,
 {
-    let mut state = (stages.start)(n).inspect_err(|_| stop.store(true, Ordering::Relaxed))?;
+    let start =
+        || guarded(|| (stages.start)(n)).inspect_err(|_| stop.store(true, Ordering::Relaxed));
+    let mut state = start()?;
     loop {
         let index = next.fetch_add(1, Ordering::Relaxed);
         if index >= items.len() || stop.load(Ordering::Relaxed) {
@@ -299,6 +297,10 @@ where
         let t0 = Instant::now();
         let made = decoded.and_then(|d| guarded(|| (stages.engine)(&mut state, item, d)));
         times.engine_ms = ms(t0.elapsed());
+        // A panic may have left the state half changed: the next file gets a fresh one.
+        if made.as_ref().is_err_and(panicked) {
+            state = start()?;
+        }
         let t0 = Instant::now();
         let result = made.and_then(|r| guarded(|| (stages.encode)(item, r)));
         times.encode_ms = ms(t0.elapsed());
@@ -312,21 +314,68 @@ where
             break;
         }
     }
-    (stages.finish)(state)
+    guarded(|| (stages.finish)(state))
 }
 
-/// One stage on one item, a panic in it (a bug) made that item's error: the stage's thread
-/// goes on with the next item, so no other stage waits for ever on its queue, and the batch
-/// ends with the item's error as with any other.
+/// A stage that panicked (a bug in gpukit) on an item: the item's error, which the caller
+/// names the item in ([`Panicked::is`]).
+#[derive(Debug)]
+pub struct Panicked(String);
+
+impl std::fmt::Display for Panicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "internal error (a bug in gpukit): {}", self.0)
+    }
+}
+
+impl std::error::Error for Panicked {}
+
+impl Panicked {
+    /// Whether `e` is a stage's panic, which carries no item's name of its own.
+    pub fn is(e: &anyhow::Error) -> bool {
+        e.downcast_ref::<Panicked>().is_some()
+    }
+}
+
+fn panicked(e: &anyhow::Error) -> bool {
+    Panicked::is(e)
+}
+
+/// One stage on one item (or a thread's start or finish), a panic in it made an error: the
+/// stage's thread goes on with the next item, so no other stage waits for ever on its queue,
+/// and the batch ends with the item's error as with any other.
 fn guarded<X>(stage: impl FnOnce() -> Result<X>) -> Result<X> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(stage)).unwrap_or_else(|panic| {
         let what = match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
-            (Some(s), _) => s,
-            (None, Some(s)) => s.as_str(),
-            (None, None) => "a panic",
+            (Some(s), _) => s.to_string(),
+            (None, Some(s)) => s.clone(),
+            (None, None) => "a panic".to_string(),
         };
-        Err(anyhow::anyhow!("internal error (a bug in gpukit): {what}"))
+        Err(Panicked(what).into())
     })
+}
+
+/// Hands each outcome to the caller's `done`. If `done` panics, the batch stops, the other
+/// outcomes are still taken (so that no stage waits for ever to hand one over), and the
+/// panic goes on once the queue is closed.
+fn calling_back<O>(
+    done_rx: mpsc::Receiver<Outcome<O>>,
+    done: &mut impl FnMut(Outcome<O>),
+    stop: &AtomicBool,
+) {
+    let mut panic = None;
+    for outcome in done_rx {
+        if panic.is_none() {
+            let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| done(outcome)));
+            if let Err(p) = called {
+                stop.store(true, Ordering::Relaxed);
+                panic = Some(p);
+            }
+        }
+    }
+    if let Some(p) = panic {
+        std::panic::resume_unwind(p);
+    }
 }
 
 /// A decoding thread: takes the next item until none is left or the batch stops.
@@ -362,7 +411,7 @@ fn started<S, D>(
     stop: &AtomicBool,
     decoded_rx: &Mutex<mpsc::Receiver<Decoded<D>>>,
 ) -> Result<S> {
-    match start(n) {
+    match guarded(|| start(n)) {
         Ok(state) => Ok(state),
         Err(e) => {
             stop.store(true, Ordering::Relaxed);
@@ -380,14 +429,20 @@ type EngineEnds<'a, D, R, O> = (
     mpsc::Sender<Outcome<O>>,
 );
 
-/// Engine `n`'s loop: the next decoded image whenever it is free, until the queue closes.
+/// Engine `n`'s loop: the next decoded image whenever it is free, until the queue closes. A
+/// panic in the engine may have left its state half changed, so the next image gets a fresh
+/// one from `start` (which failing stops the batch, as at the start).
 fn work<T, D, R, O, S>(
     n: usize,
     items: &[T],
-    engine: &impl Fn(&mut S, &T, D) -> Result<R>,
+    (engine, start): (
+        &impl Fn(&mut S, &T, D) -> Result<R>,
+        &impl Fn(usize) -> Result<S>,
+    ),
     mut state: S,
     (decoded_rx, result_tx, done_tx): EngineEnds<'_, D, R, O>,
-) -> S {
+    stop: &AtomicBool,
+) -> Result<S> {
     loop {
         // The lock is held only while waiting for the next image.
         let next = decoded_rx.lock().expect("no engine panics").recv();
@@ -400,6 +455,7 @@ fn work<T, D, R, O, S>(
         let t0 = Instant::now();
         let out = decoded.and_then(|d| guarded(|| engine(&mut state, &items[index], d)));
         times.engine_ms = ms(t0.elapsed());
+        let restart = out.as_ref().is_err_and(panicked);
         let sent = match out {
             Ok(r) => result_tx.send((index, n, r, times, Instant::now())).is_ok(),
             Err(e) => {
@@ -415,8 +471,11 @@ fn work<T, D, R, O, S>(
         if !sent {
             break;
         }
+        if restart {
+            state = started(start, n, stop, decoded_rx)?;
+        }
     }
-    state
+    Ok(state)
 }
 
 /// An encoding thread: the next engine result until the engines are done.
@@ -510,27 +569,31 @@ mod tests {
     #[test]
     fn a_stage_that_panics_fails_its_item_and_the_batch_goes_on() {
         // Before: a panicking encoder left the engines blocked on its full queue for ever, so
-        // the batch runs on a thread of its own and a hang fails the test.
+        // the batches run on a thread of their own and a hang fails the test.
         let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || tx.send(panicking_batches()));
-        let ended = rx
+        std::thread::spawn(move || tx.send(std::panic::catch_unwind(panicking_batches)));
+        let ran = rx
             .recv_timeout(Duration::from_secs(120))
             .expect("the batches end");
+        let ended = ran.expect("no panic escapes but the callback's");
         for (what, ended) in ended {
             assert!(ended.iter().all(|&n| n == 1), "{what}: {ended:?}");
         }
     }
 
     /// Batches whose decode, engine and encode each panic on one item (9, 13 and 5), on both
-    /// pipelines: each item's outcome is checked, and how many times each ended is returned.
+    /// pipelines: each item's outcome is checked, the engine's state after its panic is a
+    /// fresh one, and how many times each item ended is returned. Then batches whose start,
+    /// finish or callback panics: each ends (with an error, or the callback's panic).
     fn panicking_batches() -> Vec<(String, Vec<u32>)> {
         let stages = || Stages {
             decode: |&x: &u32| -> Result<u64> {
                 assert_ne!(x, 9, "decode panics");
                 Ok(u64::from(x))
             },
-            start: |_| Ok(()),
-            engine: |_: &mut (), &x: &u32, d: u64| -> Result<u64> {
+            start: (|_| Ok(Vec::new())) as fn(usize) -> Result<Vec<u32>>,
+            engine: |seen: &mut Vec<u32>, &x: &u32, d: u64| -> Result<u64> {
+                seen.push(x);
                 assert_ne!(x, 13, "engine panics");
                 Ok(d * 2)
             },
@@ -538,7 +601,7 @@ mod tests {
                 assert_ne!(x, 5, "encode panics");
                 Ok(r + 1)
             },
-            finish: |_: ()| Ok(()),
+            finish: Ok as fn(Vec<u32>) -> Result<Vec<u32>>,
         };
         let items: Vec<u32> = (0..60).collect();
         let check = |ended: &mut [u32], o: Outcome<u64>| {
@@ -548,12 +611,15 @@ mod tests {
                 Ok(v) => assert_eq!(v, 2 * u64::from(x) + 1, "item {x}"),
                 Err(e) => {
                     assert!([5, 9, 13].contains(&x), "item {x}: {e:#}");
+                    assert!(Panicked::is(&e), "{e:#}");
                     let e = format!("{e:#}");
                     assert!(e.contains("internal error (a bug in gpukit)"), "{e}");
                     assert!(e.contains("panics"), "the panic's message: {e}");
                 }
             }
         };
+        // The state the engine's panic left is dropped: no finished state saw item 13.
+        let fresh = |states: Vec<Vec<u32>>| assert!(states.iter().all(|s| !s.contains(&13)));
         let mut out = Vec::new();
         for jobs in [1, 3] {
             let pipeline = Pipeline {
@@ -562,15 +628,48 @@ mod tests {
                 engines: 1,
             };
             let mut ended = vec![0u32; items.len()];
-            pipeline
-                .run(&items, stages(), |o| check(&mut ended, o))
-                .unwrap();
+            fresh(
+                pipeline
+                    .run(&items, stages(), |o| check(&mut ended, o))
+                    .unwrap(),
+            );
             out.push((format!("jobs {jobs}"), ended));
             let mut ended = vec![0u32; items.len()];
-            Pipeline::new(Some(jobs))
-                .run_fused(&items, stages(), |o| check(&mut ended, o))
-                .unwrap();
+            fresh(
+                Pipeline::new(Some(jobs))
+                    .run_fused(&items, stages(), |o| check(&mut ended, o))
+                    .unwrap(),
+            );
             out.push((format!("fused, jobs {jobs}"), ended));
+        }
+        // A start or a finish that panics is the batch's error; a callback that panics stops
+        // the batch, and its panic goes on once every stage has ended.
+        let pipeline = Pipeline {
+            jobs: 1,
+            depth: 1,
+            engines: 1,
+        };
+        let mut s = stages();
+        s.start = |_| panic!("start panics");
+        let e = pipeline.run(&items, s, |_| {}).unwrap_err();
+        assert!(format!("{e:#}").contains("start panics"), "{e:#}");
+        let mut s = stages();
+        s.start = |_| panic!("start panics");
+        let e = Pipeline::new(Some(2))
+            .run_fused(&items, s, |_| {})
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("start panics"), "{e:#}");
+        let mut s = stages();
+        s.finish = |_| panic!("finish panics");
+        let e = pipeline.run(&items, s, |_| {}).unwrap_err();
+        assert!(format!("{e:#}").contains("finish panics"), "{e:#}");
+        for fused in [false, true] {
+            let callback = |o: Outcome<u64>| assert!(o.index < 3, "the callback panics");
+            let ran = std::panic::catch_unwind(|| match fused {
+                false => pipeline.run(&items, stages(), callback),
+                true => Pipeline::new(Some(2)).run_fused(&items, stages(), callback),
+            });
+            assert!(ran.is_err(), "fused {fused}: the callback's panic goes on");
         }
         out
     }

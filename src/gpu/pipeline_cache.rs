@@ -76,6 +76,32 @@ enum Unusable {
     Stale(String),
 }
 
+/// The file at `path` whole if it starts as a pipeline cache does (only its first bytes are
+/// read to tell: `--pipeline-cache movie.mkv` reads no more), `None` if there is none yet (no
+/// file, or an empty one); `Err(None)` for a file that is not one, `Err(Some(e))` for one
+/// that cannot be read.
+fn read_if_cache(path: &Path) -> Result<Option<Vec<u8>>, Option<std::io::Error>> {
+    use std::io::Read;
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Some(e)),
+    };
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(MAGIC.len() as u64)
+        .read_to_end(&mut bytes)
+        .map_err(Some)?;
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    if bytes != MAGIC {
+        return Err(None);
+    }
+    file.read_to_end(&mut bytes).map_err(Some)?;
+    Ok(Some(bytes))
+}
+
 /// wgpu's data in `file`, if the file is whole and was made for `adapter` by this gpukit.
 fn decode<'f>(file: &'f [u8], adapter: &AdapterKey) -> Result<&'f [u8], Unusable> {
     let damaged = |why: &str| Unusable::Damaged(why.to_string());
@@ -169,36 +195,34 @@ impl PipelineCache {
             }
         };
         let adapter = AdapterKey::from_info(info);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => Some(b),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        // A file that cannot be read, or someone's file named by mistake (`--pipeline-cache
+        // photo.png`), is left as it is: no cache this run, so nothing is written over it.
+        let refused = |why: String| {
+            (settings.warn)(&format!(
+                "{}: {why}, so it is not replaced; no pipeline cache this run (name another \
+                 file with --pipeline-cache)",
+                path.display()
+            ));
+        };
+        let bytes = match read_if_cache(&path) {
+            Ok(Some(b)) => Some(b),
+            Ok(None) => {
                 note(settings, &format!("none yet at {}", path.display()));
                 None
             }
-            Err(e) => {
-                (settings.warn)(&format!(
-                    "{}: ignoring the pipeline cache: cannot read it: {e}",
-                    path.display()
-                ));
-                None
-            }
-        };
-        // Someone's file named by mistake (`--pipeline-cache photo.png`) is left as it is: no
-        // cache this run, so nothing is written over it. An empty file is a cache to come.
-        let bytes = bytes.filter(|b| !b.is_empty());
-        if let Some(b) = &bytes {
-            if let Err(Unusable::Foreign) = decode(b, &adapter) {
-                (settings.warn)(&format!(
-                    "{}: not a gpukit pipeline cache, so it is not replaced; no pipeline \
-                     cache this run (remove it, or name another file with --pipeline-cache)",
-                    path.display()
-                ));
+            Err(None) => {
+                refused("not a gpukit pipeline cache".into());
                 return None;
             }
-        }
+            Err(Some(e)) => {
+                refused(format!("cannot read it: {e}"));
+                return None;
+            }
+        };
         let data = bytes.as_deref().and_then(|b| match decode(b, &adapter) {
             Ok(data) => Some(data),
-            Err(Unusable::Foreign) => unreachable!("returned above"),
+            // Refused by `read_if_cache` already.
+            Err(Unusable::Foreign) => None,
             Err(Unusable::Damaged(why)) => {
                 (settings.warn)(&format!(
                     "{}: ignoring a damaged pipeline cache ({why}); it is rebuilt",

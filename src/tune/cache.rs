@@ -174,6 +174,8 @@ impl Cache {
                 .with_context(|| format!("{}: cannot lock the folder", dir.display()))?;
             folder
         };
+        // Checked again under the lock: `gpukit tune` checks before it measures, minutes ago.
+        Cache::check_replaceable(path)?;
         let current = path.exists().then(|| Cache::read(path));
         f(current).write(path)
     }
