@@ -191,6 +191,80 @@ fn allow_damaged_reads_them_with_one_warning() {
     assert!(d.damage.unwrap().contains("corrupt PNG"));
 }
 
+/// Where the entropy-coded data of `jpeg`'s `nth` scan starts and ends (at the marker after it).
+fn scan_data(jpeg: &[u8], nth: usize) -> (usize, usize) {
+    let sos = jpeg
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w == &[0xFF, 0xDA])
+        .nth(nth)
+        .expect("that many scans")
+        .0;
+    let start = sos + 2 + usize::from(u16::from_be_bytes([jpeg[sos + 2], jpeg[sos + 3]]));
+    let end = (start..jpeg.len() - 1)
+        .find(|&i| jpeg[i] == 0xFF && !matches!(jpeg[i + 1], 0x00 | 0xD0..=0xD7 | 0xFF))
+        .unwrap();
+    (start, end)
+}
+
+#[test]
+fn a_jpeg_cut_short_by_a_marker_is_refused_as_truncated() {
+    // zune-jpeg decodes on past a marker inside a scan's data as if zero bits followed: without
+    // the check, these decoded with exit 0 and the rows after the cut lost.
+    let dir = tempdir();
+    let noise = crate::util::random_image(96, 64, 3, 8, 7);
+    let progressive = gpukit::io::image::WriteOptions {
+        progressive: true,
+        ..Default::default()
+    };
+    let mut files = Vec::new();
+    for (kind, opts, nth) in [
+        ("baseline", Default::default(), 0),
+        // The second scan: the first AC scan of libjpeg's script (its refinement scans are
+        // not caught, docs/formats.md).
+        ("progressive", progressive, 1),
+    ] {
+        let mut jpg = Vec::new();
+        image::encode_with(
+            noise.clone(),
+            ImageFormat::Jpeg,
+            &Default::default(),
+            &opts,
+            &mut jpg,
+        )
+        .unwrap();
+        // The whole file decodes, to the pixels zune-jpeg gives without the check.
+        assert!(image::decode(&jpg).is_ok(), "{kind}");
+        let (start, end) = scan_data(&jpg, nth);
+        let cut = &jpg[..(start + end) / 2];
+        let cut = &cut[..cut.iter().rposition(|&b| b != 0xFF).unwrap() + 1];
+        let eoi = [cut, &[0xFF, 0xD9]].concat();
+        // A stray EOI inside the data, the rest of the file after it.
+        let stray = [cut, &[0xFF, 0xD9], &jpg[cut.len()..]].concat();
+        let comment = [cut, &[0xFF, 0xFE, 0x00, 0x02, 0xFF, 0xD9]].concat();
+        for (name, bytes) in [("eoi", eoi), ("stray", stray), ("comment", comment)] {
+            let name = format!("{kind}-{name}.jpg");
+            write(dir.path(), &name, &bytes);
+            files.push(name);
+        }
+    }
+    for name in &files {
+        both_refuse(
+            dir.path(),
+            name,
+            "truncated JPEG: a scan's data ends before its last block",
+        );
+        // --allow-damaged reads it, with a warning.
+        let r = run_in(
+            Some(dir.path()),
+            &["--backend", "cpu", "--allow-damaged", "histogram", name],
+        );
+        r.code(0);
+        assert!(r.stderr.starts_with("gpukit: warning: "), "{}", r.stderr);
+        assert!(r.stderr.contains("truncated JPEG"), "{}", r.stderr);
+    }
+}
+
 #[test]
 fn a_wrong_zlib_checksum_is_refused() {
     let dir = tempdir();
