@@ -544,6 +544,15 @@ fn scan_prints_json_on_stdout() {
 }
 
 #[test]
+fn a_byte_order_mark_keeps_the_first_value() {
+    let dir = tempdir();
+    write_file(&dir.path().join("bom.csv"), b"\xEF\xBB\xBF1\n2\n");
+    let r = run_in(Some(dir.path()), &["scan", "bom.csv", "--inclusive"]);
+    r.code(0);
+    assert_eq!(r.stdout, "[1, 3]\n");
+}
+
+#[test]
 fn a_csv_header_is_detected_or_named() {
     let dir = tempdir();
     // Names: skipped when detected; numbers as names (years) are data unless --header.
