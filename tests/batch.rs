@@ -378,6 +378,55 @@ fn a_quoted_glob_is_expanded_and_out_format_converts() {
     assert_eq!(n, 4);
 }
 
+/// The glob crate passes over names that are not UTF-8; gpukit's glob takes them.
+#[cfg(unix)]
+#[test]
+fn a_glob_takes_names_that_are_not_utf8() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempdir();
+    let d = dir.path();
+    let odd = |bytes: &[u8]| PathBuf::from(OsStr::from_bytes(bytes));
+    let rels = [
+        odd(b"a.png"),
+        odd(b"b\xff.png"),
+        odd(b"sub\xfe/c.png"),
+        odd(b"sub\xfe/d\xff.png"),
+    ];
+    for rel in &rels {
+        let path = d.join("in").join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::copy(fixture("pngsuite/basn2c08.png"), path).unwrap();
+    }
+    for (pattern, taken) in [
+        ("in/*.png", &[0, 1][..]),
+        ("in/**/*.png", &[0, 1, 2, 3][..]),
+        // `?` matches one character: a byte that is not UTF-8 is one.
+        ("in/b?.png", &[1][..]),
+        ("in/s*/d?.png", &[3][..]),
+    ] {
+        let out = d.join("out");
+        let _ = std::fs::remove_dir_all(&out);
+        let r = run_in(Some(d), &["blur", pattern, "--out-dir", "out", "-r", "1"]);
+        r.code(0);
+        let done = format!("gpukit: {} done, 0 skipped, 0 failed", taken.len());
+        // One file: no summary line.
+        let quiet = r.stderr.is_empty() && taken.len() == 1;
+        assert!(
+            quiet || r.stderr.starts_with(&done),
+            "{pattern}: {}",
+            r.stderr
+        );
+        for (i, rel) in rels.iter().enumerate() {
+            let got = out.join(rel);
+            assert_eq!(got.exists(), taken.contains(&i), "{pattern}: {rel:?}");
+            if got.exists() {
+                assert_blurred(&d.join("in").join(rel), &got, 1);
+            }
+        }
+    }
+}
+
 #[test]
 fn a_batch_over_its_own_inputs_needs_overwrite() {
     let dir = tempdir();
