@@ -270,12 +270,22 @@ fn a_wrong_zlib_checksum_is_refused() {
     let dir = tempdir();
     write(dir.path(), "adler.png", &bad_adler_png());
     both_refuse(dir.path(), "adler.png", "corrupt PNG");
-    // And a wrong chunk CRC.
+    // A byte of the last IDAT's data (the zlib stream fails before the CRC is read).
     let mut png = encoded(&card(), ImageFormat::Png);
     let n = png.len();
     png[n - 20] ^= 1; // inside the last IDAT's data, before IEND
+    write(dir.path(), "data.png", &png);
+    both_refuse(dir.path(), "data.png", "corrupt PNG");
+    // And a wrong chunk CRC, the last IDAT's (IEND's 12 bytes after it): the chunk named by
+    // its type, not as the png crate's struct.
+    png[n - 20] ^= 1;
+    png[n - 13] ^= 1;
     write(dir.path(), "crc.png", &png);
-    both_refuse(dir.path(), "crc.png", "corrupt PNG");
+    both_refuse(
+        dir.path(),
+        "crc.png",
+        "crc.png: corrupt PNG: CRC error in an IDAT chunk",
+    );
 }
 
 #[test]

@@ -49,7 +49,37 @@ fn png_error(e: png::DecodingError) -> anyhow::Error {
         png::DecodingError::LimitsExceeded => {
             anyhow!("the PNG needs more memory than the limit (--max-image-bytes raises it)")
         }
-        e => anyhow!("corrupt PNG: {e}"),
+        e => anyhow!("corrupt PNG: {}", png_text(&e.to_string())),
+    }
+}
+
+/// The png crate's message with each chunk named by its type: it writes a chunk as its Rust
+/// struct (`ChunkType { type: IDAT, critical: true, ... }`), and a CRC error with both sums.
+fn png_text(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("ChunkType { type: ") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "ChunkType { type: ".len()..];
+        let kind = after.split([',', ' ']).next().unwrap_or_default();
+        out.push_str(kind);
+        rest = after.find('}').map_or("", |end| &after[end + 1..]);
+    }
+    out.push_str(rest);
+    match out
+        .strip_prefix("CRC error: ")
+        .and_then(|t| t.split_once("while decoding "))
+    {
+        Some((_, chunk)) => {
+            let kind = chunk.trim_end_matches('.').trim_end_matches(" chunk");
+            // The article for the name of its first letter (an IDAT, an sRGB, a PLTE).
+            let vowel = kind.starts_with(|c: char| "aefhilmnorsxAEFHILMNORSX".contains(c));
+            format!(
+                "CRC error in {} {kind} chunk",
+                if vowel { "an" } else { "a" }
+            )
+        }
+        None => out,
     }
 }
 
@@ -568,6 +598,22 @@ pub(super) fn decode_gif(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
 #[cfg(test)]
 mod tests {
     use crate::io::image::{decode, Samples};
+
+    #[test]
+    fn png_messages_name_chunks_by_their_type() {
+        let crc = "CRC error: expected 0x1a2b have 0x3c4d while decoding ChunkType { type: \
+                   IDAT, critical: true, private: false, reserved: false, safecopy: false } chunk.";
+        assert_eq!(super::png_text(crc), "CRC error in an IDAT chunk");
+        let crc = crc.replace("IDAT", "tEXt");
+        assert_eq!(super::png_text(&crc), "CRC error in a tEXt chunk");
+        let order = "Chunk ChunkType { type: PLTE, critical: true, private: false, reserved: \
+                     false, safecopy: false } is invalid after IDAT chunk.";
+        assert_eq!(
+            super::png_text(order),
+            "Chunk PLTE is invalid after IDAT chunk."
+        );
+        assert_eq!(super::png_text("Invalid signature."), "Invalid signature.");
+    }
 
     #[test]
     fn gif_frames_sit_on_the_logical_screen_and_unknown_extensions_are_skipped() {
