@@ -154,6 +154,29 @@ fn truncated_images_are_refused_by_default() {
     write(dir.path(), "cut.jpg", &jpg[..jpg.len() / 2]);
     both_refuse(dir.path(), "cut.png", "truncated PNG");
     both_refuse(dir.path(), "cut.jpg", "truncated JPEG");
+    // Cut in a JPEG's headers, half a GIF and half a QOI: each decoder says so in its own
+    // words (not enough bytes, an unexpected end of file, a buffer it could not fill), which
+    // read as "corrupt"; all are one sentence.
+    write(dir.path(), "head.jpg", &jpg[..100]);
+    for (format, ext) in [(ImageFormat::Gif, "gif"), (ImageFormat::Qoi, "qoi")] {
+        let bytes = encoded(&card(), format);
+        write(
+            dir.path(),
+            &format!("half.{ext}"),
+            &bytes[..bytes.len() / 2],
+        );
+    }
+    for (name, format) in [
+        ("head.jpg", "JPEG"),
+        ("half.gif", "GIF"),
+        ("half.qoi", "QOI"),
+    ] {
+        both_refuse(
+            dir.path(),
+            name,
+            &format!("{name}: truncated {format}: the data ends early"),
+        );
+    }
 }
 
 #[test]

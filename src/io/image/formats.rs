@@ -225,8 +225,13 @@ pub(super) fn jpeg_decoder<R: ZByteReaderTrait>(
 }
 
 fn jpeg_error(e: zune_jpeg::errors::DecodeErrors) -> anyhow::Error {
+    use zune_core::bytestream::ZByteIoError as Io;
     use zune_jpeg::errors::DecodeErrors as E;
     let text = match &e {
+        E::ExhaustedData | E::IoErrors(Io::NotEnoughBytes(..)) => {
+            return anyhow!("truncated JPEG: the data ends early")
+        }
+        E::IoErrors(Io::StdIoError(io)) => return anyhow!(describe_io(io, "JPEG")),
         E::Format(s)
         | E::HuffmanDecode(s)
         | E::DqtError(s)
@@ -243,13 +248,10 @@ fn jpeg_error(e: zune_jpeg::errors::DecodeErrors) -> anyhow::Error {
     // zune-jpeg's messages may carry line breaks; one line each.
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let lower = text.to_lowercase();
-    if lower.contains("premature end")
-        || lower.contains("no more bytes")
-        || lower.contains("exhausted")
-        || lower.contains("eof")
-        || matches!(e, E::ExhaustedData)
-    {
-        anyhow!("truncated JPEG: {text}")
+    // The strict decoder's "Premature end of buffer" (data read past the end of the file).
+    let words = ["premature end", "no more bytes", "exhausted", "eof"];
+    if words.iter().any(|w| lower.contains(w)) {
+        anyhow!("truncated JPEG: the data ends early")
     } else {
         anyhow!("corrupt JPEG: {text}")
     }
@@ -448,8 +450,8 @@ pub(super) fn format_name(format: ImageFormat) -> String {
 
 pub(super) fn image_error(e: image::ImageError, format: ImageFormat) -> anyhow::Error {
     let name = format_name(format);
-    let text = match e {
-        image::ImageError::IoError(io) => return anyhow!(describe_io(&io, &name)),
+    let text = match &e {
+        image::ImageError::IoError(io) => return anyhow!(describe_io(io, &name)),
         image::ImageError::Unsupported(u) => return anyhow!("unsupported {name}: {u}"),
         image::ImageError::Limits(_) => {
             return anyhow!("the {name} needs more memory than the limit (--max-image-bytes)")
@@ -457,11 +459,35 @@ pub(super) fn image_error(e: image::ImageError, format: ImageFormat) -> anyhow::
         other => other.to_string(),
     };
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if text.to_lowercase().contains("eof") || text.to_lowercase().contains("end of file") {
-        anyhow!("truncated {name}: {text}")
+    if ends_early(&e) {
+        anyhow!("truncated {name}: the data ends early")
     } else {
         anyhow!("corrupt {name}: {text}")
     }
+}
+
+/// Whether a decoder's error says its data ended early: an I/O error of that kind in its
+/// chain, or, where a decoder kept only the text of one (qoi: "i/o error: failed to fill
+/// whole buffer"), that text or an end of file named in words.
+fn ends_early(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut at = Some(e);
+    while let Some(e) = at {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return io.kind() == std::io::ErrorKind::UnexpectedEof;
+        }
+        let text = e.to_string().to_lowercase();
+        let words = [
+            "failed to fill whole buffer",
+            "end of file",
+            "unexpected eof",
+            " eof",
+        ];
+        if words.iter().any(|w| text.contains(w)) {
+            return true;
+        }
+        at = e.source();
+    }
+    false
 }
 
 pub(super) fn other_header(
@@ -530,9 +556,10 @@ fn other_metadata(decoder: &mut dyn image::ImageDecoder, format: ImageFormat) ->
     })
 }
 
-fn gif_error(e: gif::DecodingError) -> anyhow::Error {
+pub(super) fn gif_error(e: gif::DecodingError) -> anyhow::Error {
     match e {
         gif::DecodingError::Io(io) => anyhow!(describe_io(&io, "GIF")),
+        gif::DecodingError::UnexpectedEof => anyhow!("truncated GIF: the data ends early"),
         e => anyhow!("corrupt GIF: {e}"),
     }
 }
