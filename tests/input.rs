@@ -341,6 +341,29 @@ fn decompression_bombs_are_refused_from_the_header() {
         &["--max-image-bytes", "lots", "histogram", "x.png"],
     );
     r.code(2).one_error_line("--max-image-bytes");
+    // The message gives the header's layout and its real size (it said "gray 8-bit" and a
+    // quarter of it), small sizes in bytes or KiB (not "0.0 MiB").
+    write(dir.path(), "bomb6.png", &huge_png(60000, 60000));
+    both_refuse(
+        dir.path(),
+        "bomb6.png",
+        "bomb6.png: 60000x60000 RGBA 8-bit would take 13.4 GiB decoded, over the limit of",
+    );
+    write(dir.path(), "card.png", &encoded(&card(), ImageFormat::Png));
+    let r = run_in(
+        Some(dir.path()),
+        &[
+            "--max-image-bytes",
+            "100",
+            "--backend",
+            "cpu",
+            "histogram",
+            "card.png",
+        ],
+    );
+    r.code(1).one_error_line(
+        "card.png: 64x48 RGB 8-bit would take 9.0 KiB decoded, over the limit of 100 bytes",
+    );
 }
 
 #[test]

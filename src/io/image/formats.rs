@@ -25,21 +25,26 @@ pub(super) fn png_reader<R: BufRead + Seek>(
     decoder.ignore_checksums(ignore_checksums);
     decoder.set_transformations(png::Transformations::EXPAND);
     let info = decoder.read_header_info().map_err(png_error)?;
-    let (width, height) = (info.width, info.height);
-    if width > opts.limits.max_width
-        || height > opts.limits.max_height
-        // At least one byte per pixel, whatever the layout.
-        || u64::from(width) * u64::from(height) > opts.limits.max_bytes
-    {
-        let h = Header {
-            width,
-            height,
-            channels: 1,
-            bit_depth: 8,
-        };
-        opts.limits.check(&h)?;
-        bail!("{width}x{height} pixels is over the limit");
-    }
+    // The layout EXPAND decodes to, from the header alone: a tRNS chunk, read later, may add
+    // alpha to a palette or gray image (png_header, after read_info, knows), so this is
+    // what the image takes at least.
+    use png::ColorType as C;
+    let h = Header {
+        width: info.width,
+        height: info.height,
+        channels: match info.color_type {
+            C::Grayscale => 1,
+            C::GrayscaleAlpha => 2,
+            C::Rgb | C::Indexed => 3,
+            C::Rgba => 4,
+        },
+        bit_depth: if info.bit_depth == png::BitDepth::Sixteen {
+            16
+        } else {
+            8
+        },
+    };
+    opts.limits.check(&h)?;
     decoder.read_info().map_err(png_error)
 }
 

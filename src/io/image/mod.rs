@@ -262,13 +262,20 @@ pub fn parse_byte_size(s: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// A size in bytes as a message gives it: in bytes under 1 KiB, else in KiB, MiB or GiB to
+/// a tenth (never "0.0 MiB").
 pub(super) fn human_bytes(b: u64) -> String {
-    const GIB: f64 = (1u64 << 30) as f64;
-    const MIB: f64 = (1u64 << 20) as f64;
-    if b >= 1 << 30 {
-        format!("{:.1} GiB", b as f64 / GIB)
+    let unit = |shift: u32, name: &str| format!("{:.1} {name}", b as f64 / (1u64 << shift) as f64);
+    if b == 1 {
+        "1 byte".into()
+    } else if b < 1 << 10 {
+        format!("{b} bytes")
+    } else if b < 1 << 20 {
+        unit(10, "KiB")
+    } else if b < 1 << 30 {
+        unit(20, "MiB")
     } else {
-        format!("{:.1} MiB", b as f64 / MIB)
+        unit(30, "GiB")
     }
 }
 

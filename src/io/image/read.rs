@@ -258,6 +258,23 @@ mod tests {
     use crate::io::image::{decode, DecodeLimits};
 
     #[test]
+    fn sizes_in_messages_are_never_zero() {
+        let cases = [
+            (0, "0 bytes"),
+            (1, "1 byte"),
+            (100, "100 bytes"),
+            (1023, "1023 bytes"),
+            (1024, "1.0 KiB"),
+            (9216, "9.0 KiB"),
+            (5 << 20, "5.0 MiB"),
+            (60000 * 60000 * 4, "13.4 GiB"),
+        ];
+        for (bytes, want) in cases {
+            assert_eq!(human_bytes(bytes), want);
+        }
+    }
+
+    #[test]
     fn an_animation_is_refused_as_one_image_and_read_whole_as_frames() {
         // An APNG of two 3x2 RGB frames, the first its default image.
         let mut apng = Vec::new();
