@@ -256,7 +256,10 @@ pub fn parse_byte_size(s: &str) -> Result<u64, String> {
         .parse()
         .map_err(|_| format!("{s:?}: expected a size like 512MiB or 4GiB"))?;
     let bytes = v * (1u64 << shift) as f64;
-    if !(1.0..=u64::MAX as f64).contains(&bytes) {
+    if bytes > u64::MAX as f64 {
+        return Err(format!("{s:?}: too large: at most 16 EiB (16777216TiB)"));
+    }
+    if bytes < 1.0 {
         return Err(format!("{s:?}: must be at least one byte"));
     }
     Ok(bytes as u64)

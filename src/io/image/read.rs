@@ -258,6 +258,22 @@ mod tests {
     use crate::io::image::{decode, DecodeLimits};
 
     #[test]
+    fn byte_sizes_parse_and_a_size_too_large_says_so() {
+        use crate::io::image::parse_byte_size;
+        assert_eq!(parse_byte_size("100"), Ok(100));
+        assert_eq!(parse_byte_size("1.5KiB"), Ok(1536));
+        assert_eq!(parse_byte_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_byte_size("16777215TiB"), Ok(16777215 << 40));
+        let e = parse_byte_size("99999999999TiB").unwrap_err();
+        assert_eq!(
+            e,
+            "\"99999999999TiB\": too large: at most 16 EiB (16777216TiB)"
+        );
+        let e = parse_byte_size("0.5").unwrap_err();
+        assert_eq!(e, "\"0.5\": must be at least one byte");
+    }
+
+    #[test]
     fn sizes_in_messages_are_never_zero() {
         let cases = [
             (0, "0 bytes"),
