@@ -757,6 +757,14 @@ fn bad_inputs_fail_in_one_line_and_write_nothing() {
         1,
         "c.npy: dtype <c8 is not supported by scan (real numbers, read as uint32, int32 or float32)",
     );
+    // Strings, as docs/scan.md lists beside complex numbers.
+    let strings = npy_with("<U1", "(1,)", &[b'a', 0, 0, 0]);
+    fails(
+        &[("s.npy", &strings)],
+        &["s.npy"],
+        1,
+        "s.npy: dtype <U1 is not supported by scan (real numbers, read as uint32, int32 or float32)",
+    );
     let i32s = npy_with("<i4", "(1,)", &(-1i32).to_le_bytes());
     fails(
         &[("i.npy", &i32s)],
