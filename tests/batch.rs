@@ -259,6 +259,44 @@ fn skip_existing_finishes_an_interrupted_batch_and_touches_nothing_done() {
 }
 
 #[test]
+fn skip_existing_holds_for_one_named_output_and_never_for_stdout() {
+    let dir = tempdir();
+    let d = dir.path();
+    let hopper = fixture("pngsuite/basn2c08.png");
+    let hopper = hopper.to_str().unwrap();
+    // `-o FILE`: an output there is left alone (its help said "With --out-dir", and it was
+    // taken with -o all the same); a missing one is written.
+    std::fs::write(d.join("done.png"), b"done").unwrap();
+    for out in ["done.png", "new.png"] {
+        let args = [
+            "blur",
+            hopper,
+            "-o",
+            out,
+            "--skip-existing",
+            "--report",
+            "-",
+        ];
+        let r = run_in(Some(d), &args);
+        r.code(0);
+        let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let skipped = usize::from(out == "done.png");
+        assert_eq!(report["summary"]["skipped"], skipped, "{out}");
+    }
+    assert_eq!(std::fs::read(d.join("done.png")).unwrap(), b"done");
+    assert_blurred(Path::new(hopper), &d.join("new.png"), 3);
+    // `-o -`: stdout is written, whatever a file named `-` here holds.
+    std::fs::write(d.join("-"), b"done").unwrap();
+    let r = gpukit()
+        .current_dir(d)
+        .args(["blur", hopper, "-o", "-", "--skip-existing"])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(r.stdout.starts_with(b"\x89PNG"), "{} bytes", r.stdout.len());
+}
+
+#[test]
 fn an_output_folder_within_the_input_tree_is_not_taken_as_input_again() {
     let dir = tempdir();
     let d = dir.path();

@@ -26,9 +26,9 @@ pub struct OutputArgs {
     /// the input's; with `-o -`: the format written to stdout (default png).
     #[arg(long, value_name = "EXT", value_parser = out_format)]
     out_format: Option<String>,
-    /// With --out-dir: leave an output that exists already alone (resume a batch; an output
-    /// is only ever complete or absent).
-    #[arg(long, requires = "out_dir")]
+    /// Leave an output that exists already alone, -o FILE's or each under --out-dir (resume a
+    /// batch; an output is only ever complete or absent); stdout is always written.
+    #[arg(long)]
     skip_existing: bool,
     /// Let --out-dir write over input files (as when DIR is the inputs' own folder).
     #[arg(long, requires = "out_dir")]
