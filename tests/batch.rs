@@ -682,6 +682,36 @@ fn shards_split_a_folder_into_disjoint_parts_from_flags_or_the_scheduler() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--shard-count"));
+    // Both flags, with other counts: a usage error before any file is read (it took the
+    // first); the same count is fine.
+    run_in(
+        Some(d),
+        &[
+            "blur",
+            "in",
+            "--out-dir",
+            "both",
+            "--shard",
+            "1/2",
+            "--shard-count",
+            "3",
+        ],
+    )
+    .code(2)
+    .one_error_line("--shard 1/2 and --shard-count 3 disagree on the number of shards");
+    assert!(!d.join("both").exists());
+    let args = [
+        "blur",
+        "in",
+        "--out-dir",
+        "both",
+        "-r",
+        "1",
+        "--shard",
+        "2/3",
+    ];
+    run_in(Some(d), &[&args[..], &["--shard-count", "3"]].concat()).code(0);
+    assert_eq!(written(&d.join("both")), by_flag);
 }
 
 #[test]
