@@ -14,8 +14,8 @@ use crate::io::metadata::Keep;
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("destination").required(true).args(["output", "out_dir"])))]
 pub struct OutputArgs {
-    /// Output file (one input only; may be the input itself). Its extension picks the format;
-    /// `-` writes to stdout (not to a terminal), as PNG or as --out-format says.
+    /// Output file (one input only; may be the input itself). Its extension picks the format
+    /// (none: PNG); `-` writes to stdout (not to a terminal), as PNG or as --out-format says.
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
     /// Write each output into DIR under its input's path below the folder or glob it came
