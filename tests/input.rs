@@ -734,10 +734,12 @@ fn concatenated_images_on_stdin_sum_like_the_files() {
         .next()
         .unwrap()
         .to_string();
+    // Named `stdin`, as messages name it (it said `-`); the document keeps the path given.
     assert!(
-        first.starts_with("-: 20x12 RGBA 8-bit, 3 frames of "),
+        first.starts_with("stdin: 20x12 RGBA 8-bit, 3 frames of "),
         "{first}"
     );
+    assert_eq!(doc["inputs"][0]["path"], "-");
     let cut = &stream[..stream.len() - 10];
     let (code, _, err) = piped(dir.path(), &[&args[..3], &["-"]].concat(), cut.to_vec());
     assert_eq!(code, 1);
