@@ -259,6 +259,44 @@ fn skip_existing_finishes_an_interrupted_batch_and_touches_nothing_done() {
 }
 
 #[test]
+fn skip_existing_holds_for_one_named_output_and_never_for_stdout() {
+    let dir = tempdir();
+    let d = dir.path();
+    let hopper = fixture("pngsuite/basn2c08.png");
+    let hopper = hopper.to_str().unwrap();
+    // `-o FILE`: an output there is left alone (its help said "With --out-dir", and it was
+    // taken with -o all the same); a missing one is written.
+    std::fs::write(d.join("done.png"), b"done").unwrap();
+    for out in ["done.png", "new.png"] {
+        let args = [
+            "blur",
+            hopper,
+            "-o",
+            out,
+            "--skip-existing",
+            "--report",
+            "-",
+        ];
+        let r = run_in(Some(d), &args);
+        r.code(0);
+        let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let skipped = usize::from(out == "done.png");
+        assert_eq!(report["summary"]["skipped"], skipped, "{out}");
+    }
+    assert_eq!(std::fs::read(d.join("done.png")).unwrap(), b"done");
+    assert_blurred(Path::new(hopper), &d.join("new.png"), 3);
+    // `-o -`: stdout is written, whatever a file named `-` here holds.
+    std::fs::write(d.join("-"), b"done").unwrap();
+    let r = gpukit()
+        .current_dir(d)
+        .args(["blur", hopper, "-o", "-", "--skip-existing"])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(r.stdout.starts_with(b"\x89PNG"), "{} bytes", r.stdout.len());
+}
+
+#[test]
 fn an_output_folder_within_the_input_tree_is_not_taken_as_input_again() {
     let dir = tempdir();
     let d = dir.path();
@@ -376,6 +414,55 @@ fn a_quoted_glob_is_expanded_and_out_format_converts() {
         n += 1;
     }
     assert_eq!(n, 4);
+}
+
+/// The glob crate passes over names that are not UTF-8; gpukit's glob takes them.
+#[cfg(unix)]
+#[test]
+fn a_glob_takes_names_that_are_not_utf8() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempdir();
+    let d = dir.path();
+    let odd = |bytes: &[u8]| PathBuf::from(OsStr::from_bytes(bytes));
+    let rels = [
+        odd(b"a.png"),
+        odd(b"b\xff.png"),
+        odd(b"sub\xfe/c.png"),
+        odd(b"sub\xfe/d\xff.png"),
+    ];
+    for rel in &rels {
+        let path = d.join("in").join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::copy(fixture("pngsuite/basn2c08.png"), path).unwrap();
+    }
+    for (pattern, taken) in [
+        ("in/*.png", &[0, 1][..]),
+        ("in/**/*.png", &[0, 1, 2, 3][..]),
+        // `?` matches one character: a byte that is not UTF-8 is one.
+        ("in/b?.png", &[1][..]),
+        ("in/s*/d?.png", &[3][..]),
+    ] {
+        let out = d.join("out");
+        let _ = std::fs::remove_dir_all(&out);
+        let r = run_in(Some(d), &["blur", pattern, "--out-dir", "out", "-r", "1"]);
+        r.code(0);
+        let done = format!("gpukit: {} done, 0 skipped, 0 failed", taken.len());
+        // One file: no summary line.
+        let quiet = r.stderr.is_empty() && taken.len() == 1;
+        assert!(
+            quiet || r.stderr.starts_with(&done),
+            "{pattern}: {}",
+            r.stderr
+        );
+        for (i, rel) in rels.iter().enumerate() {
+            let got = out.join(rel);
+            assert_eq!(got.exists(), taken.contains(&i), "{pattern}: {rel:?}");
+            if got.exists() {
+                assert_blurred(&d.join("in").join(rel), &got, 1);
+            }
+        }
+    }
 }
 
 #[test]
@@ -595,6 +682,36 @@ fn shards_split_a_folder_into_disjoint_parts_from_flags_or_the_scheduler() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--shard-count"));
+    // Both flags, with other counts: a usage error before any file is read (it took the
+    // first); the same count is fine.
+    run_in(
+        Some(d),
+        &[
+            "blur",
+            "in",
+            "--out-dir",
+            "both",
+            "--shard",
+            "1/2",
+            "--shard-count",
+            "3",
+        ],
+    )
+    .code(2)
+    .one_error_line("--shard 1/2 and --shard-count 3 disagree on the number of shards");
+    assert!(!d.join("both").exists());
+    let args = [
+        "blur",
+        "in",
+        "--out-dir",
+        "both",
+        "-r",
+        "1",
+        "--shard",
+        "2/3",
+    ];
+    run_in(Some(d), &[&args[..], &["--shard-count", "3"]].concat()).code(0);
+    assert_eq!(written(&d.join("both")), by_flag);
 }
 
 #[test]

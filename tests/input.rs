@@ -154,6 +154,29 @@ fn truncated_images_are_refused_by_default() {
     write(dir.path(), "cut.jpg", &jpg[..jpg.len() / 2]);
     both_refuse(dir.path(), "cut.png", "truncated PNG");
     both_refuse(dir.path(), "cut.jpg", "truncated JPEG");
+    // Cut in a JPEG's headers, half a GIF and half a QOI: each decoder says so in its own
+    // words (not enough bytes, an unexpected end of file, a buffer it could not fill), which
+    // read as "corrupt"; all are one sentence.
+    write(dir.path(), "head.jpg", &jpg[..100]);
+    for (format, ext) in [(ImageFormat::Gif, "gif"), (ImageFormat::Qoi, "qoi")] {
+        let bytes = encoded(&card(), format);
+        write(
+            dir.path(),
+            &format!("half.{ext}"),
+            &bytes[..bytes.len() / 2],
+        );
+    }
+    for (name, format) in [
+        ("head.jpg", "JPEG"),
+        ("half.gif", "GIF"),
+        ("half.qoi", "QOI"),
+    ] {
+        both_refuse(
+            dir.path(),
+            name,
+            &format!("{name}: truncated {format}: the data ends early"),
+        );
+    }
 }
 
 #[test]
@@ -191,17 +214,101 @@ fn allow_damaged_reads_them_with_one_warning() {
     assert!(d.damage.unwrap().contains("corrupt PNG"));
 }
 
+/// Where the entropy-coded data of `jpeg`'s `nth` scan starts and ends (at the marker after it).
+fn scan_data(jpeg: &[u8], nth: usize) -> (usize, usize) {
+    let sos = jpeg
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w == &[0xFF, 0xDA])
+        .nth(nth)
+        .expect("that many scans")
+        .0;
+    let start = sos + 2 + usize::from(u16::from_be_bytes([jpeg[sos + 2], jpeg[sos + 3]]));
+    let end = (start..jpeg.len() - 1)
+        .find(|&i| jpeg[i] == 0xFF && !matches!(jpeg[i + 1], 0x00 | 0xD0..=0xD7 | 0xFF))
+        .unwrap();
+    (start, end)
+}
+
+#[test]
+fn a_jpeg_cut_short_by_a_marker_is_refused_as_truncated() {
+    // zune-jpeg decodes on past a marker inside a scan's data as if zero bits followed: without
+    // the check, these decoded with exit 0 and the rows after the cut lost.
+    let dir = tempdir();
+    let noise = crate::util::random_image(96, 64, 3, 8, 7);
+    let progressive = gpukit::io::image::WriteOptions {
+        progressive: true,
+        ..Default::default()
+    };
+    let mut files = Vec::new();
+    for (kind, opts, nth) in [
+        ("baseline", Default::default(), 0),
+        // The second scan: the first AC scan of libjpeg's script (its refinement scans are
+        // not caught, docs/formats.md).
+        ("progressive", progressive, 1),
+    ] {
+        let mut jpg = Vec::new();
+        image::encode_with(
+            noise.clone(),
+            ImageFormat::Jpeg,
+            &Default::default(),
+            &opts,
+            &mut jpg,
+        )
+        .unwrap();
+        // The whole file decodes, to the pixels zune-jpeg gives without the check.
+        assert!(image::decode(&jpg).is_ok(), "{kind}");
+        let (start, end) = scan_data(&jpg, nth);
+        let cut = &jpg[..(start + end) / 2];
+        let cut = &cut[..cut.iter().rposition(|&b| b != 0xFF).unwrap() + 1];
+        let eoi = [cut, &[0xFF, 0xD9]].concat();
+        // A stray EOI inside the data, the rest of the file after it.
+        let stray = [cut, &[0xFF, 0xD9], &jpg[cut.len()..]].concat();
+        let comment = [cut, &[0xFF, 0xFE, 0x00, 0x02, 0xFF, 0xD9]].concat();
+        for (name, bytes) in [("eoi", eoi), ("stray", stray), ("comment", comment)] {
+            let name = format!("{kind}-{name}.jpg");
+            write(dir.path(), &name, &bytes);
+            files.push(name);
+        }
+    }
+    for name in &files {
+        both_refuse(
+            dir.path(),
+            name,
+            "truncated JPEG: a scan's data ends before its last block",
+        );
+        // --allow-damaged reads it, with a warning.
+        let r = run_in(
+            Some(dir.path()),
+            &["--backend", "cpu", "--allow-damaged", "histogram", name],
+        );
+        r.code(0);
+        assert!(r.stderr.starts_with("gpukit: warning: "), "{}", r.stderr);
+        assert!(r.stderr.contains("truncated JPEG"), "{}", r.stderr);
+    }
+}
+
 #[test]
 fn a_wrong_zlib_checksum_is_refused() {
     let dir = tempdir();
     write(dir.path(), "adler.png", &bad_adler_png());
     both_refuse(dir.path(), "adler.png", "corrupt PNG");
-    // And a wrong chunk CRC.
+    // A byte of the last IDAT's data (the zlib stream fails before the CRC is read).
     let mut png = encoded(&card(), ImageFormat::Png);
     let n = png.len();
     png[n - 20] ^= 1; // inside the last IDAT's data, before IEND
+    write(dir.path(), "data.png", &png);
+    both_refuse(dir.path(), "data.png", "corrupt PNG");
+    // And a wrong chunk CRC, the last IDAT's (IEND's 12 bytes after it): the chunk named by
+    // its type, not as the png crate's struct.
+    png[n - 20] ^= 1;
+    png[n - 13] ^= 1;
     write(dir.path(), "crc.png", &png);
-    both_refuse(dir.path(), "crc.png", "corrupt PNG");
+    both_refuse(
+        dir.path(),
+        "crc.png",
+        "crc.png: corrupt PNG: CRC error in an IDAT chunk",
+    );
 }
 
 #[test]
@@ -234,6 +341,29 @@ fn decompression_bombs_are_refused_from_the_header() {
         &["--max-image-bytes", "lots", "histogram", "x.png"],
     );
     r.code(2).one_error_line("--max-image-bytes");
+    // The message gives the header's layout and its real size (it said "gray 8-bit" and a
+    // quarter of it), small sizes in bytes or KiB (not "0.0 MiB").
+    write(dir.path(), "bomb6.png", &huge_png(60000, 60000));
+    both_refuse(
+        dir.path(),
+        "bomb6.png",
+        "bomb6.png: 60000x60000 RGBA 8-bit would take 13.4 GiB decoded, over the limit of",
+    );
+    write(dir.path(), "card.png", &encoded(&card(), ImageFormat::Png));
+    let r = run_in(
+        Some(dir.path()),
+        &[
+            "--max-image-bytes",
+            "100",
+            "--backend",
+            "cpu",
+            "histogram",
+            "card.png",
+        ],
+    );
+    r.code(1).one_error_line(
+        "card.png: 64x48 RGB 8-bit would take 9.0 KiB decoded, over the limit of 100 bytes",
+    );
 }
 
 #[test]
@@ -604,10 +734,12 @@ fn concatenated_images_on_stdin_sum_like_the_files() {
         .next()
         .unwrap()
         .to_string();
+    // Named `stdin`, as messages name it (it said `-`); the document keeps the path given.
     assert!(
-        first.starts_with("-: 20x12 RGBA 8-bit, 3 frames of "),
+        first.starts_with("stdin: 20x12 RGBA 8-bit, 3 frames of "),
         "{first}"
     );
+    assert_eq!(doc["inputs"][0]["path"], "-");
     let cut = &stream[..stream.len() - 10];
     let (code, _, err) = piped(dir.path(), &[&args[..3], &["-"]].concat(), cut.to_vec());
     assert_eq!(code, 1);

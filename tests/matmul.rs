@@ -492,6 +492,16 @@ fn a_csv_header_row_is_skipped_when_named() {
 }
 
 #[test]
+fn a_byte_order_mark_keeps_the_first_row() {
+    let dir = tempdir();
+    std::fs::write(dir.path().join("a.csv"), "\u{FEFF}1,2\n3,4\n").unwrap();
+    std::fs::write(dir.path().join("i.csv"), "1,0\n0,1\n").unwrap();
+    let r = run_in(Some(dir.path()), &["matmul", "a.csv", "i.csv"]);
+    r.code(0);
+    assert_eq!(r.stdout, "[\n  [1.0, 2.0],\n  [3.0, 4.0]\n]\n");
+}
+
+#[test]
 fn cli_transposes_and_f16() {
     let dir = tempdir();
     let (m, n, k) = (4, 6, 9);

@@ -544,6 +544,15 @@ fn scan_prints_json_on_stdout() {
 }
 
 #[test]
+fn a_byte_order_mark_keeps_the_first_value() {
+    let dir = tempdir();
+    write_file(&dir.path().join("bom.csv"), b"\xEF\xBB\xBF1\n2\n");
+    let r = run_in(Some(dir.path()), &["scan", "bom.csv", "--inclusive"]);
+    r.code(0);
+    assert_eq!(r.stdout, "[1, 3]\n");
+}
+
+#[test]
 fn a_csv_header_is_detected_or_named() {
     let dir = tempdir();
     // Names: skipped when detected; numbers as names (years) are data unless --header.
@@ -747,6 +756,14 @@ fn bad_inputs_fail_in_one_line_and_write_nothing() {
         &["c.npy"],
         1,
         "c.npy: dtype <c8 is not supported by scan (real numbers, read as uint32, int32 or float32)",
+    );
+    // Strings, as docs/scan.md lists beside complex numbers.
+    let strings = npy_with("<U1", "(1,)", &[b'a', 0, 0, 0]);
+    fails(
+        &[("s.npy", &strings)],
+        &["s.npy"],
+        1,
+        "s.npy: dtype <U1 is not supported by scan (real numbers, read as uint32, int32 or float32)",
     );
     let i32s = npy_with("<i4", "(1,)", &(-1i32).to_le_bytes());
     fails(

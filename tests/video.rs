@@ -780,6 +780,73 @@ fn cut_malformed_and_empty_streams_give_one_line_and_leave_nothing() {
     }
 }
 
+// A stream's output has the stream's own format: a name that says otherwise is a usage error
+// before anything is written (a Y4M stream into out.png wrote Y4M bytes there, exit 0); and a
+// Y4M file among several inputs says it is blurred alone (it failed as an image with "no
+// encoder for .y4m").
+#[test]
+fn a_stream_output_named_as_another_format_is_a_usage_error() {
+    let dir = tempdir();
+    let d = dir.path();
+    clip(d, "a.y4m", "16:8", 2, &["-pix_fmt", "yuv420p"]);
+    clip(d, "b.y4m", "16:8", 2, &["-pix_fmt", "yuv420p"]);
+    clip(
+        d,
+        "a.rgb",
+        "16:8",
+        2,
+        &["-f", "rawvideo", "-pix_fmt", "rgb24"],
+    );
+    let raw = ["--raw", "16x8", "--pix-fmt", "rgb24"];
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["a.y4m", "-o", "out.png"],
+            "out.png: a Y4M stream is blurred into Y4M: name the output .y4m, or give -o - (stdout)",
+        ),
+        (
+            &["a.y4m", "-o", "out.yuv"],
+            "out.yuv: a Y4M stream is blurred into Y4M",
+        ),
+        (
+            &["a.rgb", "-o", "out.png"],
+            "out.png: raw frames are blurred into raw frames, not an image: name the output \
+             .yuv, .rgb or .raw",
+        ),
+        (
+            &["a.rgb", "-o", "out.y4m"],
+            "out.y4m: raw frames are blurred into raw frames: name the output",
+        ),
+        (
+            &["a.y4m", "b.y4m", "--out-dir", "o"],
+            "a.y4m: a frame stream is blurred on its own: give it as the only input, with -o \
+             FILE.y4m or -o - (stdout)",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut all = vec!["--backend", "cpu", "blur"];
+        all.extend(args);
+        if args[0] == "a.rgb" {
+            all.extend(raw);
+        }
+        crate::util::run_in(Some(d), &all)
+            .code(2)
+            .one_error_line(needle);
+        for out in ["out.png", "out.yuv", "out.y4m", "o"] {
+            assert!(!d.join(out).exists(), "{args:?} wrote {out}");
+        }
+    }
+    // Its own format, no extension, or stdout: blurred.
+    for (input, out) in [("a.y4m", "out.y4m"), ("a.y4m", "out"), ("a.rgb", "out.rgb")] {
+        let mut all = vec!["--backend", "cpu", "blur", input, "-o", out];
+        if input == "a.rgb" {
+            all.extend(raw);
+        }
+        crate::util::run_in(Some(d), &all).code(0);
+        let (want, got) = (std::fs::read(d.join(input)), std::fs::read(d.join(out)));
+        assert_eq!(want.unwrap().len(), got.unwrap().len(), "{input} -o {out}");
+    }
+}
+
 // A downstream that stops reading early (ffmpeg exiting, `head -c`) ends gpukit quietly with
 // exit 0, however many frames were still coming.
 #[test]

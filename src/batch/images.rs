@@ -763,7 +763,10 @@ fn skip_existing(jobs: &[Job], skip: bool) -> (Vec<Option<FileRecord>>, Vec<usiz
     let mut todo = Vec::new();
     for (i, job) in jobs.iter().enumerate() {
         // A folder where the output should be is no output: writing it fails, and says so.
-        let done = job.output.symlink_metadata().is_ok() && !job.output.is_dir();
+        // Stdout (`-o -`) is always written, whatever a file named `-` in this folder holds.
+        let done = job.output != Path::new("-")
+            && job.output.symlink_metadata().is_ok()
+            && !job.output.is_dir();
         if skip && done {
             records[i] = Some(record(job, FileStatus::Skipped, None, None));
         } else {

@@ -253,8 +253,17 @@ fn glob_items(pattern: &Path, exclude: &Excluded) -> Result<Vec<Item>> {
         within.insert(dir.to_path_buf(), known);
         known
     };
-    for p in paths {
-        let path = p.with_context(|| format!("{text}: cannot list a folder it names"))?;
+    let mut paths = paths
+        .map(|p| p.with_context(|| format!("{text}: cannot list a folder it names")))
+        .collect::<Result<Vec<_>>>()?;
+    let others = not_utf8_matches(text, &root);
+    if !others.is_empty() {
+        // Those it reached through a folder's name it did not match (`**`) are there already.
+        paths.extend(others);
+        paths.sort();
+        paths.dedup();
+    }
+    for path in paths {
         if path.is_dir() || !has_image_extension(&path) {
             continue;
         }
@@ -269,6 +278,44 @@ fn glob_items(pattern: &Path, exclude: &Excluded) -> Result<Vec<Item>> {
         bail!("{text}: no image file matches");
     }
     Ok(items)
+}
+
+/// The paths that are not UTF-8 and match `pattern`, which the glob crate passes over (its
+/// matching takes text): matched here with each byte that is not UTF-8 as U+FFFD (so `*`
+/// and `?` match it), in a walk of the pattern's fixed part `root` as deep as the pattern
+/// goes.
+fn not_utf8_matches(pattern: &str, root: &Path) -> Vec<PathBuf> {
+    let Ok(compiled) = glob::Pattern::new(pattern) else {
+        return Vec::new();
+    };
+    // As glob::glob matches each component: `*` stays within one.
+    let options = glob::MatchOptions {
+        require_literal_separator: true,
+        ..glob::MatchOptions::new()
+    };
+    let below = Path::new(pattern).components().count() - root.components().count();
+    let depth = if pattern.contains("**") {
+        usize::MAX
+    } else {
+        below
+    };
+    let start = if root.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        root
+    };
+    let walk = walkdir::WalkDir::new(start)
+        .max_depth(depth)
+        .follow_links(true);
+    walk.sort_by_file_name()
+        .into_iter()
+        .flatten()
+        .map(|e| match root.as_os_str().is_empty() {
+            true => e.path().strip_prefix(".").unwrap_or(e.path()).to_path_buf(),
+            false => e.into_path(),
+        })
+        .filter(|p| p.to_str().is_none() && compiled.matches_with(&p.to_string_lossy(), options))
+        .collect()
 }
 
 /// The files listed in `list` (`-` for stdin): NUL-separated if the list holds a NUL, else

@@ -139,8 +139,19 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
         .output
         .outputs()
         .output
-        .is_some_and(|o| o.extension().is_some_and(|e| e.eq_ignore_ascii_case("y4m")));
+        .is_some_and(|o| has_extension(&o, "y4m"));
     let required = y4m_out.then_some("a .y4m output");
+    // Several inputs are images; a Y4M file among them could only fail as one.
+    let inputs = &args.input.inputs;
+    if let Some(y4m) = inputs.iter().find(|p| has_extension(p, "y4m")) {
+        if inputs.len() > 1 {
+            anyhow::bail!(crate::UsageError(format!(
+                "{}: a frame stream is blurred on its own: give it as the only input, with -o \
+                 FILE.y4m or -o - (stdout)",
+                y4m.display()
+            )));
+        }
+    }
     if let Some(stream) =
         args.video
             .stream(&args.input.inputs, required, ctx.global.max_image_bytes)?
@@ -159,6 +170,12 @@ pub fn run(ctx: &Ctx, args: BlurArgs) -> Result<Status> {
     Ok(if ok { Status::Success } else { Status::Failure })
 }
 
+/// Whether `path`'s extension is `ext`, in any case.
+fn has_extension(path: &std::path::Path, ext: &str) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+}
+
 /// `blur` on a frame stream: frames in, blurred frames out in the same format, to `-o`.
 fn blur_stream(
     ctx: &Ctx,
@@ -167,11 +184,34 @@ fn blur_stream(
     stream: crate::batch::video::Stream,
 ) -> Result<Status> {
     use crate::batch::video::{blur_frames, chroma_options};
+    let raw = args.video.is_raw();
     let Some(path) = args.output.outputs().output else {
-        anyhow::bail!(crate::UsageError(
-            "a frame stream is blurred into one output: give -o FILE or -o - (stdout)".into()
-        ));
+        let file = if raw { "FILE" } else { "FILE.y4m" };
+        anyhow::bail!(crate::UsageError(format!(
+            "a frame stream is blurred into one output: give -o {file} or -o - (stdout)"
+        )));
     };
+    // The output is the stream's own format: a Y4M stream's extension, if it has one, is
+    // .y4m; raw frames' may be any (as ffmpeg's -f rawvideo takes) but an image's or .y4m.
+    if path != std::path::Path::new("-") {
+        let wrong = match raw {
+            false if path.extension().is_some() && !has_extension(&path, "y4m") => {
+                Some("a Y4M stream is blurred into Y4M")
+            }
+            true if has_extension(&path, "y4m") => Some("raw frames are blurred into raw frames"),
+            true if crate::batch::inputs::has_image_extension(&path) => {
+                Some("raw frames are blurred into raw frames, not an image")
+            }
+            _ => None,
+        };
+        if let Some(wrong) = wrong {
+            let name = if raw { ".yuv, .rgb or .raw" } else { ".y4m" };
+            anyhow::bail!(crate::UsageError(format!(
+                "{}: {wrong}: name the output {name}, or give -o - (stdout)",
+                path.display()
+            )));
+        }
+    }
     let format = stream.video_format().expect("blur reads video streams");
     let chroma = chroma_options(luma, format, args.chroma_radius);
     chroma.check()?;

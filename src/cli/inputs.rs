@@ -42,6 +42,23 @@ impl InputArgs {
     /// output folder), then this task's shard of them. With a shard, an empty list is not an
     /// error (a small batch over many tasks leaves some idle).
     pub fn items(&self, ctx: &Ctx, exclude: Option<&Path>) -> Result<Vec<Item>> {
+        // --shard-count given beside --shard: the counts must agree (GPUKIT_SHARD_COUNT, set
+        // for the scheduler's index, gives way to the flag).
+        let from_env = || {
+            std::env::var("GPUKIT_SHARD_COUNT")
+                .ok()?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        };
+        if let (Some(shard), Some(count)) = (self.shard, self.shard_count) {
+            if shard.count != count && from_env() != Some(count) {
+                anyhow::bail!(crate::UsageError(format!(
+                    "--shard {shard} and --shard-count {count} disagree on the number of shards: \
+                     give one of them"
+                )));
+            }
+        }
         let options = InputOptions {
             recursive: self.recursive,
             files_from: self.files_from.clone(),

@@ -14,8 +14,8 @@ use crate::io::metadata::Keep;
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("destination").required(true).args(["output", "out_dir"])))]
 pub struct OutputArgs {
-    /// Output file (one input only; may be the input itself). Its extension picks the format;
-    /// `-` writes to stdout (not to a terminal), as PNG or as --out-format says.
+    /// Output file (one input only; may be the input itself). Its extension picks the format
+    /// (none: PNG); `-` writes to stdout (not to a terminal), as PNG or as --out-format says.
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
     /// Write each output into DIR under its input's path below the folder or glob it came
@@ -26,9 +26,9 @@ pub struct OutputArgs {
     /// the input's; with `-o -`: the format written to stdout (default png).
     #[arg(long, value_name = "EXT", value_parser = out_format)]
     out_format: Option<String>,
-    /// With --out-dir: leave an output that exists already alone (resume a batch; an output
-    /// is only ever complete or absent).
-    #[arg(long, requires = "out_dir")]
+    /// Leave an output that exists already alone, -o FILE's or each under --out-dir (resume a
+    /// batch; an output is only ever complete or absent); stdout is always written.
+    #[arg(long)]
     skip_existing: bool,
     /// Let --out-dir write over input files (as when DIR is the inputs' own folder).
     #[arg(long, requires = "out_dir")]

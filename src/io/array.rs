@@ -307,8 +307,27 @@ enum TextShape {
 }
 
 /// Text: numbers separated by commas or whitespace, shaped by `how`.
+/// A field as a message shows it: characters that do not show (controls, and format
+/// characters such as a byte order mark or a zero-width space) as U+XXXX.
+fn shown(field: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{AD}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}')
+            || matches!(c, '\u{2060}'..='\u{2064}' | '\u{FEFF}')
+    };
+    field
+        .chars()
+        .map(|c| match hidden(c) {
+            true => format!("U+{:04X}", u32::from(c)),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
 fn parse_text(bytes: &[u8], dtype: Option<DType>, how: TextShape, header: Header) -> Result<Array> {
     let text = std::str::from_utf8(bytes).map_err(|_| anyhow!("not UTF-8 text"))?;
+    // A byte order mark (Excel's "CSV UTF-8", Notepad) is no part of the first value.
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let tokens = |line: &str| -> Vec<String> {
         line.split(|c: char| c == ',' || c.is_whitespace())
             .filter(|t| !t.is_empty())
@@ -343,9 +362,10 @@ fn parse_text(bytes: &[u8], dtype: Option<DType>, how: TextShape, header: Header
         {
             let v = Number::parse(tok).ok_or_else(|| {
                 anyhow!(
-                    "line {}, value {}: {tok:?} is not a number",
+                    "line {}, value {}: \"{}\" is not a number",
                     lineno + 1,
-                    col + 1
+                    col + 1,
+                    shown(tok)
                 )
             })?;
             flat.push(v);
@@ -1350,6 +1370,30 @@ mod tests {
         assert_eq!(e.to_string(), "line 1, value 1: \"x3\" is not a number");
         let e = parse(b"hello\n", Format::Text, None).unwrap_err();
         assert_eq!(e.to_string(), "line 1, value 1: \"hello\" is not a number");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_no_part_of_the_first_value() {
+        // As Excel's "CSV UTF-8" and Notepad write it: the first value was dropped as a header.
+        let bom = b"\xEF\xBB\xBF1\n2\n";
+        let a = parse(bom, Format::Text, None).unwrap();
+        assert_eq!((a.shape, a.data), (vec![2], Data::U32(vec![1, 2])));
+        let a = parse_matrix(
+            b"\xEF\xBB\xBF1,2\n3,4\n",
+            Format::Text,
+            None,
+            Header::Detect,
+        )
+        .unwrap();
+        assert_eq!((a.shape, a.data), (vec![2, 2], Data::U32(vec![1, 2, 3, 4])));
+        let a = parse(b"\xEF\xBB\xBFx,y\n1,2\n", Format::Text, None).unwrap();
+        assert_eq!(a.data, Data::U32(vec![1, 2]));
+        // One elsewhere is shown by its code point, not as a Rust escape.
+        let e = parse(b"1,\xEF\xBB\xBF2\n", Format::Text, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "line 1, value 2: \"U+FEFF2\" is not a number"
+        );
     }
 
     #[test]

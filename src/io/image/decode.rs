@@ -8,8 +8,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use image::ImageFormat;
 
 use super::formats::{
-    decode_gif, decode_jpeg, decode_other, decode_png, format_name, gif_reader, jpeg_decoder,
-    other_decoder, other_header, png_header, png_reader,
+    decode_gif, decode_jpeg, decode_other, decode_png, format_name, gif_error, gif_reader,
+    jpeg_decoder, other_decoder, other_header, png_header, png_reader,
 };
 use super::{read_cap, tiff, Decoded, Header, Image, ReadOptions};
 
@@ -200,7 +200,6 @@ pub(super) fn png_frames<R: BufRead + Seek>(reader: &png::Reader<R>) -> u32 {
 
 /// A GIF's frames, counted without decoding their pixels.
 fn gif_frames(bytes: &[u8]) -> Result<u32> {
-    let gif_error = |e: gif::DecodingError| anyhow!("corrupt GIF: {e}");
     let mut options = gif::DecodeOptions::new();
     options.skip_frame_decoding(true);
     // As gif_reader: unknown extension blocks are skipped (GIF89a), not an error.

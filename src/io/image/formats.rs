@@ -2,6 +2,7 @@
 //! (zune-jpeg, strict), GIF (the gif crate) and the image crate's others, each reading the
 //! pixels and the metadata the format holds into a `Decoded`. TIFF has its own module (tiff/).
 
+use std::borrow::Cow;
 use std::io::{BufRead, Cursor, Read, Seek};
 
 use anyhow::{anyhow, bail, Result};
@@ -24,21 +25,26 @@ pub(super) fn png_reader<R: BufRead + Seek>(
     decoder.ignore_checksums(ignore_checksums);
     decoder.set_transformations(png::Transformations::EXPAND);
     let info = decoder.read_header_info().map_err(png_error)?;
-    let (width, height) = (info.width, info.height);
-    if width > opts.limits.max_width
-        || height > opts.limits.max_height
-        // At least one byte per pixel, whatever the layout.
-        || u64::from(width) * u64::from(height) > opts.limits.max_bytes
-    {
-        let h = Header {
-            width,
-            height,
-            channels: 1,
-            bit_depth: 8,
-        };
-        opts.limits.check(&h)?;
-        bail!("{width}x{height} pixels is over the limit");
-    }
+    // The layout EXPAND decodes to, from the header alone: a tRNS chunk, read later, may add
+    // alpha to a palette or gray image (png_header, after read_info, knows), so this is
+    // what the image takes at least.
+    use png::ColorType as C;
+    let h = Header {
+        width: info.width,
+        height: info.height,
+        channels: match info.color_type {
+            C::Grayscale => 1,
+            C::GrayscaleAlpha => 2,
+            C::Rgb | C::Indexed => 3,
+            C::Rgba => 4,
+        },
+        bit_depth: if info.bit_depth == png::BitDepth::Sixteen {
+            16
+        } else {
+            8
+        },
+    };
+    opts.limits.check(&h)?;
     decoder.read_info().map_err(png_error)
 }
 
@@ -48,7 +54,37 @@ fn png_error(e: png::DecodingError) -> anyhow::Error {
         png::DecodingError::LimitsExceeded => {
             anyhow!("the PNG needs more memory than the limit (--max-image-bytes raises it)")
         }
-        e => anyhow!("corrupt PNG: {e}"),
+        e => anyhow!("corrupt PNG: {}", png_text(&e.to_string())),
+    }
+}
+
+/// The png crate's message with each chunk named by its type: it writes a chunk as its Rust
+/// struct (`ChunkType { type: IDAT, critical: true, ... }`), and a CRC error with both sums.
+fn png_text(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("ChunkType { type: ") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "ChunkType { type: ".len()..];
+        let kind = after.split([',', ' ']).next().unwrap_or_default();
+        out.push_str(kind);
+        rest = after.find('}').map_or("", |end| &after[end + 1..]);
+    }
+    out.push_str(rest);
+    match out
+        .strip_prefix("CRC error: ")
+        .and_then(|t| t.split_once("while decoding "))
+    {
+        Some((_, chunk)) => {
+            let kind = chunk.trim_end_matches('.').trim_end_matches(" chunk");
+            // The article for the name of its first letter (an IDAT, an sRGB, a PLTE).
+            let vowel = kind.starts_with(|c: char| "aefhilmnorsxAEFHILMNORSX".contains(c));
+            format!(
+                "CRC error in {} {kind} chunk",
+                if vowel { "an" } else { "a" }
+            )
+        }
+        None => out,
     }
 }
 
@@ -194,8 +230,13 @@ pub(super) fn jpeg_decoder<R: ZByteReaderTrait>(
 }
 
 fn jpeg_error(e: zune_jpeg::errors::DecodeErrors) -> anyhow::Error {
+    use zune_core::bytestream::ZByteIoError as Io;
     use zune_jpeg::errors::DecodeErrors as E;
     let text = match &e {
+        E::ExhaustedData | E::IoErrors(Io::NotEnoughBytes(..)) => {
+            return anyhow!("truncated JPEG: the data ends early")
+        }
+        E::IoErrors(Io::StdIoError(io)) => return anyhow!(describe_io(io, "JPEG")),
         E::Format(s)
         | E::HuffmanDecode(s)
         | E::DqtError(s)
@@ -212,21 +253,21 @@ fn jpeg_error(e: zune_jpeg::errors::DecodeErrors) -> anyhow::Error {
     // zune-jpeg's messages may carry line breaks; one line each.
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let lower = text.to_lowercase();
-    if lower.contains("premature end")
-        || lower.contains("no more bytes")
-        || lower.contains("exhausted")
-        || lower.contains("eof")
-        || matches!(e, E::ExhaustedData)
-    {
-        anyhow!("truncated JPEG: {text}")
+    // The strict decoder's "Premature end of buffer" (data read past the end of the file).
+    let words = ["premature end", "no more bytes", "exhausted", "eof"];
+    if words.iter().any(|w| lower.contains(w)) {
+        anyhow!("truncated JPEG: the data ends early")
     } else {
         anyhow!("corrupt JPEG: {text}")
     }
 }
 
 pub(super) fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
-    let pixels = |strict: bool| -> Result<(Image, Metadata)> {
-        let (mut decoder, h) = jpeg_decoder(ZCursor::new(bytes), strict)?;
+    // The pixels and the metadata, or the decoder's own error (a header or a limit fails
+    // outside it).
+    type Pixels = std::result::Result<(Image, Metadata), zune_jpeg::errors::DecodeErrors>;
+    let pixels = |input: &[u8], strict: bool| -> Result<Pixels> {
+        let (mut decoder, h) = jpeg_decoder(ZCursor::new(input), strict)?;
         opts.limits.check(&h)?;
         let n = h.width as usize * h.height as usize * h.channels as usize;
         if decoder.output_buffer_size() != Some(n) {
@@ -235,22 +276,49 @@ pub(super) fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
         // A buffer handed back by an earlier image, zeroed: a decode may leave samples
         // unwritten without an error (a lenient one stops early; zune-jpeg, even strict, ends
         // at a second scan after a complete first one, and at an EOI after a marker inside
-        // the entropy-coded data), and those must be zeros, never another image's. The
-        // memset of a warm buffer costs far less than the fresh pages it saves.
+        // the entropy-coded data, which `jpeg_guarded` turns into errors of strict decodes),
+        // and those must be zeros, never another image's. The memset of a warm buffer costs
+        // far less than the fresh pages it saves.
         let mut data = super::recycle::zeroed(n);
-        decoder.decode_into(&mut data).map_err(jpeg_error)?;
+        if let Err(e) = decoder.decode_into(&mut data) {
+            return Ok(Err(e));
+        }
         let metadata = Metadata {
             icc_profile: decoder.icc_profile(),
             exif: decoder.exif().cloned(),
             xmp: decoder.xmp().cloned(),
             ..Metadata::default()
         };
-        Ok((Image::new_u8(h.width, h.height, h.channels, data), metadata))
+        Ok(Ok((
+            Image::new_u8(h.width, h.height, h.channels, data),
+            metadata,
+        )))
+    };
+    let strict = || -> Result<(Image, Metadata)> {
+        let guarded = jpeg_guarded(bytes);
+        let e = match pixels(&guarded, true)? {
+            Ok(decoded) => return Ok(decoded),
+            Err(e) if matches!(guarded, Cow::Borrowed(_)) => return Err(jpeg_error(e)),
+            Err(e) => e,
+        };
+        // The file itself tells whether the 1-bits were read or the file is damaged elsewhere
+        // (its own error, as it was). A rare file decodes without them only: a progressive
+        // file of one scan, whose end zune-jpeg finds only by reading ahead to its marker.
+        match pixels(bytes, true)? {
+            Ok(_) if read_the_ones(&e) => {
+                bail!("truncated JPEG: a scan's data ends before its last block")
+            }
+            Ok(decoded) => Ok(decoded),
+            Err(e) => Err(jpeg_error(e)),
+        }
     };
     let headers = metadata::jpeg_headers(bytes);
-    let ((image, mut metadata), damage) = match pixels(true) {
+    let ((image, mut metadata), damage) = match strict() {
         Ok(decoded) => (decoded, None),
-        Err(e) if opts.allow_damaged && !is_limit(&e) => (pixels(false)?, Some(e.to_string())),
+        Err(e) if opts.allow_damaged && !is_limit(&e) => {
+            let lenient = pixels(bytes, false)?.map_err(jpeg_error)?;
+            (lenient, Some(e.to_string()))
+        }
         Err(e) => return Err(e),
     };
     metadata.density = headers.density;
@@ -261,6 +329,107 @@ pub(super) fn decode_jpeg(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
         jpeg_quality: headers.quality,
         jpeg_subsampling: headers.subsampling,
     })
+}
+
+/// A JPEG's bytes with a run of 1-bits (`FF 00` stuffed bytes) before each marker that ends a
+/// scan's entropy-coded data, or the bytes themselves where no marker is to have one.
+/// zune-jpeg, even strict, decodes on after such a marker as if zero bits followed (an EOI
+/// appended to a cut file, a stray EOI inside the data, a comment or another scan after a cut
+/// one), so the blocks the data lacks decode without an error into whatever zeros code for.
+/// No Huffman code is all 1-bits (zune-jpeg refuses such a table): a decoder that needs more
+/// bits than the scan holds reads the run and fails on it, and one that does not never reads
+/// it. Not caught: a cut inside a refinement scan of a progressive file (correction bits, no
+/// Huffman codes, may take the whole run), and a progressive file cut between its scans (a
+/// coarser image, as libjpeg-turbo decodes it too).
+///
+/// The run goes only where zune-jpeg does not need the marker read ahead: in a sequential
+/// frame, after the scan that completes its components (zune-jpeg finds the scans before
+/// that one by the marker its last refill read); in a progressive frame, after every scan but
+/// the first (the same) unless EOI ends that one. And only before the markers zune-jpeg takes
+/// after a scan: any other one it refuses when it reads it, run or no run.
+fn jpeg_guarded(bytes: &[u8]) -> Cow<'_, [u8]> {
+    const RUN: [[u8; 2]; 16] = [[0xFF, 0x00]; 16];
+    let mut at_runs = Vec::new();
+    let (mut progressive, mut components, mut seen, mut scans) = (false, 0, 0, 0);
+    let mut at = 2;
+    while bytes.starts_with(&[0xFF, 0xD8]) && bytes.get(at) == Some(&0xFF) {
+        while bytes.get(at) == Some(&0xFF) {
+            at += 1;
+        }
+        let Some(&marker) = bytes.get(at) else { break };
+        at += 1;
+        match marker {
+            0x01 | 0xD0..=0xD7 => continue,
+            0xD9 => break,
+            _ => {}
+        }
+        let Some(&[hi, lo, count]) = bytes.get(at..at + 3) else {
+            break;
+        };
+        let len = usize::from(u16::from_be_bytes([hi, lo]));
+        // SOF0 to SOF15 but DHT, JPG and DAC: their segment gives the components after the
+        // precision and the size.
+        if matches!(marker, 0xC0..=0xCF) && !matches!(marker, 0xC4 | 0xC8 | 0xCC) {
+            progressive = matches!(marker, 0xC2 | 0xC6 | 0xCA | 0xCE);
+            components = bytes.get(at + 7).map_or(0, |&n| usize::from(n));
+        }
+        at += len;
+        if marker != 0xDA {
+            continue;
+        }
+        (seen, scans) = (seen + usize::from(count), scans + 1);
+        // The entropy-coded data runs to the first marker but RSTn (FF 00 is a stuffed byte,
+        // FF FF fill before a marker).
+        let end = loop {
+            let Some(ff) = bytes.get(at..).and_then(|rest| memchr::memchr(0xFF, rest)) else {
+                break None;
+            };
+            at += ff + 1;
+            match bytes.get(at) {
+                None => break None,
+                Some(0x00 | 0xD0..=0xD7 | 0xFF) => {}
+                Some(&next) => break Some(next),
+            }
+        };
+        let Some(next) = end else { break };
+        at -= 1;
+        let taken = matches!(next, 0xD9 | 0xDA | 0xC4 | 0xDB | 0xDD | 0xFE);
+        let last = match progressive {
+            true => scans > 1 || next == 0xD9,
+            false => seen >= components,
+        };
+        if taken && last {
+            // Before the fill bytes too.
+            let start = bytes[..at]
+                .iter()
+                .rposition(|&b| b != 0xFF)
+                .map_or(0, |i| i + 1);
+            at_runs.push(start);
+        }
+    }
+    if at_runs.is_empty() {
+        return Cow::Borrowed(bytes);
+    }
+    let mut guarded = Vec::with_capacity(bytes.len() + 32 * at_runs.len());
+    let mut from = 0;
+    for to in at_runs {
+        guarded.extend_from_slice(&bytes[from..to]);
+        guarded.extend_from_slice(RUN.as_flattened());
+        from = to;
+    }
+    guarded.extend_from_slice(&bytes[from..]);
+    Cow::Owned(guarded)
+}
+
+/// Whether a decode failed on a Huffman code that is no code: the 1-bits `jpeg_guarded` puts
+/// after a scan, where the file itself decodes.
+fn read_the_ones(e: &zune_jpeg::errors::DecodeErrors) -> bool {
+    use zune_jpeg::errors::DecodeErrors as E;
+    match e {
+        E::Format(s) => s.starts_with("Bad Huffman Code"),
+        E::FormatStatic(s) => s.starts_with("Bad Huffman Code"),
+        _ => false,
+    }
 }
 
 fn is_limit(e: &anyhow::Error) -> bool {
@@ -286,8 +455,8 @@ pub(super) fn format_name(format: ImageFormat) -> String {
 
 pub(super) fn image_error(e: image::ImageError, format: ImageFormat) -> anyhow::Error {
     let name = format_name(format);
-    let text = match e {
-        image::ImageError::IoError(io) => return anyhow!(describe_io(&io, &name)),
+    let text = match &e {
+        image::ImageError::IoError(io) => return anyhow!(describe_io(io, &name)),
         image::ImageError::Unsupported(u) => return anyhow!("unsupported {name}: {u}"),
         image::ImageError::Limits(_) => {
             return anyhow!("the {name} needs more memory than the limit (--max-image-bytes)")
@@ -295,11 +464,35 @@ pub(super) fn image_error(e: image::ImageError, format: ImageFormat) -> anyhow::
         other => other.to_string(),
     };
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if text.to_lowercase().contains("eof") || text.to_lowercase().contains("end of file") {
-        anyhow!("truncated {name}: {text}")
+    if ends_early(&e) {
+        anyhow!("truncated {name}: the data ends early")
     } else {
         anyhow!("corrupt {name}: {text}")
     }
+}
+
+/// Whether a decoder's error says its data ended early: an I/O error of that kind in its
+/// chain, or, where a decoder kept only the text of one (qoi: "i/o error: failed to fill
+/// whole buffer"), that text or an end of file named in words.
+fn ends_early(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut at = Some(e);
+    while let Some(e) = at {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return io.kind() == std::io::ErrorKind::UnexpectedEof;
+        }
+        let text = e.to_string().to_lowercase();
+        let words = [
+            "failed to fill whole buffer",
+            "end of file",
+            "unexpected eof",
+            " eof",
+        ];
+        if words.iter().any(|w| text.contains(w)) {
+            return true;
+        }
+        at = e.source();
+    }
+    false
 }
 
 pub(super) fn other_header(
@@ -368,9 +561,10 @@ fn other_metadata(decoder: &mut dyn image::ImageDecoder, format: ImageFormat) ->
     })
 }
 
-fn gif_error(e: gif::DecodingError) -> anyhow::Error {
+pub(super) fn gif_error(e: gif::DecodingError) -> anyhow::Error {
     match e {
         gif::DecodingError::Io(io) => anyhow!(describe_io(&io, "GIF")),
+        gif::DecodingError::UnexpectedEof => anyhow!("truncated GIF: the data ends early"),
         e => anyhow!("corrupt GIF: {e}"),
     }
 }
@@ -438,6 +632,22 @@ mod tests {
     use crate::io::image::{decode, Samples};
 
     #[test]
+    fn png_messages_name_chunks_by_their_type() {
+        let crc = "CRC error: expected 0x1a2b have 0x3c4d while decoding ChunkType { type: \
+                   IDAT, critical: true, private: false, reserved: false, safecopy: false } chunk.";
+        assert_eq!(super::png_text(crc), "CRC error in an IDAT chunk");
+        let crc = crc.replace("IDAT", "tEXt");
+        assert_eq!(super::png_text(&crc), "CRC error in a tEXt chunk");
+        let order = "Chunk ChunkType { type: PLTE, critical: true, private: false, reserved: \
+                     false, safecopy: false } is invalid after IDAT chunk.";
+        assert_eq!(
+            super::png_text(order),
+            "Chunk PLTE is invalid after IDAT chunk."
+        );
+        assert_eq!(super::png_text("Invalid signature."), "Invalid signature.");
+    }
+
+    #[test]
     fn gif_frames_sit_on_the_logical_screen_and_unknown_extensions_are_skipped() {
         // A 4x2 screen and a 2x2 frame at (3, 1): one of its pixels is on the screen.
         let mut bytes = Vec::new();
@@ -492,17 +702,17 @@ mod tests {
             let sos = bytes.windows(2).rposition(|w| w == [0xFF, 0xDA]).unwrap();
             let data = sos + 2 + usize::from(u16::from_be_bytes([bytes[sos + 2], bytes[sos + 3]]));
             let cut = &bytes[..(data + bytes.len()) / 2];
-            // A second scan where the first ends early: zune-jpeg takes it, strict, and
+            // A second scan where the first ends early: zune-jpeg takes it, even strict, and
             // leaves the rows after the cut unwritten.
             let rescan = [cut, &bytes[sos..]].concat();
             // A marker inside the entropy-coded data (an empty COM), then EOI: zune-jpeg
-            // takes that too, strict, and leaves the rows after the cut unwritten.
+            // takes that too, and leaves the rows after the cut unwritten.
             let comment = [cut, &[0xFF, 0xFE, 0x00, 0x02, 0xFF, 0xD9]].concat();
             for (input, strict) in [
                 (&bytes[..], true),
                 (cut, false),
-                (&rescan[..], true),
-                (&comment[..], true),
+                (&rescan[..], false),
+                (&comment[..], false),
             ] {
                 let (mut decoder, _) = super::jpeg_decoder(ZCursor::new(input), strict).unwrap();
                 let fresh = decoder.decode().unwrap();
@@ -523,7 +733,7 @@ mod tests {
             }
         }
         assert!(
-            damaged > count / 2,
+            damaged > 3 * count / 2,
             "{damaged} of {count} cut files decoded as damaged"
         );
     }

@@ -256,19 +256,29 @@ pub fn parse_byte_size(s: &str) -> Result<u64, String> {
         .parse()
         .map_err(|_| format!("{s:?}: expected a size like 512MiB or 4GiB"))?;
     let bytes = v * (1u64 << shift) as f64;
-    if !(1.0..=u64::MAX as f64).contains(&bytes) {
+    if bytes > u64::MAX as f64 {
+        return Err(format!("{s:?}: too large: at most 16 EiB (16777216TiB)"));
+    }
+    if bytes < 1.0 {
         return Err(format!("{s:?}: must be at least one byte"));
     }
     Ok(bytes as u64)
 }
 
+/// A size in bytes as a message gives it: in bytes under 1 KiB, else in KiB, MiB or GiB to
+/// a tenth (never "0.0 MiB").
 pub(super) fn human_bytes(b: u64) -> String {
-    const GIB: f64 = (1u64 << 30) as f64;
-    const MIB: f64 = (1u64 << 20) as f64;
-    if b >= 1 << 30 {
-        format!("{:.1} GiB", b as f64 / GIB)
+    let unit = |shift: u32, name: &str| format!("{:.1} {name}", b as f64 / (1u64 << shift) as f64);
+    if b == 1 {
+        "1 byte".into()
+    } else if b < 1 << 10 {
+        format!("{b} bytes")
+    } else if b < 1 << 20 {
+        unit(10, "KiB")
+    } else if b < 1 << 30 {
+        unit(20, "MiB")
     } else {
-        format!("{:.1} MiB", b as f64 / MIB)
+        unit(30, "GiB")
     }
 }
 

@@ -258,6 +258,39 @@ mod tests {
     use crate::io::image::{decode, DecodeLimits};
 
     #[test]
+    fn byte_sizes_parse_and_a_size_too_large_says_so() {
+        use crate::io::image::parse_byte_size;
+        assert_eq!(parse_byte_size("100"), Ok(100));
+        assert_eq!(parse_byte_size("1.5KiB"), Ok(1536));
+        assert_eq!(parse_byte_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_byte_size("16777215TiB"), Ok(16777215 << 40));
+        let e = parse_byte_size("99999999999TiB").unwrap_err();
+        assert_eq!(
+            e,
+            "\"99999999999TiB\": too large: at most 16 EiB (16777216TiB)"
+        );
+        let e = parse_byte_size("0.5").unwrap_err();
+        assert_eq!(e, "\"0.5\": must be at least one byte");
+    }
+
+    #[test]
+    fn sizes_in_messages_are_never_zero() {
+        let cases = [
+            (0, "0 bytes"),
+            (1, "1 byte"),
+            (100, "100 bytes"),
+            (1023, "1023 bytes"),
+            (1024, "1.0 KiB"),
+            (9216, "9.0 KiB"),
+            (5 << 20, "5.0 MiB"),
+            (60000 * 60000 * 4, "13.4 GiB"),
+        ];
+        for (bytes, want) in cases {
+            assert_eq!(human_bytes(bytes), want);
+        }
+    }
+
+    #[test]
     fn an_animation_is_refused_as_one_image_and_read_whole_as_frames() {
         // An APNG of two 3x2 RGB frames, the first its default image.
         let mut apng = Vec::new();

@@ -13,8 +13,9 @@ use crate::io::jpeg::{self, Subsampling};
 use crate::io::metadata::{self, Metadata};
 use crate::io::output::PendingFile;
 
-/// The format an output path's extension names; PNG for no or an unknown extension is not
-/// guessed: an unknown extension is a usage error, so a typo never writes a surprise format.
+/// The format an output path's extension names; a path without one (`-o out`, stdin under
+/// `--out-dir`, an input named without one) is PNG. An unknown extension is a usage error,
+/// not PNG, so a typo never writes a surprise format.
 pub fn output_format(path: &Path) -> Result<ImageFormat> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     if ext.is_empty() {
@@ -480,6 +481,23 @@ pub fn save_jpeg_to(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn no_extension_is_png_and_an_unknown_one_a_usage_error() {
+        use super::output_format;
+        use image::ImageFormat;
+        use std::path::Path;
+        assert_eq!(
+            output_format(Path::new("o/noext")).unwrap(),
+            ImageFormat::Png
+        );
+        assert_eq!(
+            output_format(Path::new("o/x.JPG")).unwrap(),
+            ImageFormat::Jpeg
+        );
+        let e = output_format(Path::new("o/x.pdfx")).unwrap_err();
+        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "{e}");
+    }
+
     use super::*;
     use crate::io::image::decode;
 

@@ -149,9 +149,10 @@ pub fn summary(reports: &[InputReport], sum: Option<&Histogram>) -> String {
             1 => String::new(),
             n => format!(", {n} frames of {} pixels in all", c.hist.pixels),
         };
+        // Named as messages name it (`stdin` for `-`); the document keeps the path given.
         out += &format!(
             "{}: {}x{} {} {}-bit{frames}, {} bins\n",
-            r.path,
+            crate::io::image::input_name(std::path::Path::new(&r.path)),
             h.width,
             h.height,
             layout_name(h.channels),
