@@ -9,7 +9,7 @@ fn main() -> ExitCode {
         Ok(status) => status.into(),
         Err(err) if exit::is_broken_pipe(&err) => Status::Success.into(),
         Err(err) => {
-            cli::term::stderr_line(format_args!("{} {err:#}", cli::term::error_prefix()));
+            cli::term::stderr_line(cli::term::error_prefix(), &format!("{err:#}"));
             Status::of_error(&err).into()
         }
     }

@@ -171,6 +171,24 @@ fn a_closed_stderr_changes_nothing_but_the_messages() {
     }
 }
 
+#[test]
+fn a_name_with_a_newline_stays_on_its_one_line() {
+    // Each message is one line: control characters in a file's name are shown escaped.
+    let dir = crate::util::tempdir();
+    let bad = dir.path().join("new\nline\u{1b}[31m.png");
+    std::fs::write(&bad, b"not an image").unwrap();
+    let r = crate::util::run(&["blur", bad.to_str().unwrap(), "-r", "1", "-o", "-"]);
+    r.code(1);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{:?}", r.stderr);
+    assert!(lines[0].starts_with("gpukit: "), "{}", lines[0]);
+    assert!(
+        lines[0].contains("new\\nline\\u{1b}[31m.png"),
+        "{}",
+        lines[0]
+    );
+}
+
 /// The registry's op names that `keep`, as clap lists them: "copy, blur, ...".
 pub fn registry_names(keep: impl Fn(&gpukit::ops::Op) -> bool) -> String {
     let names: Vec<&str> = gpukit::ops::REGISTRY

@@ -521,11 +521,11 @@ fn a_target_over_the_byte_limit_fails_its_file_in_one_line() {
     crate::util::run(&["resize", input, "--width", "1048576", "-o", out_s])
         .code(1)
         .one_error_line(
-            "resizing 1x1 to 1048576x1048576: 1048576x1048576 RGB 8-bit would take 3072.0 GiB",
+            "one.png: resizing 1x1 to 1048576x1048576 makes a 3072.0 GiB image (RGB 8-bit), \
+             over the limit of 2.0 GiB",
         );
     assert!(!out.exists());
-    // 100x100 RGB is 30000 bytes: over a 20000-byte limit, within a 40000-byte one, which
-    // also bounds the horizontal pass (100 columns by the input's 1 row).
+    // 100x100 RGB is 30000 bytes: over a 20000-byte limit, within a 40000-byte one.
     let limited = |limit: &str| {
         crate::util::run(&[
             "--max-image-bytes",
@@ -538,7 +538,9 @@ fn a_target_over_the_byte_limit_fails_its_file_in_one_line() {
             out_s,
         ])
     };
-    limited("20000").code(1).one_error_line("over the limit");
+    limited("20000")
+        .code(1)
+        .one_error_line("makes a 29.3 KiB image (RGB 8-bit), over the limit of 19.5 KiB");
     assert!(!out.exists());
     limited("40000").code(0);
     let img = image::load(&out).unwrap();

@@ -128,7 +128,7 @@ pub fn run(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
     match compare::run(ctx, request) {
         Err(e) if exit::is_broken_pipe(&e) => Err(e),
         Err(e) => {
-            term::stderr_line(format_args!("{} {e:#}", term::error_prefix()));
+            term::stderr_line(term::error_prefix(), &format!("{e:#}"));
             Ok(Status::Usage)
         }
         Ok(Verdict::Match) => Ok(Status::Success),

@@ -123,7 +123,7 @@ impl Ctx {
 
     /// The note function of the caches: a `gpukit:` line on stderr with `-v` (not `--quiet`).
     fn note_fn(&self) -> Option<fn(&str)> {
-        let note: fn(&str) = |m| term::stderr_line(format_args!("gpukit: {m}"));
+        let note: fn(&str) = |m| term::stderr_line("gpukit:", m);
         (self.global.verbose > 0 && !self.global.quiet).then_some(note)
     }
 
@@ -160,7 +160,7 @@ impl Ctx {
     /// A note on stderr, unless `--quiet`.
     pub fn note(&self, msg: &str) {
         if !self.global.quiet {
-            term::stderr_line(format_args!("gpukit: {msg}"));
+            term::stderr_line("gpukit:", msg);
         }
     }
 
@@ -183,7 +183,7 @@ impl Ctx {
             return;
         }
         if let Some(line) = &*self.engine_line.lock().expect("engine line lock poisoned") {
-            term::stderr_line(format_args!("gpukit: timing: {line}"));
+            term::stderr_line("gpukit: timing:", line);
         }
         let (built, time) = gpu::pipelines_built();
         let mut lines = timings.lines();
@@ -213,7 +213,7 @@ impl Ctx {
             );
         }
         for line in lines {
-            term::stderr_line(format_args!("gpukit: {line}"));
+            term::stderr_line("gpukit:", &line);
         }
     }
 }
@@ -232,7 +232,7 @@ impl crate::batch::driver::Env for Ctx {
     }
 
     fn error(&self, msg: &str) {
-        term::stderr_line(format_args!("{} {msg}", term::error_prefix()));
+        term::stderr_line(term::error_prefix(), msg);
     }
 
     fn quiet(&self) -> bool {
@@ -296,5 +296,5 @@ fn cache_source(off: bool, file: &Option<std::path::PathBuf>) -> crate::tune::So
 
 /// A warning line on stderr (the caches' warn function).
 fn warn_line(msg: &str) {
-    term::stderr_line(format_args!("{} {msg}", term::warning_prefix()));
+    term::stderr_line(term::warning_prefix(), msg);
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 
 use super::inputs::InputArgs;
@@ -11,7 +11,7 @@ use super::outputs::OutputArgs;
 use super::{Ctx, Status};
 use crate::batch::images::{self, ImageOp, ImageWorker};
 use crate::gpu::{Engine, Timings};
-use crate::io::image::{DecodeLimits, Header, Image};
+use crate::io::image::{human_bytes, layout_name, DecodeLimits, Header, Image};
 use crate::io::metadata::Metadata;
 use crate::ops::resize::{self, parse_dims, Filter, Options, Size};
 
@@ -97,26 +97,33 @@ impl ImageWorker for Resizer<'_> {
 }
 
 impl Resizer<'_> {
-    /// The resize's largest image against the limits that decoding is held to: its output,
-    /// or the horizontal pass's (output columns by input rows), so that a huge target
-    /// (`--width 1048576` of a square) is one error line, not an allocation that aborts.
+    /// The output against `--max-image-bytes`, the limit decoding is held to, so that a huge
+    /// target (`--width 1048576` of a square) is one error line, not an allocation that
+    /// aborts. The output is the largest image a resize makes: its one intermediate (the
+    /// first pass's, `coeffs::passes`) is no larger than the input (which decoded within the
+    /// limit) or the output.
     fn check_size(&self, image: &Image) -> Result<()> {
         let (ow, oh) = self.options.size.resolve(image.width, image.height)?;
-        let largest = Header {
+        let output = Header {
             width: ow,
-            height: oh.max(image.height),
+            height: oh,
             channels: image.channels,
             bit_depth: image.bit_depth(),
         };
-        // Sides are checked against MAX_SIDE by `resolve`; here only the bytes count.
-        let limits = DecodeLimits {
-            max_width: u32::MAX,
-            max_height: u32::MAX,
-            ..self.limits
-        };
-        limits
-            .check(&largest)
-            .with_context(|| format!("resizing {}x{} to {ow}x{oh}", image.width, image.height))
+        let (bytes, max) = (output.decoded_bytes(), self.limits.max_bytes);
+        if bytes > max {
+            bail!(
+                "resizing {}x{} to {ow}x{oh} makes a {} image ({} {}-bit), over the limit of {} \
+                 (--max-image-bytes or GPUKIT_MAX_IMAGE_BYTES raise it)",
+                image.width,
+                image.height,
+                human_bytes(bytes),
+                layout_name(image.channels),
+                image.bit_depth(),
+                human_bytes(max)
+            );
+        }
+        Ok(())
     }
 }
 

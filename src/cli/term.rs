@@ -31,13 +31,29 @@ fn color() -> bool {
     COLOR.get().copied().unwrap_or(false)
 }
 
-/// Writes one line to stderr, best effort: a write that fails (stderr closed, or a pipe whose
-/// reader is gone, as in `gpukit ... 2>&1 | head`) is ignored, where `eprintln!` would panic
-/// and end the command with status 101 instead of its own. The exit status still says what
-/// happened.
-pub fn stderr_line(line: std::fmt::Arguments<'_>) {
+/// Writes `prefix` and `msg` as one line to stderr. `msg` is shown on one line whatever it
+/// holds: its control characters (a newline in a file's name) as escapes (`\n`, `\u{1b}`),
+/// so that each message stays one line and no name can move the cursor. The write is best
+/// effort: one that fails (stderr closed, or a pipe whose reader is gone, as in
+/// `gpukit ... 2>&1 | head`) is ignored, where `eprintln!` would panic and end the command
+/// with status 101 instead of its own. The exit status still says what happened.
+pub fn stderr_line(prefix: &str, msg: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    let _ = writeln!(std::io::stderr().lock(), "{prefix} {}", one_line(msg));
+}
+
+/// `s` with its control characters but tabs escaped.
+fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\t') {
+        return s.into();
+    }
+    s.chars()
+        .map(|c| match c.is_control() && c != '\t' {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect::<String>()
+        .into()
 }
 
 /// The prefix of error lines: `gpukit:`, red and bold when colour is on.

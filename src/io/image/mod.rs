@@ -267,7 +267,7 @@ pub fn parse_byte_size(s: &str) -> Result<u64, String> {
 
 /// A size in bytes as a message gives it: in bytes under 1 KiB, else in KiB, MiB or GiB to
 /// a tenth (never "0.0 MiB").
-pub(super) fn human_bytes(b: u64) -> String {
+pub(crate) fn human_bytes(b: u64) -> String {
     let unit = |shift: u32, name: &str| format!("{:.1} {name}", b as f64 / (1u64 << shift) as f64);
     if b == 1 {
         "1 byte".into()
@@ -282,7 +282,7 @@ pub(super) fn human_bytes(b: u64) -> String {
     }
 }
 
-pub(super) fn layout_name(channels: u8) -> &'static str {
+pub(crate) fn layout_name(channels: u8) -> &'static str {
     match channels {
         1 => "gray",
         2 => "gray+alpha",
