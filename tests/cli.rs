@@ -189,6 +189,37 @@ fn a_name_with_a_newline_stays_on_its_one_line() {
     );
 }
 
+#[test]
+fn a_y4m_stream_given_as_an_image_says_what_reads_it() {
+    // A 2x2 4:2:0 frame: 4 luma and 2 chroma bytes.
+    let dir = crate::util::tempdir();
+    let y4m = dir.path().join("x.y4m");
+    let mut bytes = b"YUV4MPEG2 W2 H2 F30:1 C420jpeg\nFRAME\n".to_vec();
+    bytes.extend([16, 32, 64, 128, 100, 200]);
+    std::fs::write(&y4m, &bytes).unwrap();
+    let y4m = y4m.to_str().unwrap();
+    crate::util::run(&["histogram", y4m])
+        .code(1)
+        .one_error_line("x.y4m: a Y4M frame stream, not an image (`histogram FILE --per-frame`");
+    let mut cmd = crate::util::gpukit();
+    let out = cmd
+        .args(["histogram", "-", "--sum"])
+        .stdin(std::fs::File::open(y4m).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("stdin: a Y4M frame stream, not concatenated images: give --per-frame"),
+        "{err}"
+    );
+    // As --per-frame asks, it is read: the luma counts of its one frame.
+    let r = crate::util::run(&["histogram", y4m, "--per-frame"]);
+    r.code(0);
+    let line: serde_json::Value = serde_json::from_str(r.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(line["frame"], 0, "{line}");
+}
+
 /// The registry's op names that `keep`, as clap lists them: "copy, blur, ...".
 pub fn registry_names(keep: impl Fn(&gpukit::ops::Op) -> bool) -> String {
     let names: Vec<&str> = gpukit::ops::REGISTRY

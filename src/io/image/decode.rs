@@ -25,6 +25,10 @@ pub fn decode_with(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
     decode_from(bytes, Path::new(""), opts)
 }
 
+/// How a Y4M stream begins (`YUV4MPEG2 `), which the image commands name when one is given
+/// to them as an image.
+pub(super) const Y4M_SIGNATURE: &[u8] = b"YUV4MPEG2";
+
 /// The container, from the content; the extension only for TGA (no signature).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -44,6 +48,10 @@ pub(super) fn kind_of(bytes: &[u8], path: &Path) -> Result<Kind> {
         Ok(f) => f,
         Err(_) => match ImageFormat::from_path(path) {
             Ok(ImageFormat::Tga) => ImageFormat::Tga,
+            _ if bytes.starts_with(Y4M_SIGNATURE) => bail!(
+                "a Y4M frame stream, not an image (`histogram FILE --per-frame` and `blur FILE \
+                 -o OUT.y4m` read frame streams)"
+            ),
             _ => bail!("not an image gpukit can read ({READABLE})"),
         },
     };

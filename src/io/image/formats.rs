@@ -58,6 +58,18 @@ fn png_error(e: png::DecodingError) -> anyhow::Error {
     }
 }
 
+/// A Rust name in words: `InvalidDistanceCode` as "invalid distance code".
+fn words(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_uppercase() && !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
 /// The png crate's message with each chunk named by its type: it writes a chunk as its Rust
 /// struct (`ChunkType { type: IDAT, critical: true, ... }`), and a CRC error with both sums.
 fn png_text(text: &str) -> String {
@@ -71,6 +83,13 @@ fn png_text(text: &str) -> String {
         rest = after.find('}').map_or("", |end| &after[end + 1..]);
     }
     out.push_str(rest);
+    // fdeflate's reason, by its Rust name (`Corrupt deflate stream. WrongChecksum`).
+    if let Some(reason) = out.strip_prefix("Corrupt deflate stream. ") {
+        return match reason.trim() {
+            "WrongChecksum" => "its compressed data fails its Adler-32 checksum".into(),
+            other => format!("its compressed data is damaged ({})", words(other)),
+        };
+    }
     match out
         .strip_prefix("CRC error: ")
         .and_then(|t| t.split_once("while decoding "))
@@ -645,6 +664,15 @@ mod tests {
             "Chunk PLTE is invalid after IDAT chunk."
         );
         assert_eq!(super::png_text("Invalid signature."), "Invalid signature.");
+        // fdeflate's reasons, in words.
+        assert_eq!(
+            super::png_text("Corrupt deflate stream. WrongChecksum"),
+            "its compressed data fails its Adler-32 checksum"
+        );
+        assert_eq!(
+            super::png_text("Corrupt deflate stream. InvalidDistanceCode"),
+            "its compressed data is damaged (invalid distance code)"
+        );
     }
 
     #[test]
