@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::util::{gpukit, gpukit_as_nobody, run, run_in, tempdir};
+use crate::util::{gpukit, gpukit_as_nobody, mkfifo, run, run_in, tempdir};
 
 fn fixture(name: &str) -> String {
     format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
@@ -33,17 +33,6 @@ const SCAN_OUT: [u32; 4] = [0, 1, 3, 6];
 
 fn scan_json(text: &str) -> Vec<u32> {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text:?}"))
-}
-
-fn mkfifo(path: &Path) {
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        path,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
 }
 
 /// A character device node of our own, with the numbers of a system one (1,3 null; 1,7 full).

@@ -239,3 +239,16 @@ pub fn random_image(width: u32, height: u32, channels: u8, bits: u32, seed: u32)
         Image::new_u16(width, height, channels, v)
     }
 }
+
+/// A FIFO at `path` (in a test's own temporary folder).
+#[cfg(unix)]
+pub fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+}

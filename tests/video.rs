@@ -955,3 +955,73 @@ fn no_output_lands_on_the_stream_being_read() {
         assert_eq!(std::fs::read(&path).unwrap(), y4m, "{args:?}");
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn a_y4m_stream_from_a_fifo_is_read_as_from_a_file() {
+    // Sniffing the stream opened the path a second time, which for a FIFO waits for another
+    // writer: both commands hung for ever.
+    let dir = tempdir();
+    let d = dir.path();
+    let file = clip(d, "s.y4m", "64x48", 5, &["-pix_fmt", "yuv420p"]);
+    let want = d.join("want.y4m");
+    crate::util::run(&["blur", &file, "-r", "2", "-o", want.to_str().unwrap()]).code(0);
+    let fifo = d.join("ff");
+    let got = d.join("got.y4m");
+    let runs: [(&[&str], &str); 2] = [
+        (
+            &["blur", "FIFO", "-r", "2", "-o", got.to_str().unwrap()],
+            "blur",
+        ),
+        (&["histogram", "FIFO", "--per-frame"], "histogram"),
+    ];
+    for (args, what) in runs {
+        crate::util::mkfifo(&fifo);
+        let bytes = std::fs::read(&file).unwrap();
+        let fifo_path = fifo.clone();
+        let writer = std::thread::spawn(move || {
+            std::fs::write(&fifo_path, bytes).unwrap();
+        });
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| {
+                if *a == "FIFO" {
+                    fifo.to_str().unwrap()
+                } else {
+                    a
+                }
+            })
+            .collect();
+        let mut child = gpukit()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "{what} from a FIFO hung"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        writer.join().unwrap();
+        assert!(status.success(), "{what}: {status:?}");
+        match what {
+            "blur" => assert!(std::fs::read(&got).unwrap() == std::fs::read(&want).unwrap()),
+            _ => assert_eq!(stdout.lines().count(), 5, "one line a frame: {stdout}"),
+        }
+        std::fs::remove_file(&fifo).unwrap();
+    }
+}

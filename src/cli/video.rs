@@ -2,8 +2,8 @@
 //! a frame stream (Y4M, raw frames) from images on the command line: Y4M is sniffed by its
 //! signature on stdin and in a regular file; raw frames are named.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -11,7 +11,7 @@ use clap::Args;
 use crate::batch::video::{Source, Stream};
 use crate::io::image::stream::FrameStream;
 use crate::io::image::{input_name, is_stdin};
-use crate::io::video::{is_y4m, VideoFormat, VideoReader};
+use crate::io::video::{VideoFormat, VideoReader};
 
 /// What `required` names for a stream that may also be images one after another
 /// (`histogram --per-frame`).
@@ -100,15 +100,19 @@ impl VideoArgs {
                 frames,
             }));
         }
-        let first = if is_stdin(path) {
+        // What the stream's first read holds, peeked in the buffer that reads it on (a FIFO
+        // cannot be opened again to look: that waits for another writer). It may be shorter
+        // than the signature (a pipe's first read), so as much of it as there is must match.
+        let head = if is_stdin(path) {
             // Stdin's own buffer holds what is peeked here, for the image reader too.
             let mut lock = std::io::stdin().lock();
-            lock.fill_buf().map(|b| b.first().copied())
+            lock.fill_buf().map(|b| b[..b.len().min(16)].to_vec())
         } else {
-            reader.fill_buf().map(|b| b.first().copied())
+            reader.fill_buf().map(|b| b[..b.len().min(16)].to_vec())
         }
         .with_context(|| format!("{name}: cannot read"))?;
-        if first != Some(b'Y') || (!is_stdin(path) && !starts_y4m(path)) {
+        let first = head.first().copied();
+        if !starts_y4m(&head) {
             return match (required, first) {
                 (None, _) => Ok(None),
                 (Some(_), None) => anyhow::bail!("{name}: the stream is empty: no frames"),
@@ -133,12 +137,12 @@ impl VideoArgs {
     }
 }
 
-/// Whether the file at `path` begins with Y4M's signature.
-fn starts_y4m(path: &Path) -> bool {
-    let mut head = [0u8; 10];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| is_y4m(&head))
+/// Whether a stream whose first bytes are `head` (at least one) begins with Y4M's signature,
+/// as far as `head` goes.
+fn starts_y4m(head: &[u8]) -> bool {
+    let sig = crate::io::video::Y4M_SIGNATURE;
+    let n = head.len().min(sig.len());
+    n > 0 && head[..n] == sig[..n]
 }
 
 #[cfg(test)]

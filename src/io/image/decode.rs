@@ -25,10 +25,6 @@ pub fn decode_with(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
     decode_from(bytes, Path::new(""), opts)
 }
 
-/// How a Y4M stream begins (`YUV4MPEG2 `), which the image commands name when one is given
-/// to them as an image.
-pub(super) const Y4M_SIGNATURE: &[u8] = b"YUV4MPEG2";
-
 /// The container, from the content; the extension only for TGA (no signature).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -48,7 +44,7 @@ pub(super) fn kind_of(bytes: &[u8], path: &Path) -> Result<Kind> {
         Ok(f) => f,
         Err(_) => match ImageFormat::from_path(path) {
             Ok(ImageFormat::Tga) => ImageFormat::Tga,
-            _ if bytes.starts_with(Y4M_SIGNATURE) => bail!(
+            _ if crate::io::video::is_y4m(bytes) => bail!(
                 "a Y4M frame stream, not an image (`histogram FILE --per-frame` and `blur FILE \
                  -o OUT.y4m` read frame streams)"
             ),

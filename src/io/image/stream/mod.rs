@@ -125,7 +125,7 @@ impl<R: Read> FrameStream<R> {
             || head.starts_with(&[0, 0, 1, 0])
         {
             frame.rest(&mut r)?;
-        } else if head.starts_with(super::decode::Y4M_SIGNATURE) {
+        } else if crate::io::video::is_y4m(&head) {
             bail!("a Y4M frame stream, not concatenated images: give --per-frame");
         } else {
             bail!("not an image: its first bytes begin no image format gpukit reads");
