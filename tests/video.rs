@@ -998,13 +998,13 @@ fn a_y4m_stream_from_a_fifo_is_read_as_from_a_file() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut stdout = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut stdout)
-            .unwrap();
+        // Read on a thread of its own, so that a hang fails the test instead of blocking it.
+        let mut out = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            out.read_to_string(&mut s).unwrap();
+            s
+        });
         let started = std::time::Instant::now();
         let status = loop {
             if let Some(s) = child.try_wait().unwrap() {
@@ -1017,6 +1017,7 @@ fn a_y4m_stream_from_a_fifo_is_read_as_from_a_file() {
             std::thread::sleep(std::time::Duration::from_millis(20));
         };
         writer.join().unwrap();
+        let stdout = reader.join().unwrap();
         assert!(status.success(), "{what}: {status:?}");
         match what {
             "blur" => assert!(std::fs::read(&got).unwrap() == std::fs::read(&want).unwrap()),
