@@ -214,6 +214,33 @@ fn update_writes_new_and_differing_baselines() {
     run(&["compare", &s(&e), &s(&bmp), "--update"]).code(2);
 }
 
+#[cfg(unix)]
+#[test]
+fn update_never_writes_through_a_link_nor_takes_a_file_that_is_not_an_image() {
+    let dir = tempdir();
+    let (golden, out) = folders(dir.path());
+    let bytes = |p: &Path| std::fs::read(p).unwrap();
+    // golden/sub/changed.png a link to out's own same.png: --update wrote the changed image
+    // over out/same.png, which the same run compared.
+    let changed = golden.join("sub/changed.png");
+    std::fs::remove_file(&changed).unwrap();
+    std::os::unix::fs::symlink(out.join("same.png"), &changed).unwrap();
+    let before = bytes(&out.join("same.png"));
+    run(&["compare", &s(&golden), &s(&out), "--update"])
+        .code(2)
+        .one_error_line("sub/changed.png: a symbolic link; --update does not write through it");
+    assert_eq!(bytes(&out.join("same.png")), before);
+    // A file that is not an image was taken as a new baseline (exit 0); the next run failed
+    // on the baseline itself.
+    let junk = dir.path().join("junk.png");
+    std::fs::write(&junk, b"garbage").unwrap();
+    let e = dir.path().join("new.png");
+    run(&["compare", &s(&e), &s(&junk), "--update"])
+        .code(2)
+        .one_error_line("not taken as a baseline for");
+    assert!(!e.exists());
+}
+
 /// A run of `--update` killed (SIGKILL, SIGTERM) at some point leaves each expected file
 /// with its old bytes or its new ones, and no temporary file anywhere.
 #[test]

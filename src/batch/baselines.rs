@@ -41,8 +41,20 @@ pub fn check_pair(expected: &Path, actual: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes `actual`'s bytes to `expected` atomically, creating its folder if needed.
+/// Writes `actual`'s bytes to `expected` atomically, creating its folder if needed. `actual`
+/// must be an image gpukit reads (a baseline that is not one fails every later run), and
+/// `expected` may not be a symbolic link: writing through it could replace a file anywhere,
+/// ACTUAL's own among them.
 pub fn accept(expected: &Path, actual: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(expected).is_ok_and(|m| m.file_type().is_symlink()) {
+        anyhow::bail!(
+            "{}: a symbolic link; --update does not write through it (update what it points \
+             to, or replace the link with a file)",
+            expected.display()
+        );
+    }
+    crate::io::image::load(actual)
+        .with_context(|| format!("not taken as a baseline for {}", expected.display()))?;
     let bytes =
         std::fs::read(actual).with_context(|| format!("{}: cannot read", actual.display()))?;
     if let Some(parent) = expected.parent().filter(|p| !p.as_os_str().is_empty()) {
