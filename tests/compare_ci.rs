@@ -241,6 +241,38 @@ fn update_never_writes_through_a_link_nor_takes_a_file_that_is_not_an_image() {
     assert!(!e.exists());
 }
 
+#[test]
+fn a_folder_inside_the_other_is_not_compared_as_its_files() {
+    // `compare golden .` listed golden's files among the actual ones (all extra), and
+    // --update copied them into golden, one level deeper every run.
+    let dir = tempdir();
+    let root = dir.path();
+    let golden = root.join("golden");
+    std::fs::create_dir(&golden).unwrap();
+    for name in ["same.png", "changed.png"] {
+        std::fs::copy(fixture("expected.png"), golden.join(name)).unwrap();
+    }
+    std::fs::copy(fixture("expected.png"), root.join("same.png")).unwrap();
+    std::fs::copy(fixture("actual.png"), root.join("changed.png")).unwrap();
+    let (g, a) = (s(&golden), s(root));
+    let doc = report(&[&g, &a], 1);
+    let actual: Vec<&str> = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["actual"].as_str().unwrap())
+        .collect();
+    let want = [root.join("changed.png"), root.join("same.png")];
+    assert_eq!(actual, want.map(|p| s(&p)), "{doc}");
+    assert_eq!(doc["extra"], serde_json::json!([]), "{doc}");
+    for _ in 0..2 {
+        run(&["compare", &g, &a, "--update"]).code(0);
+    }
+    assert!(!golden.join("golden").exists());
+    // The other way round: ACTUAL inside EXPECTED is not among the expected files either.
+    run(&["compare", &a, &g]).code(0);
+}
+
 /// A run of `--update` killed (SIGKILL, SIGTERM) at some point leaves each expected file
 /// with its old bytes or its new ones, and no temporary file anywhere.
 #[test]

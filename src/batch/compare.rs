@@ -737,10 +737,11 @@ fn diff_paths(dir: &Path, both: &[&PathBuf]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The image files under `root`, as sorted relative paths, passing over the folder `skip`
-/// (the --diff folder). Links to folders are followed, but never into a folder already
-/// listed or one that holds the link (a loop): those are left out with a warning.
-fn image_files(env: &dyn Env, root: &Path, skip: Option<&Path>) -> Result<Vec<PathBuf>> {
+/// The image files under `root`, as sorted relative paths, passing over the folders `skip`
+/// (the --diff folder, and the other compared folder where it lies inside this one). Links
+/// to folders are followed, but never into a folder already listed or one that holds the
+/// link (a loop): those are left out with a warning.
+fn image_files(env: &dyn Env, root: &Path, skip: &[&Path]) -> Result<Vec<PathBuf>> {
     use crate::io::output::file_id;
     let mut out = Vec::new();
     // Each folder to list with the identities of the folders above it (itself included).
@@ -763,7 +764,7 @@ fn image_files(env: &dyn Env, root: &Path, skip: Option<&Path>) -> Result<Vec<Pa
                     ));
                     continue;
                 }
-                if !skip.is_some_and(|s| super::same_folder(&full, s)) {
+                if !skip.iter().any(|s| super::same_folder(&full, s)) {
                     let mut below = chain.clone();
                     below.push(id);
                     stack.push((path, below));
@@ -943,10 +944,14 @@ fn compare_folders(
             )));
         }
     }
-    // A --diff folder inside either folder holds diff images, not images to compare.
-    let skip = args.diff.as_deref();
-    let expected = image_files(env, &args.expected, skip)?;
-    let actual = image_files(env, &args.actual, skip)?;
+    // A --diff folder inside either folder holds diff images, not images to compare; nor does
+    // one compared folder inside the other (`compare golden/ .`) hold the other's images:
+    // listed, they were all missing or extra, and --update copied golden into itself.
+    let diff = args.diff.as_deref().into_iter();
+    let skip_in_expected: Vec<&Path> = diff.clone().chain([args.actual.as_path()]).collect();
+    let skip_in_actual: Vec<&Path> = diff.chain([args.expected.as_path()]).collect();
+    let expected = image_files(env, &args.expected, &skip_in_expected)?;
+    let actual = image_files(env, &args.actual, &skip_in_actual)?;
     if expected.is_empty() && actual.is_empty() {
         anyhow::bail!(
             "{} and {}: no image files in either folder, nothing to compare",
