@@ -1026,3 +1026,42 @@ fn a_y4m_stream_from_a_fifo_is_read_as_from_a_file() {
         std::fs::remove_file(&fifo).unwrap();
     }
 }
+
+#[test]
+fn a_stream_cut_in_its_last_frame_has_given_every_whole_frame() {
+    // Frames sat in a 64 KiB buffer until it filled, and were dropped on the error: a 5-frame
+    // 64x48 stream cut in its last frame gave nothing on stdout.
+    let dir = tempdir();
+    let d = dir.path();
+    let file = clip(d, "s.y4m", "64x48", 5, &["-pix_fmt", "yuv420p"]);
+    let bytes = std::fs::read(&file).unwrap();
+    let header = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let frame = 6 + 64 * 48 * 3 / 2;
+    assert_eq!(bytes.len(), header + 5 * frame);
+    let four = d.join("four.y4m");
+    std::fs::write(&four, &bytes[..header + 4 * frame]).unwrap();
+    let want = d.join("want.y4m");
+    crate::util::run(&[
+        "blur",
+        four.to_str().unwrap(),
+        "-r",
+        "2",
+        "-o",
+        want.to_str().unwrap(),
+    ])
+    .code(0);
+    let cut = d.join("cut.y4m");
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    let out = gpukit()
+        .args(["blur", "-", "-r", "2", "-o", "-"])
+        .stdin(std::fs::File::open(&cut).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("frame 4 is cut short"), "{err}");
+    assert!(
+        out.stdout == std::fs::read(&want).unwrap(),
+        "the four whole frames, blurred"
+    );
+}

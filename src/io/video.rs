@@ -735,7 +735,9 @@ impl<'w> VideoWriter<'w> {
     }
 
     /// Writes one frame given as its planes' bytes: Y4M's `FRAME` line and the planes in one
-    /// vectored write where the output takes it (a pipe does: one system call a frame).
+    /// vectored write where the output takes it (a pipe does: one system call a frame), then
+    /// flushes, so that each frame leaves as it is done: a live stream of small frames is not
+    /// held back in a buffer, and a stream that fails later has given every whole frame.
     pub fn planes<P: AsRef<[u8]>>(&mut self, planes: &[P]) -> std::io::Result<()> {
         if let Some(h) = self.header.take() {
             self.out.write_all(h.as_bytes())?;
@@ -756,13 +758,14 @@ impl<'w> VideoWriter<'w> {
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        self.out.flush()
     }
 
-    /// Writes one frame.
+    /// Writes one frame, and flushes it as [`VideoWriter::planes`] does.
     pub fn frame(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.begin()?;
-        self.out.write_all(bytes)
+        self.out.write_all(bytes)?;
+        self.out.flush()
     }
 
     /// The header before the first frame, and `FRAME` before each of Y4M's.
