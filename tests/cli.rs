@@ -229,3 +229,43 @@ pub fn registry_names(keep: impl Fn(&gpukit::ops::Op) -> bool) -> String {
         .collect();
     names.join(", ")
 }
+
+#[test]
+fn reports_and_plot_streams_are_never_written_over_a_file_of_another_kind() {
+    // --junit and --plot-frames took any name, so a slip replaced an image with XML or Y4M.
+    let dir = crate::util::tempdir();
+    let d = dir.path();
+    let img = gpukit::io::image::Image::new_u8(2, 2, 3, (0..12).collect());
+    let photo = d.join("photo.png");
+    gpukit::io::image::save(&photo, img).unwrap();
+    let before = std::fs::read(&photo).unwrap();
+    let p = photo.to_str().unwrap();
+    crate::util::run(&["compare", p, p, "--junit", p])
+        .code(2)
+        .one_error_line("--junit");
+    let mut y4m = b"YUV4MPEG2 W2 H2 F30:1 C420jpeg\nFRAME\n".to_vec();
+    y4m.extend([16, 32, 64, 128, 100, 200]);
+    let stream = d.join("x.y4m");
+    std::fs::write(&stream, &y4m).unwrap();
+    let s = stream.to_str().unwrap();
+    crate::util::run(&["histogram", s, "--per-frame", "--plot-frames", p])
+        .code(2)
+        .one_error_line("a Y4M stream (--plot-format y4m)'s name must end in .y4m");
+    assert_eq!(std::fs::read(&photo).unwrap(), before);
+    // Names of the kind written are taken.
+    let xml = d.join("r.xml");
+    crate::util::run(&["compare", p, p, "--junit", xml.to_str().unwrap()]).code(0);
+    assert!(std::fs::read_to_string(&xml)
+        .unwrap()
+        .contains("<testsuite"));
+    let plots = d.join("plots.y4m");
+    crate::util::run(&[
+        "histogram",
+        s,
+        "--per-frame",
+        "--plot-frames",
+        plots.to_str().unwrap(),
+    ])
+    .code(0);
+    assert!(std::fs::read(&plots).unwrap().starts_with(b"YUV4MPEG2 "));
+}

@@ -104,6 +104,9 @@ fn parse_threshold(s: &str) -> Result<f64, String> {
 }
 
 pub fn run(ctx: &Ctx, args: CompareArgs) -> Result<Status> {
+    if let Some(j) = &args.junit {
+        crate::io::output::check_extension("--junit", j, &["xml"], "a JUnit report")?;
+    }
     let request = Request {
         expected: args.expected,
         actual: args.actual,

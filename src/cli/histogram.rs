@@ -173,6 +173,13 @@ fn per_frame(ctx: &Ctx, args: &HistogramArgs) -> Result<Status> {
     if let (Some(j), Some(p)) = (&json_path, &args.plot_frames) {
         crate::io::output::refuse_shared_output(("--json", j), ("--plot-frames", p))?;
     }
+    if let Some(p) = &args.plot_frames {
+        let (ext, what) = match args.plot_format {
+            PlotFormatArg::Y4m => ("y4m", "a Y4M stream (--plot-format y4m)"),
+            PlotFormatArg::Png => ("png", "a PNG stream (--plot-format png)"),
+        };
+        crate::io::output::check_extension("--plot-frames", p, &[ext], what)?;
+    }
     let json = json_path.map(|p| PendingFile::create(&p)).transpose()?;
     let plot = args
         .plot_frames

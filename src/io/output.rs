@@ -438,6 +438,24 @@ fn refuse_input(output: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuses (a usage error) an output file named by `option` whose extension is not one of
+/// `exts`, so that a slip (`--junit photo.png`) cannot replace someone's file with a report:
+/// `-`, a stream alias and an existing special file (a FIFO, a device) pass.
+pub fn check_extension(option: &str, path: &Path, exts: &[&str], what: &str) -> Result<()> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
+    if names_stream(path) || special || ext.is_some_and(|e| exts.contains(&e.as_str())) {
+        return Ok(());
+    }
+    anyhow::bail!(crate::UsageError(format!(
+        "{option} {}: {what}'s name must end in .{} (or give - for stdout)",
+        path.display(),
+        exts.join(" or .")
+    )))
+}
+
 /// Whether `path` names an open stream (`-`, `/dev/stdout`, `/dev/fd/N`...) rather than a
 /// file to replace.
 pub fn names_stream(path: &Path) -> bool {
