@@ -273,6 +273,32 @@ fn a_folder_inside_the_other_is_not_compared_as_its_files() {
     run(&["compare", &a, &g]).code(0);
 }
 
+#[test]
+fn a_run_that_compared_nothing_does_not_pass_and_a_refused_update_leaves_nothing() {
+    let dir = tempdir();
+    let (golden, out) = folders(dir.path());
+    // An empty ACTUAL with --allow-missing passed (exit 0) having compared nothing.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    run(&["compare", &s(&golden), &s(&empty), "--allow-missing"])
+        .code(2)
+        .one_error_line("no image is in both folders, so nothing was compared");
+    // Without it, each missing file is listed and the run fails as a mismatch.
+    run(&["compare", &s(&golden), &s(&empty)]).code(1);
+    // --update into a new EXPECTED folder with a bad flag: the usage error left the folder.
+    let fresh = dir.path().join("fresh");
+    run(&[
+        "compare",
+        &s(&fresh),
+        &s(&out),
+        "--update",
+        "--mask",
+        "nosuch",
+    ])
+    .code(2);
+    assert!(!fresh.exists());
+}
+
 /// A run of `--update` killed (SIGKILL, SIGTERM) at some point leaves each expected file
 /// with its old bytes or its new ones, and no temporary file anywhere.
 #[test]

@@ -216,12 +216,10 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
             }
         }
     }
-    // --update with no EXPECTED folder yet: every actual image is a new baseline.
-    if args.update.is_some() && !args.expected.exists() && args.actual.is_dir() {
-        std::fs::create_dir_all(&args.expected)
-            .with_context(|| format!("{}: cannot create", args.expected.display()))?;
-    }
-    let (e_dir, a_dir) = (args.expected.is_dir(), args.actual.is_dir());
+    // --update with no EXPECTED folder yet: every actual image is a new baseline. The folder
+    // is made once every flag has been checked, so a usage error leaves nothing behind.
+    let fresh = args.update.is_some() && !args.expected.exists() && args.actual.is_dir();
+    let (e_dir, a_dir) = (args.expected.is_dir() || fresh, args.actual.is_dir());
     if args.update.is_some() && !e_dir && !a_dir {
         baselines::check_pair(&args.expected, &args.actual)?;
     }
@@ -252,6 +250,10 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
     crate::io::output::note_inputs([args.expected.as_path(), args.actual.as_path()]);
     let sink = args.json.as_ref().map(JsonSink::open).transpose()?;
     let reports = Reports::open(&args)?;
+    if fresh {
+        std::fs::create_dir_all(&args.expected)
+            .with_context(|| format!("{}: cannot create", args.expected.display()))?;
+    }
     // A missing EXPECTED file is a new baseline for --update to add.
     if args.update.is_some() && !args.expected.exists() && args.actual.is_file() {
         return add_baseline(env, &args, settings, sink, reports);
@@ -964,6 +966,17 @@ fn compare_folders(
     let missing: Vec<&PathBuf> = expected.iter().filter(|p| !has(&actual, p)).collect();
     let extra: Vec<&PathBuf> = actual.iter().filter(|p| !has(&expected, p)).collect();
     let both: Vec<&PathBuf> = expected.iter().filter(|p| has(&actual, p)).collect();
+    // A run that would pass having compared nothing (every file missing or extra, and
+    // allowed) is trouble, as two empty folders are: a job pointed at the wrong folder.
+    let allowed =
+        (missing.is_empty() || args.allow_missing) && (extra.is_empty() || args.allow_extra);
+    if both.is_empty() && args.update.is_none() && allowed {
+        anyhow::bail!(
+            "{} and {}: no image is in both folders, so nothing was compared",
+            args.expected.display(),
+            args.actual.display()
+        );
+    }
     plan.masks.warn_unused(env, &both);
     let diffs = args.diff.as_ref().map(|dir| diff_paths(dir, &both));
     if let Some(first) = both.first() {
