@@ -137,7 +137,8 @@ impl PairDoc {
             .is_some_and(|m| m.compared == 0 && m.pixels > 0)
             .then(|| {
                 format!(
-                    "{}: --ignore covers every pixel, so nothing was compared",
+                    "{}: --ignore, --mask and --ignore-regions together cover every pixel, so \
+                     nothing was compared",
                     self.actual
                 )
             })
