@@ -1373,3 +1373,27 @@ fn a_size_change_counts_the_pixels_only_one_image_has() {
         r.code(0);
     }
 }
+
+#[test]
+fn stdin_is_named_stdin_in_the_summary_and_kept_as_given_in_the_json() {
+    let fixture = |n: &str| format!("{}/fixtures/compare/{n}", env!("CARGO_MANIFEST_DIR"));
+    let (e, a) = (fixture("expected.png"), fixture("actual.png"));
+    let run_stdin = |extra: &[&str]| {
+        crate::util::gpukit()
+            .args(["compare", &e, "-"])
+            .args(extra)
+            .stdin(std::fs::File::open(&a).unwrap())
+            .output()
+            .unwrap()
+    };
+    let out = run_stdin(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("stdin: MISMATCH: 18 of 384 pixels differ"),
+        "{text}"
+    );
+    let out = run_stdin(&["--json", "-"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["actual"], "-", "{doc}");
+}

@@ -250,7 +250,8 @@ pub fn finish(mut doc: PairDoc, limits: &[Limit]) -> PairDoc {
 
 /// The stdout line for one pair.
 pub fn summary_line(doc: &PairDoc) -> String {
-    let name = &doc.actual;
+    // stdin by name, as every message calls it (the document keeps the path given, `-`).
+    let name = crate::io::image::input_name(std::path::Path::new(&doc.actual));
     let Some(m) = &doc.metrics else {
         let updated = if doc.updated {
             "; expected image updated"
