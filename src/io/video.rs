@@ -128,10 +128,18 @@ impl VideoFormat {
                 .filter(|&n| n > 0)
                 .with_context(|| format!("malformed Y4M header: bad {tag} value {v:?}"))
         };
+        let mut seen = String::new();
         for tag in tags.split(' ').filter(|t| !t.is_empty()) {
             let mut chars = tag.chars();
             let key = chars.next().map_or(String::new(), String::from);
             let value = chars.as_str();
+            // A size, rate or colour space given twice is two answers to one question.
+            if matches!(key.as_str(), "W" | "H" | "F" | "C") {
+                if seen.contains(key.as_str()) {
+                    bail!("malformed Y4M header: the {key} tag is given twice");
+                }
+                seen.push_str(&key);
+            }
             match key.as_str() {
                 "W" => width = Some(number("W (width)", value)?),
                 "H" => height = Some(number("H (height)", value)?),
@@ -884,6 +892,16 @@ mod tests {
         assert!(err(b"YUV4MPEG2 W2 H2 C422p8\n").contains("C422p8"));
         assert!(err(b"YUV4MPEG2 W2 H2 Cmono010\n").contains("Cmono010"));
         assert!(err(b"YUV4MPEG2 W2 H2 Q1\n").contains("unknown tag"));
+        // A tag given twice: the last one took silently.
+        for twice in [
+            "W2 W4 H2",
+            "W2 H2 H3",
+            "W2 H2 F30:1 F25:1",
+            "W2 H2 Cmono C420jpeg",
+        ] {
+            let header = format!("YUV4MPEG2 {twice}\n");
+            assert!(err(header.as_bytes()).contains("is given twice"), "{twice}");
+        }
         assert!(err("YUV4MPEG2 W2 H2 \u{e9}1\n".as_bytes()).contains("unknown tag"));
         assert!(err(b"YUV4MPEG2 W4000000 H4000000\n").contains("more than the 1 MiB limit"));
         let cut = [&b"YUV4MPEG2 W2 H2 Cmono\nFRAME\n1234FRAME\n12"[..]].concat();
