@@ -118,7 +118,6 @@ fn a_closed_stderr_changes_nothing_but_the_messages() {
     // still ends with its own status (eprintln! panicked: status 101, and a histogram batch
     // with a bad file hung for ever on the panicked thread's queue).
     use std::process::Stdio;
-    use std::time::{Duration, Instant};
     let dir = crate::util::tempdir();
     let folder = dir.path().join("in");
     std::fs::create_dir(&folder).unwrap();
@@ -145,17 +144,8 @@ fn a_closed_stderr_changes_nothing_but_the_messages() {
             .stderr(writer)
             .spawn()
             .unwrap();
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if started.elapsed() > Duration::from_secs(60) {
-                child.kill().unwrap();
-                panic!("gpukit {args:?} hung with its stderr closed");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let what = format!("gpukit {args:?} with its stderr closed");
+        let status = crate::util::wait_or_hang(&mut child, &what);
         assert_eq!(status.code(), Some(want), "gpukit {args:?}");
     }
     // The batch wrote every good file, blurred, whatever became of its messages.

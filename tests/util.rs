@@ -252,3 +252,19 @@ pub fn mkfifo(path: &Path) {
     )
     .unwrap();
 }
+
+/// Waits for `child` at most a minute: one that has not ended by then is killed and the test
+/// fails, saying `what` hung (a hang fails the test instead of blocking it).
+pub fn wait_or_hang(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{what} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -1005,17 +1005,7 @@ fn a_y4m_stream_from_a_fifo_is_read_as_from_a_file() {
             out.read_to_string(&mut s).unwrap();
             s
         });
-        let started = std::time::Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                started.elapsed() < std::time::Duration::from_secs(60),
-                "{what} from a FIFO hung"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
+        let status = crate::util::wait_or_hang(&mut child, &format!("{what} from a FIFO"));
         writer.join().unwrap();
         let stdout = reader.join().unwrap();
         assert!(status.success(), "{what}: {status:?}");

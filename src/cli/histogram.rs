@@ -155,16 +155,8 @@ fn per_frame(ctx: &Ctx, args: &HistogramArgs) -> Result<Status> {
     }
     let json_path = match (&args.json, &args.plot_frames) {
         (Some(JsonDest::File(p)), _) => {
-            let ext = p.extension().map(|e| e.to_ascii_lowercase());
-            let lines = ext.is_some_and(|e| e == "json" || e == "jsonl");
-            let special = std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir());
-            if !lines && !special && !crate::io::output::names_stream(p) {
-                anyhow::bail!(crate::UsageError(format!(
-                    "--json {}: a JSON-lines file's name must end in .jsonl or .json (or give - \
-                     for stdout)",
-                    p.display()
-                )));
-            }
+            let exts = ["jsonl", "json"];
+            crate::io::output::check_extension("--json", p, &exts, "a JSON-lines file")?;
             Some(p.clone())
         }
         (Some(JsonDest::Stdout), _) | (None, None) => Some(PathBuf::from("-")),

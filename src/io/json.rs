@@ -52,17 +52,7 @@ impl JsonSink {
             JsonDest::Stdout => Path::new("-"),
             JsonDest::File(p) => p,
         };
-        let is_json = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-        let special = super::output::names_stream(path)
-            || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
-        if !is_json && !special && dest != &JsonDest::Stdout {
-            anyhow::bail!(crate::UsageError(format!(
-                "{option} {}: a JSON file's name must end in .json (or give - for stdout)",
-                path.display()
-            )));
-        }
+        super::output::check_extension(option, path, &["json"], "a JSON file")?;
         Ok(JsonSink(PendingFile::create(path)?))
     }
 
