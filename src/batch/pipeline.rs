@@ -298,7 +298,7 @@ where
         let made = decoded.and_then(|d| guarded(|| (stages.engine)(&mut state, item, d)));
         times.engine_ms = ms(t0.elapsed());
         // A panic may have left the state half changed: the next file gets a fresh one.
-        if made.as_ref().is_err_and(panicked) {
+        if made.as_ref().is_err_and(Panicked::is) {
             state = start()?;
         }
         let t0 = Instant::now();
@@ -335,10 +335,6 @@ impl Panicked {
     pub fn is(e: &anyhow::Error) -> bool {
         e.downcast_ref::<Panicked>().is_some()
     }
-}
-
-fn panicked(e: &anyhow::Error) -> bool {
-    Panicked::is(e)
 }
 
 /// One stage on one item (or a thread's start or finish), a panic in it made an error: the
@@ -455,7 +451,7 @@ fn work<T, D, R, O, S>(
         let t0 = Instant::now();
         let out = decoded.and_then(|d| guarded(|| engine(&mut state, &items[index], d)));
         times.engine_ms = ms(t0.elapsed());
-        let restart = out.as_ref().is_err_and(panicked);
+        let restart = out.as_ref().is_err_and(Panicked::is);
         let sent = match out {
             Ok(r) => result_tx.send((index, n, r, times, Instant::now())).is_ok(),
             Err(e) => {
