@@ -89,6 +89,84 @@ fn json_to_unwritable_place_fails_up_front() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
+// `--json out.json/` names a folder: it used to pass every check and fail only when the
+// finished document was put in place, after all the work.
+#[test]
+fn json_named_as_a_folder_fails_up_front() {
+    let dir = tempdir();
+    gpukit::io::image::save(
+        &dir.path().join("a.png"),
+        crate::util::random_image(8, 8, 3, 8, 1),
+    )
+    .unwrap();
+    run_in(
+        Some(dir.path()),
+        &["histogram", "a.png", "--json", "out.json/"],
+    )
+    .code(1)
+    .one_error_line("out.json/: names a folder (ends in a slash)");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
+
+// A negative number is a value of the option before it (whose own check then speaks), not
+// an unknown flag: `--threshold -0` is 0, `--width -5` is out of range.
+#[test]
+fn negative_numbers_are_values() {
+    let dir = tempdir();
+    gpukit::io::image::save(
+        &dir.path().join("a.png"),
+        crate::util::random_image(8, 8, 3, 8, 1),
+    )
+    .unwrap();
+    let r = run_in(
+        Some(dir.path()),
+        &["compare", "a.png", "a.png", "--threshold", "-0"],
+    );
+    r.code(0);
+    assert!(r.stdout.contains("0 of 64 pixels differ"), "{}", r.stdout);
+    run_in(
+        Some(dir.path()),
+        &["compare", "a.png", "a.png", "--threshold", "-0.5"],
+    )
+    .code(2)
+    .one_error_line("expected a number from 0 to 1");
+    for (flag, value) in [("--width", "-5"), ("--scale", "-0.5")] {
+        let r = run_in(
+            Some(dir.path()),
+            &["resize", "a.png", "-o", "r.png", flag, value],
+        );
+        r.code(2);
+        assert!(
+            !r.stderr.contains("unexpected argument"),
+            "{flag} {value}: {}",
+            r.stderr
+        );
+    }
+    run_in(Some(dir.path()), &["histogram", "a.png", "--bins", "-3"])
+        .code(2)
+        .one_error_line("-3");
+}
+
+// --overwrite lets --out-dir write over inputs; with -o (which names its one file, the
+// input itself if so given) it means nothing, and clap's `requires` did not enforce that.
+#[test]
+fn overwrite_with_output_is_usage_error() {
+    let dir = tempdir();
+    gpukit::io::image::save(
+        &dir.path().join("a.png"),
+        crate::util::random_image(8, 8, 3, 8, 1),
+    )
+    .unwrap();
+    run_in(
+        Some(dir.path()),
+        &["blur", "a.png", "-r", "1", "-o", "b.png", "--overwrite"],
+    )
+    .code(2)
+    .one_error_line("--overwrite");
+    assert!(!dir.path().join("b.png").exists());
+}
+
 #[test]
 fn broken_pipe_is_not_an_error() {
     use std::io::Read;

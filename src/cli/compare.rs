@@ -22,7 +22,7 @@ Exit codes (as cmp and diff; unlike gpukit's other subcommands):
   2  bad usage, or an input that cannot be read";
 
 #[derive(Debug, Args)]
-#[command(after_help = EXIT_HELP)]
+#[command(after_help = EXIT_HELP, allow_negative_numbers = true)]
 pub struct CompareArgs {
     /// The expected (golden) image, or a folder of them.
     #[arg(value_name = "EXPECTED")]

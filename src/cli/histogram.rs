@@ -14,6 +14,7 @@ use crate::io::json::{Document, JsonDest, JsonSink};
 use crate::ops::histogram::doc::HistogramDoc;
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct HistogramArgs {
     #[command(flatten)]
     input: InputArgs,

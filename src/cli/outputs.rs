@@ -30,8 +30,9 @@ pub struct OutputArgs {
     /// batch; an output is only ever complete or absent); stdout is always written.
     #[arg(long)]
     skip_existing: bool,
-    /// Let --out-dir write over input files (as when DIR is the inputs' own folder).
-    #[arg(long, requires = "out_dir")]
+    /// Let --out-dir write over input files (as when DIR is the inputs' own folder). `-o`
+    /// needs no leave: it names the one file it writes, the input itself if given so.
+    #[arg(long, conflicts_with = "output")]
     overwrite: bool,
     /// Write what became of each file as JSON to FILE.json, or to stdout with `-`
     /// (docs/formats.md).

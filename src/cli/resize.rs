@@ -16,6 +16,7 @@ use crate::io::metadata::Metadata;
 use crate::ops::resize::{self, parse_dims, Filter, Options, Size};
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct ResizeArgs {
     #[command(flatten)]
     input: InputArgs,

@@ -119,6 +119,9 @@ impl PendingFile {
             // `/dev/fd/N` is the caller's open file, whatever it is: written through.
             _ => match std::fs::metadata(path) {
                 Ok(m) if m.is_dir() => bail!("{name}: is a directory"),
+                // `out.json/` names a folder: no file can be put there, so say it now, not
+                // when the work is done.
+                _ if names_folder(path) => bail!("{name}: names a folder (ends in a slash)"),
                 Ok(m) if m.is_file() && alias.is_none() => replace(path, Some(m))?,
                 Ok(m) => {
                     check_through(path, &m)?;
@@ -454,6 +457,13 @@ pub fn check_extension(option: &str, path: &Path, exts: &[&str], what: &str) -> 
         path.display(),
         exts.join(" or .")
     )))
+}
+
+/// Whether `path` ends in a separator, as only a folder's name may.
+fn names_folder(path: &Path) -> bool {
+    let s = path.as_os_str().as_encoded_bytes();
+    s.last()
+        .is_some_and(|&b| std::path::is_separator(char::from(b)))
 }
 
 /// Whether `path` names an open stream (`-`, `/dev/stdout`, `/dev/fd/N`...) rather than a
