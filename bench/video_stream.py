@@ -19,8 +19,11 @@ defaults: 1920x1080, 300 frames, 3 rounds, radius 15. GPUKIT_ARGS go before the 
     --only blur|histogram   one of the two cases
     --baseline OTHER        also OTHER's blur (another gpukit build, or a script that runs one
                             with other settings) in the same rounds; may be given again
-    --ceiling               also `cat` on the blur's rounds: the file copied into the pipe and
-                            read, no filter at all (what the pipes alone allow)
+    --ceiling               also, on the blur's rounds, three filters that do nothing: `cat`;
+                            a copy (1 MiB reads and writes into a pipe widened to 1 MiB, as
+                            gpukit widens it: what any filter that copies its frames out can
+                            reach); and a splice (the file's pages moved into the widened pipe
+                            without a copy: what any writer at all can feed this reader)
 """
 import os
 import statistics
@@ -47,6 +50,15 @@ FRAMES = int(ARGS[2]) if len(ARGS) > 2 else 300
 ROUNDS = int(ARGS[3]) if len(ARGS) > 3 else 3
 RADIUS = ARGS[4] if len(ARGS) > 4 else "15"
 EXTRA = ARGS[5:]
+
+
+# The do-nothing filters of --ceiling. F_SETPIPE_SZ is 1031 on Linux.
+WIDEN = "import fcntl, os\ntry:\n    fcntl.fcntl(1, 1031, 1 << 20)\nexcept OSError:\n    pass\n"
+COPY = WIDEN + (
+    "while True:\n    b = os.read(0, 1 << 20)\n    if not b:\n        break\n"
+    "    v = memoryview(b)\n    while v:\n        v = v[os.write(1, v):]\n"
+)
+SPLICE = WIDEN + "while os.splice(0, 1, 1 << 20):\n    pass\n"
 
 
 def timed(argv, stream):
@@ -92,6 +104,8 @@ def main():
                 others += [("baseline " + b, [b] + g[1:], []) for b in BASELINES]
             if name.startswith("blur") and CEILING:
                 others.append(("cat (no filter)", ["cat"], []))
+                others.append(("copy, 1 MiB pipe (no filter)", [sys.executable, "-c", COPY], []))
+                others.append(("splice, 1 MiB pipe (no filter)", [sys.executable, "-c", SPLICE], []))
             for r in range(ROUNDS):
                 runs = [(g, tg), (f, tf)] + [(argv, t) for _, argv, t in others]
                 for argv, times in (runs if r % 2 == 0 else runs[::-1]):

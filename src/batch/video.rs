@@ -840,8 +840,16 @@ pub fn write_stream(out: PendingFile, f: impl FnOnce(&mut dyn Write) -> Result<(
         .as_fd()
         .try_clone_to_owned()
         .context("stdout: cannot write")?;
-    crate::io::video::widen_pipe(&fd);
-    crate::io::output::write_to("stdout", std::fs::File::from(fd), f)
+    let file = std::fs::File::from(fd);
+    // A pipe is widened and written by reference (src/io/pipe.rs): the frames are copied
+    // once, not twice in turns with the reader.
+    #[cfg(target_os = "linux")]
+    if crate::io::video::widen_pipe(&file).is_some() {
+        return crate::io::output::write_to("stdout", crate::io::pipe::GiftPipe::new(file), f);
+    }
+    #[cfg(not(target_os = "linux"))]
+    crate::io::video::widen_pipe(&file);
+    crate::io::output::write_to("stdout", file, f)
 }
 
 /// The one engine a stream runs on, shared by its workers.

@@ -7,6 +7,8 @@ pub mod jpeg;
 pub mod json;
 pub mod metadata;
 pub mod output;
+#[cfg(target_os = "linux")]
+pub mod pipe;
 pub mod video;
 
 /// Writes `text` to stdout; a closed pipe surfaces as an error `main` treats as success.
