@@ -845,7 +845,12 @@ pub fn write_stream(out: PendingFile, f: impl FnOnce(&mut dyn Write) -> Result<(
     // once, not twice in turns with the reader.
     #[cfg(target_os = "linux")]
     if crate::io::video::widen_pipe(&file).is_some() {
-        return crate::io::output::write_to("stdout", crate::io::pipe::GiftPipe::new(file), f);
+        let mut pipe = crate::io::pipe::GiftPipe::new(file);
+        crate::io::output::write_to("stdout", &mut pipe, f)?;
+        // The last frames may still be on their way.
+        return pipe
+            .finish()
+            .map_err(|e| crate::io::output::write_error("stdout", e));
     }
     #[cfg(not(target_os = "linux"))]
     crate::io::video::widen_pipe(&file);

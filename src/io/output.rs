@@ -742,7 +742,7 @@ pub(crate) fn write_to<W: Write>(
     }
 }
 
-fn write_error(name: &str, e: io::Error) -> anyhow::Error {
+pub(crate) fn write_error(name: &str, e: io::Error) -> anyhow::Error {
     anyhow::Error::new(e).context(format!("{name}: cannot write"))
 }
 

@@ -8,7 +8,9 @@
 //! (`vmsplice(2)`): a large write is copied once into a page-aligned buffer of its own, the
 //! buffer's pages go into the pipe by reference, and then leave this process for good
 //! (`madvise(MADV_DONTNEED)`: the buffer's range gets fresh zero pages on the next write).
-//! The reader copies straight out of the pages it was given, at its own pace.
+//! The reader copies straight out of the pages it was given, at its own pace, while a thread
+//! of this writer's hands them over and the caller copies the next write into a second
+//! buffer.
 //!
 //! The pages are never written again once given: a reader that moves them on by reference
 //! (`splice` into another pipe, `tee`) keeps exactly the bytes that were written, however long
@@ -17,6 +19,7 @@
 
 use std::fs::File;
 use std::io::{self, IoSlice, Write};
+use std::sync::{mpsc, Arc};
 
 /// Writes at least this large go by reference; smaller ones are copied as `write(2)` does
 /// (a frame's header, small frames): below it the page faults of a fresh buffer cost more
@@ -27,77 +30,205 @@ const GIFT_MIN: usize = 256 << 10;
 /// can be backed by transparent huge pages (fewer faults for the fresh pages of each write).
 const STAGING_ALIGN: usize = 2 << 20;
 
+/// Staging buffers: one being handed to the pipe while the next write fills the other.
+const BUFFERS: usize = 2;
+
 /// A pipe written by reference where Linux allows it (see the module's documentation), and
 /// by `write(2)` for small writes or where `vmsplice` is refused.
+///
+/// A large write returns once its bytes are copied; a thread of the pipe's own hands them
+/// over, in order with every other write. [`Write::flush`] does not wait for it (the bytes
+/// are on their way, not held back), [`GiftPipe::finish`] does and gives the first error,
+/// and dropping the pipe waits too.
 pub struct GiftPipe {
-    file: File,
-    staging: Staging,
-    /// `vmsplice` refused this pipe (an emulated kernel, a non-blocking descriptor): plain
-    /// writes from then on.
-    plain: bool,
+    file: Arc<File>,
+    splicer: Option<Splicer>,
+    /// Buffers ready to be filled, and how many there are in all.
+    free: Vec<Staging>,
+    made: usize,
+    /// Buffers with the splicer.
+    queued: usize,
+    /// The first error the pipe gave; every later call gives it again.
+    failed: Option<io::Error>,
+}
+
+/// The thread that hands buffers to the pipe, and the channels to and from it.
+struct Splicer {
+    to: mpsc::SyncSender<(Staging, usize)>,
+    back: mpsc::Receiver<(Staging, io::Result<()>)>,
+    thread: std::thread::JoinHandle<()>,
 }
 
 impl GiftPipe {
     /// `file`, a pipe or FIFO opened for writing.
     pub fn new(file: File) -> GiftPipe {
         GiftPipe {
-            file,
-            staging: Staging::default(),
-            plain: false,
+            file: Arc::new(file),
+            splicer: None,
+            free: Vec::new(),
+            made: 0,
+            queued: 0,
+            failed: None,
         }
     }
 
-    /// Copies `bufs` into the staging buffer, hands its pages to the pipe and discards them.
-    /// `None` where `vmsplice` refused before a byte was given (the caller writes instead).
-    fn gift(&mut self, bufs: &[IoSlice<'_>], total: usize) -> Option<io::Result<usize>> {
-        let fd = self.fd();
-        let staging = self.staging.take(total);
-        let mut at = 0;
-        for b in bufs {
-            staging[at..at + b.len()].copy_from_slice(b);
-            at += b.len();
+    /// Waits until everything written has reached the pipe; the first error met, if any.
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.drain()?;
+        if let Some(s) = self.splicer.take() {
+            drop(s.to);
+            let _ = s.thread.join();
         }
-        let mut given = 0;
-        let result = loop {
-            if given == total {
-                break Ok(total);
-            }
-            let iov = libc::iovec {
-                iov_base: staging[given..].as_ptr() as *mut libc::c_void,
-                iov_len: total - given,
-            };
-            // SAFETY: `iov` describes bytes inside `staging`, which stays mapped for the call.
-            // The pipe takes references to their pages; they are dropped from this process
-            // below (`discard`) before the buffer is written again.
-            let n = unsafe { libc::vmsplice(fd, &iov, 1, 0) };
-            if n >= 0 {
-                given += n as usize;
-                continue;
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => {}
-                // Refused: an emulated kernel or a non-blocking pipe. What is left goes by
-                // `write`, as every later write does.
-                Some(libc::EINVAL | libc::ENOSYS | libc::EAGAIN | libc::EFAULT) => {
-                    self.plain = true;
-                    if given == 0 {
-                        break Err(e);
-                    }
-                    break self.file.write_all(&staging[given..total]).map(|()| total);
-                }
-                _ => break Err(e),
-            }
+        self.check()
+    }
+
+    /// The first error met, again.
+    fn check(&self) -> io::Result<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some(e) => Err(match e.raw_os_error() {
+                Some(code) => io::Error::from_raw_os_error(code),
+                None => io::Error::new(e.kind(), e.to_string()),
+            }),
+        }
+    }
+
+    /// Takes one buffer back from the splicer (waiting for it with `wait`), noting its error.
+    /// Whether one came back.
+    fn take_back(&mut self, wait: bool) -> bool {
+        let Some(s) = &self.splicer else {
+            return false;
         };
-        let refused = given == 0 && self.plain;
-        self.staging.discard();
-        (!refused).then_some(result)
+        let back = match wait {
+            true => s.back.recv().ok(),
+            false => s.back.try_recv().ok(),
+        };
+        let Some((staging, result)) = back else {
+            return false;
+        };
+        self.queued -= 1;
+        self.free.push(staging);
+        if let Err(e) = result {
+            self.failed.get_or_insert(e);
+        }
+        true
     }
 
-    fn fd(&self) -> i32 {
-        use std::os::fd::AsRawFd;
-        self.file.as_raw_fd()
+    /// Waits until the splicer has handed over everything queued.
+    fn drain(&mut self) -> io::Result<()> {
+        while self.queued > 0 && self.take_back(true) {}
+        self.check()
     }
+
+    /// A buffer to fill: a free one, a new one while fewer than [`BUFFERS`] exist, else the
+    /// next one the splicer gives back.
+    fn staging(&mut self) -> io::Result<Staging> {
+        while self.free.is_empty() && self.made == BUFFERS && self.take_back(true) {}
+        self.check()?;
+        Ok(self.free.pop().unwrap_or_else(|| {
+            self.made += 1;
+            Staging::default()
+        }))
+    }
+
+    /// The splicer, started on the first large write; `None` where no thread can start.
+    fn splicer(&mut self) -> Option<&Splicer> {
+        if self.splicer.is_none() {
+            let (to, rx) = mpsc::sync_channel::<(Staging, usize)>(BUFFERS);
+            let (tx, back) = mpsc::channel();
+            let file = self.file.clone();
+            let thread = std::thread::Builder::new()
+                .name("gpukit-pipe".into())
+                .spawn(move || {
+                    for (mut staging, n) in rx {
+                        let result = give(&file, staging.take(n));
+                        staging.discard();
+                        if tx.send((staging, result)).is_err() {
+                            return;
+                        }
+                    }
+                })
+                .ok()?;
+            self.splicer = Some(Splicer { to, back, thread });
+        }
+        self.splicer.as_ref()
+    }
+
+    /// Copies `bufs` into a staging buffer and queues it for the splicer.
+    fn gift(&mut self, bufs: &[IoSlice<'_>], total: usize) -> io::Result<usize> {
+        let mut staging = self.staging()?;
+        copy_in(staging.take(total), bufs);
+        let Some(s) = self.splicer() else {
+            // No thread: handed over here.
+            let result = give(&self.file, staging.take(total));
+            staging.discard();
+            self.free.push(staging);
+            return result.map(|()| total);
+        };
+        // The splicer ends only once the sender is dropped, so the send is taken.
+        let _ = s.to.send((staging, total));
+        self.queued += 1;
+        Ok(total)
+    }
+}
+
+/// Copies `bufs`, one after another, into `into` (exactly as long), 2 MiB pieces side by
+/// side on the cores: a fresh page's fault and its copy are most of a large write's time on
+/// the caller's thread (a 4K frame took 3.2-3.7 ms on one, docs/BENCHMARKS.md, call BX).
+fn copy_in(into: &mut [u8], bufs: &[IoSlice<'_>]) {
+    use rayon::prelude::*;
+    into.par_chunks_mut(STAGING_ALIGN)
+        .enumerate()
+        .for_each(|(i, piece)| {
+            // The piece's first byte in the writes' bytes taken as one run.
+            let mut skip = i * STAGING_ALIGN;
+            let mut at = 0;
+            for b in bufs {
+                if skip >= b.len() {
+                    skip -= b.len();
+                    continue;
+                }
+                let n = (b.len() - skip).min(piece.len() - at);
+                piece[at..at + n].copy_from_slice(&b[skip..skip + n]);
+                at += n;
+                skip = 0;
+                if at == piece.len() {
+                    break;
+                }
+            }
+        });
+}
+
+/// Hands `bytes` to the pipe by reference; where `vmsplice` refuses (an emulated kernel, a
+/// non-blocking pipe), what is left goes by `write(2)`.
+fn give(file: &File, bytes: &[u8]) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut given = 0;
+    while given < bytes.len() {
+        let iov = libc::iovec {
+            iov_base: bytes[given..].as_ptr() as *mut libc::c_void,
+            iov_len: bytes.len() - given,
+        };
+        // SAFETY: `iov` describes bytes of a staging buffer that stays mapped for the call.
+        // The pipe takes references to their pages; the caller drops them from this process
+        // (`Staging::discard`) before the buffer is written again.
+        let n = unsafe { libc::vmsplice(file.as_raw_fd(), &iov, 1, 0) };
+        if n >= 0 {
+            given += n as usize;
+            #[cfg(test)]
+            tests::GIFTED.fetch_add(n as usize, std::sync::atomic::Ordering::Relaxed);
+            continue;
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => {}
+            Some(libc::EINVAL | libc::ENOSYS | libc::EAGAIN | libc::EFAULT) => {
+                return (&*file).write_all(&bytes[given..]);
+            }
+            _ => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 impl Write for GiftPipe {
@@ -107,16 +238,24 @@ impl Write for GiftPipe {
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         let total: usize = bufs.iter().map(|b| b.len()).sum();
-        if !self.plain && total >= GIFT_MIN {
-            if let Some(done) = self.gift(bufs, total) {
-                return done;
-            }
+        if total >= GIFT_MIN {
+            return self.gift(bufs, total);
         }
-        self.file.write_vectored(bufs)
+        // In order after every large write queued.
+        self.drain()?;
+        (&*self.file).write_vectored(bufs)
     }
 
+    /// Gives an error already met; does not wait for the large writes on their way.
     fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
+        while self.take_back(false) {}
+        self.check()
+    }
+}
+
+impl Drop for GiftPipe {
+    fn drop(&mut self) {
+        let _ = self.finish();
     }
 }
 
@@ -199,6 +338,10 @@ mod tests {
     use super::*;
     use std::io::Read;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Bytes handed to pipes by `vmsplice` in this process's tests.
+    pub(super) static GIFTED: AtomicUsize = AtomicUsize::new(0);
 
     fn pipe() -> (File, File) {
         let mut fds = [0; 2];
@@ -252,9 +395,30 @@ mod tests {
                 IoSlice::advance_slices(&mut left, n);
             }
         }
-        assert!(!g.plain, "vmsplice was refused on a plain pipe");
+        g.finish().unwrap();
         drop(g);
         assert!(reader.join().unwrap() == want);
+        assert!(
+            GIFTED.load(Ordering::Relaxed) > 0,
+            "vmsplice was refused on a plain pipe"
+        );
+    }
+
+    #[test]
+    fn copies_in_pieces_keep_every_byte_in_place() {
+        let parts = [
+            pattern(6, 1),
+            pattern(STAGING_ALIGN - 6, 2),
+            pattern(1, 3),
+            pattern(2 * STAGING_ALIGN + 7, 4),
+            pattern(0, 5),
+            pattern(STAGING_ALIGN / 2, 6),
+        ];
+        let want = parts.concat();
+        let bufs: Vec<IoSlice> = parts.iter().map(|p| IoSlice::new(p)).collect();
+        let mut into = vec![0u8; want.len()];
+        copy_in(&mut into, &bufs);
+        assert!(into == want);
     }
 
     // A reader that moves the pages on by reference (splice into a second pipe) and reads
@@ -271,7 +435,6 @@ mod tests {
         g.write_all(&a).unwrap();
         // Both writes fit the widened pipe, so neither waits for a reader.
         g.write_all(&b).unwrap();
-        assert!(!g.plain);
         let mut moved = 0;
         while moved < a.len() {
             // SAFETY: open pipe descriptors; no offsets.
@@ -297,6 +460,27 @@ mod tests {
             got == a,
             "the first write's bytes changed in the second pipe"
         );
+        g.finish().unwrap();
         drop(r1);
+    }
+
+    // A reader that stops early: a later write or the finish says the pipe broke (which the
+    // command line treats as a quiet end), and nothing waits for ever.
+    #[test]
+    fn a_reader_that_stops_ends_the_writes() {
+        let (r, w) = pipe();
+        drop(r);
+        let mut g = GiftPipe::new(w);
+        let frame = pattern(GIFT_MIN, 1);
+        let mut failed = None;
+        for _ in 0..8 {
+            if let Err(e) = g.write_all(&frame).and_then(|()| g.flush()) {
+                failed = Some(e);
+                break;
+            }
+        }
+        let e = failed.or_else(|| g.finish().err()).expect("an error");
+        assert_eq!(e.kind(), io::ErrorKind::BrokenPipe, "{e}");
+        assert_eq!(g.finish().unwrap_err().kind(), io::ErrorKind::BrokenPipe);
     }
 }
