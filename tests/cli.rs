@@ -89,16 +89,22 @@ fn json_to_unwritable_place_fails_up_front() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
-// `--json out.json/` names a folder: it used to pass every check and fail only when the
-// finished document was put in place, after all the work.
-#[test]
-fn json_named_as_a_folder_fails_up_front() {
+/// A temporary folder holding `a.png`, an 8x8 RGB image.
+fn dir_with_png() -> tempfile::TempDir {
     let dir = tempdir();
     gpukit::io::image::save(
         &dir.path().join("a.png"),
         crate::util::random_image(8, 8, 3, 8, 1),
     )
     .unwrap();
+    dir
+}
+
+// `--json out.json/` names a folder: it used to pass every check and fail only when the
+// finished document was put in place, after all the work.
+#[test]
+fn json_named_as_a_folder_fails_up_front() {
+    let dir = dir_with_png();
     run_in(
         Some(dir.path()),
         &["histogram", "a.png", "--json", "out.json/"],
@@ -113,12 +119,7 @@ fn json_named_as_a_folder_fails_up_front() {
 // an unknown flag: `--threshold -0` is 0, `--width -5` is out of range.
 #[test]
 fn negative_numbers_are_values() {
-    let dir = tempdir();
-    gpukit::io::image::save(
-        &dir.path().join("a.png"),
-        crate::util::random_image(8, 8, 3, 8, 1),
-    )
-    .unwrap();
+    let dir = dir_with_png();
     let r = run_in(
         Some(dir.path()),
         &["compare", "a.png", "a.png", "--threshold", "-0"],
@@ -152,12 +153,7 @@ fn negative_numbers_are_values() {
 // input itself if so given) it means nothing, and clap's `requires` did not enforce that.
 #[test]
 fn overwrite_with_output_is_usage_error() {
-    let dir = tempdir();
-    gpukit::io::image::save(
-        &dir.path().join("a.png"),
-        crate::util::random_image(8, 8, 3, 8, 1),
-    )
-    .unwrap();
+    let dir = dir_with_png();
     run_in(
         Some(dir.path()),
         &["blur", "a.png", "-r", "1", "-o", "b.png", "--overwrite"],

@@ -853,25 +853,58 @@ fn a_stream_output_named_as_another_format_is_a_usage_error() {
 fn a_downstream_that_closes_early_ends_the_stream_quietly() {
     let dir = tempdir();
     let d = dir.path();
-    let input = clip(d, "in.y4m", "64:48", 40, &["-pix_fmt", "yuv420p"]);
-    let mut child = gpukit()
-        .args(["--backend", "cpu", "blur", &input, "-r", "2", "-o", "-"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut head = [0u8; 100];
-    child
-        .stdout
-        .as_mut()
-        .unwrap()
-        .read_exact(&mut head)
-        .unwrap();
-    assert!(head.starts_with(b"YUV4MPEG2 W64 H48"));
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    // Small frames, and frames whose luma plane goes into the pipe by reference
+    // (src/io/pipe.rs: writes of 256 KiB and more), read a little or a few frames' worth.
+    for (size, read) in [("64:48", 100), ("640:480", 100), ("640:480", 1 << 20)] {
+        let input = clip(d, "in.y4m", size, 40, &["-pix_fmt", "yuv420p"]);
+        let mut child = gpukit()
+            .args(["--backend", "cpu", "blur", &input, "-r", "2", "-o", "-"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut head = vec![0u8; read];
+        child
+            .stdout
+            .as_mut()
+            .unwrap()
+            .read_exact(&mut head)
+            .unwrap();
+        let want = format!("YUV4MPEG2 W{}", size.replace(':', " H"));
+        assert!(head.starts_with(want.as_bytes()), "{size}");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{size}, {read} bytes read");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    }
+}
+
+// Frames large enough to go into a pipe by reference arrive in order and whole: stdout
+// through a pipe holds the bytes a regular output file gets (written with write(2)), on both
+// engines, with 4:2:0's small chroma planes queued behind the luma ones.
+#[test]
+fn large_frames_through_a_pipe_are_the_files_bytes() {
+    let dir = tempdir();
+    let d = dir.path();
+    let input = clip(d, "in.y4m", "640:480", 12, &["-pix_fmt", "yuv420p"]);
+    let bytes = std::fs::read(&input).unwrap();
+    for engine in [&["--backend", "cpu"][..], &["--device", "0"]] {
+        let out = d.join("out.y4m").display().to_string();
+        let mut args = engine.to_vec();
+        args.extend(["blur", &input, "-r", "3", "-o", &out]);
+        let r = gpukit().args(&args).output().unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let file = std::fs::read(&out).unwrap();
+        let mut args = engine.to_vec();
+        args.extend(["blur", "-", "-r", "3", "-o", "-"]);
+        let (code, piped, err) = gpukit_piped(&args, &bytes);
+        assert_eq!(code, 0, "{engine:?}: {err}");
+        assert_eq!(piped.len(), file.len(), "{engine:?}");
+        assert!(
+            piped == file,
+            "{engine:?}: the piped stream differs from the file"
+        );
+    }
 }
 
 // PNG images one after another (`ffmpeg -f image2pipe`): one line per image, its counts those

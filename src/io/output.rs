@@ -772,12 +772,6 @@ impl<W: Write> Write for Tracked<W> {
         let r = self.inner.write(buf);
         self.note(r)
     }
-    // Passed on whole: a frame's header and planes are one write (the default would write
-    // the first slice alone).
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        let r = self.inner.write_vectored(bufs);
-        self.note(r)
-    }
     fn flush(&mut self) -> io::Result<()> {
         let r = self.inner.flush();
         self.note(r)

@@ -742,10 +742,11 @@ impl<'w> VideoWriter<'w> {
         VideoWriter { out, header, y4m }
     }
 
-    /// Writes one frame given as its planes' bytes: Y4M's `FRAME` line and the planes in one
-    /// vectored write where the output takes it (a pipe does: one system call a frame), then
-    /// flushes, so that each frame leaves as it is done: a live stream of small frames is not
-    /// held back in a buffer, and a stream that fails later has given every whole frame.
+    /// Writes one frame given as its planes' bytes: Y4M's `FRAME` line and the planes (a
+    /// vectored write, which the buffered output takes a slice at a time, passing large ones
+    /// straight on), then flushes, so that each frame leaves as it is done: a live stream of
+    /// small frames is not held back in a buffer, and a stream that fails later has given
+    /// every whole frame.
     pub fn planes<P: AsRef<[u8]>>(&mut self, planes: &[P]) -> std::io::Result<()> {
         if let Some(h) = self.header.take() {
             self.out.write_all(h.as_bytes())?;
