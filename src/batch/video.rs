@@ -841,10 +841,10 @@ pub fn write_stream(out: PendingFile, f: impl FnOnce(&mut dyn Write) -> Result<(
         .try_clone_to_owned()
         .context("stdout: cannot write")?;
     let file = std::fs::File::from(fd);
-    // A pipe is widened and written by reference (src/io/pipe.rs): the frames are copied
-    // once, not twice in turns with the reader.
+    // A pipe is widened, and on a machine of many cores written by reference (src/io/
+    // pipe.rs): the frames are copied once, not twice in turns with the reader.
     #[cfg(target_os = "linux")]
-    if crate::io::video::widen_pipe(&file).is_some() {
+    if crate::io::video::widen_pipe(&file).is_some() && crate::io::pipe::GiftPipe::pays() {
         let mut pipe = crate::io::pipe::GiftPipe::new(file);
         crate::io::output::write_to("stdout", &mut pipe, f)?;
         // The last frames may still be on their way.

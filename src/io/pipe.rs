@@ -31,6 +31,9 @@ const GIFT_MIN: usize = 256 << 10;
 /// range can be backed by transparent huge pages (fewer faults for its fresh pages).
 const STAGING_ALIGN: usize = 2 << 20;
 
+/// Threads that copy a large write into its staging buffer (where [`GiftPipe::pays`]).
+const COPY_LANES: usize = 4;
+
 /// Staging buffers: a 4:2:0 frame is three writes (the planes), so one frame can be copied
 /// while the one before is handed over.
 const BUFFERS: usize = 4;
@@ -72,6 +75,23 @@ struct Splicer {
 }
 
 impl GiftPipe {
+    /// Whether frame streams are written by reference here: as `GPUKIT_VMSPLICE` says (`1`
+    /// on, `0` off), else where the machine has 8 cores or more. It costs more of the cores
+    /// than `write(2)` (the fresh pages' faults and zeroing besides the one copy) and saves the
+    /// reader's waiting on the writer: on many cores the pipe is what bounds a stream, on few
+    /// the cores are (on 2 a 1080p stream ran a fifth slower, with rounds at half speed,
+    /// docs/BENCHMARKS.md, call BZ).
+    pub fn pays() -> bool {
+        match std::env::var_os("GPUKIT_VMSPLICE")
+            .as_deref()
+            .and_then(|v| v.to_str())
+        {
+            Some("1") => true,
+            Some("0") => false,
+            _ => std::thread::available_parallelism().is_ok_and(|n| n.get() >= 8),
+        }
+    }
+
     /// `file`, a pipe or FIFO opened for writing.
     pub fn new(file: File) -> GiftPipe {
         GiftPipe {
@@ -234,31 +254,58 @@ impl GiftPipe {
     }
 }
 
-/// Copies `bufs`, one after another, into `into` (exactly as long), 2 MiB pieces side by
-/// side on the cores: a fresh page's fault and its copy are most of a large write's time on
-/// the caller's thread (a 4K frame took 3.2-3.7 ms on one, docs/BENCHMARKS.md, call BX).
+/// Copies `bufs`, one after another, into `into` (exactly as long); on a machine of many
+/// cores in up to [`COPY_LANES`] runs of whole 2 MiB pieces side by side, on threads of their
+/// own: a fresh page's fault and its copy are most of a large write's time (a 4K frame took
+/// 3.2-3.7 ms on one thread, docs/BENCHMARKS.md, call BX). Not on the shared thread pool,
+/// whose threads may be busy blurring: a write waiting on them stalled the stream (on 2
+/// cores, a third of the rounds at half speed).
 fn copy_in(into: &mut [u8], bufs: &[IoSlice<'_>]) {
-    use rayon::prelude::*;
-    into.par_chunks_mut(STAGING_ALIGN)
-        .enumerate()
-        .for_each(|(i, piece)| {
-            // The piece's first byte in the writes' bytes taken as one run.
-            let mut skip = i * STAGING_ALIGN;
-            let mut at = 0;
-            for b in bufs {
-                if skip >= b.len() {
-                    skip -= b.len();
-                    continue;
-                }
-                let n = (b.len() - skip).min(piece.len() - at);
-                piece[at..at + n].copy_from_slice(&b[skip..skip + n]);
-                at += n;
-                skip = 0;
-                if at == piece.len() {
-                    break;
-                }
-            }
-        });
+    let many = GiftPipe::pays();
+    copy_in_lanes(into, bufs, if many { COPY_LANES } else { 1 });
+}
+
+/// [`copy_in`] in up to `lanes` runs side by side.
+fn copy_in_lanes(into: &mut [u8], bufs: &[IoSlice<'_>], lanes: usize) {
+    let per = into.len().div_ceil(lanes).next_multiple_of(STAGING_ALIGN);
+    if lanes == 1 || into.len() <= per {
+        copy_piece(into, bufs, 0);
+        return;
+    }
+    // The runs are taken from one list by the helpers and by this thread, so that a helper
+    // that cannot start leaves its run to the others.
+    let runs = std::sync::Mutex::new(into.chunks_mut(per).enumerate().collect::<Vec<_>>());
+    let work = || loop {
+        let next = runs.lock().map_or(None, |mut r| r.pop());
+        let Some((i, run)) = next else {
+            return;
+        };
+        copy_piece(run, bufs, i * per);
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..lanes {
+            let _ = std::thread::Builder::new().spawn_scoped(scope, work);
+        }
+        work();
+    });
+}
+
+/// Copies into `piece` the bytes of `bufs` (taken as one run) from byte `skip` on.
+fn copy_piece(piece: &mut [u8], bufs: &[IoSlice<'_>], mut skip: usize) {
+    let mut at = 0;
+    for b in bufs {
+        if skip >= b.len() {
+            skip -= b.len();
+            continue;
+        }
+        let n = (b.len() - skip).min(piece.len() - at);
+        piece[at..at + n].copy_from_slice(&b[skip..skip + n]);
+        at += n;
+        skip = 0;
+        if at == piece.len() {
+            return;
+        }
+    }
 }
 
 /// `e` once more (an `io::Error` is not `Clone`): its OS error code, or its kind and words.
@@ -521,9 +568,11 @@ mod tests {
         ];
         let want = parts.concat();
         let bufs: Vec<IoSlice> = parts.iter().map(|p| IoSlice::new(p)).collect();
-        let mut into = vec![0u8; want.len()];
-        copy_in(&mut into, &bufs);
-        assert!(into == want);
+        for lanes in [1, 2, 3, COPY_LANES] {
+            let mut into = vec![0u8; want.len()];
+            copy_in_lanes(&mut into, &bufs, lanes);
+            assert!(into == want, "{lanes} lanes");
+        }
     }
 
     // A reader that moves the pages on by reference (splice into a second pipe) and reads
