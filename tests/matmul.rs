@@ -116,10 +116,21 @@ fn small_and_degenerate_shapes() {
     }
 }
 
+/// The tilings a default can be on this adapter: the safe one, the one for its limits, and
+/// the half-wide one for small products where the adapter runs it (lavapipe does).
+fn tilings(g: &Gpu) -> Vec<Tunables> {
+    use gpukit::tune::Tunable;
+    let mut all = vec![Tunables::SAFE, Tunables::for_limits(&g.limits)];
+    if Tunables::MID.check(&g.limits).is_ok() {
+        all.push(Tunables::MID);
+    }
+    all
+}
+
 #[test]
 fn tile_sizes_plus_and_minus_one_in_each_dimension() {
     let g = shared_gpu();
-    for tile in [Tunables::SAFE, Tunables::for_limits(&g.limits)] {
+    for tile in tilings(g) {
         let o = Options {
             tile: Some(tile),
             ..default_options(g)
@@ -138,7 +149,7 @@ fn tile_sizes_plus_and_minus_one_in_each_dimension() {
 #[test]
 fn transposed_operands_in_both_configs() {
     let g = shared_gpu();
-    for tile in [Tunables::SAFE, Tunables::for_limits(&g.limits)] {
+    for tile in tilings(g) {
         let o = Options {
             tile: Some(tile),
             ..default_options(g)

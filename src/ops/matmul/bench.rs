@@ -69,7 +69,7 @@ pub(super) fn cases<'e>(engine: &'e Engine, sizes: &Sizes) -> Result<Vec<Case<'e
                 // The default tiling, not the tune cache's: bench measures the same kernels
                 // everywhere.
                 let options = Options {
-                    tile: Some(Tunables::for_limits(&gpu.limits)),
+                    tile: Some(Tunables::for_dims(&gpu.limits, dims.m, dims.n)),
                     ..Options::DEFAULT
                 };
                 let plan = MatmulPlan::new(gpu, &p, &options)?;

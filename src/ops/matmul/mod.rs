@@ -152,7 +152,7 @@ impl Matmul<'_> {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Options {
     /// `None`: the tune cache's choice for this adapter and size, else
-    /// [`Tunables::for_limits`].
+    /// [`Tunables::for_dims`].
     pub tile: Option<Tunables>,
     /// `None`: the adapter's limit.
     pub max_binding: Option<u64>,
@@ -170,7 +170,7 @@ impl Options {
         let size = ((m * n * k) as f64).cbrt();
         self.tile
             .or_else(|| crate::tune::choice(gpu, OP.name, size, Tunables::check))
-            .unwrap_or_else(|| Tunables::for_limits(&gpu.limits))
+            .unwrap_or_else(|| Tunables::for_dims(&gpu.limits, m, n))
     }
 
     /// The largest binding a block may take on `gpu`.

@@ -29,6 +29,18 @@ fn configs_fit_the_limits_they_are_chosen_for() {
         ..nvidia.clone()
     };
     assert_eq!(Tunables::for_limits(&nvidia_256), Tunables::FAST);
+    // Half-wide tiles where LARGE's would leave a large GPU idle; none on smaller adapters.
+    assert_eq!(Tunables::for_dims(&nvidia, 4096, 4096), Tunables::LARGE);
+    assert_eq!(Tunables::for_dims(&nvidia, 2048, 2048), Tunables::LARGE);
+    assert_eq!(Tunables::for_dims(&nvidia, 1024, 1024), Tunables::MID);
+    assert_eq!(Tunables::for_dims(&nvidia, 1, 1000), Tunables::MID);
+    assert_eq!(Tunables::MID.wg_size(), 512);
+    assert_eq!(Tunables::MID.workgroup_bytes(), 25600);
+    assert_eq!(Tunables::for_dims(&nvidia_256, 1024, 1024), Tunables::FAST);
+    assert_eq!(
+        Tunables::for_dims(&lavapipe, 1024, 1024),
+        Tunables::FAST_BK8
+    );
     assert_eq!(Tunables::FAST.wg_size(), 256);
     let bad = Tunables {
         tm: 3,

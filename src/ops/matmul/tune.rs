@@ -7,6 +7,11 @@ use crate::bench::{self, Case, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
 use crate::tune::{pow2, Level, OpTuning, SizeClass, Stage, Tunable};
 
+/// Tiles of C below which [`Tunables::LARGE`]'s leave a large GPU partly idle: about two for
+/// each SM of an H100 or H200 (132), so 2048^2 (256 of them) stays on LARGE and 1024^2 (64)
+/// does not.
+const MANY_TILES: usize = 256;
+
 /// The tiling of the kernel: the single place its sizes are chosen. C is cut into BM x BN
 /// tiles, one per workgroup; each step stages BM x BK of A and BK x BN of B in workgroup
 /// memory (twice: double-buffered); each invocation computes a TM x TN block of its tile.
@@ -53,6 +58,18 @@ impl Tunables {
         tn: 8,
         group_m: 8,
     };
+    /// 64 x 128 tiles, 4 x 4 per invocation, BK 16: 25 KiB and 512 invocations, for products
+    /// too small to fill a large GPU with [`Tunables::LARGE`]'s tiles ([`Tunables::for_dims`]):
+    /// `gpukit tune` chose it at 1024^3 on an H100, 1.57x LARGE's 16.3 TFLOP/s there, where
+    /// LARGE makes 64 workgroups for 132 SMs (docs/BENCHMARKS.md, call CB).
+    pub const MID: Tunables = Tunables {
+        bm: 64,
+        bn: 128,
+        bk: 16,
+        tm: 4,
+        tn: 4,
+        group_m: 8,
+    };
     /// [`Tunables::FAST`] with BK 8, 16.5 KiB: for 32 KiB adapters (lavapipe, many iGPUs).
     pub const FAST_BK8: Tunables = Tunables {
         bk: 8,
@@ -66,6 +83,21 @@ impl Tunables {
             .into_iter()
             .find(|t| t.check(limits).is_ok())
             .unwrap_or(Tunables::SAFE)
+    }
+
+    /// The default for a product whose C is `m` x `n`: [`Tunables::for_limits`], except that
+    /// where that is [`Tunables::LARGE`] and C makes fewer than [`MANY_TILES`] of its tiles,
+    /// [`Tunables::MID`], whose tiles are half as wide.
+    pub fn for_dims(limits: &wgpu::Limits, m: usize, n: usize) -> Tunables {
+        let best = Tunables::for_limits(limits);
+        let tiles = |t: Tunables| m.div_ceil(t.bm as usize) * n.div_ceil(t.bn as usize);
+        match best == Tunables::LARGE
+            && tiles(best) < MANY_TILES
+            && Tunables::MID.check(limits).is_ok()
+        {
+            true => Tunables::MID,
+            false => best,
+        }
     }
 
     /// In u64, as the sizes below: a cache's values are checked with them, whatever they are.
