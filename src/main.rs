@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use gpukit::cli::{self, exit, Status};
 
 fn main() -> ExitCode {
+    #[cfg(target_os = "linux")]
+    gpukit::io::pipe::own_blocking_stdout();
     match cli::run(std::env::args_os()) {
         Ok(status) => status.into(),
         Err(err) if exit::is_broken_pipe(&err) => Status::Success.into(),

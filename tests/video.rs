@@ -887,6 +887,78 @@ fn a_downstream_that_closes_early_ends_the_stream_quietly() {
     }
 }
 
+// A stdout pipe that the parent left non-blocking (O_NONBLOCK on the write end it handed
+// down): writes used to fail with EAGAIN whenever the reader fell behind ("Resource
+// temporarily unavailable", exit 1). The stream now arrives whole for a slow reader.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_non_blocking_stdout_pipe_gets_the_whole_stream() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let dir = tempdir();
+    let d = dir.path();
+    let input = clip(d, "in.y4m", "640:480", 20, &["-pix_fmt", "yuv420p"]);
+    let out = d.join("out.y4m").display().to_string();
+    let r = gpukit()
+        .args(["--backend", "cpu", "blur", &input, "-r", "2", "-o", &out])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let want = std::fs::read(&out).unwrap();
+    for vmsplice in ["0", "1"] {
+        let mut fds = [0; 2];
+        // SAFETY: room for the two descriptors pipe(2) returns; both are owned from here on.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let (read_end, write_end) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: plain flags on an open descriptor.
+        unsafe {
+            let flags = libc::fcntl(fds[1], libc::F_GETFL);
+            assert_eq!(
+                libc::fcntl(fds[1], libc::F_SETFL, flags | libc::O_NONBLOCK),
+                0
+            );
+        }
+        // The write end goes to gpukit alone (the Command is dropped with the statement), so
+        // the reader sees the end of the stream when gpukit exits, however it exits.
+        let mut child = gpukit()
+            .env("GPUKIT_VMSPLICE", vmsplice)
+            .args(["--backend", "cpu", "blur", &input, "-r", "2", "-o", "-"])
+            .stdout(Stdio::from(write_end))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A reader slower than the writer: 16 KiB a millisecond at most, so the pipe fills.
+        let mut reader = std::fs::File::from(read_end);
+        let mut got = Vec::with_capacity(want.len());
+        let mut buf = vec![0u8; 16 << 10];
+        while got.len() < want.len() {
+            let n = reader.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let status = crate::util::wait_or_hang(&mut child, "gpukit into a non-blocking pipe");
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert!(
+            status.success(),
+            "GPUKIT_VMSPLICE={vmsplice}: {status:?}: {err}"
+        );
+        assert_eq!(err, "");
+        assert!(
+            got == want,
+            "GPUKIT_VMSPLICE={vmsplice}: the stream differs"
+        );
+    }
+}
+
 // Frames large enough to go into a pipe by reference arrive in order and whole: stdout
 // through a pipe holds the bytes a regular output file gets, on both engines, written by
 // reference (GPUKIT_VMSPLICE=1, with 4:2:0's small chroma planes queued behind the luma ones)

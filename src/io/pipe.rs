@@ -22,6 +22,43 @@ use std::io::{self, IoSlice, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 
+/// Where stdout is a pipe or FIFO left non-blocking by the process that started gpukit (a
+/// parent that set `O_NONBLOCK` on a pipe it then handed down), writes into it fail with
+/// EAGAIN whenever the reader falls behind: the stream would end with "Resource temporarily
+/// unavailable", as `cat` does. So stdout is opened anew there (`/proc/self/fd/1`: a pipe's
+/// new open file description, blocking) in place of the inherited one, whose flags the parent
+/// shares and are left alone. Anything else (a file, a terminal, a socket) is left as it is.
+/// For the binary's `main`, before anything is written; best effort.
+pub fn own_blocking_stdout() {
+    use rustix::fs::{fcntl_getfl, fstat, FileType, OFlags};
+    let stdout = rustix::stdio::stdout();
+    let Ok(stat) = fstat(stdout) else {
+        return;
+    };
+    let nonblocking = fcntl_getfl(stdout).is_ok_and(|f| f.contains(OFlags::NONBLOCK));
+    if FileType::from_raw_mode(stat.st_mode) != FileType::Fifo || !nonblocking {
+        return;
+    }
+    // Opened non-blocking, as opening a pipe to write waits for a reader (for ever, where the
+    // reader is gone: this fails with ENXIO instead), then made blocking: its own flag.
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(fresh) = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open("/proc/self/fd/1")
+    else {
+        return;
+    };
+    let blocking = rustix::fs::fcntl_getfl(&fresh)
+        .and_then(|f| rustix::fs::fcntl_setfl(&fresh, f - OFlags::NONBLOCK));
+    if blocking.is_err() {
+        return;
+    }
+    // SAFETY: fd 1 is replaced by a descriptor of the same pipe; nothing else holds a borrow
+    // of it this early in `main`, and `fresh` is closed after the copy.
+    let _ = unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&fresh), 1) };
+}
+
 /// Writes at least this large go by reference; smaller ones are copied as `write(2)` does
 /// (a frame's header, small planes and frames): below it the page faults of a fresh buffer
 /// cost more than the copy they save.
