@@ -940,13 +940,7 @@ fn a_non_blocking_stdout_pipe_gets_the_whole_stream() {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let status = crate::util::wait_or_hang(&mut child, "gpukit into a non-blocking pipe");
-        let mut err = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
+        let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap();
         assert!(
             status.success(),
             "GPUKIT_VMSPLICE={vmsplice}: {status:?}: {err}"
