@@ -746,6 +746,14 @@ pub(crate) fn write_error(name: &str, e: io::Error) -> anyhow::Error {
     anyhow::Error::new(e).context(format!("{name}: cannot write"))
 }
 
+/// `e` once more (an `io::Error` is not `Clone`): its OS error code, or its kind and words.
+pub(crate) fn again(e: &io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(e.kind(), e.to_string()),
+    }
+}
+
 /// A writer that remembers its first I/O error, so that the message names the output and
 /// the reason, not what an encoder wrapped around it.
 struct Tracked<W> {
@@ -757,10 +765,7 @@ impl<W: Write> Tracked<W> {
     fn note<T>(&mut self, r: io::Result<T>) -> io::Result<T> {
         if let Err(e) = &r {
             if self.error.is_none() {
-                self.error = Some(match e.raw_os_error() {
-                    Some(code) => io::Error::from_raw_os_error(code),
-                    None => io::Error::new(e.kind(), e.to_string()),
-                });
+                self.error = Some(again(e));
             }
         }
         r

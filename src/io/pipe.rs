@@ -22,6 +22,8 @@ use std::io::{self, IoSlice, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 
+use super::output::again;
+
 /// Where stdout is a pipe or FIFO left non-blocking by the process that started gpukit (a
 /// parent that set `O_NONBLOCK` on a pipe it then handed down), writes into it fail with
 /// EAGAIN whenever the reader falls behind: the stream would end with "Resource temporarily
@@ -30,7 +32,7 @@ use std::sync::{mpsc, Arc};
 /// shares and are left alone. Anything else (a file, a terminal, a socket) is left as it is.
 /// For the binary's `main`, before anything is written; best effort.
 pub fn own_blocking_stdout() {
-    use rustix::fs::{fcntl_getfl, fstat, FileType, OFlags};
+    use rustix::fs::{fcntl_getfl, fcntl_setfl, fstat, FileType, OFlags};
     let stdout = rustix::stdio::stdout();
     let Ok(stat) = fstat(stdout) else {
         return;
@@ -49,8 +51,7 @@ pub fn own_blocking_stdout() {
     else {
         return;
     };
-    let blocking = rustix::fs::fcntl_getfl(&fresh)
-        .and_then(|f| rustix::fs::fcntl_setfl(&fresh, f - OFlags::NONBLOCK));
+    let blocking = fcntl_getfl(&fresh).and_then(|f| fcntl_setfl(&fresh, f - OFlags::NONBLOCK));
     if blocking.is_err() {
         return;
     }
@@ -68,8 +69,13 @@ const GIFT_MIN: usize = 256 << 10;
 /// range can be backed by transparent huge pages (fewer faults for its fresh pages).
 const STAGING_ALIGN: usize = 2 << 20;
 
-/// Threads that copy a large write into its staging buffer (where [`GiftPipe::pays`]).
+/// Threads that copy a large write into its staging buffer, on machines of many cores.
 const COPY_LANES: usize = 4;
+
+/// Whether this machine has 8 cores or more.
+fn many_cores() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 8)
+}
 
 /// Staging buffers: a 4:2:0 frame is three writes (the planes), so one frame can be copied
 /// while the one before is handed over.
@@ -96,6 +102,8 @@ pub struct GiftPipe {
     failed: Option<io::Error>,
     /// Bytes handed to the pipe by reference.
     given: Arc<AtomicU64>,
+    /// Threads a large write is copied on: [`COPY_LANES`] on machines of 8 cores or more.
+    lanes: usize,
 }
 
 /// A write queued for the splicer: a staging buffer's first bytes, or a small write's copy.
@@ -125,7 +133,7 @@ impl GiftPipe {
         {
             Some("1") => true,
             Some("0") => false,
-            _ => std::thread::available_parallelism().is_ok_and(|n| n.get() >= 8),
+            _ => many_cores(),
         }
     }
 
@@ -139,6 +147,10 @@ impl GiftPipe {
             queued: 0,
             failed: None,
             given: Arc::default(),
+            lanes: match many_cores() {
+                true => COPY_LANES,
+                false => 1,
+            },
         }
     }
 
@@ -276,7 +288,7 @@ impl GiftPipe {
     /// Copies `bufs` into a staging buffer and queues it for the splicer.
     fn gift(&mut self, bufs: &[IoSlice<'_>], total: usize) -> io::Result<usize> {
         let mut staging = self.staging()?;
-        copy_in(staging.take(total), bufs);
+        copy_in(staging.take(total), bufs, self.lanes);
         if self.splicer().is_none() {
             // No thread: handed over here.
             let result = give(&self.file, staging.take(total), &self.given);
@@ -291,19 +303,12 @@ impl GiftPipe {
     }
 }
 
-/// Copies `bufs`, one after another, into `into` (exactly as long); on a machine of many
-/// cores in up to [`COPY_LANES`] runs of whole 2 MiB pieces side by side, on threads of their
-/// own: a fresh page's fault and its copy are most of a large write's time (a 4K frame took
-/// 3.2-3.7 ms on one thread, docs/BENCHMARKS.md, call BX). Not on the shared thread pool,
-/// whose threads may be busy blurring: a write waiting on them stalled the stream (on 2
-/// cores, a third of the rounds at half speed).
-fn copy_in(into: &mut [u8], bufs: &[IoSlice<'_>]) {
-    let many = GiftPipe::pays();
-    copy_in_lanes(into, bufs, if many { COPY_LANES } else { 1 });
-}
-
-/// [`copy_in`] in up to `lanes` runs side by side.
-fn copy_in_lanes(into: &mut [u8], bufs: &[IoSlice<'_>], lanes: usize) {
+/// Copies `bufs`, one after another, into `into` (exactly as long), in up to `lanes` runs of
+/// whole 2 MiB pieces side by side, on threads of their own: a fresh page's fault and its
+/// copy are most of a large write's time (a 4K frame took 3.2-3.7 ms on one thread,
+/// docs/BENCHMARKS.md, call BX). Not on the shared thread pool, whose threads may be busy
+/// blurring.
+fn copy_in(into: &mut [u8], bufs: &[IoSlice<'_>], lanes: usize) {
     let per = into.len().div_ceil(lanes).next_multiple_of(STAGING_ALIGN);
     if lanes == 1 || into.len() <= per {
         copy_piece(into, bufs, 0);
@@ -342,14 +347,6 @@ fn copy_piece(piece: &mut [u8], bufs: &[IoSlice<'_>], mut skip: usize) {
         if at == piece.len() {
             return;
         }
-    }
-}
-
-/// `e` once more (an `io::Error` is not `Clone`): its OS error code, or its kind and words.
-fn again(e: &io::Error) -> io::Error {
-    match e.raw_os_error() {
-        Some(code) => io::Error::from_raw_os_error(code),
-        None => io::Error::new(e.kind(), e.to_string()),
     }
 }
 
@@ -607,7 +604,7 @@ mod tests {
         let bufs: Vec<IoSlice> = parts.iter().map(|p| IoSlice::new(p)).collect();
         for lanes in [1, 2, 3, COPY_LANES] {
             let mut into = vec![0u8; want.len()];
-            copy_in_lanes(&mut into, &bufs, lanes);
+            copy_in(&mut into, &bufs, lanes);
             assert!(into == want, "{lanes} lanes");
         }
     }

@@ -91,12 +91,11 @@ impl Tunables {
     pub fn for_dims(limits: &wgpu::Limits, m: usize, n: usize) -> Tunables {
         let best = Tunables::for_limits(limits);
         let tiles = |t: Tunables| m.div_ceil(t.bm as usize) * n.div_ceil(t.bn as usize);
-        match best == Tunables::LARGE
-            && tiles(best) < MANY_TILES
-            && Tunables::MID.check(limits).is_ok()
-        {
-            true => Tunables::MID,
-            false => best,
+        let few = best == Tunables::LARGE && tiles(best) < MANY_TILES;
+        if few && Tunables::MID.check(limits).is_ok() {
+            Tunables::MID
+        } else {
+            best
         }
     }
 
