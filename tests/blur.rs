@@ -373,11 +373,72 @@ fn images_converted_in_several_chunks_match_cpu() {
                 ..GpuOptions::DEFAULT
             });
             let plan = BlurPlan::new(g, &img, &params).unwrap();
-            // One unpack and one pack pass a chunk, beside the row and column pass a strip.
-            let chunks = (plan.passes() - 2 * plan.strips as u64) / 2;
+            // One pack pass a chunk, and for 16-bit images one unpack pass, beside the row and
+            // column pass a strip (the row pass reads 8-bit images in the host's layout).
+            let kinds = if sixteen { 2 } else { 1 };
+            let chunks = (plan.passes() - 2 * plan.strips as u64) / kinds;
             assert!(chunks > 1, "{}: {chunks} chunks", img.describe());
             let got = blur_run(engine(), &img, &params, &mut Timings::default()).unwrap();
             assert_same(&got, &reference(&img, &params).unwrap(), "chunks");
+        }
+    }
+}
+
+#[test]
+fn the_host_layout_read_and_written_by_the_passes_matches_cpu() {
+    // 8-bit images of 1 to 3 channels: the first row pass reads the host's layout on every
+    // kernel, and the workgroup kernels' last column pass writes it where each row and each
+    // workgroup's lines (8 for the box, 4 for the gaussian) start and end on a word: at 64
+    // columns for every channel count, at 62 for two channels, at 61 for none (a pack pass
+    // converts those). Strips at a 12 KiB binding put row starts off the binding alignment;
+    // there the pack pass writes the host's layout (a strip's row pass reads the rows around
+    // it, which the strip before it would have written already).
+    let g = match engine() {
+        Engine::Gpu(g) => g,
+        Engine::Cpu => unreachable!(),
+    };
+    for channels in 1..=3u8 {
+        for w in [64, 62, 61] {
+            let img = noise(w, 45, channels, false, w + channels as u32);
+            let writes = (w * channels as u32).is_multiple_of(4);
+            for (params, max_binding) in [
+                (BlurParams::new(Kind::Box, 3, 1), None),
+                (BlurParams::new(Kind::Box, 2, 2), None),
+                (BlurParams::new(Kind::Box, 5, 1), Some(12 << 10)),
+                (BlurParams::new(GAUSS1, 3, 1), None),
+                (BlurParams::new(GAUSS1, 3, 1), Some(12 << 10)),
+            ] {
+                let want = reference(&img, &params).unwrap();
+                for layout in LAYOUTS {
+                    let options = GpuOptions {
+                        max_binding,
+                        layout: Some(layout),
+                        ..GpuOptions::DEFAULT
+                    };
+                    let params = params.with_gpu(options);
+                    let plan = BlurPlan::new(g, &img, &params).unwrap();
+                    let blur = 2 * plan.strips as u64 * params.iterations as u64;
+                    let direct = writes && layout == Layout::Workgroup && plan.strips == 1;
+                    let what = format!(
+                        "{} {:?} r={} x{} {layout:?} binding {max_binding:?}",
+                        img.describe(),
+                        params.kind,
+                        params.radius,
+                        params.iterations
+                    );
+                    assert_eq!(
+                        plan.passes() == blur,
+                        direct,
+                        "{what}: {} passes",
+                        plan.passes()
+                    );
+                    if max_binding.is_some() {
+                        assert!(plan.strips > 1, "{what}: {} strips", plan.strips);
+                    }
+                    let got = blur_run(engine(), &img, &params, &mut Timings::default()).unwrap();
+                    assert_same(&got, &want, &what);
+                }
+            }
         }
     }
 }

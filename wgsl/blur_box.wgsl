@@ -92,13 +92,32 @@ fn box_pass(
         if t == BOX_TPL - 1u {
             sh_carry[row] = carry;
         }
-        // Transposed store: consecutive threads take consecutive lines of one position.
-        for (var k = 0u; k < BOX_PPT; k++) {
-            let flat = k * BOX_WG + lid;
-            let p = flat / BOX_ROWS;
-            let rr = flat % BOX_ROWS;
-            if c0 + p < wk.end && line0 + rr < params.lines {
-                store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_out[rr * BOX_TILE_STRIDE + p]);
+        // Transposed store: consecutive threads take consecutive lines of one position (or,
+        // in the host's layout, consecutive words of them).
+        if OUT_FMT == FMT_HOST8 {
+            let words = BOX_ROWS * HOST_CHANNELS / 4u;
+            for (var k = 0u; k < BOX_PPT; k++) {
+                let flat = k * BOX_WG + lid;
+                let p = flat / words;
+                let wi = flat % words;
+                // A word's lines are all in the image or all past it.
+                if p < BOX_CH && c0 + p < wk.end && line0 + 4u * wi / HOST_CHANNELS < params.lines {
+                    var word = 0u;
+                    for (var j = 0u; j < 4u; j++) {
+                        let s = host8_byte(wi, j);
+                        word |= sh_out[s.x * BOX_TILE_STRIDE + p][s.y] << (8u * j);
+                    }
+                    store_host8(c0 + p, line0, wi, word);
+                }
+            }
+        } else {
+            for (var k = 0u; k < BOX_PPT; k++) {
+                let flat = k * BOX_WG + lid;
+                let p = flat / BOX_ROWS;
+                let rr = flat % BOX_ROWS;
+                if c0 + p < wk.end && line0 + rr < params.lines {
+                    store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_out[rr * BOX_TILE_STRIDE + p]);
+                }
             }
         }
     }

@@ -106,11 +106,28 @@ fn gauss_pass(
         sh_gout[row * (GAUSS_CH + 1u) + t * GAUSS_PPT] = finish(s0);
         sh_gout[row * (GAUSS_CH + 1u) + t * GAUSS_PPT + 1u] = finish(s1);
         workgroupBarrier();
-        for (var k = lid; k < G_ROWS * GAUSS_CH; k += G_WG) {
-            let p = k / G_ROWS;
-            let rr = k % G_ROWS;
-            if c0 + p < wk.end && line0 + rr < params.lines {
-                store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_gout[rr * (GAUSS_CH + 1u) + p]);
+        if OUT_FMT == FMT_HOST8 {
+            // As box_pass: whole words of the host's layout.
+            let words = G_ROWS * HOST_CHANNELS / 4u;
+            for (var k = lid; k < GAUSS_CH * words; k += G_WG) {
+                let p = k / words;
+                let wi = k % words;
+                if c0 + p < wk.end && line0 + 4u * wi / HOST_CHANNELS < params.lines {
+                    var word = 0u;
+                    for (var j = 0u; j < 4u; j++) {
+                        let s = host8_byte(wi, j);
+                        word |= sh_gout[s.x * (GAUSS_CH + 1u) + p][s.y] << (8u * j);
+                    }
+                    store_host8(c0 + p, line0, wi, word);
+                }
+            }
+        } else {
+            for (var k = lid; k < G_ROWS * GAUSS_CH; k += G_WG) {
+                let p = k / G_ROWS;
+                let rr = k % G_ROWS;
+                if c0 + p < wk.end && line0 + rr < params.lines {
+                    store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_gout[rr * (GAUSS_CH + 1u) + p]);
+                }
             }
         }
     }

@@ -77,8 +77,14 @@ fn weight(k: u32) -> u32 {
 const FMT_PACK8: u32 = 0u;
 const FMT_PACK16: u32 = 1u;
 const FMT_WIDE: u32 = 2u;
+// The host's layout of an 8-bit image of fewer than four channels (HOST_CHANNELS samples a
+// pixel, pixels adjacent, lanes past them 0 once read): the first row pass reads it and, where
+// the plan allows, the last column pass writes it, so that no conversion pass
+// (wgsl/blur_pack.wgsl) runs before or after them. A pass reading it takes `in_base` in bytes.
+const FMT_HOST8: u32 = 3u;
 override IN_FMT: u32 = 0u;
 override OUT_FMT: u32 = 2u;
+override HOST_CHANNELS: u32 = 3u;
 
 fn unpack8(w: u32) -> vec4<u32> {
     return vec4<u32>(w & 0xffu, (w >> 8u) & 0xffu, (w >> 16u) & 0xffu, w >> 24u);
@@ -105,6 +111,18 @@ fn read_px(word: u32) -> vec4<u32> {
     return src_wide(word);
 }
 
+// The pixel at byte `b` of the host's layout (FMT_HOST8): its samples in the low lanes. It
+// straddles two words where its last byte, b + HOST_CHANNELS - 1, lies in the next one (never
+// when it starts a word, so the shift below is below 32).
+fn read_host8(b: u32) -> vec4<u32> {
+    let shift = (b & 3u) * 8u;
+    var bits = src_word(b >> 2u) >> shift;
+    if (b & 3u) + HOST_CHANNELS > 4u {
+        bits |= src_word((b >> 2u) + 1u) << (32u - shift);
+    }
+    return unpack8(bits & (0xffffffffu >> (32u - 8u * HOST_CHANNELS)));
+}
+
 fn words_per_px(fmt: u32) -> u32 {
     return select(select(1u, 2u, fmt == FMT_PACK16), 4u, fmt == FMT_WIDE);
 }
@@ -127,7 +145,13 @@ fn work(wid: vec3<u32>, nwg: vec3<u32>, rows: u32) -> Work {
 // Sample `pos` of `line`, the position clamped to the line (edges repeat).
 fn load(line: u32, pos: i32) -> vec4<u32> {
     let p = u32(clamp(pos, 0, i32(params.len) - 1));
-    let v = read_px(params.in_base + (line * params.in_line_stride + p) * words_per_px(IN_FMT));
+    let at = line * params.in_line_stride + p;
+    var v: vec4<u32>;
+    if IN_FMT == FMT_HOST8 {
+        v = read_host8(params.in_base + at * HOST_CHANNELS);
+    } else {
+        v = read_px(params.in_base + at * words_per_px(IN_FMT));
+    }
     if !PREMULTIPLY {
         return v;
     }
@@ -206,6 +230,23 @@ fn store(index: u32, v: vec4<u32>) {
     } else {
         dst_wide(word, v);
     }
+}
+
+// The host's layout out (FMT_HOST8, the last column pass of the workgroup kernels): each
+// position's outputs of a workgroup's lines are written a whole word at a time, its bytes
+// gathered from the workgroup's tile, so that no two invocations write one word. The plan
+// takes this format only where every workgroup's lines start and end on a word (its lines
+// times HOST_CHANNELS, and the image's, multiples of 4). Byte j of word `wi` of a position
+// holds lane .y of the position's line .x of the workgroup's.
+fn host8_byte(wi: u32, j: u32) -> vec2<u32> {
+    let b = 4u * wi + j;
+    return vec2<u32>(b / HOST_CHANNELS, b % HOST_CHANNELS);
+}
+
+// Sets word `wi` of position `pos` of the lines from `line0`, in the host's layout.
+fn store_host8(pos: u32, line0: u32, wi: u32, word: u32) {
+    let px = (pos - params.out_start) * params.out_pos_stride + line0;
+    dst_word(params.out_base + px * HOST_CHANNELS / 4u + wi, word);
 }
 
 // import: grid

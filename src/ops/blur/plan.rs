@@ -20,6 +20,7 @@ pub(super) const GAUSS_PPT: u32 = 2;
 const FMT_PACK8: u32 = 0;
 const FMT_PACK16: u32 = 1;
 const FMT_WIDE: u32 = 2;
+const FMT_HOST8: u32 = 3;
 
 /// Its WGSL twin is `Params` in wgsl/blur_pack.wgsl (the shader test checks their fields).
 #[repr(C)]
@@ -149,7 +150,7 @@ fn gauss_rows(radius: u32, storage: u32, t: &Tunables, fmt: u32) -> Option<u32> 
 /// wgsl/blur_gauss.wgsl).
 fn staged_bytes(fmt: u32) -> u32 {
     match fmt {
-        FMT_PACK8 => 4,
+        FMT_PACK8 | FMT_HOST8 => 4,
         FMT_PACK16 => 8,
         _ => 16,
     }
@@ -248,8 +249,9 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
     let storage = wgpu::Limits::default().max_compute_workgroup_storage_size;
     // The last column pass of RGBA (the wide intermediate in, vec4 reads); `first` the first
     // row pass instead (packed pixels in, the wide intermediate out: vec4 writes). Of RGB
-    // (`rgb`), the same passes with the 16-bit intermediate (vec2 reads and writes).
-    let pass_in = |layout, kind, t: &Tunables, first: bool, rgb: bool| {
+    // (`rgb`), the same passes with the 16-bit intermediate (vec2 reads and writes), reading
+    // or writing the host's layout where `host`.
+    let pass_host = |layout, kind, t: &Tunables, first: bool, rgb: bool, host: bool| {
         let options = Options::new(kind, 5, 1);
         let (alpha_lane, mid) = match rgb {
             true => (None, FMT_PACK16),
@@ -259,18 +261,24 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         let shape =
             shape(storage, layout, &options, t, mid).expect("radius 5 fits the default limits");
         let alpha = (ar.alpha, ar.opaque());
+        let image = if host { FMT_HOST8 } else { FMT_PACK8 };
         let (fmts, arith, k) = match first {
-            true => ((FMT_PACK8, mid), ar.first, 0),
-            false => ((mid, FMT_PACK8), ar.second, 2),
+            true => ((image, mid), ar.first, 0),
+            false => ((mid, image), ar.second, 2),
         };
-        let c = pass_overrides(&shape, alpha, 255, fmts, arith, k);
+        let channels = if rgb { 3 } else { 4 };
+        let c = pass_overrides(&shape, alpha, (255, channels), fmts, arith, k);
         let variant = io_variant(&shape.variant, fmts);
         ShaderCase::variant::<PassParams>(shape.shader, variant)
             .with_const("FMT_PACK8", FMT_PACK8)
             .with_const("FMT_PACK16", FMT_PACK16)
             .with_const("FMT_WIDE", FMT_WIDE)
+            .with_const("FMT_HOST8", FMT_HOST8)
             .with_const("WEIGHT_VEC4S", WEIGHT_VEC4S)
             .with_overrides(&c)
+    };
+    let pass_in = |layout, kind, t: &Tunables, first: bool, rgb: bool| {
+        pass_host(layout, kind, t, first, rgb, false)
     };
     let pass_of = |layout, kind, t: &Tunables, first: bool| pass_in(layout, kind, t, first, false);
     let pass = |layout, kind, t: &Tunables| pass_of(layout, kind, t, false);
@@ -284,7 +292,26 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
     cases.push(pass_of(Layout::Workgroup, Kind::Box, &t, true));
     for first in [true, false] {
         cases.push(pass_in(Layout::Workgroup, Kind::Box, &t, first, true));
+        // The host's layout read by the first row pass, written by the last column pass.
+        cases.push(pass_host(
+            Layout::Workgroup,
+            Kind::Box,
+            &t,
+            first,
+            true,
+            true,
+        ));
+        let g = pass_host(Layout::Workgroup, gauss, &t, first, true, true);
+        cases.push(g.with_const("GAUSS_PPT", GAUSS_PPT));
     }
+    cases.push(pass_host(
+        Layout::LinePerInvocation,
+        Kind::Box,
+        &t,
+        true,
+        true,
+        true,
+    ));
     cases.push(
         ShaderCase::params::<PackParams>(shader!("blur_pack"))
             .with_const("PACK_WG", u32::try_from(PACK_WG).expect("a workgroup size"))
@@ -463,16 +490,39 @@ impl BlurPlan {
         let layout = params.gpu.layout.unwrap_or_else(|| Layout::for_gpu(gpu));
         let storage = gpu.limits.max_compute_workgroup_storage_size;
         let shape = shape(storage, layout, params, &t, mid_fmt)?;
+        let direct = Direct::new(img, layout, &shape, strips.len());
         let used = used_binds(params.iterations);
-        let kernels = kernels(gpu, &shape, &ar, (in_fmt, mid_fmt, state_fmt), max, &used)?;
-        let a = gpu.buffer("blur image a", Usage::Storage, image_bytes);
-        let b = gpu.buffer("blur image b", Usage::Storage, image_bytes);
+        let formats = (in_fmt, mid_fmt, state_fmt);
+        let kernels = kernels(
+            gpu,
+            &shape,
+            &ar,
+            formats,
+            (max, img.channels),
+            &used,
+            direct,
+        )?;
+        // With the host's layout read and written by the passes, the packed image buffers
+        // only hold the states between iterations.
+        let packed_bytes = if direct.read && direct.write && params.iterations == 1 {
+            4
+        } else {
+            image_bytes
+        };
+        let a = gpu.buffer("blur image a", Usage::Storage, packed_bytes);
+        let b = gpu.buffer("blur image b", Usage::Storage, packed_bytes);
+        let bytes = img.pixels() * img.channels as usize * (wpp as usize);
+        let raw = (img.channels < 4)
+            .then(|| gpu.buffer("blur image, host layout", Usage::Storage, bytes as u64));
         // Images with alpha blurred more than once: the iterations' wide fixed point.
         let wide = wide_states
             .then(|| [0, 1].map(|_| gpu.buffer("blur state", Usage::Storage, state_bytes)));
         let buffers = Buffers {
             images: [&a, &b],
             states: wide.as_ref().map_or([&a, &b], |[s0, s1]| [s0, s1]),
+            host: raw
+                .as_ref()
+                .map(|raw| (raw, w as u64 * img.channels as u64, direct)),
             mid_px_bytes,
             row_bytes: w as u64 * wpp * 4,
             state_row_bytes: w as u64 * state_wpp * 4,
@@ -493,7 +543,6 @@ impl BlurPlan {
         } else {
             b
         };
-        let bytes = img.pixels() * img.channels as usize * (wpp as usize);
         let host = HostLayout {
             pixels: img.pixels() as u64,
             channels: img.channels,
@@ -502,12 +551,12 @@ impl BlurPlan {
             budget,
             run: pack_run(layout),
         };
-        let (upload_dst, download_src, conversion) = if img.channels == 4 {
-            (a, result, None)
-        } else {
-            let raw = gpu.buffer("blur image, host layout", Usage::Storage, bytes as u64);
-            let conversion = host.conversion(gpu, &raw, [&a, &result])?;
-            (raw.clone(), raw, Some(conversion))
+        let (upload_dst, download_src, conversion) = match raw {
+            None => (a, result, None),
+            Some(raw) => {
+                let conversion = host.conversion(gpu, &raw, [&a, &result], direct)?;
+                (raw.clone(), raw, conversion)
+            }
         };
         Ok(BlurPlan {
             kernels,
@@ -608,7 +657,10 @@ impl BlurPlan {
                 } else {
                     ("blur pack", 1, &pack[(i - blur.end) as usize])
                 };
-                batch.dispatch(label, &c.kernels[k], &p.bind, p.workgroups);
+                let kernel = c.kernels[k]
+                    .as_ref()
+                    .expect("a conversion pass has its kernel");
+                batch.dispatch(label, kernel, &p.bind, p.workgroups);
                 continue;
             }
             let i = i - blur.start;
@@ -657,8 +709,8 @@ impl BlurPlan {
 /// The passes between the host's layout and the packed one (wgsl/blur_pack.wgsl), for
 /// images of fewer than four channels, by chunks of the image.
 struct Conversion {
-    /// `unpack` and `pack`.
-    kernels: [Kernel; 2],
+    /// `unpack` and `pack`, each where it runs.
+    kernels: [Option<Kernel>; 2],
     unpack: Vec<PackPass>,
     pack: Vec<PackPass>,
 }
@@ -683,18 +735,30 @@ struct HostLayout {
 
 impl HostLayout {
     /// The `unpack` passes from `raw` to `packed[0]` and the `pack` passes from `packed[1]`
-    /// to `raw`, in chunks of pixels whose bindings fit the budget. A chunk is a multiple of
-    /// the binding alignment (and of 4) pixels long, so that every chunk starts on it in both
-    /// layouts, and on a word in the host's.
+    /// to `raw`, in chunks of pixels whose bindings fit the budget, each only where the
+    /// passes do not read or write `raw` themselves (`direct`); none where they do both. A
+    /// chunk is a multiple of the binding alignment (and of 4) pixels long, so that every
+    /// chunk starts on it in both layouts, and on a word in the host's.
     fn conversion(
         &self,
         gpu: &Gpu,
         raw: &wgpu::Buffer,
         packed: [&wgpu::Buffer; 2],
-    ) -> Result<Conversion> {
+        direct: Direct,
+    ) -> Result<Option<Conversion>> {
+        if direct.read && direct.write {
+            return Ok(None);
+        }
         let constants = pack_overrides(self.channels, self.wpp, self.run);
-        let kernel = |entry| gpu.kernel(&shader!("blur_pack"), entry, &constants);
-        let kernels = [kernel("unpack")?, kernel("pack")?];
+        let kernel = |entry, needed: bool| {
+            needed
+                .then(|| gpu.kernel(&shader!("blur_pack"), entry, &constants))
+                .transpose()
+        };
+        let kernels = [
+            kernel("unpack", !direct.read)?,
+            kernel("pack", !direct.write)?,
+        ];
         let step = self.align.max(4);
         let packed_px = 4 * self.wpp;
         let raw_px = self.channels as u64 * self.wpp;
@@ -718,28 +782,52 @@ impl HostLayout {
             let raw_at = p0 * raw_px;
             let host = (raw, raw_at, (n * raw_px).next_multiple_of(4));
             let at = p0 * packed_px;
-            unpack.push(PackPass {
-                bind: gpu.bind_ranges(
-                    &kernels[0],
-                    &[(&u, 0, psize), host, (packed[0], at, n * packed_px)],
-                ),
-                // Groups of PACK_WG quads of pixels, a workgroup each.
-                workgroups: n.div_ceil(4 * PACK_WG * self.run) as u32,
-            });
-            pack.push(PackPass {
-                bind: gpu.bind_ranges(
-                    &kernels[1],
-                    &[(&u, 0, psize), (packed[1], at, n * packed_px), host],
-                ),
-                // The same groups (their words of the host's layout).
-                workgroups: n.div_ceil(4 * PACK_WG * self.run) as u32,
-            });
+            // Groups of PACK_WG quads of pixels, a workgroup each (for `pack`, their words of
+            // the host's layout).
+            let workgroups = n.div_ceil(4 * PACK_WG * self.run) as u32;
+            if let Some(k) = &kernels[0] {
+                let bind =
+                    gpu.bind_ranges(k, &[(&u, 0, psize), host, (packed[0], at, n * packed_px)]);
+                unpack.push(PackPass { bind, workgroups });
+            }
+            if let Some(k) = &kernels[1] {
+                let bind =
+                    gpu.bind_ranges(k, &[(&u, 0, psize), (packed[1], at, n * packed_px), host]);
+                pack.push(PackPass { bind, workgroups });
+            }
         }
-        Ok(Conversion {
+        Ok(Some(Conversion {
             kernels,
             unpack,
             pack,
-        })
+        }))
+    }
+}
+
+/// Where the passes read and write the host's layout themselves (`FMT_HOST8` of
+/// wgsl/shared/blur_pass.wgsl), so that no conversion pass runs before or after them: 8-bit
+/// images of fewer than four channels. The first row pass reads it with every kernel; the
+/// last column pass writes it with the workgroup kernels, whole words at a time, where each
+/// workgroup's lines and each row of the image start and end on a word, and where the image
+/// is one strip: the host's buffer is both the input and the output, and a later strip's row
+/// pass reads rows an earlier strip's column pass has written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Direct {
+    read: bool,
+    write: bool,
+}
+
+impl Direct {
+    fn new(img: &Image, layout: Layout, shape: &Shape, strips: usize) -> Direct {
+        let c = u64::from(img.channels);
+        let read = img.max_value() <= 255 && img.channels < 4;
+        let words = |pixels: u32| (u64::from(pixels) * c).is_multiple_of(4);
+        let write = read
+            && strips == 1
+            && layout == Layout::Workgroup
+            && words(img.width)
+            && words(shape.rows_per_wg);
+        Direct { read, write }
     }
 }
 
@@ -749,7 +837,7 @@ impl HostLayout {
 fn pass_overrides(
     shape: &Shape,
     (alpha, opaque): (Option<Premultiply>, Option<Opaque>),
-    max: u32,
+    (max, channels): (u32, u8),
     (fmt_in, fmt_out): (u32, u32),
     (mul, add, div): (u32, u32, u32),
     k: usize,
@@ -776,6 +864,9 @@ fn pass_overrides(
         ("PM_DIV", alpha.map_or(1, |p| p.div) as f64),
         ("ALPHA_SCALE", alpha.map_or(1, |p| p.scale) as f64),
     ]);
+    if fmt_in == FMT_HOST8 || fmt_out == FMT_HOST8 {
+        c.push(("HOST_CHANNELS", channels as f64));
+    }
     if let Some(o) = opaque.filter(|_| unpremultiply) {
         c.extend([
             ("OPAQUE_SA", o.sa as f64),
@@ -791,28 +882,31 @@ fn pass_overrides(
 /// it (building a pipeline is much of a small job's time). A pass's formats and arithmetic are constants,
 /// so every division in it is by a constant. Every loop in the blur kernels is bounded by a
 /// constant or a uniform, so drivers may unroll them. `state_fmt` is the format between
-/// iterations.
+/// iterations; the first row pass reads and the last column pass writes the host's layout
+/// where `direct` says.
 fn kernels(
     gpu: &Gpu,
     shape: &Shape,
     ar: &Arith,
     (in_fmt, mid_fmt, state_fmt): (u32, u32, u32),
-    max: u32,
+    image: (u32, u8),
     used: &[[bool; 2]; 4],
+    direct: Direct,
 ) -> Result<[Option<Kernel>; 4]> {
     let kernel = |fmt_in: u32, fmt_out: u32, arith: (u32, u32, u32), k: usize| {
         let alpha = (ar.alpha, ar.opaque());
-        let c = pass_overrides(shape, alpha, max, (fmt_in, fmt_out), arith, k);
+        let c = pass_overrides(shape, alpha, image, (fmt_in, fmt_out), arith, k);
         let variant = io_variant(&shape.variant, (fmt_in, fmt_out));
         gpu.kernel_variant(&shape.shader, &variant, shape.entry, &c, true)
     };
     // The first iteration's row pass premultiplies, the last one's column pass divides out;
     // kernels 1 and 3 are the row pass of a later iteration and the column pass of an
     // earlier one (the second and the first of two).
+    let host = |fmt, on| if on { FMT_HOST8 } else { fmt };
     let passes = [
-        (in_fmt, mid_fmt, ar.pass(0, 1, false)),
+        (host(in_fmt, direct.read), mid_fmt, ar.pass(0, 1, false)),
         (state_fmt, mid_fmt, ar.pass(1, 2, false)),
-        (mid_fmt, in_fmt, ar.pass(0, 1, true)),
+        (mid_fmt, host(in_fmt, direct.write), ar.pass(0, 1, true)),
         (mid_fmt, state_fmt, ar.pass(0, 2, true)),
     ];
     let mut out: [Option<Kernel>; 4] = Default::default();
@@ -824,13 +918,14 @@ fn kernels(
     Ok(out)
 }
 
-/// The format the gaussian stages a pass's input in: the input's, but 8-bit pixels
-/// premultiplied on load take 16 bits a lane (`STAGE_FMT` in wgsl/blur_gauss.wgsl).
+/// The format the gaussian stages a pass's input in: the input's (the host's 8-bit layout as
+/// packed pixels), but 8-bit pixels premultiplied on load take 16 bits a lane (`STAGE_FMT` in
+/// wgsl/blur_gauss.wgsl).
 fn stage_fmt(fmt_in: u32, premultiply: bool) -> u32 {
-    if premultiply && fmt_in == FMT_PACK8 {
-        FMT_PACK16
-    } else {
-        fmt_in
+    match fmt_in {
+        FMT_PACK8 | FMT_HOST8 if premultiply => FMT_PACK16,
+        FMT_HOST8 => FMT_PACK8,
+        fmt => fmt,
     }
 }
 
@@ -908,6 +1003,8 @@ impl Geometry {
 struct Buffers<'a> {
     images: [&'a wgpu::Buffer; 2],
     states: [&'a wgpu::Buffer; 2],
+    /// The image in the host's layout, its row bytes, and which passes read or write it.
+    host: Option<(&'a wgpu::Buffer, u64, Direct)>,
     mid_px_bytes: u64,
     row_bytes: u64,
     state_row_bytes: u64,
@@ -915,13 +1012,15 @@ struct Buffers<'a> {
 }
 
 impl Buffers<'_> {
-    /// A binding of `rows` rows of `row_bytes` from row `y0`, its offset aligned down:
-    /// (offset, size, word offset of row y0 inside it).
+    /// A binding of `rows` rows of `row_bytes` from row `y0`, its offset aligned down and its
+    /// size rounded up to a word: (offset, size, byte offset of row y0 inside it).
     fn rows_binding(&self, y0: u32, rows: u32, row_bytes: u64) -> (u64, u64, u32) {
         let start = y0 as u64 * row_bytes;
         let offset = start / self.align * self.align;
-        let size = (start - offset + rows as u64 * row_bytes).max(4);
-        (offset, size, ((start - offset) / 4) as u32)
+        let size = (start - offset + rows as u64 * row_bytes)
+            .max(4)
+            .next_multiple_of(4);
+        (offset, size, (start - offset) as u32)
     }
 
     /// Each strip's parameters and bind groups (only those some iteration uses); the bind
@@ -957,37 +1056,47 @@ impl Buffers<'_> {
                 let s1 = (y1 + r).min(h);
                 let stride = mid_stride(s1 - s0);
                 let mid_size = w as u64 * stride as u64 * self.mid_px_bytes;
-                // Kernels 0 and 2 read and write the image buffers, 1 and 3 the states.
-                let buffers = |k: usize| {
-                    let (bufs, row_bytes) = if k.is_multiple_of(2) {
-                        (self.images, self.row_bytes)
-                    } else {
-                        (self.states, self.state_row_bytes)
-                    };
-                    (
-                        bufs,
-                        self.rows_binding(s0, s1 - s0, row_bytes),
-                        self.rows_binding(y0, y1 - y0, row_bytes),
-                    )
-                };
                 let psize = std::mem::size_of::<PassParams>() as u64;
                 let wsize = 4 * WEIGHT_SLOTS as u64;
                 let bind = |k: usize, parity: usize| {
                     if !used[k][parity] {
                         return None;
                     }
-                    let (bufs, (ioff, isize, ibase), (ooff, osize, obase)) = buffers(k);
-                    let (src, dst) = (bufs[parity], bufs[1 - parity]);
-                    let [p1, p2] = g.pass_params(shape, (y0, y1), (ibase, obase), stride);
+                    // Row passes (0, 1) read the image, column passes (2, 3) write it. Kernels
+                    // 0 and 2 read and write the image buffers, 1 and 3 the states; but the
+                    // first row pass reads, and the last column pass writes, the host's layout
+                    // where `Direct` says.
+                    let row_pass = k < 2;
+                    let host = self.host.filter(|&(_, _, d)| match k {
+                        0 => d.read,
+                        2 => d.write,
+                        _ => false,
+                    });
+                    let (bufs, row_bytes) = match host {
+                        Some((raw, row_bytes, _)) => ([raw, raw], row_bytes),
+                        None if k.is_multiple_of(2) => (self.images, self.row_bytes),
+                        None => (self.states, self.state_row_bytes),
+                    };
+                    let (buf, (off, size, base)) = match row_pass {
+                        true => (bufs[parity], self.rows_binding(s0, s1 - s0, row_bytes)),
+                        false => (bufs[1 - parity], self.rows_binding(y0, y1 - y0, row_bytes)),
+                    };
+                    // Offsets in words, but in bytes where a pass reads the host's layout.
+                    let base = if row_pass && host.is_some() {
+                        base
+                    } else {
+                        base / 4
+                    };
+                    let [p1, p2] = g.pass_params(shape, (y0, y1), (base, base), stride);
                     let u = gpu.upload(
                         "blur params",
                         Usage::Uniform,
-                        &[if k < 2 { p1 } else { p2 }],
+                        &[if row_pass { p1 } else { p2 }],
                     );
-                    let mut entries: Vec<(&wgpu::Buffer, u64, u64)> = if k < 2 {
-                        vec![(&u, 0, psize), (src, ioff, isize), (&mid, 0, mid_size)]
+                    let mut entries: Vec<(&wgpu::Buffer, u64, u64)> = if row_pass {
+                        vec![(&u, 0, psize), (buf, off, size), (&mid, 0, mid_size)]
                     } else {
-                        vec![(&u, 0, psize), (&mid, 0, mid_size), (dst, ooff, osize)]
+                        vec![(&u, 0, psize), (&mid, 0, mid_size), (buf, off, size)]
                     };
                     if !weights.is_empty() {
                         entries.push((&weight_buf, 0, wsize));
