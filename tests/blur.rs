@@ -6,7 +6,7 @@ use gpukit::gpu::{Engine, Timings};
 use gpukit::io::image::{self, Image, Samples};
 use gpukit::ops::blur::{
     gaussian_radius, gaussian_weights, reference, run as blur_run, BlurPlan, Blurrer, GpuOptions,
-    Kind, Layout, Options as BlurParams,
+    Kind, Layout, Options as BlurParams, Tunables,
 };
 
 use crate::util::{dump_mismatch, engine, gpu, run, run_in, tempdir, xorshift};
@@ -438,6 +438,45 @@ fn the_host_layout_read_and_written_by_the_passes_matches_cpu() {
                     let got = blur_run(engine(), &img, &params, &mut Timings::default()).unwrap();
                     assert_same(&got, &want, &what);
                 }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_workgroup_shape_matches_cpu() {
+    // Shapes `gpukit tune blur` tries (`Tunables`): results are bit-identical for every one,
+    // including a single line a workgroup (which cannot write whole words of the host's
+    // layout: RGB8 then takes the pack pass).
+    let shapes = [(1, 8, 4, 1, 32), (2, 8, 2, 2, 16), (16, 4, 8, 8, 32)];
+    for (box_rows, box_tpl, box_ppt, gauss_rows, gauss_tpl) in shapes {
+        let tunables = Tunables {
+            box_rows,
+            box_tpl,
+            box_ppt,
+            gauss_rows,
+            gauss_tpl,
+        };
+        let options = GpuOptions {
+            layout: Some(Layout::Workgroup),
+            tunables: Some(tunables),
+            ..GpuOptions::DEFAULT
+        };
+        for (channels, w) in [(4, 37), (3, 36)] {
+            let img = noise(w, 19, channels, false, box_rows + channels as u32);
+            for params in [
+                BlurParams::new(Kind::Box, 4, 1),
+                BlurParams::new(GAUSS1, 3, 1),
+            ] {
+                let got = blur_run(
+                    engine(),
+                    &img,
+                    &params.with_gpu(options),
+                    &mut Timings::default(),
+                )
+                .unwrap();
+                let what = format!("{} {:?} {tunables}", img.describe(), params.kind);
+                assert_same(&got, &reference(&img, &params).unwrap(), &what);
             }
         }
     }

@@ -14,11 +14,11 @@ override BOX_WG: u32; // BOX_ROWS * BOX_TPL
 // The transposition tile, one vec4 of padding a line so that reading it across lines is
 // free of bank conflicts: BOX_CH + 1 a line, BOX_ROWS lines.
 override BOX_TILE_STRIDE: u32;
-override BOX_OUT_LEN: u32;
+// The tile: BOX_ROWS * BOX_TILE_STRIDE elements (its TILE_LEN).
+// import: blur_tile
 
 var<workgroup> sh_tot: array<vec4<u32>, BOX_WG>;
 var<workgroup> sh_carry: array<vec4<u32>, BOX_ROWS>;
-var<workgroup> sh_out: array<vec4<u32>, BOX_OUT_LEN>;
 
 // Window sums S(x) = S(x-1) + e(x+r) - e(x-r-1) over the clamped line e, in wrapping u32
 // arithmetic: the true S always fits (the host checks), so the wrapped result is exact. The
@@ -85,7 +85,7 @@ fn box_pass(
             excl += sh_tot[row * BOX_TPL + k];
         }
         for (var i = 0u; i < BOX_PPT; i++) {
-            sh_out[row * BOX_TILE_STRIDE + t * BOX_PPT + i] = finish(excl + local[i]);
+            tile_set(row * BOX_TILE_STRIDE + t * BOX_PPT + i, finish(excl + local[i]));
         }
         let carry = excl + run;
         workgroupBarrier();
@@ -95,7 +95,9 @@ fn box_pass(
         // Transposed store: consecutive threads take consecutive lines of one position (or,
         // in the host's layout, consecutive words of them).
         if OUT_FMT == FMT_HOST8 {
-            let words = BOX_ROWS * HOST_CHANNELS / 4u;
+            // (At least 1: where the plan never writes this format, the divisions below
+            // must still not be by a constant 0.)
+            let words = max(BOX_ROWS * HOST_CHANNELS / 4u, 1u);
             for (var k = 0u; k < BOX_PPT; k++) {
                 let flat = k * BOX_WG + lid;
                 let p = flat / words;
@@ -105,7 +107,7 @@ fn box_pass(
                     var word = 0u;
                     for (var j = 0u; j < 4u; j++) {
                         let s = host8_byte(wi, j);
-                        word |= sh_out[s.x * BOX_TILE_STRIDE + p][s.y] << (8u * j);
+                        word |= tile(s.x * BOX_TILE_STRIDE + p)[s.y] << (8u * j);
                     }
                     store_host8(c0 + p, line0, wi, word);
                 }
@@ -116,7 +118,7 @@ fn box_pass(
                 let p = flat / BOX_ROWS;
                 let rr = flat % BOX_ROWS;
                 if c0 + p < wk.end && line0 + rr < params.lines {
-                    store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_out[rr * BOX_TILE_STRIDE + p]);
+                    store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, tile(rr * BOX_TILE_STRIDE + p));
                 }
             }
         }

@@ -16,19 +16,19 @@ override G_IN_LEN: u32 = 1u; // G_ROWS * G_STRIDE, in staged elements
 // declared below them.
 override G_STRIDE: u32 = 1u;
 override G_SKEW_SHIFT: u32 = 5u;
-override G_OUT_LEN: u32 = 260u; // G_ROWS * (GAUSS_CH + 1): padded like the box tile
 override G_TAPS: u32 = 1u; // 2r + 1
+override STAGE_FMT: u32 = 0u;
+// The tile: G_ROWS * (GAUSS_CH + 1) elements (its TILE_LEN), padded like the box's.
+// import: blur_tile
 
 // Staged samples keep the input's packing, so a tap reads as few workgroup-memory bytes as
 // possible (the loads, not the multiplies, bound this kernel): a word per 8-bit pixel, a
 // pair of words per 16-bit one, a vec4 for the wide format. 8-bit pixels premultiplied on
 // load are staged as 16-bit ones (c * a needs 16 bits). Only the array of the staging format
-// has G_IN_LEN elements. Set from `stage_fmt` in src/ops/blur/plan.rs.
-override STAGE_FMT: u32 = 0u;
+// has G_IN_LEN elements. Set from `stage_fmt` in src/ops/blur/plan.rs (STAGE_FMT).
 var<workgroup> sh_in8: array<u32, select(1u, G_IN_LEN, STAGE_FMT == FMT_PACK8)>;
 var<workgroup> sh_in16: array<vec2<u32>, select(1u, G_IN_LEN, STAGE_FMT == FMT_PACK16)>;
 var<workgroup> sh_in32: array<vec4<u32>, select(1u, G_IN_LEN, STAGE_FMT == FMT_WIDE)>;
-var<workgroup> sh_gout: array<vec4<u32>, G_OUT_LEN>;
 
 fn stage(i: u32, v: vec4<u32>) {
     if STAGE_FMT == FMT_PACK8 {
@@ -103,12 +103,12 @@ fn gauss_pass(
             s1 += w * next;
             prev = next;
         }
-        sh_gout[row * (GAUSS_CH + 1u) + t * GAUSS_PPT] = finish(s0);
-        sh_gout[row * (GAUSS_CH + 1u) + t * GAUSS_PPT + 1u] = finish(s1);
+        tile_set(row * (GAUSS_CH + 1u) + t * GAUSS_PPT, finish(s0));
+        tile_set(row * (GAUSS_CH + 1u) + t * GAUSS_PPT + 1u, finish(s1));
         workgroupBarrier();
         if OUT_FMT == FMT_HOST8 {
             // As box_pass: whole words of the host's layout.
-            let words = G_ROWS * HOST_CHANNELS / 4u;
+            let words = max(G_ROWS * HOST_CHANNELS / 4u, 1u);
             for (var k = lid; k < GAUSS_CH * words; k += G_WG) {
                 let p = k / words;
                 let wi = k % words;
@@ -116,7 +116,7 @@ fn gauss_pass(
                     var word = 0u;
                     for (var j = 0u; j < 4u; j++) {
                         let s = host8_byte(wi, j);
-                        word |= sh_gout[s.x * (GAUSS_CH + 1u) + p][s.y] << (8u * j);
+                        word |= tile(s.x * (GAUSS_CH + 1u) + p)[s.y] << (8u * j);
                     }
                     store_host8(c0 + p, line0, wi, word);
                 }
@@ -126,7 +126,7 @@ fn gauss_pass(
                 let p = k / G_ROWS;
                 let rr = k % G_ROWS;
                 if c0 + p < wk.end && line0 + rr < params.lines {
-                    store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, sh_gout[rr * (GAUSS_CH + 1u) + p]);
+                    store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, tile(rr * (GAUSS_CH + 1u) + p));
                 }
             }
         }

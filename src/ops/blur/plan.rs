@@ -136,8 +136,8 @@ impl Layout {
 const LINE_WG: u32 = 64;
 
 /// Gaussian lines per workgroup: as many (`t.gauss_rows`, halved down to 1) as fit the
-/// workgroup storage (lines staged in format `fmt` and the output tile; the weights are a
-/// uniform).
+/// workgroup storage (lines staged in format `fmt` and the output tile, counted as vec4s,
+/// its widest; the weights are a uniform).
 fn gauss_rows(radius: u32, storage: u32, t: &Tunables, fmt: u32) -> Option<u32> {
     let ch = t.gauss_chunk();
     std::iter::successors(Some(t.gauss_rows), |&r| (r > 1).then_some(r / 2)).find(|&rows| {
@@ -392,7 +392,7 @@ fn shape(
                     ("GAUSS_TPL", t.gauss_tpl as f64),
                     ("G_ROWS", rows as f64),
                     ("G_WG", (rows * t.gauss_tpl) as f64),
-                    ("G_OUT_LEN", (rows * (ch + 1)) as f64),
+                    ("TILE_LEN", (rows * (ch + 1)) as f64),
                     ("G_TAPS", (2 * r + 1) as f64),
                 ],
                 rows_per_wg: rows,

@@ -47,10 +47,10 @@ impl Tunables {
     }
 
     /// The box kernel's shape as the overrides of wgsl/blur_box.wgsl that size its work and
-    /// its workgroup arrays (all vec4s): window totals (`BOX_WG`, a thread each), carries
-    /// (`BOX_ROWS`) and the transposition tile (`BOX_OUT_LEN`: each line's chunk plus one
-    /// element of padding, `BOX_TILE_STRIDE`). In u64: a cache's values are checked with it,
-    /// whatever they are.
+    /// its workgroup arrays (vec4s, but for the tile: a vec4 at most): window totals
+    /// (`BOX_WG`, a thread each), carries (`BOX_ROWS`) and the transposition tile (`TILE_LEN`
+    /// of wgsl/shared/blur_tile.wgsl: each line's chunk plus one element of padding,
+    /// `BOX_TILE_STRIDE`). In u64: a cache's values are checked with it, whatever they are.
     pub(super) fn box_overrides(&self) -> [(&'static str, u64); 6] {
         let (rows, tpl, ppt) = (
             u64::from(self.box_rows),
@@ -64,11 +64,12 @@ impl Tunables {
             ("BOX_CH", tpl * ppt),
             ("BOX_WG", rows * tpl),
             ("BOX_TILE_STRIDE", stride),
-            ("BOX_OUT_LEN", rows * stride),
+            ("TILE_LEN", rows * stride),
         ]
     }
 
-    /// Workgroup memory of the box pass: its three arrays of [`Tunables::box_overrides`].
+    /// Workgroup memory of the box pass at most: its three arrays of
+    /// [`Tunables::box_overrides`], the tile counted as vec4s (a pass writing the wide format).
     pub fn box_workgroup_bytes(&self) -> u64 {
         let len = |name| {
             self.box_overrides()
@@ -77,7 +78,7 @@ impl Tunables {
                 .unwrap()
                 .1
         };
-        16 * (len("BOX_WG") + len("BOX_ROWS") + len("BOX_OUT_LEN"))
+        16 * (len("BOX_WG") + len("BOX_ROWS") + len("TILE_LEN"))
     }
 }
 

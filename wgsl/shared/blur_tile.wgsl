@@ -1,0 +1,37 @@
+// blur_tile: the output tile of the workgroup kernels (box_pass, gauss_pass): a chunk's
+// finished outputs of the workgroup's lines, from which consecutive threads store consecutive
+// lines. It keeps the pass's output packing (a word a pixel where the pass writes 8-bit
+// pixels, a pair where it writes 16-bit ones, a vec4 only for the wide format): a quarter of
+// the workgroup memory of a vec4 tile for 8-bit output. Less workgroup memory a workgroup
+// leaves more of each SM's on-chip memory to the L1 cache: on an H100 the 4K RGBA8 box
+// column pass went from 0.156 to 0.120 ms, the RGB8 row pass from 0.089 to 0.071
+// (docs/BENCHMARKS.md, call CH). Imported after the kernel's own overrides (naga 30 panicked
+// on overrides declared below workgroup arrays).
+
+// The tile's elements: the kernel's lines times its chunk plus one of padding a line.
+override TILE_LEN: u32 = 1u;
+
+var<workgroup> sh_tile8: array<u32, select(1u, TILE_LEN, OUT_FMT == FMT_PACK8 || OUT_FMT == FMT_HOST8)>;
+var<workgroup> sh_tile16: array<vec2<u32>, select(1u, TILE_LEN, OUT_FMT == FMT_PACK16)>;
+var<workgroup> sh_tile32: array<vec4<u32>, select(1u, TILE_LEN, OUT_FMT == FMT_WIDE)>;
+
+// Sets element i to a finished output.
+fn tile_set(i: u32, v: vec4<u32>) {
+    if OUT_FMT == FMT_PACK8 || OUT_FMT == FMT_HOST8 {
+        sh_tile8[i] = pack8(v);
+    } else if OUT_FMT == FMT_PACK16 {
+        sh_tile16[i] = pack16(v);
+    } else {
+        sh_tile32[i] = v;
+    }
+}
+
+// Element i, its lanes unpacked.
+fn tile(i: u32) -> vec4<u32> {
+    if OUT_FMT == FMT_PACK8 || OUT_FMT == FMT_HOST8 {
+        return unpack8(sh_tile8[i]);
+    } else if OUT_FMT == FMT_PACK16 {
+        return unpack16(sh_tile16[i]);
+    }
+    return sh_tile32[i];
+}
