@@ -55,9 +55,10 @@ fn check(img: &Image, params: BlurParams) {
         params.iterations
     );
     let want = reference(img, &params).unwrap();
-    for layout in LAYOUTS {
+    for (layout, subgroups) in SHAPES {
         let options = GpuOptions {
             layout: Some(layout),
+            subgroups,
             ..GpuOptions::DEFAULT
         };
         let got = blur_run(
@@ -67,13 +68,26 @@ fn check(img: &Image, params: BlurParams) {
             &mut Timings::default(),
         )
         .unwrap();
-        assert_same(&got, &want, &format!("{what} {layout:?}"));
+        assert_same(
+            &got,
+            &want,
+            &format!("{what} {layout:?} subgroups {subgroups}"),
+        );
     }
 }
 
 /// Both kernel layouts run on every adapter: the one a GPU uses and the one a CPU adapter
 /// uses, whichever this machine has.
 const LAYOUTS: [Layout; 2] = [Layout::Workgroup, Layout::LinePerInvocation];
+
+/// The layouts, the workgroup one with the box's sums across a line by subgroup operations
+/// (lavapipe's subgroups are 8 wide: whole lines of the default 8 threads) and through
+/// workgroup memory.
+const SHAPES: [(Layout, bool); 3] = [
+    (Layout::Workgroup, true),
+    (Layout::Workgroup, false),
+    (Layout::LinePerInvocation, false),
+];
 
 const GAUSS1: Kind = Kind::Gaussian { sigma: 1.0 };
 

@@ -17,25 +17,28 @@ override BOX_TILE_STRIDE: u32;
 // The tile: BOX_ROWS * BOX_TILE_STRIDE elements (its TILE_LEN).
 // import: blur_tile
 
-var<workgroup> sh_tot: array<vec4<u32>, BOX_WG>;
-var<workgroup> sh_carry: array<vec4<u32>, BOX_ROWS>;
+// Sums across a line's threads: box_lines_workgroup, or its twin box_lines_subgroup where
+// the adapter's subgroups hold whole lines (`box_variant` in src/ops/blur/plan.rs).
+struct LineScan {
+    before: vec4<u32>,
+    total: vec4<u32>,
+}
+// import: box_lines_workgroup
 
 // Window sums S(x) = S(x-1) + e(x+r) - e(x-r-1) over the clamped line e, in wrapping u32
 // arithmetic: the true S always fits (the host checks), so the wrapped result is exact. The
 // cost per output is two loads whatever the radius.
 @compute @workgroup_size(BOX_WG)
-fn box_pass(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let wk = work(wid, nwg, BOX_ROWS);
+fn box_pass(lane: Lane) {
+    let wk = work(lane.wid, lane.nwg, BOX_ROWS);
     let line0 = wk.line0;
     if wk.start >= wk.end {
         return;
     }
-    let row = lid / BOX_TPL;
-    let t = lid % BOX_TPL;
+    let lid = lane.lid;
+    let at = line_lane(lane);
+    let row = at.x;
+    let t = at.y;
     let line = line0 + row;
     let in_range = line < params.lines;
     let r = i32(params.radius);
@@ -57,16 +60,8 @@ fn box_pass(
             part += u32(left) * load(line, 0) + u32(right) * load(line, len - 1);
         }
     }
-    sh_tot[lid] = part;
-    workgroupBarrier();
-    if t == 0u {
-        var s = vec4<u32>(0u);
-        for (var k = 0u; k < BOX_TPL; k++) {
-            s += sh_tot[row * BOX_TPL + k];
-        }
-        sh_carry[row] = s;
-    }
-    workgroupBarrier();
+    // The window sum before the chunk's first position, the same in each of a line's threads.
+    var carry = line_sum(part, lane);
 
     for (var c0 = wk.start; c0 < wk.end; c0 += BOX_CH) {
         var local: array<vec4<u32>, BOX_PPT>;
@@ -78,20 +73,13 @@ fn box_pass(
             }
             local[i] = run;
         }
-        sh_tot[lid] = run;
-        workgroupBarrier();
-        var excl = sh_carry[row];
-        for (var k = 0u; k < t; k++) {
-            excl += sh_tot[row * BOX_TPL + k];
-        }
+        let sums = line_scan(run, lane);
+        let excl = carry + sums.before;
         for (var i = 0u; i < BOX_PPT; i++) {
             tile_set(row * BOX_TILE_STRIDE + t * BOX_PPT + i, finish(excl + local[i]));
         }
-        let carry = excl + run;
+        carry += sums.total;
         workgroupBarrier();
-        if t == BOX_TPL - 1u {
-            sh_carry[row] = carry;
-        }
         // Transposed store: consecutive threads take consecutive lines of one position (or,
         // in the host's layout, consecutive words of them).
         if OUT_FMT == FMT_HOST8 {

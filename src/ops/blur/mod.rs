@@ -169,6 +169,10 @@ pub struct GpuOptions {
     /// `None`: the tune cache's choice for this adapter and image size, else
     /// [`Tunables::DEFAULT`].
     pub tunables: Option<Tunables>,
+    /// Whether the box kernel may sum across a line's threads with subgroup operations, where
+    /// the adapter's subgroups hold whole lines (false: through workgroup memory, as on
+    /// adapters without subgroups; the results are the same).
+    pub subgroups: bool,
 }
 
 impl GpuOptions {
@@ -176,6 +180,7 @@ impl GpuOptions {
         max_binding: None,
         layout: None,
         tunables: None,
+        subgroups: true,
     };
 
     /// The kernels' shape for an image of `pixels` on `gpu`.

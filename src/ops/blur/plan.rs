@@ -217,8 +217,27 @@ fn kernels_of(it: u32, iterations: u32) -> (usize, usize) {
 
 /// The box kernel's variant with `ppt` positions per thread (a function-scope array's
 /// length, so a const).
-fn box_variant(ppt: u32) -> Variant {
-    Variant::consts(format!("ppt{ppt}"), &[("BOX_PPT", ppt)])
+fn box_variant(ppt: u32, subgroups: bool) -> Variant {
+    let v = Variant::consts(
+        format!("ppt{ppt}{}", if subgroups { " subgroup" } else { "" }),
+        &[("BOX_PPT", ppt)],
+    );
+    if subgroups {
+        v.slot("box_lines_workgroup", "box_lines_subgroup")
+    } else {
+        v
+    }
+}
+
+/// Whether the box kernel's lines fit the adapter's subgroups (`box_lines_subgroup.wgsl`):
+/// every subgroup whole lines (its smallest size a multiple of the threads a line) and every
+/// workgroup whole subgroups (its size a multiple of the largest).
+fn box_subgroups(gpu: &Gpu, t: &Tunables) -> bool {
+    let [min, max] = gpu.features.subgroup_size;
+    gpu.features.subgroups
+        && min >= t.box_tpl
+        && min.is_multiple_of(t.box_tpl)
+        && (t.box_rows * t.box_tpl).is_multiple_of(max)
 }
 
 /// `variant` with the input and output read and written a pixel at a time where the pass's
@@ -250,16 +269,17 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
     // The last column pass of RGBA (the wide intermediate in, vec4 reads); `first` the first
     // row pass instead (packed pixels in, the wide intermediate out: vec4 writes). Of RGB
     // (`rgb`), the same passes with the 16-bit intermediate (vec2 reads and writes), reading
-    // or writing the host's layout where `host`.
-    let pass_host = |layout, kind, t: &Tunables, first: bool, rgb: bool, host: bool| {
+    // or writing the host's layout where `host`; the box's sums across a line with subgroup
+    // operations where `sg`.
+    let pass_sg = |layout, kind, t: &Tunables, first: bool, rgb: bool, host: bool, sg: bool| {
         let options = Options::new(kind, 5, 1);
         let (alpha_lane, mid) = match rgb {
             true => (None, FMT_PACK16),
             false => (Some(3), FMT_WIDE),
         };
         let ar = arith(&options, 255, alpha_lane).expect("radius 5 is valid");
-        let shape =
-            shape(storage, layout, &options, t, mid).expect("radius 5 fits the default limits");
+        let shape = shape(storage, layout, &options, t, (mid, sg))
+            .expect("radius 5 fits the default limits");
         let alpha = (ar.alpha, ar.opaque());
         let image = if host { FMT_HOST8 } else { FMT_PACK8 };
         let (fmts, arith, k) = match first {
@@ -277,6 +297,9 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
             .with_const("WEIGHT_VEC4S", WEIGHT_VEC4S)
             .with_overrides(&c)
     };
+    let pass_host = |layout, kind, t: &Tunables, first: bool, rgb: bool, host: bool| {
+        pass_sg(layout, kind, t, first, rgb, host, false)
+    };
     let pass_in = |layout, kind, t: &Tunables, first: bool, rgb: bool| {
         pass_host(layout, kind, t, first, rgb, false)
     };
@@ -286,6 +309,25 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
     let mut cases: Vec<ShaderCase> = [1, 2, 4, 8]
         .map(|box_ppt| pass(Layout::Workgroup, Kind::Box, &Tunables { box_ppt, ..t }))
         .into();
+    // The box's line sums with subgroup operations: the RGBA column pass, the RGB row pass.
+    cases.push(pass_sg(
+        Layout::Workgroup,
+        Kind::Box,
+        &t,
+        false,
+        false,
+        false,
+        true,
+    ));
+    cases.push(pass_sg(
+        Layout::Workgroup,
+        Kind::Box,
+        &t,
+        true,
+        true,
+        true,
+        true,
+    ));
     cases.push(pass(Layout::LinePerInvocation, Kind::Box, &t));
     cases.push(pass(Layout::LinePerInvocation, gauss, &t));
     cases.push(pass(Layout::Workgroup, gauss, &t).with_const("GAUSS_PPT", GAUSS_PPT));
@@ -350,7 +392,7 @@ fn shape(
     layout: Layout,
     params: &Options,
     t: &Tunables,
-    mid_fmt: u32,
+    (mid_fmt, subgroups): (u32, bool),
 ) -> Result<Shape> {
     let r = params.radius;
     let line = |shader, entry| Shape {
@@ -370,7 +412,7 @@ fn shape(
         (Layout::Workgroup, Kind::Box) => Shape {
             shader: shader!("blur_box"),
             entry: "box_pass",
-            variant: box_variant(t.box_ppt),
+            variant: box_variant(t.box_ppt, subgroups),
             constants: t.box_overrides().map(|(k, v)| (k, v as f64)).into(),
             rows_per_wg: t.box_rows,
             chunk: t.box_chunk(),
@@ -489,7 +531,8 @@ impl BlurPlan {
         let strips = strips(w, h, r, state_wpp, mid_px_bytes, budget, limit)?;
         let layout = params.gpu.layout.unwrap_or_else(|| Layout::for_gpu(gpu));
         let storage = gpu.limits.max_compute_workgroup_storage_size;
-        let shape = shape(storage, layout, params, &t, mid_fmt)?;
+        let subgroups = params.gpu.subgroups && box_subgroups(gpu, &t);
+        let shape = shape(storage, layout, params, &t, (mid_fmt, subgroups))?;
         let direct = Direct::new(img, layout, &shape, strips.len());
         let used = used_binds(params.iterations);
         let formats = (in_fmt, mid_fmt, state_fmt);
