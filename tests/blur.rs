@@ -9,7 +9,7 @@ use gpukit::ops::blur::{
     Kind, Layout, Options as BlurParams, Tunables,
 };
 
-use crate::util::{dump_mismatch, engine, gpu, run, run_in, tempdir, xorshift};
+use crate::util::{dump_mismatch, engine, gpu, run, run_in, shared_gpu, tempdir, xorshift};
 
 /// Deterministic noise with every sample value likely, and some fully transparent pixels.
 fn noise(w: u32, h: u32, channels: u8, sixteen: bool, seed: u32) -> Image {
@@ -61,19 +61,24 @@ fn check(img: &Image, params: BlurParams) {
             subgroups,
             ..GpuOptions::DEFAULT
         };
-        let got = blur_run(
-            engine(),
-            img,
-            &params.with_gpu(options),
-            &mut Timings::default(),
-        )
-        .unwrap();
+        let got = on_gpu(img, params, options);
         assert_same(
             &got,
             &want,
             &format!("{what} {layout:?} subgroups {subgroups}"),
         );
     }
+}
+
+/// `img` blurred on the shared GPU engine with `options`.
+fn on_gpu(img: &Image, params: BlurParams, options: GpuOptions) -> Image {
+    blur_run(
+        engine(),
+        img,
+        &params.with_gpu(options),
+        &mut Timings::default(),
+    )
+    .unwrap()
 }
 
 /// Both kernel layouts run on every adapter: the one a GPU uses and the one a CPU adapter
@@ -375,10 +380,7 @@ fn images_converted_in_several_chunks_match_cpu() {
     // packed pixels and back, in chunks whose bindings fit the largest binding: at 12 KiB,
     // 61x53 pixels take several chunks in every channel count and depth, and an odd count of
     // them leaves the last word of the host's layout partly filled.
-    let g = match engine() {
-        Engine::Gpu(g) => g,
-        Engine::Cpu => unreachable!(),
-    };
+    let g = shared_gpu();
     for channels in 1..=3u8 {
         for sixteen in [false, true] {
             let img = noise(61, 53, channels, sixteen, 40 + channels as u32);
@@ -407,10 +409,7 @@ fn the_host_layout_read_and_written_by_the_passes_matches_cpu() {
     // converts those). Strips at a 12 KiB binding put row starts off the binding alignment;
     // there the pack pass writes the host's layout (a strip's row pass reads the rows around
     // it, which the strip before it would have written already).
-    let g = match engine() {
-        Engine::Gpu(g) => g,
-        Engine::Cpu => unreachable!(),
-    };
+    let g = shared_gpu();
     for channels in 1..=3u8 {
         for w in [64, 62, 61] {
             let img = noise(w, 45, channels, false, w + channels as u32);
@@ -482,13 +481,7 @@ fn every_workgroup_shape_matches_cpu() {
                 BlurParams::new(Kind::Box, 4, 1),
                 BlurParams::new(GAUSS1, 3, 1),
             ] {
-                let got = blur_run(
-                    engine(),
-                    &img,
-                    &params.with_gpu(options),
-                    &mut Timings::default(),
-                )
-                .unwrap();
+                let got = on_gpu(&img, params, options);
                 let what = format!("{} {:?} {tunables}", img.describe(), params.kind);
                 assert_same(&got, &reference(&img, &params).unwrap(), &what);
             }
@@ -550,10 +543,7 @@ fn radius_beyond_the_image_matches_cpu() {
 fn strips_give_the_unsplit_result() {
     // 40 RGBA8 columns: 640 bytes a row of intermediate; a 12 KiB binding forces strips, and
     // 160-byte rows put most strip starts off the 256-byte binding alignment.
-    let g = match engine() {
-        Engine::Gpu(g) => g,
-        Engine::Cpu => unreachable!(),
-    };
+    let g = shared_gpu();
     for layout in LAYOUTS {
         let options = GpuOptions {
             max_binding: Some(12 << 10),
@@ -567,13 +557,7 @@ fn strips_give_the_unsplit_result() {
         ] {
             let plan = BlurPlan::new(g, &img, &params.with_gpu(options)).unwrap();
             assert!(plan.strips > 1, "{} strips", plan.strips);
-            let got = blur_run(
-                engine(),
-                &img,
-                &params.with_gpu(options),
-                &mut Timings::default(),
-            )
-            .unwrap();
+            let got = on_gpu(&img, params, options);
             assert_same(&got, &reference(&img, &params).unwrap(), "strips");
         }
     }
@@ -583,10 +567,7 @@ fn strips_give_the_unsplit_result() {
 // 3000x3000 RGBA16 image (16 bytes a pixel) needs strips with the adapter's own limits.
 #[test]
 fn large_image_takes_strips_at_the_adapters_limit() {
-    let g = match engine() {
-        Engine::Gpu(g) => g,
-        Engine::Cpu => unreachable!(),
-    };
+    let g = shared_gpu();
     let img = noise(3000, 3000, 4, true, 4);
     let params = BlurParams::new(Kind::Box, 2, 1);
     let plan = BlurPlan::new(g, &img, &params.with_gpu(GpuOptions::DEFAULT)).unwrap();
