@@ -92,12 +92,7 @@ fn box_pass(lane: Lane) {
                 let wi = flat % words;
                 // A word's lines are all in the image or all past it.
                 if p < BOX_CH && c0 + p < wk.end && line0 + 4u * wi / HOST_CHANNELS < params.lines {
-                    var word = 0u;
-                    for (var j = 0u; j < 4u; j++) {
-                        let s = host8_byte(wi, j);
-                        word |= tile(s.x * BOX_TILE_STRIDE + p)[s.y] << (8u * j);
-                    }
-                    store_host8(c0 + p, line0, wi, word);
+                    store_host8(c0 + p, line0, wi, tile_host8_word(wi, p, BOX_TILE_STRIDE));
                 }
             }
         } else {

@@ -113,12 +113,7 @@ fn gauss_pass(
                 let p = k / words;
                 let wi = k % words;
                 if c0 + p < wk.end && line0 + 4u * wi / HOST_CHANNELS < params.lines {
-                    var word = 0u;
-                    for (var j = 0u; j < 4u; j++) {
-                        let s = host8_byte(wi, j);
-                        word |= tile(s.x * (GAUSS_CH + 1u) + p)[s.y] << (8u * j);
-                    }
-                    store_host8(c0 + p, line0, wi, word);
+                    store_host8(c0 + p, line0, wi, tile_host8_word(wi, p, GAUSS_CH + 1u));
                 }
             }
         } else {

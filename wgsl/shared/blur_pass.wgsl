@@ -234,16 +234,10 @@ fn store(index: u32, v: vec4<u32>) {
 
 // The host's layout out (FMT_HOST8, the last column pass of the workgroup kernels): each
 // position's outputs of a workgroup's lines are written a whole word at a time, its bytes
-// gathered from the workgroup's tile, so that no two invocations write one word. The plan
-// takes this format only where every workgroup's lines start and end on a word (its lines
-// times HOST_CHANNELS, and the image's, multiples of 4). Byte j of word `wi` of a position
-// holds lane .y of the position's line .x of the workgroup's.
-fn host8_byte(wi: u32, j: u32) -> vec2<u32> {
-    let b = 4u * wi + j;
-    return vec2<u32>(b / HOST_CHANNELS, b % HOST_CHANNELS);
-}
-
-// Sets word `wi` of position `pos` of the lines from `line0`, in the host's layout.
+// gathered from the workgroup's tile (`tile_host8_word` of blur_tile.wgsl), so that no two
+// invocations write one word. The plan takes this format only where every workgroup's lines
+// start and end on a word (its lines times HOST_CHANNELS, and the image's, multiples of 4).
+// Sets word `wi` of position `pos` of the lines from `line0`.
 fn store_host8(pos: u32, line0: u32, wi: u32, word: u32) {
     let px = (pos - params.out_start) * params.out_pos_stride + line0;
     dst_word(params.out_base + px * HOST_CHANNELS / 4u + wi, word);

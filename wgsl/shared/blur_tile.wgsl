@@ -35,3 +35,27 @@ fn tile(i: u32) -> vec4<u32> {
     }
     return sh_tile32[i];
 }
+
+// Word `wi` of one position's words in the host's layout (FMT_HOST8: the tile is a word a
+// pixel), from the tile's pixels of that position, line q's at `at + q * stride`: a word
+// holds bytes of at most two pixels of three or two channels (of four pixels of one), read
+// once each, their lanes past HOST_CHANNELS masked off (they hold the pass's sums of zeros).
+fn tile_host8_word(wi: u32, at: u32, stride: u32) -> u32 {
+    let b = 4u * wi;
+    let q = b / HOST_CHANNELS;
+    let px = at + q * stride;
+    if HOST_CHANNELS == 1u {
+        var word = 0u;
+        for (var j = 0u; j < 4u; j++) {
+            word |= (sh_tile8[px + j * stride] & 255u) << (8u * j);
+        }
+        return word;
+    }
+    if HOST_CHANNELS == 2u {
+        return (sh_tile8[px] & 0xffffu) | (sh_tile8[px + stride] << 16u);
+    }
+    // Three channels: pixel q from its lane b % 3, then pixel q + 1's first lanes (inside the
+    // position's lines: byte b + 3 is, and it lies in pixel q + 1 or q).
+    let l = b - q * 3u;
+    return ((sh_tile8[px] & 0xffffffu) >> (8u * l)) | (sh_tile8[px + stride] << (8u * (3u - l)));
+}
