@@ -101,7 +101,7 @@ fn box_pass(lane: Lane) {
                 let p = flat / BOX_ROWS;
                 let rr = flat % BOX_ROWS;
                 if c0 + p < wk.end && line0 + rr < params.lines {
-                    store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, tile(rr * BOX_TILE_STRIDE + p));
+                    store_from_tile((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, rr * BOX_TILE_STRIDE + p);
                 }
             }
         }

@@ -121,7 +121,7 @@ fn gauss_pass(
                 let p = k / G_ROWS;
                 let rr = k % G_ROWS;
                 if c0 + p < wk.end && line0 + rr < params.lines {
-                    store((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, tile(rr * (GAUSS_CH + 1u) + p));
+                    store_from_tile((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, rr * (GAUSS_CH + 1u) + p);
                 }
             }
         }

@@ -26,14 +26,17 @@ fn tile_set(i: u32, v: vec4<u32>) {
     }
 }
 
-// Element i, its lanes unpacked.
-fn tile(i: u32) -> vec4<u32> {
-    if OUT_FMT == FMT_PACK8 || OUT_FMT == FMT_HOST8 {
-        return unpack8(sh_tile8[i]);
+// Stores element i at output pixel `index` (as `store` of blur_pass.wgsl would its lanes),
+// copied as packed: the tile holds the output's format (not FMT_HOST8: `tile_host8_word`).
+fn store_from_tile(index: u32, i: u32) {
+    let word = params.out_base + index * words_per_px(OUT_FMT);
+    if OUT_FMT == FMT_PACK8 {
+        dst_word(word, sh_tile8[i]);
     } else if OUT_FMT == FMT_PACK16 {
-        return unpack16(sh_tile16[i]);
+        dst_pair(word, sh_tile16[i]);
+    } else {
+        dst_wide(word, sh_tile32[i]);
     }
-    return sh_tile32[i];
 }
 
 // Word `wi` of one position's words in the host's layout (FMT_HOST8: the tile is a word a
