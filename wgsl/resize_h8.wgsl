@@ -220,14 +220,25 @@ fn main(
         let r = e / wpr;
         let w = e - r * wpr;
         if w < nw {
-            var word = 0u;
-            for (var j = 0u; j < 4u; j++) {
-                let b = 4u * w + j;
-                let p = b / CHANNELS;
-                word |= ((res[r * TW + p] >> ((b - p * CHANNELS) * 8u)) & 255u) << (j * 8u);
+            // The word's bytes lie in at most two pixels of 2 or 3 channels (four of 1), from
+            // pixel p's lane l on, each read once; a pixel's lanes past CHANNELS are 0.
+            let b = 4u * w;
+            let p = b / CHANNELS;
+            let l = b - p * CHANNELS;
+            let at = r * TW + p;
+            var word: u32;
+            if CHANNELS == 4u {
+                word = res[at];
+            } else if CHANNELS == 3u {
+                word = (res[at] >> (8u * l)) | (res[at + 1u] << (8u * (3u - l)));
+            } else if CHANNELS == 2u {
+                word = res[at] | (res[at + 1u] << 16u);
+            } else {
+                word = res[at] | (res[at + 1u] << 8u) | (res[at + 2u] << 16u) | (res[at + 3u] << 24u);
             }
-            // p < nx (b < nw * 4 = nx * CHANNELS); the word lies in row y0 + r < rows, at
-            // most (x0 + nx) * CHANNELS / 4 <= row_words into it.
+            // Every pixel read is below nx: the last one holds the word's last byte, and
+            // b + 3 < nw * 4 = nx * CHANNELS. The word lies in row y0 + r < rows, at most
+            // (x0 + nx) * CHANNELS / 4 <= row_words into it.
             dst[(y0 + r) * row_words + x0 * CHANNELS / 4u + w] = word;
         }
     }
