@@ -582,8 +582,14 @@ fn large_image_takes_strips_at_the_adapters_limit() {
 fn two_d_dispatch_matches_cpu() {
     // 257 rows are 33 box workgroups of 8 lines: a 6x6 grid at a limit of 6. Gaussian
     // workgroups take 4 lines: 65, an 8x9 grid at 9. One line an invocation: 5 workgroups of
-    // 64 lines, a 3x2 grid at a limit of 3.
-    let img = noise(70, 257, 4, false, 6);
+    // 64 lines, a 3x2 grid at a limit of 3. RGB8 72 wide: the row pass reads the host's
+    // layout and, on the workgroup layout, the column pass writes it.
+    for img in [noise(70, 257, 4, false, 6), noise(72, 257, 3, false, 7)] {
+        two_d_dispatch_matches_cpu_on(&img);
+    }
+}
+
+fn two_d_dispatch_matches_cpu_on(img: &Image) {
     for (params, layout, limit) in [
         (BlurParams::new(Kind::Box, 4, 1), Layout::Workgroup, 6),
         (BlurParams::new(GAUSS1, 3, 1), Layout::Workgroup, 9),
@@ -603,12 +609,79 @@ fn two_d_dispatch_matches_cpu() {
         };
         let got = blur_run(
             &engine,
-            &img,
+            img,
             &params.with_gpu(options),
             &mut Timings::default(),
         )
         .unwrap();
-        assert_same(&got, &reference(&img, &params).unwrap(), "2-D dispatch");
+        assert_same(&got, &reference(img, &params).unwrap(), "2-D dispatch");
+    }
+}
+
+#[test]
+fn frame_planes_recorded_between_buffers_match_cpu_on_the_workgroup_layout() {
+    // The GPU frame stream's path (`Blurrer::record_between`): two 4:2:0 frames' planes at
+    // word-padded offsets of one upload buffer, blurred in one batch into one read-back
+    // buffer, with the workgroup kernels, whose column pass writes the host's layout where
+    // the plane's width is a multiple of 4 (40 and 20; 36 and 18 take the pack pass; 8x3
+    // with 4x2 chroma is smaller than a workgroup), with one iteration and two.
+    let g = shared_gpu();
+    for (luma, chroma, iterations) in [
+        ((40, 20), (20, 10), 1),
+        ((36, 22), (18, 11), 1),
+        ((40, 20), (20, 10), 2),
+        ((8, 3), (4, 2), 1),
+    ] {
+        for kind in [Kind::Box, GAUSS1] {
+            let params = BlurParams::new(kind, 2, iterations).with_gpu(GpuOptions {
+                layout: Some(Layout::Workgroup),
+                ..GpuOptions::DEFAULT
+            });
+            let planes: Vec<Image> = [luma, chroma, chroma, luma, chroma, chroma]
+                .iter()
+                .enumerate()
+                .map(|(i, &(w, h))| noise(w, h, 1, false, 500 + i as u32))
+                .collect();
+            let mut at = Vec::new();
+            let mut total = 0;
+            for p in &planes {
+                at.push(total);
+                total += p.pixels().next_multiple_of(4);
+            }
+            let mut bytes = vec![0xaa_u8; total];
+            for (p, &a) in planes.iter().zip(&at) {
+                let Samples::U8(s) = &p.samples else {
+                    unreachable!("8-bit planes")
+                };
+                bytes[a..a + s.len()].copy_from_slice(s);
+            }
+            let mut up = g.upload_buffer("test planes", total);
+            up.write(g, &bytes).unwrap();
+            let down = g.download_buffer("test planes out", total);
+            let mut luma_blur = Blurrer::new(engine(), params);
+            let mut chroma_blur = Blurrer::new(engine(), params);
+            let mut batch = g.batch(None);
+            for (i, p) in planes.iter().enumerate() {
+                let blur = if i % 3 == 0 {
+                    &mut luma_blur
+                } else {
+                    &mut chroma_blur
+                };
+                let (src, dst) = ((up.buffer(), at[i] as u64), (down.buffer(), at[i] as u64));
+                blur.record_between(p, &mut batch, src, dst, &mut Timings::default())
+                    .unwrap();
+            }
+            batch.submit().unwrap();
+            let out = down.read(g, |b| b.to_vec()).unwrap();
+            for (i, p) in planes.iter().enumerate() {
+                let want = reference(p, &params).unwrap();
+                let Samples::U8(s) = &want.samples else {
+                    unreachable!("8-bit planes")
+                };
+                let what = format!("plane {i}, {} {kind:?} x{iterations}", p.describe());
+                assert!(out[at[i]..at[i] + s.len()] == s[..], "{what}: differs");
+            }
+        }
     }
 }
 

@@ -11,7 +11,7 @@ override BOX_TPL: u32; // threads per line
 const BOX_PPT: u32 = 4u; // positions per thread per chunk
 override BOX_CH: u32; // positions per chunk: BOX_TPL * BOX_PPT
 override BOX_WG: u32; // BOX_ROWS * BOX_TPL
-// The transposition tile, one vec4 of padding a line so that reading it across lines is
+// The transposition tile, one element of padding a line so that reading it across lines is
 // free of bank conflicts: BOX_CH + 1 a line, BOX_ROWS lines.
 override BOX_TILE_STRIDE: u32;
 // The tile: BOX_ROWS * BOX_TILE_STRIDE elements (its TILE_LEN).

@@ -4,8 +4,8 @@
 // pixels, a pair where it writes 16-bit ones, a vec4 only for the wide format): a quarter of
 // the workgroup memory of a vec4 tile for 8-bit output. Less workgroup memory a workgroup
 // leaves more of each SM's on-chip memory to the L1 cache: on an H100 the 4K RGBA8 box
-// column pass went from 0.156 to 0.120 ms, the RGB8 row pass from 0.089 to 0.071
-// (docs/BENCHMARKS.md, call CH). Imported after the kernel's own overrides (naga 30 panicked
+// column pass went from 0.152 to 0.121 ms, the RGB8 row pass from 0.087 to 0.071
+// (docs/BENCHMARKS.md, call CI). Imported after the kernel's own overrides (naga 30 panicked
 // on overrides declared below workgroup arrays).
 
 // The tile's elements: the kernel's lines times its chunk plus one of padding a line.

@@ -2,7 +2,10 @@
 // (log2 BOX_TPL steps each), for adapters whose every subgroup holds whole lines: the host
 // takes it where the smallest subgroup size is a multiple of BOX_TPL and the largest divides
 // BOX_WG. A line's threads are consecutive lanes of one subgroup, whatever their
-// local_invocation_index. Its twin is box_lines_workgroup.
+// local_invocation_index. It assumes full subgroups there, as the scan and compare kernels
+// do: wgpu does not ask Vulkan for REQUIRE_FULL_SUBGROUPS, but every driver we know fills
+// them when the workgroup is a multiple of the subgroup size. Its twin is
+// box_lines_workgroup.
 // (naga 30 takes subgroup operations on devices with the SUBGROUP feature and rejects
 // `enable subgroups;`.)
 

@@ -545,15 +545,21 @@ impl BlurPlan {
             &used,
             direct,
         )?;
-        // With the host's layout read and written by the passes, the packed image buffers
-        // only hold the states between iterations.
-        let packed_bytes = if direct.read && direct.write && params.iterations == 1 {
-            4
-        } else {
-            image_bytes
-        };
-        let a = gpu.buffer("blur image a", Usage::Storage, packed_bytes);
-        let b = gpu.buffer("blur image b", Usage::Storage, packed_bytes);
+        // Of one iteration, `a` holds the unpacked input (none where the row pass reads the
+        // host's layout) and `b` the packed result (none where the column pass writes the
+        // host's layout); more iterations take both between them.
+        let single = params.iterations == 1;
+        let bytes_of = |unused: bool| if unused { 4 } else { image_bytes };
+        let a = gpu.buffer(
+            "blur image a",
+            Usage::Storage,
+            bytes_of(single && direct.read),
+        );
+        let b = gpu.buffer(
+            "blur image b",
+            Usage::Storage,
+            bytes_of(single && direct.write),
+        );
         let bytes = img.pixels() * img.channels as usize * (wpp as usize);
         let raw = (img.channels < 4)
             .then(|| gpu.buffer("blur image, host layout", Usage::Storage, bytes as u64));

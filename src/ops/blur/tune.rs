@@ -48,9 +48,11 @@ impl Tunables {
 
     /// The box kernel's shape as the overrides of wgsl/blur_box.wgsl that size its work and
     /// its workgroup arrays (vec4s, but for the tile: a vec4 at most): window totals
-    /// (`BOX_WG`, a thread each), carries (`BOX_ROWS`) and the transposition tile (`TILE_LEN`
-    /// of wgsl/shared/blur_tile.wgsl: each line's chunk plus one element of padding,
-    /// `BOX_TILE_STRIDE`). In u64: a cache's values are checked with it, whatever they are.
+    /// (`BOX_WG`, a thread each) and line sums (`BOX_ROWS`) where the sums across a line go
+    /// through workgroup memory (wgsl/shared/box_lines_workgroup.wgsl; none on the subgroup
+    /// path), and the transposition tile (`TILE_LEN` of wgsl/shared/blur_tile.wgsl: each
+    /// line's chunk plus one element of padding, `BOX_TILE_STRIDE`). In u64: a cache's values
+    /// are checked with it, whatever they are.
     pub(super) fn box_overrides(&self) -> [(&'static str, u64); 6] {
         let (rows, tpl, ppt) = (
             u64::from(self.box_rows),
@@ -69,7 +71,8 @@ impl Tunables {
     }
 
     /// Workgroup memory of the box pass at most: its three arrays of
-    /// [`Tunables::box_overrides`], the tile counted as vec4s (a pass writing the wide format).
+    /// [`Tunables::box_overrides`], the tile counted as vec4s (a pass writing the wide format)
+    /// and the line sums' arrays as on the workgroup path.
     pub fn box_workgroup_bytes(&self) -> u64 {
         let len = |name| {
             self.box_overrides()
@@ -226,21 +229,28 @@ fn stages() -> Vec<Stage<Tunables>> {
     ]
 }
 
-/// Both filters on a 300x45 RGBA8 image (lines longer than one segment, partial chunks),
-/// bit for bit against the CPU reference.
+/// Both filters on 300x45 RGBA8 and RGB8 images (lines longer than one segment, partial
+/// chunks; RGB8 read and, at most shapes, written in the host's layout by the passes), bit
+/// for bit against the CPU reference.
 fn verify(engine: &Engine, t: &Tunables) -> Result<Option<String>> {
-    let img = Image::new_u8(300, 45, 4, bench::noise_bytes(300 * 45 * 4, 7));
-    for stage in ["box shape", "gaussian"] {
-        let params = blur_params(stage);
-        let params = params.with_gpu(GpuOptions {
-            tunables: Some(*t),
-            // The shapes belong to the workgroup kernels, whatever the adapter's layout.
-            layout: Some(Layout::Workgroup),
-            ..GpuOptions::DEFAULT
-        });
-        let got = super::run(engine, &img, &params, &mut Timings::default())?;
-        if got.samples != reference(&img, &params)?.samples {
-            return Ok(Some(format!("{stage}: differs from the CPU reference")));
+    for channels in [4u8, 3] {
+        let n = 300 * 45 * usize::from(channels);
+        let img = Image::new_u8(300, 45, channels, bench::noise_bytes(n, 7));
+        for stage in ["box shape", "gaussian"] {
+            let params = blur_params(stage);
+            let params = params.with_gpu(GpuOptions {
+                tunables: Some(*t),
+                // The shapes belong to the workgroup kernels, whatever the adapter's layout.
+                layout: Some(Layout::Workgroup),
+                ..GpuOptions::DEFAULT
+            });
+            let got = super::run(engine, &img, &params, &mut Timings::default())?;
+            if got.samples != reference(&img, &params)?.samples {
+                let what = img.describe();
+                return Ok(Some(format!(
+                    "{stage}, {what}: differs from the CPU reference"
+                )));
+            }
         }
     }
     Ok(None)
