@@ -264,96 +264,105 @@ fn io_variant(variant: &Variant, (fmt_in, fmt_out): (u32, u32)) -> Variant {
 /// pass of an 8-bit RGBA radius-5 blur on the WebGPU default limits (the pass that sets
 /// every override, the opaque division's too), and an 8-bit RGB blur's two passes.
 pub(super) fn shaders() -> Vec<ShaderCase> {
+    /// Which pass a case is: the last column pass, or the first row pass (`first`); of RGBA
+    /// (the wide intermediate, read and written as vec4s) or of RGB (`rgb`: the 16-bit one,
+    /// as vec2s); reading or writing the host's layout (`host`); the box's sums across a line
+    /// by subgroup operations (`sg`).
+    #[derive(Clone, Copy, Default)]
+    struct Pass {
+        first: bool,
+        rgb: bool,
+        host: bool,
+        sg: bool,
+    }
     let t = Tunables::default_for(&wgpu::Limits::default());
     let storage = wgpu::Limits::default().max_compute_workgroup_storage_size;
-    // The last column pass of RGBA (the wide intermediate in, vec4 reads); `first` the first
-    // row pass instead (packed pixels in, the wide intermediate out: vec4 writes). Of RGB
-    // (`rgb`), the same passes with the 16-bit intermediate (vec2 reads and writes), reading
-    // or writing the host's layout where `host`; the box's sums across a line with subgroup
-    // operations where `sg`.
-    let pass_sg = |layout, kind, t: &Tunables, first: bool, rgb: bool, host: bool, sg: bool| {
+    let case = |layout, kind, t: &Tunables, p: Pass| {
         let options = Options::new(kind, 5, 1);
-        let (alpha_lane, mid) = match rgb {
+        let (alpha_lane, mid) = match p.rgb {
             true => (None, FMT_PACK16),
             false => (Some(3), FMT_WIDE),
         };
         let ar = arith(&options, 255, alpha_lane).expect("radius 5 is valid");
-        let shape = shape(storage, layout, &options, t, (mid, sg))
+        let shape = shape(storage, layout, &options, t, (mid, p.sg))
             .expect("radius 5 fits the default limits");
         let alpha = (ar.alpha, ar.opaque());
-        let image = if host { FMT_HOST8 } else { FMT_PACK8 };
-        let (fmts, arith, k) = match first {
+        let image = if p.host { FMT_HOST8 } else { FMT_PACK8 };
+        let (fmts, arith, k) = match p.first {
             true => ((image, mid), ar.first, 0),
             false => ((mid, image), ar.second, 2),
         };
-        let channels = if rgb { 3 } else { 4 };
+        let channels = if p.rgb { 3 } else { 4 };
         let c = pass_overrides(&shape, alpha, (255, channels), fmts, arith, k);
         let variant = io_variant(&shape.variant, fmts);
-        ShaderCase::variant::<PassParams>(shape.shader, variant)
+        let case = ShaderCase::variant::<PassParams>(shape.shader, variant)
             .with_const("FMT_PACK8", FMT_PACK8)
             .with_const("FMT_PACK16", FMT_PACK16)
             .with_const("FMT_WIDE", FMT_WIDE)
             .with_const("FMT_HOST8", FMT_HOST8)
             .with_const("WEIGHT_VEC4S", WEIGHT_VEC4S)
-            .with_overrides(&c)
+            .with_overrides(&c);
+        match (layout, kind) {
+            (Layout::Workgroup, Kind::Gaussian { .. }) => case.with_const("GAUSS_PPT", GAUSS_PPT),
+            _ => case,
+        }
     };
-    let pass_host = |layout, kind, t: &Tunables, first: bool, rgb: bool, host: bool| {
-        pass_sg(layout, kind, t, first, rgb, host, false)
-    };
-    let pass_in = |layout, kind, t: &Tunables, first: bool, rgb: bool| {
-        pass_host(layout, kind, t, first, rgb, false)
-    };
-    let pass_of = |layout, kind, t: &Tunables, first: bool| pass_in(layout, kind, t, first, false);
-    let pass = |layout, kind, t: &Tunables| pass_of(layout, kind, t, false);
+    let (wg, line) = (Layout::Workgroup, Layout::LinePerInvocation);
     let gauss = Kind::Gaussian { sigma: 2.0 };
+    let last = Pass::default();
     let mut cases: Vec<ShaderCase> = [1, 2, 4, 8]
-        .map(|box_ppt| pass(Layout::Workgroup, Kind::Box, &Tunables { box_ppt, ..t }))
+        .map(|box_ppt| case(wg, Kind::Box, &Tunables { box_ppt, ..t }, last))
         .into();
-    // The box's line sums with subgroup operations: the RGBA column pass, the RGB row pass.
-    cases.push(pass_sg(
-        Layout::Workgroup,
-        Kind::Box,
-        &t,
-        false,
-        false,
-        false,
-        true,
-    ));
-    cases.push(pass_sg(
-        Layout::Workgroup,
-        Kind::Box,
-        &t,
-        true,
-        true,
-        true,
-        true,
-    ));
-    cases.push(pass(Layout::LinePerInvocation, Kind::Box, &t));
-    cases.push(pass(Layout::LinePerInvocation, gauss, &t));
-    cases.push(pass(Layout::Workgroup, gauss, &t).with_const("GAUSS_PPT", GAUSS_PPT));
-    cases.push(pass_of(Layout::Workgroup, Kind::Box, &t, true));
-    for first in [true, false] {
-        cases.push(pass_in(Layout::Workgroup, Kind::Box, &t, first, true));
-        // The host's layout read by the first row pass, written by the last column pass.
-        cases.push(pass_host(
-            Layout::Workgroup,
+    let host_rgb = Pass {
+        rgb: true,
+        host: true,
+        ..last
+    };
+    for (layout, kind, p) in [
+        // The box's line sums with subgroup operations: the RGBA column pass, the RGB row pass.
+        (wg, Kind::Box, Pass { sg: true, ..last }),
+        (
+            wg,
             Kind::Box,
-            &t,
-            first,
-            true,
-            true,
-        ));
-        let g = pass_host(Layout::Workgroup, gauss, &t, first, true, true);
-        cases.push(g.with_const("GAUSS_PPT", GAUSS_PPT));
+            Pass {
+                first: true,
+                sg: true,
+                ..host_rgb
+            },
+        ),
+        (line, Kind::Box, last),
+        (line, gauss, last),
+        (wg, gauss, last),
+        (
+            wg,
+            Kind::Box,
+            Pass {
+                first: true,
+                ..last
+            },
+        ),
+        (
+            line,
+            Kind::Box,
+            Pass {
+                first: true,
+                ..host_rgb
+            },
+        ),
+    ] {
+        cases.push(case(layout, kind, &t, p));
     }
-    cases.push(pass_host(
-        Layout::LinePerInvocation,
-        Kind::Box,
-        &t,
-        true,
-        true,
-        true,
-    ));
+    for first in [true, false] {
+        let rgb = Pass {
+            first,
+            rgb: true,
+            ..last
+        };
+        cases.push(case(wg, Kind::Box, &t, rgb));
+        // The host's layout read by the first row pass, written by the last column pass.
+        cases.push(case(wg, Kind::Box, &t, Pass { host: true, ..rgb }));
+        cases.push(case(wg, gauss, &t, Pass { host: true, ..rgb }));
+    }
     cases.push(
         ShaderCase::params::<PackParams>(shader!("blur_pack"))
             .with_const("PACK_WG", u32::try_from(PACK_WG).expect("a workgroup size"))
