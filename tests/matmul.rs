@@ -116,15 +116,25 @@ fn small_and_degenerate_shapes() {
     }
 }
 
-/// The tilings a default can be on this adapter: the safe one, the one for its limits, and
-/// the half-wide one for small products where the adapter runs it (lavapipe does).
+/// Every tiling a default can be, where this adapter runs it: 4 x 4, 4 x 8 and 8 x 8 blocks,
+/// with runs of invocations as rows and as 8 x 4 blocks (`warp_tiles`). WIDE's 41 KiB are
+/// past lavapipe's 32, so it also runs at BK 8 (21 KiB), the same kernel but for the depth.
 fn tilings(g: &Gpu) -> Vec<Tunables> {
     use gpukit::tune::Tunable;
-    let mut all = vec![Tunables::SAFE, Tunables::for_limits(&g.limits)];
-    if Tunables::MID.check(&g.limits).is_ok() {
-        all.push(Tunables::MID);
-    }
-    all
+    let all = [
+        Tunables::SAFE,
+        Tunables::FAST,
+        Tunables::LARGE,
+        Tunables::WIDE,
+        Tunables {
+            bk: 8,
+            ..Tunables::WIDE
+        },
+        Tunables::MID,
+    ];
+    all.into_iter()
+        .filter(|t| t.check(&g.limits).is_ok())
+        .collect()
 }
 
 #[test]

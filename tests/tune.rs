@@ -531,7 +531,7 @@ fn cache_values_past_u32_and_huge_caches_are_refused() {
     };
     assert!(wide.check(&limits).is_err());
     assert!(blur::Tunables::DEFAULT.check(&limits).is_ok());
-    assert!(matmul::Tunables::FAST_BK8.check(&limits).is_ok());
+    assert!(matmul::Tunables::FAST.check(&limits).is_ok());
 
     let d = tempdir();
     let (input, output) = (d.path().join("v.npy"), d.path().join("out.npy"));

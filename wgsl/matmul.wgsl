@@ -1,4 +1,11 @@
 // matmul: C = op(A) op(B), tiled in workgroup memory with register blocking, f32 accumulation.
+//
+// Built without wgpu's runtime checks (`Gpu::kernel_unchecked` in src/ops/matmul/plan.rs):
+// a clamp on every workgroup-memory index kept the driver from folding the inner loop's
+// addresses into its loads, and cost 5-33% (docs/BENCHMARKS.md, call CW). So every index here
+// is in range by construction, as the comments at each say, for the constants
+// `Tunables::check` allows and the buffers the plan binds: A, B and C hold whole rows of
+// lda4, ldb4 and ldc4 vec4s for their m (k when A_T), k (n when B_T) and m rows.
 
 // Its Rust twin is `MatmulParams` in src/ops/matmul/plan.rs (the shader test checks their fields).
 struct Params {
@@ -41,6 +48,12 @@ override B_T: bool = false;
 // Workgroups run down GROUP_M tile rows before moving right, so that tiles running at the
 // same time share rows of A and columns of B in the cache.
 override GROUP_M: u32 = 8u;
+// Whether each run of 32 invocations takes an 8 x 4 block of the invocation grid (TX % 8 == 0,
+// TY % 4 == 0; `Tunables::warp_tiles`) rather than a row of it: a warp's workgroup-memory reads
+// of a step then touch 8 vec4s of B and 4 of A, one 128-byte wavefront each. 1% faster on an
+// H100 for 8 x 8 blocks, 1-2% slower for 4 x 4 (call CY). Any bijection of the invocations
+// onto (tx, ty) computes the same sums.
+override WARP_TILE: bool = false;
 
 // Register arrays are sized for the largest block (8 x 8) and the most vec4 loads per
 // invocation per tile; smaller configurations use a prefix.
@@ -69,7 +82,8 @@ override LOADS_A: u32 = (TILE_A4 + WG_SIZE - 1u) / WG_SIZE;
 override LOADS_B: u32 = (TILE_B4 + WG_SIZE - 1u) / WG_SIZE;
 
 // Loads this invocation's part of the A tile at (m0, k0): zeros outside the matrix, so the
-// inner loop needs no bounds checks.
+// inner loop needs no bounds checks. In range: l < LOADS_A <= MAX_LOADS (`Tunables::check`),
+// and each read is of a row below k (A_T) or m, at a vec4 below lda4.
 fn load_a(lid: u32, m0: u32, k0: u32) -> array<vec4<f32>, MAX_LOADS> {
     var r: array<vec4<f32>, MAX_LOADS>;
     for (var l = 0u; l < LOADS_A; l++) {
@@ -102,6 +116,8 @@ fn load_a(lid: u32, m0: u32, k0: u32) -> array<vec4<f32>, MAX_LOADS> {
     return r;
 }
 
+// Stores them into tile buffer `buf` (0 or 1) of two. In range: kk and 4 q + e are below BK,
+// q and row / 4 below BM / 4 < SA4.
 fn store_a(lid: u32, buf: u32, r: array<vec4<f32>, MAX_LOADS>) {
     let base = buf * BK * SA4;
     for (var l = 0u; l < LOADS_A; l++) {
@@ -124,6 +140,7 @@ fn store_a(lid: u32, buf: u32, r: array<vec4<f32>, MAX_LOADS>) {
     }
 }
 
+// As load_a and store_a, for B (rows below n when B_T, else k; vec4s below ldb4).
 fn load_b(lid: u32, n0: u32, k0: u32) -> array<vec4<f32>, MAX_LOADS> {
     var r: array<vec4<f32>, MAX_LOADS>;
     for (var l = 0u; l < LOADS_B; l++) {
@@ -199,8 +216,16 @@ fn main(
     // This invocation's block of C: rows g * 4 TY + 4 ty + e and columns g * 4 TX + 4 tx + e
     // for g < TM / 4 (TN / 4), e < 4, so that neighbouring invocations read neighbouring
     // vec4s of the tiles.
-    let tx = lid % TX;
-    let ty = lid / TX;
+    var tx = lid % TX;
+    var ty = lid / TX;
+    if WARP_TILE {
+        let warp = lid / 32u;
+        let lane = lid % 32u;
+        let warps_x = TX / 8u;
+        // tx < warps_x * 8 = TX; ty < (WG_SIZE / 32 / warps_x) * 4 = TY.
+        tx = (warp % warps_x) * 8u + lane % 8u;
+        ty = (warp / warps_x) * 4u + lane / 8u;
+    }
     var acc: array<vec4<f32>, MAX_T4 * 4u * MAX_T4>;
     for (var i = 0u; i < TM * TN / 4u; i++) {
         acc[i] = vec4<f32>(0.0);
@@ -222,6 +247,8 @@ fn main(
         }
         let base_a = cur * BK * SA4;
         let base_b = cur * BK * SB4;
+        // In range: g * TY + ty < (TM / 4) * TY = BM / 4 < SA4 (B likewise), g < TM / 4 <=
+        // MAX_T4, and i * (TN / 4) + g < TM * TN / 4, the sums' length.
         for (var kk = 0u; kk < BK; kk++) {
             var av: array<vec4<f32>, MAX_T4>;
             var bv: array<vec4<f32>, MAX_T4>;
@@ -253,6 +280,7 @@ fn main(
         for (var g = 0u; g < TN / 4u; g++) {
             let gn4 = n0 / 4u + g * TX + tx;
             if gn4 < params.ldc4 {
+                // In range: a row below m, a vec4 below ldc4.
                 let at = gm * params.ldc4 + gn4;
                 var v = acc[i * (TN / 4u) + g];
                 if params.accumulate != 0u {

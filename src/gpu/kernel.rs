@@ -111,12 +111,13 @@ impl Gpu {
     pub unsafe fn kernel_unchecked(
         &self,
         shader: &Shader,
+        variant: &Variant,
         entry: &str,
         constants: &[(&str, f64)],
     ) -> Result<Kernel> {
         let checks = wgpu::ShaderRuntimeChecks::unchecked();
         // SAFETY: the caller's contract.
-        unsafe { self.kernel_checked(shader, &Variant::default(), entry, constants, checks) }
+        unsafe { self.kernel_checked(shader, variant, entry, constants, checks) }
     }
 
     /// The pipeline with the runtime checks `checks`.

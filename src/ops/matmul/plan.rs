@@ -242,13 +242,19 @@ impl MatmulPlan {
         let tile = options.tile(gpu, p);
         tile.check(&gpu.limits)?;
         let constants = tile.constants(p.trans_a, p.trans_b);
-        let kernel = gpu.kernel_variant(
-            &shader!("matmul"),
-            &variant(p.precision),
-            "main",
-            &constants,
-            true,
-        )?;
+        // SAFETY: wgsl/matmul.wgsl argues each of its indices in range for the constants
+        // `Tunables::check` allowed above and for the buffers bound below: A, B and C blocks
+        // of whole rows (`upload_block`, and C's `rows * ld`) of the lda4, ldb4 and ldc4
+        // vec4s its params give. Its divisors are nonzero (`Matmul::check` refuses empty
+        // products, and `check` zero tiles), and every loop runs to a constant or a size.
+        let kernel = unsafe {
+            gpu.kernel_unchecked(
+                &shader!("matmul"),
+                &variant(p.precision),
+                "main",
+                &constants,
+            )?
+        };
         let limit = gpu.dispatch_limit as u64;
         let split = plan_split(p, tile, options.max_binding(gpu), limit * limit)?;
         let Dims { m, n, k } = p.dims;

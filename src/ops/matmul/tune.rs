@@ -7,10 +7,18 @@ use crate::bench::{self, Case, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
 use crate::tune::{pow2, Level, OpTuning, SizeClass, Stage, Tunable};
 
-/// Tiles of C below which [`Tunables::LARGE`]'s leave a large GPU partly idle: about two for
-/// each SM of an H100 or H200 (132), so 2048^2 (256 of them) stays on LARGE and 1024^2 (64)
-/// does not.
-const MANY_TILES: usize = 256;
+/// The workgroups of [`Tunables::LARGE`], [`Tunables::WIDE`] or [`Tunables::MID`] a large GPU
+/// runs at once: one an SM (each fills an SM's registers on NVIDIA), and an H100 or H200 has
+/// 132. wgpu does not say how many an adapter has; `gpukit tune` measures instead.
+const SLOTS: usize = 132;
+
+/// The tilings [`Tunables::for_dims`] weighs on a large GPU, each with its rate on an H100 at
+/// 4096^3 (TFLOP/s, docs/BENCHMARKS.md, calls CX and DA), which is the rate of a full wave.
+const BY_WAVES: [(Tunables, f64); 3] = [
+    (Tunables::LARGE, 41.0),
+    (Tunables::WIDE, 31.4),
+    (Tunables::MID, 28.6),
+];
 
 /// The tiling of the kernel: the single place its sizes are chosen. C is cut into BM x BN
 /// tiles, one per workgroup; each step stages BM x BK of A and BK x BN of B in workgroup
@@ -38,19 +46,35 @@ impl Tunables {
         group_m: 8,
     };
     /// 128 x 128 tiles, 8 x 8 per invocation (64 FMAs per 4 vec4 reads of workgroup memory),
-    /// BK 16: 33 KiB, for adapters with more than 32 KiB of workgroup storage (NVIDIA: 48).
+    /// BK 8: 16.5 KiB and 256 invocations, for adapters short of [`Tunables::LARGE`]'s limits
+    /// (lavapipe, many iGPUs). BK 16 ran at 0.65x on an H100: the driver no longer unrolled
+    /// the step's 1024 FMAs (docs/BENCHMARKS.md, call CX).
     pub const FAST: Tunables = Tunables {
         bm: 128,
         bn: 128,
-        bk: 16,
+        bk: 8,
         tm: 8,
         tn: 8,
         group_m: 8,
     };
-    /// 64 x 256 tiles, 4 x 8 per invocation, BK 16: 41 KiB and 512 invocations. `gpukit
-    /// tune` chose it at 4096^3 on NVIDIA H200s (docs/BENCHMARKS.md, 2026-11-22 and call AQ):
-    /// 1.41x [`Tunables::FAST`] there, and 1.19x at 1024^3.
+    /// 128 x 256 tiles, 8 x 8 per invocation, BK 8: 24.5 KiB and 512 invocations (one
+    /// workgroup fills an SM's registers on NVIDIA), for discrete GPUs. The fastest of 24
+    /// tilings measured at 2048^3 and 4096^3 on an H100 with the unchecked kernel, 1.20x the
+    /// 64 x 256 x 16 with 4 x 8 that `gpukit tune` had chosen before (docs/BENCHMARKS.md,
+    /// calls CX to CZ).
     pub const LARGE: Tunables = Tunables {
+        bm: 128,
+        bn: 256,
+        bk: 8,
+        tm: 8,
+        tn: 8,
+        group_m: 8,
+    };
+    /// 64 x 256 tiles, 4 x 8 per invocation, BK 16: 41 KiB and 512 invocations, for products
+    /// that make a wave and a bit of [`Tunables::LARGE`]'s tiles ([`Tunables::for_dims`]):
+    /// 2049 x 2047 makes 136 of LARGE's, two waves of 132 SMs, the second nearly idle, and
+    /// ran at 21.1 TFLOP/s on an H100 against 32.6 with these (docs/BENCHMARKS.md, call DA).
+    pub const WIDE: Tunables = Tunables {
         bm: 64,
         bn: 256,
         bk: 16,
@@ -60,8 +84,7 @@ impl Tunables {
     };
     /// 64 x 128 tiles, 4 x 4 per invocation, BK 16: 25 KiB and 512 invocations, for products
     /// too small to fill a large GPU with [`Tunables::LARGE`]'s tiles ([`Tunables::for_dims`]):
-    /// `gpukit tune` chose it at 1024^3 on an H100, 1.57x LARGE's 16.3 TFLOP/s there, where
-    /// LARGE makes 64 workgroups for 132 SMs (docs/BENCHMARKS.md, call CB).
+    /// the fastest at 1024^3 on an H100 (docs/BENCHMARKS.md, calls CB and CX).
     pub const MID: Tunables = Tunables {
         bm: 64,
         bn: 128,
@@ -70,33 +93,46 @@ impl Tunables {
         tn: 4,
         group_m: 8,
     };
-    /// [`Tunables::FAST`] with BK 8, 16.5 KiB: for 32 KiB adapters (lavapipe, many iGPUs).
-    pub const FAST_BK8: Tunables = Tunables {
-        bk: 8,
-        ..Tunables::FAST
-    };
 
-    /// The best configuration the adapter's limits allow. A later `gpukit tune` may measure
-    /// instead.
+    /// The best configuration the adapter's limits allow: [`Tunables::LARGE`] where it has
+    /// more than 32 KiB of workgroup storage (a discrete GPU) and the invocations, else
+    /// [`Tunables::FAST`], else [`Tunables::SAFE`]. A later `gpukit tune` may measure instead.
     pub fn for_limits(limits: &wgpu::Limits) -> Tunables {
-        [Tunables::LARGE, Tunables::FAST, Tunables::FAST_BK8]
-            .into_iter()
+        let discrete = limits.max_compute_workgroup_storage_size > 32 * 1024;
+        let large = [Tunables::LARGE].into_iter().filter(|_| discrete);
+        large
+            .chain([Tunables::FAST])
             .find(|t| t.check(limits).is_ok())
             .unwrap_or(Tunables::SAFE)
     }
 
     /// The default for a product whose C is `m` x `n`: [`Tunables::for_limits`], except that
-    /// where that is [`Tunables::LARGE`] and C makes fewer than [`MANY_TILES`] of its tiles,
-    /// [`Tunables::MID`], whose tiles are half as wide.
+    /// where that is [`Tunables::LARGE`], the one of [`BY_WAVES`] with the best rate over the
+    /// waves its tiles make on [`SLOTS`] SMs (a last wave that is partly idle counts whole).
+    /// On an H100 this model gave each tiling's measured rate within 10% at 1024^3, 2048^3
+    /// and 2049 x 2047 (docs/BENCHMARKS.md, call DA).
     pub fn for_dims(limits: &wgpu::Limits, m: usize, n: usize) -> Tunables {
         let best = Tunables::for_limits(limits);
-        let tiles = |t: Tunables| m.div_ceil(t.bm as usize) * n.div_ceil(t.bn as usize);
-        let few = best == Tunables::LARGE && tiles(best) < MANY_TILES;
-        if few && Tunables::MID.check(limits).is_ok() {
-            Tunables::MID
-        } else {
-            best
+        if best != Tunables::LARGE {
+            return best;
         }
+        let rate = |&(t, peak): &(Tunables, f64)| {
+            let tiles = m.div_ceil(t.bm as usize) * n.div_ceil(t.bn as usize);
+            peak * tiles as f64 / (tiles.div_ceil(SLOTS) * SLOTS) as f64
+        };
+        BY_WAVES
+            .iter()
+            .filter(|(t, _)| t.check(limits).is_ok())
+            .max_by(|x, y| rate(x).total_cmp(&rate(y)))
+            .map_or(best, |&(t, _)| t)
+    }
+
+    /// Whether the kernel lays runs of 32 invocations out as 8 x 4 blocks (`WARP_TILE` in
+    /// wgsl/matmul.wgsl): for 8 x 8 blocks, where the invocation grid divides into them. 1%
+    /// faster for those on an H100, 1-2% slower for 4 x 4 (docs/BENCHMARKS.md, call CY).
+    pub fn warp_tiles(&self) -> bool {
+        let (tx, ty) = (self.bn / self.tn.max(1), self.bm / self.tm.max(1));
+        self.tm == 8 && self.tn == 8 && tx % 8 == 0 && ty % 4 == 0
     }
 
     /// In u64, as the sizes below: a cache's values are checked with them, whatever they are.
@@ -118,6 +154,7 @@ impl Tunables {
             ("TN", self.tn as f64),
             ("WG_SIZE", self.wg_size() as f64),
             ("GROUP_M", self.group_m as f64),
+            ("WARP_TILE", self.warp_tiles() as u8 as f64),
             ("A_T", trans_a as u8 as f64),
             ("B_T", trans_b as u8 as f64),
         ]
@@ -152,9 +189,10 @@ impl Tunable for Tunables {
             matches!(tm, 4 | 8) && matches!(tn, 4 | 8),
             "TM and TN must be 4 or 8"
         );
+        // Positive too: the kernel runs without runtime checks, and divides by its tiles.
         ensure!(
-            bm % (4 * tm) == 0 && bn % (4 * tn) == 0,
-            "BM and BN must be multiples of 4 TM and 4 TN"
+            bm > 0 && bn > 0 && bm % (4 * tm) == 0 && bn % (4 * tn) == 0,
+            "BM and BN must be positive multiples of 4 TM and 4 TN"
         );
         ensure!(bk % 4 == 0 && bk > 0, "BK must be a multiple of 4");
         ensure!(group_m > 0, "GROUP_M must be positive");

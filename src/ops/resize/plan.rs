@@ -14,7 +14,7 @@ use super::coeffs::{Axis, Dir, Pass, PRECISION_BITS};
 use super::rows::{RowsLayout, RowsParams};
 use super::tune::Tunables;
 use super::Filter;
-use crate::gpu::{Batch, Gpu, Kernel, Usage};
+use crate::gpu::{Batch, Gpu, Kernel, Usage, Variant};
 use crate::io::image::Image;
 use crate::ops::{sample_bytes, ShaderCase};
 use crate::shader;
@@ -272,8 +272,14 @@ impl ResizePlan {
                 // bound here (its comments argue each one from `RowsLayout`'s sizes, for the
                 // shapes `check_shape` allowed above), every divisor is a nonzero size, and
                 // every loop ends (bounded by the uniform sizes and the tile).
-                let kernel =
-                    unsafe { gpu.kernel_unchecked(&shader!("resize_h8"), "main", &constants)? };
+                let kernel = unsafe {
+                    gpu.kernel_unchecked(
+                        &shader!("resize_h8"),
+                        &Variant::default(),
+                        "main",
+                        &constants,
+                    )?
+                };
                 let params = gpu.upload("resize params", Usage::Uniform, &[layout.params]);
                 (kernel, params, layout.params.n_tiles)
             } else {
@@ -297,7 +303,7 @@ impl ResizePlan {
                     // index is in range for the buffers bound here (its comments argue each
                     // one), whose divisors are nonzero sizes, and whose loops all end
                     // (constant counts).
-                    unsafe { gpu.kernel_unchecked(&file, "main", &constants)? }
+                    unsafe { gpu.kernel_unchecked(&file, &Variant::default(), "main", &constants)? }
                 } else {
                     // Every loop of both kernels ends by construction (taps, words and
                     // pixels bounded by the uniform sizes): no loop counter in the way of
