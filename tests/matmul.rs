@@ -116,21 +116,24 @@ fn small_and_degenerate_shapes() {
     }
 }
 
-/// Every tiling a default can be, where this adapter runs it: 4 x 4, 4 x 8 and 8 x 8 blocks,
-/// with runs of invocations as rows and as 8 x 4 blocks (`warp_tiles`). WIDE's 41 KiB are
-/// past lavapipe's 32, so it also runs at BK 8 (21 KiB), the same kernel but for the depth.
+/// Every tiling a default can be, where this adapter runs it, and LARGE's blocks at lavapipe's
+/// 32 KiB: 4 x 4 and 8 x 8 blocks, with runs of invocations as rows and as 8 x 4 blocks
+/// (`warp_tiles`), steps in one loop and in chunks (`k_chunk`), and a 4 x 8 block.
 fn tilings(g: &Gpu) -> Vec<Tunables> {
     use gpukit::tune::Tunable;
     let all = [
         Tunables::SAFE,
         Tunables::FAST,
         Tunables::LARGE,
-        Tunables::WIDE,
         Tunables {
-            bk: 8,
-            ..Tunables::WIDE
+            bm: 128,
+            ..Tunables::LARGE
         },
         Tunables::MID,
+        Tunables {
+            tn: 8,
+            ..Tunables::MID
+        },
     ];
     all.into_iter()
         .filter(|t| t.check(&g.limits).is_ok())

@@ -54,6 +54,10 @@ override GROUP_M: u32 = 8u;
 // H100 for 8 x 8 blocks, 1-2% slower for 4 x 4 (call CY). Any bijection of the invocations
 // onto (tx, ty) computes the same sums.
 override WARP_TILE: bool = false;
+// The step's products run in chunks of KCHUNK rows of the tiles (`Tunables::k_chunk`), a loop
+// of BK / KCHUNK around an inner loop the driver unrolls: for 8 x 8 blocks at BK 16 the driver
+// would not unroll the step's 1024 FMAs in one loop, which then ran at 0.7x (call DB).
+override KCHUNK: u32 = BK;
 
 // Register arrays are sized for the largest block (8 x 8) and the most vec4 loads per
 // invocation per tile; smaller configurations use a prefix.
@@ -63,10 +67,12 @@ const MAX_LOADS: u32 = 4u;
 // Threads along n and along m.
 override TX: u32 = BN / TN;
 override TY: u32 = BM / TM;
-// Row strides of the tiles in workgroup memory, in vec4s: one vec4 of padding per row keeps
-// the transposing stores free of bank conflicts and the vec4 reads aligned.
-override SA4: u32 = BM / 4u + 1u;
-override SB4: u32 = BN / 4u + 1u;
+// Row strides of the tiles in workgroup memory, in vec4s: unpadded. A pad of one vec4 a row
+// kept the transposing stores free of bank conflicts, but they are a few a step against the
+// step's hundreds of FMAs: without it the 4 x 4 blocks ran 10% faster on an H100, the others
+// the same, and 256 x 128 x 16 tiles fit 48 KiB (docs/BENCHMARKS.md, calls DB and DC).
+override SA4: u32 = BM / 4u;
+override SB4: u32 = BN / 4u;
 // Two buffers of BK rows each (double buffering).
 override SH_A_LEN: u32 = 2u * BK * SA4;
 override SH_B_LEN: u32 = 2u * BK * SB4;
@@ -117,7 +123,7 @@ fn load_a(lid: u32, m0: u32, k0: u32) -> array<vec4<f32>, MAX_LOADS> {
 }
 
 // Stores them into tile buffer `buf` (0 or 1) of two. In range: kk and 4 q + e are below BK,
-// q and row / 4 below BM / 4 < SA4.
+// q and row / 4 below BM / 4 = SA4.
 fn store_a(lid: u32, buf: u32, r: array<vec4<f32>, MAX_LOADS>) {
     let base = buf * BK * SA4;
     for (var l = 0u; l < LOADS_A; l++) {
@@ -247,9 +253,11 @@ fn main(
         }
         let base_a = cur * BK * SA4;
         let base_b = cur * BK * SB4;
-        // In range: g * TY + ty < (TM / 4) * TY = BM / 4 < SA4 (B likewise), g < TM / 4 <=
-        // MAX_T4, and i * (TN / 4) + g < TM * TN / 4, the sums' length.
-        for (var kk = 0u; kk < BK; kk++) {
+        // In range: kk < BK (KCHUNK divides BK), g * TY + ty < (TM / 4) * TY = BM / 4 = SA4
+        // (B likewise), g < TM / 4 <= MAX_T4, and i * (TN / 4) + g < TM * TN / 4, the sums'
+        // length.
+        for (var kc = 0u; kc < BK; kc += KCHUNK) {
+        for (var kk = kc; kk < kc + KCHUNK; kk++) {
             var av: array<vec4<f32>, MAX_T4>;
             var bv: array<vec4<f32>, MAX_T4>;
             for (var g = 0u; g < TM / 4u; g++) {
@@ -264,6 +272,7 @@ fn main(
                     acc[i * (TN / 4u) + g] = fma(ai, bv[g], acc[i * (TN / 4u) + g]);
                 }
             }
+        }
         }
         if more {
             store_a(lid, 1u - cur, next_a);

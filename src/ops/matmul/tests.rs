@@ -15,8 +15,6 @@ fn configs_fit_the_limits_they_are_chosen_for() {
         max_compute_workgroup_size_x: 1024,
         ..webgpu.clone()
     };
-    // LARGE fits lavapipe's limits, but it is for discrete GPUs.
-    Tunables::LARGE.check(&lavapipe).unwrap();
     assert_eq!(Tunables::for_limits(&lavapipe), Tunables::FAST);
     let nvidia = wgpu::Limits {
         max_compute_workgroup_storage_size: 49152,
@@ -24,30 +22,33 @@ fn configs_fit_the_limits_they_are_chosen_for() {
     };
     assert_eq!(Tunables::for_limits(&nvidia), Tunables::LARGE);
     assert_eq!(Tunables::LARGE.wg_size(), 512);
-    assert_eq!(Tunables::LARGE.workgroup_bytes(), 25088);
+    assert_eq!(Tunables::LARGE.workgroup_bytes(), 49152);
     let nvidia_256 = wgpu::Limits {
         max_compute_invocations_per_workgroup: 256,
         max_compute_workgroup_size_x: 256,
         ..nvidia.clone()
     };
     assert_eq!(Tunables::for_limits(&nvidia_256), Tunables::FAST);
-    // Smaller tiles where LARGE's would leave a large GPU idle; none on smaller adapters.
-    // 4096^2: 512 tiles, 4 waves of 132 (97% busy); 2048^2: 128, one (97%).
+    // Smaller tiles where LARGE's would leave the waves of a large GPU partly idle; none on
+    // smaller adapters. 4096^2: 512 tiles, 4 waves of 132 (97% busy); 2048^2: 128, one (97%).
     assert_eq!(Tunables::for_dims(&nvidia, 4096, 4096), Tunables::LARGE);
     assert_eq!(Tunables::for_dims(&nvidia, 2048, 2048), Tunables::LARGE);
-    // 136 of LARGE's tiles (52% busy over two waves) against WIDE's 264 (100%).
-    assert_eq!(Tunables::for_dims(&nvidia, 2049, 2047), Tunables::WIDE);
-    // 32 of LARGE's tiles, 64 of WIDE's, 128 of MID's.
+    // 544 tiles in 5 waves against MID's 2080 in 16 waves of quarter tiles at 0.73x the rate:
+    // 5 x 4 / 1 against 16 / 0.73 quarter-tile times.
+    assert_eq!(Tunables::for_dims(&nvidia, 4097, 4095), Tunables::LARGE);
+    // 144 tiles in 2 waves against MID's 528 in 4: 8 against 5.5.
+    assert_eq!(Tunables::for_dims(&nvidia, 2049, 2047), Tunables::MID);
+    // One wave each: a whole tile against a quarter.
     assert_eq!(Tunables::for_dims(&nvidia, 1024, 1024), Tunables::MID);
     assert_eq!(Tunables::for_dims(&nvidia, 1, 1000), Tunables::MID);
-    assert_eq!(Tunables::WIDE.workgroup_bytes(), 41984);
     assert_eq!(Tunables::MID.wg_size(), 512);
-    assert_eq!(Tunables::MID.workgroup_bytes(), 25600);
+    assert_eq!(Tunables::MID.workgroup_bytes(), 24576);
     assert_eq!(Tunables::for_dims(&nvidia_256, 1024, 1024), Tunables::FAST);
     assert_eq!(Tunables::for_dims(&lavapipe, 1024, 1024), Tunables::FAST);
     assert_eq!(Tunables::FAST.wg_size(), 256);
-    assert_eq!(Tunables::FAST.workgroup_bytes(), 16896);
-    // Runs of 32 invocations as 8 x 4 blocks for the 8 x 8 blocks only.
+    assert_eq!(Tunables::FAST.workgroup_bytes(), 16384);
+    // Runs of 32 invocations as 8 x 4 blocks, and a step in chunks of 8 rows, for the 8 x 8
+    // blocks only.
     assert!(Tunables::LARGE.warp_tiles() && Tunables::FAST.warp_tiles());
     assert!(!Tunables::MID.warp_tiles() && !Tunables::SAFE.warp_tiles());
     let narrow = Tunables {
@@ -58,6 +59,16 @@ fn configs_fit_the_limits_they_are_chosen_for() {
         !narrow.warp_tiles(),
         "4 invocations across: not a multiple of 8"
     );
+    assert_eq!(
+        (Tunables::LARGE.k_chunk(), Tunables::FAST.k_chunk()),
+        (8, 8)
+    );
+    assert_eq!((Tunables::MID.k_chunk(), Tunables::SAFE.k_chunk()), (16, 8));
+    let bk12 = Tunables {
+        bk: 12,
+        ..Tunables::FAST
+    };
+    assert_eq!(bk12.k_chunk(), 4);
     let empty = Tunables {
         bm: 0,
         ..Tunables::SAFE

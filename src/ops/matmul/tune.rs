@@ -7,18 +7,14 @@ use crate::bench::{self, Case, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
 use crate::tune::{pow2, Level, OpTuning, SizeClass, Stage, Tunable};
 
-/// The workgroups of [`Tunables::LARGE`], [`Tunables::WIDE`] or [`Tunables::MID`] a large GPU
-/// runs at once: one an SM (each fills an SM's registers on NVIDIA), and an H100 or H200 has
-/// 132. wgpu does not say how many an adapter has; `gpukit tune` measures instead.
+/// The workgroups of [`Tunables::LARGE`] or [`Tunables::MID`] a large GPU runs at once: one
+/// an SM (each fills an SM's registers or workgroup memory on NVIDIA), and an H100 or H200
+/// has 132. wgpu does not say how many an adapter has; `gpukit tune` measures instead.
 const SLOTS: usize = 132;
 
 /// The tilings [`Tunables::for_dims`] weighs on a large GPU, each with its rate on an H100 at
-/// 4096^3 (TFLOP/s, docs/BENCHMARKS.md, calls CX and DA), which is the rate of a full wave.
-const BY_WAVES: [(Tunables, f64); 3] = [
-    (Tunables::LARGE, 41.0),
-    (Tunables::WIDE, 31.4),
-    (Tunables::MID, 28.6),
-];
+/// 4096^3 (TFLOP/s, docs/BENCHMARKS.md, call DC): the rate of full waves of whole tiles.
+const BY_WAVES: [(Tunables, f64); 2] = [(Tunables::LARGE, 43.0), (Tunables::MID, 31.6)];
 
 /// The tiling of the kernel: the single place its sizes are chosen. C is cut into BM x BN
 /// tiles, one per workgroup; each step stages BM x BK of A and BK x BN of B in workgroup
@@ -46,9 +42,8 @@ impl Tunables {
         group_m: 8,
     };
     /// 128 x 128 tiles, 8 x 8 per invocation (64 FMAs per 4 vec4 reads of workgroup memory),
-    /// BK 8: 16.5 KiB and 256 invocations, for adapters short of [`Tunables::LARGE`]'s limits
-    /// (lavapipe, many iGPUs). BK 16 ran at 0.65x on an H100: the driver no longer unrolled
-    /// the step's 1024 FMAs (docs/BENCHMARKS.md, call CX).
+    /// BK 8: 16 KiB and 256 invocations, for adapters short of [`Tunables::LARGE`]'s limits
+    /// (lavapipe, many iGPUs).
     pub const FAST: Tunables = Tunables {
         bm: 128,
         bn: 128,
@@ -57,34 +52,23 @@ impl Tunables {
         tn: 8,
         group_m: 8,
     };
-    /// 128 x 256 tiles, 8 x 8 per invocation, BK 8: 24.5 KiB and 512 invocations (one
-    /// workgroup fills an SM's registers on NVIDIA), for discrete GPUs. The fastest of 24
-    /// tilings measured at 2048^3 and 4096^3 on an H100 with the unchecked kernel, 1.20x the
-    /// 64 x 256 x 16 with 4 x 8 that `gpukit tune` had chosen before (docs/BENCHMARKS.md,
-    /// calls CX to CZ).
+    /// 256 x 128 tiles, 8 x 8 per invocation, BK 16 in chunks of 8 ([`Tunables::k_chunk`]):
+    /// 48 KiB and 512 invocations (one workgroup fills an SM's registers on NVIDIA), for
+    /// discrete GPUs. The fastest of 30 tilings measured on an H100 with the unchecked kernel:
+    /// 43.0 TFLOP/s at 4096^3, 0.83x cuBLAS, 1.27x the 64 x 256 x 16 with 4 x 8 that `gpukit
+    /// tune` had chosen before (docs/BENCHMARKS.md, calls CX to DC).
     pub const LARGE: Tunables = Tunables {
-        bm: 128,
-        bn: 256,
-        bk: 8,
+        bm: 256,
+        bn: 128,
+        bk: 16,
         tm: 8,
         tn: 8,
         group_m: 8,
     };
-    /// 64 x 256 tiles, 4 x 8 per invocation, BK 16: 41 KiB and 512 invocations, for products
-    /// that make a wave and a bit of [`Tunables::LARGE`]'s tiles ([`Tunables::for_dims`]):
-    /// 2049 x 2047 makes 136 of LARGE's, two waves of 132 SMs, the second nearly idle, and
-    /// ran at 21.1 TFLOP/s on an H100 against 32.6 with these (docs/BENCHMARKS.md, call DA).
-    pub const WIDE: Tunables = Tunables {
-        bm: 64,
-        bn: 256,
-        bk: 16,
-        tm: 4,
-        tn: 8,
-        group_m: 8,
-    };
-    /// 64 x 128 tiles, 4 x 4 per invocation, BK 16: 25 KiB and 512 invocations, for products
-    /// too small to fill a large GPU with [`Tunables::LARGE`]'s tiles ([`Tunables::for_dims`]):
-    /// the fastest at 1024^3 on an H100 (docs/BENCHMARKS.md, calls CB and CX).
+    /// 64 x 128 tiles, 4 x 4 per invocation, BK 16: 24 KiB and 512 invocations, for products
+    /// whose C makes too few of [`Tunables::LARGE`]'s tiles to fill the waves of a large GPU
+    /// ([`Tunables::for_dims`]): the fastest at 1024^3 on an H100 (docs/BENCHMARKS.md, calls
+    /// CB and CX).
     pub const MID: Tunables = Tunables {
         bm: 64,
         bn: 128,
@@ -94,37 +78,53 @@ impl Tunables {
         group_m: 8,
     };
 
-    /// The best configuration the adapter's limits allow: [`Tunables::LARGE`] where it has
-    /// more than 32 KiB of workgroup storage (a discrete GPU) and the invocations, else
-    /// [`Tunables::FAST`], else [`Tunables::SAFE`]. A later `gpukit tune` may measure instead.
+    /// The best configuration the adapter's limits allow: [`Tunables::LARGE`] where it has 48
+    /// KiB of workgroup storage and 512 invocations (a discrete GPU), else [`Tunables::FAST`]
+    /// where it has more than WebGPU's minimum 16 KiB, else [`Tunables::SAFE`]. FAST's 16 KiB
+    /// would fit that minimum, but adapters that offer no more are the smallest GPUs, whose
+    /// register files 8 x 8 blocks may overrun, and they keep SAFE. A later `gpukit tune` may
+    /// measure instead.
     pub fn for_limits(limits: &wgpu::Limits) -> Tunables {
-        let discrete = limits.max_compute_workgroup_storage_size > 32 * 1024;
-        let large = [Tunables::LARGE].into_iter().filter(|_| discrete);
-        large
-            .chain([Tunables::FAST])
+        let minimal = limits.max_compute_workgroup_storage_size <= 16 * 1024;
+        [Tunables::LARGE, Tunables::FAST]
+            .into_iter()
+            .filter(|&t| !(minimal && t == Tunables::FAST))
             .find(|t| t.check(limits).is_ok())
             .unwrap_or(Tunables::SAFE)
     }
 
     /// The default for a product whose C is `m` x `n`: [`Tunables::for_limits`], except that
-    /// where that is [`Tunables::LARGE`], the one of [`BY_WAVES`] with the best rate over the
-    /// waves its tiles make on [`SLOTS`] SMs (a last wave that is partly idle counts whole).
-    /// On an H100 this model gave each tiling's measured rate within 10% at 1024^3, 2048^3
-    /// and 2049 x 2047 (docs/BENCHMARKS.md, call DA).
+    /// where that is [`Tunables::LARGE`], the one of [`BY_WAVES`] whose waves on [`SLOTS`] SMs
+    /// take the least time: each wave as long as one tile takes at the tiling's rate (a last
+    /// wave that is partly idle counts whole, and a tile past the matrix's edge whole too).
+    /// On an H100 this model gave LARGE's measured time within 4% at 1024^3, 2048^3,
+    /// 2049 x 2047 and 4097 x 4095, and MID's within 15% (docs/BENCHMARKS.md, call DC).
     pub fn for_dims(limits: &wgpu::Limits, m: usize, n: usize) -> Tunables {
         let best = Tunables::for_limits(limits);
         if best != Tunables::LARGE {
             return best;
         }
-        let rate = |&(t, peak): &(Tunables, f64)| {
+        let time = |&(t, rate): &(Tunables, f64)| {
             let tiles = m.div_ceil(t.bm as usize) * n.div_ceil(t.bn as usize);
-            peak * tiles as f64 / (tiles.div_ceil(SLOTS) * SLOTS) as f64
+            tiles.div_ceil(SLOTS) as f64 * f64::from(t.bm * t.bn) / rate
         };
         BY_WAVES
             .iter()
             .filter(|(t, _)| t.check(limits).is_ok())
-            .max_by(|x, y| rate(x).total_cmp(&rate(y)))
+            .min_by(|x, y| time(x).total_cmp(&time(y)))
             .map_or(best, |&(t, _)| t)
+    }
+
+    /// The rows of a step's tiles the kernel runs as one unrolled loop (`KCHUNK` in
+    /// wgsl/matmul.wgsl): 8 for 8 x 8 blocks (or 4 where BK is not a multiple of 8), whose
+    /// 1024 FMAs at BK 16 the driver did not unroll in one loop (0.7x, call DB); BK for the
+    /// others, 1% faster than chunks of 8 (call DC).
+    pub fn k_chunk(&self) -> u32 {
+        match (self.tm * self.tn, self.bk % 8) {
+            (64, 0) => 8,
+            (64, _) => 4,
+            _ => self.bk,
+        }
     }
 
     /// Whether the kernel lays runs of 32 invocations out as 8 x 4 blocks (`WARP_TILE` in
@@ -140,9 +140,9 @@ impl Tunables {
         u64::from(self.bm / self.tm.max(1)) * u64::from(self.bn / self.tn.max(1))
     }
 
-    /// Workgroup memory: two buffers of each tile, rows padded by one vec4.
+    /// Workgroup memory: two buffers of each tile.
     pub fn workgroup_bytes(&self) -> u64 {
-        2 * u64::from(self.bk) * (u64::from(self.bm / 4 + 1) + u64::from(self.bn / 4 + 1)) * 16
+        2 * u64::from(self.bk) * (u64::from(self.bm) + u64::from(self.bn)) * 4
     }
 
     pub(super) fn constants(&self, trans_a: bool, trans_b: bool) -> Vec<(&'static str, f64)> {
@@ -155,6 +155,7 @@ impl Tunables {
             ("WG_SIZE", self.wg_size() as f64),
             ("GROUP_M", self.group_m as f64),
             ("WARP_TILE", self.warp_tiles() as u8 as f64),
+            ("KCHUNK", self.k_chunk() as f64),
             ("A_T", trans_a as u8 as f64),
             ("B_T", trans_b as u8 as f64),
         ]
