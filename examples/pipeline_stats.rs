@@ -12,7 +12,8 @@
 //! built by the first discrete adapter (else the first one; `GPUKIT_STATS_ADAPTER` picks by
 //! a piece of its name). One line per pipeline: its label, entry point and every statistic.
 //! `--set` overrides a constant in every variant that declares it; `--ir DIR` writes the
-//! driver's internal representations, where it gives any, to DIR.
+//! driver's internal representations, where it gives any, to DIR. The adapter's cooperative
+//! matrix configurations (`VK_KHR_cooperative_matrix`) go to stderr first.
 
 use std::collections::BTreeMap;
 use std::ffi::CStr;
@@ -103,6 +104,24 @@ fn open() -> Result<Vulkan> {
             eprintln!("{name} does not have {exec_name:?}: building the pipelines only");
         }
         let robust2 = has_ext(&exts, ash::ext::robustness2::NAME);
+        // What tensor-core-like operations the driver offers (wgpu 30's cooperative matrices
+        // take only 8 x 8 x 8 f32 ones): one line a configuration.
+        if has_ext(&exts, ash::khr::cooperative_matrix::NAME) {
+            let coop = ash::khr::cooperative_matrix::Instance::new(&entry, &instance);
+            for c in coop.get_physical_device_cooperative_matrix_properties(pd)? {
+                eprintln!(
+                    "cooperative matrix: {}x{}x{} A {:?} B {:?} C {:?} result {:?} {:?}",
+                    c.m_size,
+                    c.n_size,
+                    c.k_size,
+                    c.a_type,
+                    c.b_type,
+                    c.c_type,
+                    c.result_type,
+                    c.scope
+                );
+            }
+        }
         let queue = instance
             .get_physical_device_queue_family_properties(pd)
             .iter()
