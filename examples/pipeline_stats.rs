@@ -7,13 +7,20 @@
 //! Every shader variant of every op (the cases the shader test checks, with the override
 //! constants each plan sets) whose label contains FILTER is turned into SPIR-V by naga with
 //! the options wgpu uses for gpukit's pipelines (indices clamped, buffer accesses left to the
-//! driver's robustness where it has `VK_EXT_robustness2`, no loop counters, no zeroing of
-//! workgroup memory; resize's kernels without runtime checks, as its plan builds them), then
-//! built by the first discrete adapter (else the first one; `GPUKIT_STATS_ADAPTER` picks by
-//! a piece of its name). One line per pipeline: its label, entry point and every statistic.
-//! `--set` overrides a constant in every variant that declares it; `--ir DIR` writes the
-//! driver's internal representations, where it gives any, to DIR. The adapter's cooperative
-//! matrix configurations (`VK_KHR_cooperative_matrix`) go to stderr first.
+//! driver's robustness where it has `robustBufferAccess2`, no loop counters as
+//! `Gpu::kernel_unrolled` builds them, no zeroing of workgroup memory; matmul's and some of
+//! resize's kernels without runtime checks, as their plans build them), then built by the
+//! first discrete adapter of Vulkan 1.3 or later (else the first one; `GPUKIT_STATS_ADAPTER`
+//! picks by a piece of its name). One line per pipeline: its label, entry point and every
+//! statistic. The few kernels gpukit builds with `Gpu::kernel` keep wgpu's loop counters,
+//! which this tool leaves out.
+//!
+//! `--set` overrides one constant in every variant that declares it, and nothing derives the
+//! others from it: set a tiling's derived constants too (matmul's WG_SIZE, KCHUNK, WARP_TILE,
+//! SA4 and SB4, as `Tunables` makes them), or the statistics are of a kernel gpukit does not
+//! build. `--ir DIR` writes the driver's internal representations, where it gives any, to
+//! DIR. The adapter's cooperative matrix configurations (`VK_KHR_cooperative_matrix`) go to
+//! stderr first.
 
 use std::collections::BTreeMap;
 use std::ffi::CStr;
@@ -63,7 +70,6 @@ struct Vulkan {
     /// still built, which checks the SPIR-V and the layouts, but nothing is reported.
     exec: Option<ash::khr::pipeline_executable_properties::Device>,
     robust2: bool,
-    spirv_1_6: bool,
 }
 
 fn has_ext(exts: &[vk::ExtensionProperties], name: &CStr) -> bool {
@@ -103,7 +109,16 @@ fn open() -> Result<Vulkan> {
         if !has_exec {
             eprintln!("{name} does not have {exec_name:?}: building the pipelines only");
         }
-        let robust2 = has_ext(&exts, ash::ext::robustness2::NAME);
+        if props.api_version < vk::API_VERSION_1_3 {
+            bail!("{name} has Vulkan below 1.3, which this tool does not handle");
+        }
+        // wgpu leaves buffer bounds to the driver where robustBufferAccess2 is there.
+        let robust2 = has_ext(&exts, ash::ext::robustness2::NAME) && {
+            let mut r2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
+            let mut query = vk::PhysicalDeviceFeatures2::default().push_next(&mut r2);
+            instance.get_physical_device_features2(pd, &mut query);
+            r2.robust_buffer_access2 == vk::TRUE
+        };
         // What tensor-core-like operations the driver offers (wgpu 30's cooperative matrices
         // take only 8 x 8 x 8 f32 ones): one line a configuration.
         if has_ext(&exts, ash::khr::cooperative_matrix::NAME) {
@@ -178,7 +193,6 @@ fn open() -> Result<Vulkan> {
             device,
             exec,
             robust2,
-            spirv_1_6: props.api_version >= vk::API_VERSION_1_3,
         })
     }
 }
@@ -203,7 +217,7 @@ fn spirv(
     )
     .map_err(|e| anyhow!("{e}"))?;
     let options = spv::Options {
-        lang_version: if vk.spirv_1_6 { (1, 6) } else { (1, 3) },
+        lang_version: (1, 6),
         flags: spv::WriterFlags::empty(),
         bounds_check_policies: naga::proc::BoundsCheckPolicies {
             index: if checked { Restrict } else { Unchecked },
@@ -280,8 +294,9 @@ fn report(
     ir: Option<&PathBuf>,
 ) -> Result<()> {
     let sets = layouts(vk, module)?;
-    // SAFETY: valid handles of this device; the SPIR-V is naga's, validated above; every
-    // object made here is destroyed before returning.
+    // SAFETY: valid handles of this device; the SPIR-V is naga's, validated above. The objects
+    // made here are destroyed before a normal return (an error leaks them: the tool then
+    // exits).
     unsafe {
         let shader = vk
             .device

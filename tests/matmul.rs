@@ -140,6 +140,26 @@ fn tilings(g: &Gpu) -> Vec<Tunables> {
         .collect()
 }
 
+// The kernel runs without runtime checks: a group order a tune cache could hold (any positive
+// u32 passes `check`) must not wrap the kernel's tile arithmetic to a zero divisor or to
+// tiles missed or done twice. 2^31 rows of tiles times 2 or 3 tiles across wrapped before.
+#[test]
+fn any_group_order_gives_the_product() {
+    let g = shared_gpu();
+    for group_m in [1, 3, 1 << 28, 1 << 30, 1 << 31, (1 << 31) + 1, u32::MAX] {
+        let o = Options {
+            tile: Some(Tunables {
+                group_m,
+                ..Tunables::SAFE
+            }),
+            ..default_options(g)
+        };
+        for (m, n, k) in [(200, 100, 9), (130, 190, 5), (700, 65, 3)] {
+            check(g, &case(m, n, k), o);
+        }
+    }
+}
+
 #[test]
 fn tile_sizes_plus_and_minus_one_in_each_dimension() {
     let g = shared_gpu();

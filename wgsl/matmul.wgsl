@@ -1,11 +1,12 @@
 // matmul: C = op(A) op(B), tiled in workgroup memory with register blocking, f32 accumulation.
 //
-// Built without wgpu's runtime checks (`Gpu::kernel_unchecked` in src/ops/matmul/plan.rs):
-// a clamp on every workgroup-memory index kept the driver from folding the inner loop's
-// addresses into its loads, and cost 5-33% (docs/BENCHMARKS.md, call CW). So every index here
-// is in range by construction, as the comments at each say, for the constants
-// `Tunables::check` allows and the buffers the plan binds: A, B and C hold whole rows of
-// lda4, ldb4 and ldc4 vec4s for their m (k when A_T), k (n when B_T) and m rows.
+// Built without wgpu's runtime checks (`Gpu::kernel_unchecked`, src/gpu/kernel.rs, called by
+// src/ops/matmul/plan.rs): a clamp on every workgroup-memory index kept the driver from
+// folding the inner loop's addresses into its loads, and cost 2-41% by tiling
+// (docs/BENCHMARKS.md, call CW). So every index here is in range by construction, as the
+// comments at each say, for the constants `Tunables::check` allows and the buffers the plan
+// binds: A, B and C hold whole rows of lda4, ldb4 and ldc4 vec4s for their m (k when A_T),
+// k (n when B_T) and m rows; and every divisor is nonzero.
 
 // Its Rust twin is `MatmulParams` in src/ops/matmul/plan.rs (the shader test checks their fields).
 struct Params {
@@ -28,14 +29,15 @@ struct Params {
 @group(0) @binding(2) var<storage, read> b: array<Elem4>;
 @group(0) @binding(3) var<storage, read_write> c: array<vec4<f32>>;
 
-// The element type of A and B. The f16 variant (matmul.rs, `f16_source`) replaces this line
+// The element type of A and B. The f16 variant (`variant` in src/ops/matmul/plan.rs) replaces this line
 // with `vec4<f16>` and prepends `enable f16;`; tiles and accumulators stay f32.
 alias Elem4 = vec4<f32>;
 
 // Tile of C per workgroup (BM x BN), depth of one K step (BK), block of C per invocation
-// (TM x TN). Chosen by `TileConfig` in src/ops/matmul/tune.rs, which checks the constraints:
-// TM, TN in {4, 8}; BM % (4 TM) == 0 and BN % (4 TN) == 0; BK % 4 == 0;
-// WG_SIZE == (BM / TM) * (BN / TN); at most 4 vec4 loads of each tile per invocation.
+// (TM x TN). Chosen by `Tunables` in src/ops/matmul/tune.rs, which checks the constraints:
+// TM, TN in {4, 8}; BM and BN positive, BM % (4 TM) == 0 and BN % (4 TN) == 0; BK % 4 == 0
+// and positive; GROUP_M positive; WG_SIZE == (BM / TM) * (BN / TN); at most 4 vec4 loads of
+// each tile per invocation.
 override BM: u32 = 64u;
 override BN: u32 = 64u;
 override BK: u32 = 8u;
@@ -56,7 +58,7 @@ override GROUP_M: u32 = 8u;
 override WARP_TILE: bool = false;
 // The step's products run in chunks of KCHUNK rows of the tiles (`Tunables::k_chunk`), a loop
 // of BK / KCHUNK around an inner loop the driver unrolls: for 8 x 8 blocks at BK 16 the driver
-// would not unroll the step's 1024 FMAs in one loop, which then ran at 0.7x (call DB).
+// would not unroll the step's 1024 FMAs in one loop, which then ran at 0.75x (call DB).
 override KCHUNK: u32 = BK;
 
 // Register arrays are sized for the largest block (8 x 8) and the most vec4 loads per
@@ -213,9 +215,12 @@ fn main(
     if pid >= tiles_m * tiles_n {
         return;
     }
-    let group = GROUP_M * tiles_n;
-    let first_m = (pid / group) * GROUP_M;
-    let group_m = min(tiles_m - first_m, GROUP_M);
+    // GROUP_M capped at the tile rows first, so that the group's tiles (at most all of them,
+    // fewer than 2^32) cannot wrap to a zero divisor whatever GROUP_M a tune cache holds.
+    let rows_m = min(GROUP_M, tiles_m);
+    let group = rows_m * tiles_n;
+    let first_m = (pid / group) * rows_m;
+    let group_m = min(tiles_m - first_m, rows_m);
     let m0 = (first_m + (pid % group) % group_m) * BM;
     let n0 = ((pid % group) / group_m) * BN;
 

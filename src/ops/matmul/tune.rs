@@ -12,9 +12,11 @@ use crate::tune::{pow2, Level, OpTuning, SizeClass, Stage, Tunable};
 /// has 132. wgpu does not say how many an adapter has; `gpukit tune` measures instead.
 const SLOTS: usize = 132;
 
-/// The tilings [`Tunables::for_dims`] weighs on a large GPU, each with its rate on an H100 at
-/// 4096^3 (TFLOP/s, docs/BENCHMARKS.md, call DC): the rate of full waves of whole tiles.
-const BY_WAVES: [(Tunables, f64); 2] = [(Tunables::LARGE, 43.0), (Tunables::MID, 31.6)];
+/// The tilings [`Tunables::for_dims`] weighs on a large GPU, each with the rate of its full
+/// waves on an H100 (TFLOP/s): its rate at 4096^3 (docs/BENCHMARKS.md, call DC), whose waves
+/// are 97% busy for both (LARGE 43.0 over 512 tiles in 4 waves of 132, MID 31.6 over 2048 in
+/// 16), divided by 0.97.
+const BY_WAVES: [(Tunables, f64); 2] = [(Tunables::LARGE, 44.3), (Tunables::MID, 32.6)];
 
 /// The tiling of the kernel: the single place its sizes are chosen. C is cut into BM x BN
 /// tiles, one per workgroup; each step stages BM x BK of A and BK x BN of B in workgroup
@@ -32,7 +34,7 @@ pub struct Tunables {
 
 impl Tunables {
     /// Fits WebGPU's minimum limits (16 KiB of workgroup storage, 256 invocations), so it
-    /// runs on every adapter: 64 x 64 tiles, 4 x 4 per invocation, 8.5 KiB.
+    /// runs on every adapter: 64 x 64 tiles, 4 x 4 per invocation, 8 KiB.
     pub const SAFE: Tunables = Tunables {
         bm: 64,
         bn: 64,
@@ -97,8 +99,9 @@ impl Tunables {
     /// where that is [`Tunables::LARGE`], the one of [`BY_WAVES`] whose waves on [`SLOTS`] SMs
     /// take the least time: each wave as long as one tile takes at the tiling's rate (a last
     /// wave that is partly idle counts whole, and a tile past the matrix's edge whole too).
-    /// On an H100 this model gave LARGE's measured time within 4% at 1024^3, 2048^3,
-    /// 2049 x 2047 and 4097 x 4095, and MID's within 15% (docs/BENCHMARKS.md, call DC).
+    /// On an H100 this model gave LARGE's measured time within 10% at 1024^3, 2048^3,
+    /// 2049 x 2047 and 4097 x 4095, and MID's within 18% at 1024^3 and 2049 x 2047
+    /// (docs/BENCHMARKS.md, calls DC and DD).
     pub fn for_dims(limits: &wgpu::Limits, m: usize, n: usize) -> Tunables {
         let best = Tunables::for_limits(limits);
         if best != Tunables::LARGE {
@@ -117,8 +120,8 @@ impl Tunables {
 
     /// The rows of a step's tiles the kernel runs as one unrolled loop (`KCHUNK` in
     /// wgsl/matmul.wgsl): 8 for 8 x 8 blocks (or 4 where BK is not a multiple of 8), whose
-    /// 1024 FMAs at BK 16 the driver did not unroll in one loop (0.7x, call DB); BK for the
-    /// others, 1% faster than chunks of 8 (call DC).
+    /// 1024 FMAs at BK 16 the driver did not unroll in one loop (0.75x, call DB); BK for the
+    /// others, for which chunks of 8 were the same or up to 1.5% slower (call DC).
     pub fn k_chunk(&self) -> u32 {
         match (self.tm * self.tn, self.bk % 8) {
             (64, 0) => 8,
