@@ -2,7 +2,7 @@
 //! reports them through `VK_KHR_pipeline_executable_properties` (NVIDIA's and Mesa's drivers
 //! have it). The GPU machine has no profiler; this is the one view of the compiled code there.
 //!
-//!     cargo run --release --example pipeline_stats -- [FILTER] [--set NAME=VALUE]... [--ir DIR]
+//!     cargo run --release --example pipeline_stats -- [FILTER] [--set NAME=VALUE]...
 //!
 //! Every shader variant of every op (the cases the shader test checks, with the override
 //! constants each plan sets) whose label contains FILTER is turned into SPIR-V by naga with
@@ -18,13 +18,12 @@
 //! `--set` overrides one constant in every variant that declares it, and nothing derives the
 //! others from it: set a tiling's derived constants too (matmul's WG_SIZE, KCHUNK, WARP_TILE,
 //! SA4 and SB4, as `Tunables` makes them), or the statistics are of a kernel gpukit does not
-//! build. `--ir DIR` writes the driver's internal representations, where it gives any, to
-//! DIR. The adapter's cooperative matrix configurations (`VK_KHR_cooperative_matrix`) go to
-//! stderr first.
+//! build. NVIDIA's driver gives statistics only, no internal representations (no disassembly).
+//! The adapter's cooperative matrix configurations (`VK_KHR_cooperative_matrix`) go to stderr
+//! first.
 
 use std::collections::BTreeMap;
 use std::ffi::CStr;
-use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
@@ -35,14 +34,12 @@ use wgpu::naga;
 struct Args {
     filter: String,
     set: Vec<(String, f64)>,
-    ir: Option<PathBuf>,
 }
 
 fn args() -> Result<Args> {
     let mut a = Args {
         filter: String::new(),
         set: Vec::new(),
-        ir: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -53,7 +50,6 @@ fn args() -> Result<Args> {
                 a.set
                     .push((k.to_string(), v.parse().context("--set: not a number")?));
             }
-            "--ir" => a.ir = Some(it.next().context("--ir needs a folder")?.into()),
             _ if arg.starts_with('-') => bail!("unknown flag {arg}"),
             _ => a.filter = arg,
         }
@@ -284,14 +280,13 @@ fn value(s: &vk::PipelineExecutableStatisticKHR) -> String {
     }
 }
 
-/// Builds the pipeline and prints its statistics (and writes its representations to `ir`).
+/// Builds the pipeline and prints its statistics.
 fn report(
     vk: &Vulkan,
     label: &str,
     entry: &str,
     module: &naga::Module,
     words: &[u32],
-    ir: Option<&PathBuf>,
 ) -> Result<()> {
     let sets = layouts(vk, module)?;
     // SAFETY: valid handles of this device; the SPIR-V is naga's, validated above. The objects
@@ -308,7 +303,6 @@ fn report(
         let name = std::ffi::CString::new(entry)?;
         let capture = if vk.exec.is_some() {
             vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
-                | vk::PipelineCreateFlags::CAPTURE_INTERNAL_REPRESENTATIONS_KHR
         } else {
             vk::PipelineCreateFlags::empty()
         };
@@ -347,77 +341,12 @@ fn report(
                 })
                 .collect();
             println!("{label} {entry}: {}", line.join(", "));
-            if let Some(dir) = ir {
-                write_ir(vk, exec, &einfo, dir, &format!("{label}.{entry}.{i}"))?;
-            }
         }
         vk.device.destroy_pipeline(pipeline, None);
         vk.device.destroy_pipeline_layout(layout, None);
         vk.device.destroy_shader_module(shader, None);
         for s in sets {
             vk.device.destroy_descriptor_set_layout(s, None);
-        }
-    }
-    Ok(())
-}
-
-/// Writes each internal representation of an executable to `dir/STEM.NAME.txt`.
-///
-/// # Safety
-/// `einfo` names an executable of a live pipeline of `vk.device`.
-unsafe fn write_ir(
-    vk: &Vulkan,
-    exec: &ash::khr::pipeline_executable_properties::Device,
-    einfo: &vk::PipelineExecutableInfoKHR,
-    dir: &PathBuf,
-    stem: &str,
-) -> Result<()> {
-    let fp = exec.fp();
-    let mut count = 0u32;
-    // SAFETY: the two-call idiom: the count first, then structures with buffers of the sizes
-    // the driver gave.
-    unsafe {
-        (fp.get_pipeline_executable_internal_representations_khr)(
-            vk.device.handle(),
-            einfo,
-            &mut count,
-            std::ptr::null_mut(),
-        )
-        .result()?;
-        let mut reps =
-            vec![vk::PipelineExecutableInternalRepresentationKHR::default(); count as usize];
-        (fp.get_pipeline_executable_internal_representations_khr)(
-            vk.device.handle(),
-            einfo,
-            &mut count,
-            reps.as_mut_ptr(),
-        )
-        .result()?;
-        let mut bufs: Vec<Vec<u8>> = reps.iter().map(|r| vec![0u8; r.data_size]).collect();
-        for (r, b) in reps.iter_mut().zip(&mut bufs) {
-            r.p_data = b.as_mut_ptr().cast();
-        }
-        (fp.get_pipeline_executable_internal_representations_khr)(
-            vk.device.handle(),
-            einfo,
-            &mut count,
-            reps.as_mut_ptr(),
-        )
-        .result()?;
-        std::fs::create_dir_all(dir)?;
-        for (r, b) in reps.iter().zip(&bufs) {
-            let n = r.name_as_c_str().unwrap_or_default().to_string_lossy();
-            let n: String = n
-                .chars()
-                .map(|c| if c.is_alphanumeric() { c } else { '_' })
-                .collect();
-            let text = if r.is_text != 0 {
-                let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-                &b[..end]
-            } else {
-                &b[..]
-            };
-            std::fs::write(dir.join(format!("{stem}.{n}.txt")), text)?;
         }
     }
     Ok(())
@@ -469,7 +398,7 @@ fn main() -> Result<()> {
             {
                 let (m, words) = spirv(&vk, &module, &info, &ep.name, &constants, checked)
                     .with_context(|| format!("{} {}", c.label, ep.name))?;
-                report(&vk, &c.label, &ep.name, &m, &words, args.ir.as_ref())
+                report(&vk, &c.label, &ep.name, &m, &words)
                     .with_context(|| format!("{} {}", c.label, ep.name))?;
                 built += 1;
             }
