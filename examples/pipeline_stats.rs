@@ -44,6 +44,11 @@ fn args() -> Result<Args> {
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
+            "-h" | "--help" => {
+                println!("usage: pipeline_stats [FILTER] [--set NAME=VALUE]...");
+                println!("prints the driver's statistics of every shader variant whose label contains FILTER");
+                std::process::exit(0);
+            }
             "--set" => {
                 let kv = it.next().context("--set needs NAME=VALUE")?;
                 let (k, v) = kv.split_once('=').context("--set needs NAME=VALUE")?;

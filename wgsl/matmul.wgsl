@@ -29,8 +29,9 @@ struct Params {
 @group(0) @binding(2) var<storage, read> b: array<Elem4>;
 @group(0) @binding(3) var<storage, read_write> c: array<vec4<f32>>;
 
-// The element type of A and B. The f16 variant (`variant` in src/ops/matmul/plan.rs) replaces this line
-// with `vec4<f16>` and prepends `enable f16;`; tiles and accumulators stay f32.
+// The element type of A and B. The f16 variant (`variant` in src/ops/matmul/plan.rs)
+// replaces this line with `vec4<f16>` and prepends `enable f16;`; tiles and accumulators
+// stay f32.
 alias Elem4 = vec4<f32>;
 
 // Tile of C per workgroup (BM x BN), depth of one K step (BK), block of C per invocation
@@ -262,22 +263,22 @@ fn main(
         // (B likewise), g < TM / 4 <= MAX_T4, and i * (TN / 4) + g < TM * TN / 4, the sums'
         // length.
         for (var kc = 0u; kc < BK; kc += KCHUNK) {
-        for (var kk = kc; kk < kc + KCHUNK; kk++) {
-            var av: array<vec4<f32>, MAX_T4>;
-            var bv: array<vec4<f32>, MAX_T4>;
-            for (var g = 0u; g < TM / 4u; g++) {
-                av[g] = sh_a[base_a + kk * SA4 + g * TY + ty];
-            }
-            for (var g = 0u; g < TN / 4u; g++) {
-                bv[g] = sh_b[base_b + kk * SB4 + g * TX + tx];
-            }
-            for (var i = 0u; i < TM; i++) {
-                let ai = vec4<f32>(av[i / 4u][i % 4u]);
+            for (var kk = kc; kk < kc + KCHUNK; kk++) {
+                var av: array<vec4<f32>, MAX_T4>;
+                var bv: array<vec4<f32>, MAX_T4>;
+                for (var g = 0u; g < TM / 4u; g++) {
+                    av[g] = sh_a[base_a + kk * SA4 + g * TY + ty];
+                }
                 for (var g = 0u; g < TN / 4u; g++) {
-                    acc[i * (TN / 4u) + g] = fma(ai, bv[g], acc[i * (TN / 4u) + g]);
+                    bv[g] = sh_b[base_b + kk * SB4 + g * TX + tx];
+                }
+                for (var i = 0u; i < TM; i++) {
+                    let ai = vec4<f32>(av[i / 4u][i % 4u]);
+                    for (var g = 0u; g < TN / 4u; g++) {
+                        acc[i * (TN / 4u) + g] = fma(ai, bv[g], acc[i * (TN / 4u) + g]);
+                    }
                 }
             }
-        }
         }
         if more {
             store_a(lid, 1u - cur, next_a);

@@ -246,7 +246,8 @@ impl MatmulPlan {
         // `Tunables::check` allowed above and for the buffers bound below: A, B and C blocks
         // of whole rows (`upload_block`, and C's `rows * ld`) of the lda4, ldb4 and ldc4
         // vec4s its params give. Its divisors are nonzero (`Matmul::check` refuses empty
-        // products, and `check` zero tiles), and every loop runs to a constant or a size.
+        // products, `check` zero tiles, and the kernel caps GROUP_M before multiplying by
+        // it), and every loop runs to a constant or a size.
         let kernel = unsafe {
             gpu.kernel_unchecked(
                 &shader!("matmul"),

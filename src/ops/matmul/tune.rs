@@ -87,10 +87,11 @@ impl Tunables {
     /// register files 8 x 8 blocks may overrun, and they keep SAFE. A later `gpukit tune` may
     /// measure instead.
     pub fn for_limits(limits: &wgpu::Limits) -> Tunables {
-        let minimal = limits.max_compute_workgroup_storage_size <= 16 * 1024;
+        if limits.max_compute_workgroup_storage_size <= 16 * 1024 {
+            return Tunables::SAFE;
+        }
         [Tunables::LARGE, Tunables::FAST]
             .into_iter()
-            .filter(|&t| !(minimal && t == Tunables::FAST))
             .find(|t| t.check(limits).is_ok())
             .unwrap_or(Tunables::SAFE)
     }
