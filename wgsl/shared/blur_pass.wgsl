@@ -51,6 +51,10 @@ override ALPHA_SCALE: u32 = 255u;
 override OPAQUE_SA: u32 = 0u;
 override OPAQUE_D: u32 = 1u;
 override OPAQUE_T: u32 = 0u;
+// Whether every alpha sum of the last pass is below 2^30 (the host knows its largest,
+// OPAQUE_SA): the colour's division then corrects its estimate in 32 bits
+// (`unpremultiply_32`).
+override DIV_32: bool = false;
 
 @group(0) @binding(0) var<uniform> params: Params;
 // The input (binding 1, `src_word`, `src_pair`, `src_wide`) and output (binding 2,
@@ -169,26 +173,44 @@ fn wide_mul(x: u32, m: u32) -> vec2<u32> {
     return vec2<u32>(low, (hi >> 16u) + select(0u, 1u, low < lo));
 }
 
-fn wide_less(a: vec2<u32>, b: vec2<u32>) -> bool {
-    return a.y < b.y || (a.y == b.y && a.x < b.x);
+// How far below the f32 quotient of a colour's division the kernels start: (MAX_VALUE + 1)
+// * 2^-19, more than twice the estimate's error and less than half a unit (below).
+fn under() -> f32 {
+    return f32(MAX_VALUE + 1u) * 0.0000019073486328125;
 }
 
-// A colour out of its window sum s and the alpha lane's sa > 0 (s <= sa): round half up of
-// MAX_VALUE * s / sa, floor((MAX_VALUE * s + floor(sa / 2)) / sa), in 48-bit arithmetic. The
-// f32 quotient is within 0.02 of the exact one (below 65536), so its truncation is off by at
-// most one, and one comparison each way makes it exact. The CPU twin is
-// `Premultiply::unpremultiply` in src/ops/blur/arith.rs (the GPU == CPU tests check they agree).
-fn unpremultiply(s: u32, sa: u32) -> u32 {
+// A colour out of its window sum s and the alpha lane's sa > 0 (s <= sa), given inv = 1 /
+// f32(sa): round half up of MAX_VALUE * s / sa, floor((MAX_VALUE * s + floor(sa / 2)) / sa).
+// The f32 estimate fma(s, MAX_VALUE, sa / 2) * inv is within 14 * 2^-24 of the quotient
+// relatively on every adapter (WGSL's conversions within 1 ulp, its division within 2.5,
+// every other step correctly rounded, fma perhaps as a product and a sum): below 0.055 for
+// quotients up to 65535.5. Truncating it less `under()` gives the quotient or one less, so
+// the remainder MAX_VALUE * s + sa / 2 - sa * q lies in [0, 2 sa), and one comparison makes
+// q exact: in 48-bit arithmetic here, in 32 bits (`unpremultiply_32`) where every alpha sum
+// of the pass is below 2^30 (the remainder then fits a word). The CPU twin is `Premultiply::unpremultiply` in
+// src/ops/blur/arith.rs (the GPU == CPU tests check they agree; `Premultiply::correct` is
+// the correction's, tested from estimates one less).
+fn unpremultiply(s: u32, sa: u32, inv: f32) -> u32 {
     let p = wide_mul(s, MAX_VALUE);
     let low = p.x + (sa >> 1u);
     let num = vec2<u32>(low, p.y + select(0u, 1u, low < p.x));
-    var q = u32((f32(num.y) * 4294967296.0 + f32(num.x)) / f32(sa));
-    if wide_less(num, wide_mul(sa, q)) {
-        q -= 1u;
-    } else if !wide_less(num, wide_mul(sa, q + 1u)) {
-        q += 1u;
-    }
-    return min(q, MAX_VALUE);
+    let q = estimate(s, sa, inv);
+    // q <= MAX_VALUE (the estimate less `under()` is at most the quotient): wide_mul's m.
+    let prod = wide_mul(sa, q);
+    let r_lo = num.x - prod.x;
+    let r_hi = num.y - prod.y - select(0u, 1u, num.x < prod.x);
+    return min(q + select(0u, 1u, r_hi != 0u || r_lo >= sa), MAX_VALUE);
+}
+
+fn unpremultiply_32(s: u32, sa: u32, inv: f32) -> u32 {
+    let q = estimate(s, sa, inv);
+    let r = s * MAX_VALUE + (sa >> 1u) - sa * q;
+    return min(q + select(0u, 1u, r >= sa), MAX_VALUE);
+}
+
+// The quotient of a colour's division or one less (`unpremultiply`).
+fn estimate(s: u32, sa: u32, inv: f32) -> u32 {
+    return u32(max(fma(f32(s), f32(MAX_VALUE), f32(sa >> 1u)) * inv - under(), 0.0));
 }
 
 // A pass's output from its window sums: (S * MUL + ADD) / DIV. The last pass of an image with
@@ -211,9 +233,14 @@ fn finish(s: vec4<u32>) -> vec4<u32> {
         let up = select(vec4<u32>(0u), vec4<u32>(1u), s - q * OPAQUE_D >= vec4<u32>(OPAQUE_T));
         out = min(q + up, vec4<u32>(MAX_VALUE));
     } else {
+        let inv = 1.0 / f32(sa);
         for (var k = 0u; k < 4u; k++) {
             if k != ALPHA_LANE {
-                out[k] = unpremultiply(s[k], sa);
+                if DIV_32 {
+                    out[k] = unpremultiply_32(s[k], sa, inv);
+                } else {
+                    out[k] = unpremultiply(s[k], sa, inv);
+                }
             }
         }
     }

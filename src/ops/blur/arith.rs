@@ -177,6 +177,23 @@ impl Premultiply {
         (c * a + DIV / 2) / DIV
     }
 
+    /// The kernels' correction of an estimate `q` of [`Premultiply::unpremultiply`]'s quotient
+    /// that is the quotient or one less (`unpremultiply` of wgsl/shared/blur_pass.wgsl): the
+    /// remainder M s + sa / 2 - sa q lies in [0, 2 sa); in 64 bits here and in the kernels'
+    /// 48, and where sa < 2^30 (`unpremultiply_32`) in one wrapped word, which holds it.
+    #[cfg(test)]
+    pub fn correct(&self, s: u32, sa: u32, q: u32) -> u32 {
+        let r = s as u64 * self.max as u64 + (sa / 2) as u64 - sa as u64 * q as u64;
+        let r32 = s
+            .wrapping_mul(self.max)
+            .wrapping_add(sa >> 1)
+            .wrapping_sub(sa.wrapping_mul(q));
+        if sa < 1 << 30 {
+            assert_eq!(r32 as u64, r, "the wrapped remainder");
+        }
+        (q + u32::from(r >= sa as u64)).min(self.max)
+    }
+
     /// A colour out of the last column pass's window sums s (colour) and sa (alpha, > 0):
     /// round half up of M * s / sa, at most M. M * s + sa / 2 < 2^48 and sa < 2^32, so the
     /// f64 quotient is within 2^-37 relative of the exact one and never reaches the next

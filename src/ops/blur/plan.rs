@@ -930,6 +930,7 @@ fn pass_overrides(
             ("OPAQUE_SA", o.sa as f64),
             ("OPAQUE_D", o.d as f64),
             ("OPAQUE_T", o.t as f64),
+            ("DIV_32", (o.sa < 1 << 30) as u32 as f64),
         ]);
     }
     c

@@ -111,6 +111,54 @@ fn colour_is_weighted_by_alpha() {
     assert!(px[7] > 0 && px[7] < 255);
 }
 
+// The kernels' correction of the colour's division (`unpremultiply` and `unpremultiply_32`
+// of wgsl/shared/blur_pass.wgsl) turns an estimate that is the quotient or one less into
+// `Premultiply::unpremultiply`'s quotient, and the 32-bit one's wrapped remainder is the
+// remainder wherever the alpha sum is below 2^30: alpha sums up to 2^32 - 1, colour sums up
+// to them, at the range's edges, on quotients' steps and pseudo-random.
+#[test]
+fn the_division_by_alpha_corrects_its_estimate_exactly() {
+    for max in [255u32, 65535] {
+        let p = arith::Premultiply::new(3, max);
+        let mut x = 0x2545_f491_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let top = [(1u64 << 30) - 1, 1 << 30, u32::MAX as u64];
+        let mut pairs: Vec<(u32, u32)> = vec![(0, 1), (1, 1)];
+        pairs.extend(
+            top.iter()
+                .flat_map(|&sa| [(0, sa as u32), (sa as u32, sa as u32)]),
+        );
+        for k in 0..300_000 {
+            let bound = top[k % 3];
+            let sa = (next() % (bound + 1)).max(1) as u32;
+            let s = (next() % (sa as u64 + 1)) as u32;
+            pairs.push((s, sa));
+            // A colour sum on a quotient's step: M s + sa / 2 >= q sa first.
+            let q = next() % (max as u64 + 1);
+            let step = (q * sa as u64)
+                .saturating_sub(sa as u64 / 2)
+                .div_ceil(max as u64);
+            if step <= sa as u64 {
+                pairs.push((step as u32, sa));
+            }
+        }
+        for (s, sa) in pairs {
+            let want = p.unpremultiply(s, sa);
+            let exact = (s as u64 * max as u64 + sa as u64 / 2) / sa as u64;
+            assert_eq!(want as u64, exact.min(max as u64));
+            for q in [exact.saturating_sub(1), exact] {
+                let got = p.correct(s, sa, q as u32);
+                assert_eq!(got, want, "max {max}: s {s}, sa {sa}, estimate {q}");
+            }
+        }
+    }
+}
+
 // `Opaque::colour` is `Premultiply::unpremultiply` at the all-opaque alpha sum, for every
 // blur arithmetic: every colour sum from 0 to sa where sa is small, else those around each
 // quotient's step and the rounding threshold, and a stride through the rest.
