@@ -51,7 +51,7 @@ override ALPHA_SCALE: u32 = 255u;
 override OPAQUE_SA: u32 = 0u;
 override OPAQUE_D: u32 = 1u;
 override OPAQUE_T: u32 = 0u;
-// Whether every alpha sum of the last pass is below 2^30 (the host knows its largest,
+// Whether every alpha sum of the last pass is at most 2^31 (the host knows its largest,
 // OPAQUE_SA): the colour's division then corrects its estimate in 32 bits
 // (`unpremultiply_32`).
 override DIV_32: bool = false;
@@ -181,15 +181,16 @@ fn under() -> f32 {
 
 // A colour out of its window sum s and the alpha lane's sa > 0 (s <= sa), given inv = 1 /
 // f32(sa): round half up of MAX_VALUE * s / sa, floor((MAX_VALUE * s + floor(sa / 2)) / sa).
-// The f32 estimate fma(s, MAX_VALUE, sa / 2) * inv is within 14 * 2^-24 of the quotient
-// relatively on every adapter (WGSL's conversions within 1 ulp, its division within 2.5,
-// every other step correctly rounded, fma perhaps as a product and a sum): below 0.055 for
-// quotients up to 65535.5. Truncating it less `under()` gives the quotient or one less, so
-// the remainder MAX_VALUE * s + sa / 2 - sa * q lies in [0, 2 sa), and one comparison makes
-// q exact: in 48-bit arithmetic here, in 32 bits (`unpremultiply_32`) where every alpha sum
-// of the pass is below 2^30 (the remainder then fits a word). The CPU twin is `Premultiply::unpremultiply` in
-// src/ops/blur/arith.rs (the GPU == CPU tests check they agree; `Premultiply::correct` is
-// the correction's, tested from estimates one less).
+// The f32 estimate fma(s, MAX_VALUE, sa / 2) * inv is within 15 * 2^-24 of the quotient
+// relatively on every adapter (WGSL's conversions and correctly rounded steps within 1
+// ulp, its division within 2.5; fma perhaps as a product and a sum): below 0.06 for
+// quotients up to 65535.5. Truncating it less `under()` gives the quotient or one less (the
+// subtraction's own rounding is far smaller than the margins), so the remainder MAX_VALUE *
+// s + sa / 2 - sa * q lies in [0, 2 sa), and one comparison makes q exact: in 48-bit
+// arithmetic here, in 32 bits (`unpremultiply_32`) where every alpha sum of the pass is at
+// most 2^31 (the remainder then fits a word). The CPU twin is `Premultiply::unpremultiply`
+// in src/ops/blur/arith.rs (the GPU == CPU tests check they agree); the unit test
+// `the_division_by_alpha_corrects_its_estimate_exactly` runs this arithmetic in Rust.
 fn unpremultiply(s: u32, sa: u32, inv: f32) -> u32 {
     let p = wide_mul(s, MAX_VALUE);
     let low = p.x + (sa >> 1u);

@@ -88,6 +88,9 @@ impl Arith {
     /// v = (A * W * mul + add) / div (A * 2^F) and every later pass keeps it
     /// ((v * W + W / 2) / W = v, W the window size or weight total), so the sum is v * W.
     /// None where that sum is not a multiple of M (not the case for any blur gpukit makes).
+    /// Every pass is monotone in its sums and the weights total W, so `sa` is also the
+    /// largest alpha sum the last pass sees in any window: the kernels choose their division
+    /// by alpha by it (`DIV_32` in plan.rs).
     pub fn opaque(&self) -> Option<Opaque> {
         let p = self.alpha?;
         let w = self.keep.2 as u64;
@@ -175,23 +178,6 @@ impl Premultiply {
     #[inline(always)]
     pub fn colour_by<const DIV: u32>(c: u32, a: u32) -> u32 {
         (c * a + DIV / 2) / DIV
-    }
-
-    /// The kernels' correction of an estimate `q` of [`Premultiply::unpremultiply`]'s quotient
-    /// that is the quotient or one less (`unpremultiply` of wgsl/shared/blur_pass.wgsl): the
-    /// remainder M s + sa / 2 - sa q lies in [0, 2 sa); in 64 bits here and in the kernels'
-    /// 48, and where sa < 2^30 (`unpremultiply_32`) in one wrapped word, which holds it.
-    #[cfg(test)]
-    pub fn correct(&self, s: u32, sa: u32, q: u32) -> u32 {
-        let r = s as u64 * self.max as u64 + (sa / 2) as u64 - sa as u64 * q as u64;
-        let r32 = s
-            .wrapping_mul(self.max)
-            .wrapping_add(sa >> 1)
-            .wrapping_sub(sa.wrapping_mul(q));
-        if sa < 1 << 30 {
-            assert_eq!(r32 as u64, r, "the wrapped remainder");
-        }
-        (q + u32::from(r >= sa as u64)).min(self.max)
     }
 
     /// A colour out of the last column pass's window sums s (colour) and sa (alpha, > 0):

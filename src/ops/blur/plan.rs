@@ -930,7 +930,9 @@ fn pass_overrides(
             ("OPAQUE_SA", o.sa as f64),
             ("OPAQUE_D", o.d as f64),
             ("OPAQUE_T", o.t as f64),
-            ("DIV_32", (o.sa < 1 << 30) as u32 as f64),
+            // The largest alpha sum the pass sees (`Arith::opaque`): at most 2^31, the
+            // colour's division takes its remainder in a word.
+            ("DIV_32", (o.sa <= 1 << 31) as u32 as f64),
         ]);
     }
     c

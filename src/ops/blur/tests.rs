@@ -111,11 +111,57 @@ fn colour_is_weighted_by_alpha() {
     assert!(px[7] > 0 && px[7] < 255);
 }
 
-// The kernels' correction of the colour's division (`unpremultiply` and `unpremultiply_32`
-// of wgsl/shared/blur_pass.wgsl) turns an estimate that is the quotient or one less into
-// `Premultiply::unpremultiply`'s quotient, and the 32-bit one's wrapped remainder is the
-// remainder wherever the alpha sum is below 2^30: alpha sums up to 2^32 - 1, colour sums up
-// to them, at the range's edges, on quotients' steps and pseudo-random.
+/// `wide_mul` of wgsl/shared/blur_pass.wgsl: x * m as (low word, high word), m <= 65537.
+fn wide_mul(x: u32, m: u32) -> (u32, u32) {
+    let lo = (x & 0xffff) * m;
+    let hi = (x >> 16) * m;
+    let low = lo.wrapping_add(hi << 16);
+    (low, (hi >> 16) + u32::from(low < lo))
+}
+
+/// The kernels' correction of an estimate q of the colour's division (`unpremultiply` of
+/// wgsl/shared/blur_pass.wgsl in 48-bit words, or `unpremultiply_32` in one wrapped word).
+fn kernel_correct(s: u32, sa: u32, max: u32, q: u32, div_32: bool) -> u32 {
+    let up = if div_32 {
+        let r = s
+            .wrapping_mul(max)
+            .wrapping_add(sa >> 1)
+            .wrapping_sub(sa.wrapping_mul(q));
+        r >= sa
+    } else {
+        let p = wide_mul(s, max);
+        let low = p.0.wrapping_add(sa >> 1);
+        let num = (low, p.1 + u32::from(low < p.0));
+        let prod = wide_mul(sa, q);
+        let r_lo = num.0.wrapping_sub(prod.0);
+        let r_hi = num
+            .1
+            .wrapping_sub(prod.1)
+            .wrapping_sub(u32::from(num.0 < prod.0));
+        r_hi != 0 || r_lo >= sa
+    };
+    (q + u32::from(up)).min(max)
+}
+
+/// The kernels' estimate (`estimate` of wgsl/shared/blur_pass.wgsl) with IEEE rounding, the
+/// fma fused or as a product and a sum.
+fn kernel_estimate(s: u32, sa: u32, max: u32, fused: bool) -> u32 {
+    let inv = 1.0f32 / sa as f32;
+    let h = (sa >> 1) as f32;
+    let n = match fused {
+        true => (s as f32).mul_add(max as f32, h),
+        false => s as f32 * max as f32 + h,
+    };
+    let under = (max + 1) as f32 / 524_288.0;
+    (n * inv - under).max(0.0) as u32
+}
+
+// The kernels' division of a colour sum by the alpha sum (wgsl/shared/blur_pass.wgsl) run in
+// Rust: the estimate is the quotient or one less, and the 48-bit correction (any alpha sum)
+// and the 32-bit one (alpha sums up to 2^31, `DIV_32`) make `Premultiply::unpremultiply`'s
+// quotient, also from an estimate forced one less (any adapter's rounding may give it).
+// Alpha sums up to 2^32 - 1, colour sums up to them: the range's edges, quotients' steps,
+// pseudo-random pairs.
 #[test]
 fn the_division_by_alpha_corrects_its_estimate_exactly() {
     for max in [255u32, 65535] {
@@ -127,13 +173,13 @@ fn the_division_by_alpha_corrects_its_estimate_exactly() {
             x ^= x << 17;
             x
         };
-        let top = [(1u64 << 30) - 1, 1 << 30, u32::MAX as u64];
+        let top = [(1u64 << 30) - 1, 1 << 31, u32::MAX as u64];
         let mut pairs: Vec<(u32, u32)> = vec![(0, 1), (1, 1)];
         pairs.extend(
             top.iter()
                 .flat_map(|&sa| [(0, sa as u32), (sa as u32, sa as u32)]),
         );
-        for k in 0..300_000 {
+        for k in 0..200_000 {
             let bound = top[k % 3];
             let sa = (next() % (bound + 1)).max(1) as u32;
             let s = (next() % (sa as u64 + 1)) as u32;
@@ -151,9 +197,16 @@ fn the_division_by_alpha_corrects_its_estimate_exactly() {
             let want = p.unpremultiply(s, sa);
             let exact = (s as u64 * max as u64 + sa as u64 / 2) / sa as u64;
             assert_eq!(want as u64, exact.min(max as u64));
-            for q in [exact.saturating_sub(1), exact] {
-                let got = p.correct(s, sa, q as u32);
-                assert_eq!(got, want, "max {max}: s {s}, sa {sa}, estimate {q}");
+            let what = format!("max {max}: s {s}, sa {sa}");
+            for fused in [true, false] {
+                let q = kernel_estimate(s, sa, max, fused) as u64;
+                assert!(q == exact || q + 1 == exact, "{what}: estimate {q}");
+            }
+            for div_32 in [false, sa <= 1 << 31] {
+                for q in [exact.saturating_sub(1), exact] {
+                    let got = kernel_correct(s, sa, max, q as u32, div_32);
+                    assert_eq!(got, want, "{what}: estimate {q}, 32-bit {div_32}");
+                }
             }
         }
     }
