@@ -403,12 +403,19 @@ fn out_dir_over_the_inputs_needs_overwrite() {
 )]
 fn long_blur(dir: &Path, ignore_hup: bool) -> std::process::Child {
     let mut cmd = gpukit();
-    if ignore_hup {
+    // SIGHUP as the test says, whatever the test runner inherited (under `nohup` it is
+    // ignored, and gpukit keeps it so).
+    let hup = if ignore_hup {
+        libc::SIG_IGN
+    } else {
+        libc::SIG_DFL
+    };
+    {
         use std::os::unix::process::CommandExt;
         // SAFETY: only signal(), async-signal-safe, runs between fork and exec.
         unsafe {
-            cmd.pre_exec(|| {
-                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            cmd.pre_exec(move || {
+                libc::signal(libc::SIGHUP, hup);
                 Ok(())
             });
         }
