@@ -403,8 +403,9 @@ fn out_dir_over_the_inputs_needs_overwrite() {
 )]
 fn long_blur(dir: &Path, ignore_hup: bool) -> std::process::Child {
     let mut cmd = gpukit();
-    // SIGHUP as the test says, whatever the test runner inherited (under `nohup` it is
-    // ignored, and gpukit keeps it so).
+    // The signals the tests send at their defaults (SIGHUP ignored where the test says),
+    // whatever the test runner inherited: under `nohup` SIGHUP is ignored, in a shell's
+    // background job SIGINT, and gpukit keeps an ignored signal ignored.
     let hup = if ignore_hup {
         libc::SIG_IGN
     } else {
@@ -415,6 +416,8 @@ fn long_blur(dir: &Path, ignore_hup: bool) -> std::process::Child {
         // SAFETY: only signal(), async-signal-safe, runs between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
                 libc::signal(libc::SIGHUP, hup);
                 Ok(())
             });
