@@ -461,12 +461,19 @@ fn every_workgroup_shape_matches_cpu() {
     // Shapes `gpukit tune blur` tries (`Tunables`): results are bit-identical for every one,
     // including a single line a workgroup (which cannot write whole words of the host's
     // layout: RGB8 then takes the pack pass).
-    let shapes = [(1, 8, 4, 1, 32), (2, 8, 2, 2, 16), (16, 4, 8, 8, 32)];
-    for (box_rows, box_tpl, box_ppt, gauss_rows, gauss_tpl) in shapes {
+    // The box's positions a thread differ between the intermediates (RGBA8's a word a
+    // channel, RGB8's 16-bit) in each shape.
+    let shapes = [
+        (1, 8, 4, 1, 1, 32),
+        (2, 8, 2, 8, 2, 16),
+        (16, 4, 8, 2, 8, 32),
+    ];
+    for (box_rows, box_tpl, box_ppt, box_ppt_narrow, gauss_rows, gauss_tpl) in shapes {
         let tunables = Tunables {
             box_rows,
             box_tpl,
             box_ppt,
+            box_ppt_narrow,
             gauss_rows,
             gauss_tpl,
         };

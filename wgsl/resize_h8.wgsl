@@ -18,8 +18,9 @@
 // The module is built without bounds checks (`Gpu::kernel_unchecked`): every index below is
 // in range by construction, given what the plan guarantees (every column's count at least 1
 // and its taps inside the input row, start and end moving right with the column; the
-// output rows ending on a word; span at most IN_STRIDE; R rows of input at most PF words a
-// thread). Each index says why where it is made.
+// output rows ending on a word; span at most IN_STRIDE; the loads' groups cover the tile:
+// RW * (WG_SIZE / LPR) >= R rows, PQ * LPR >= IN_STRIDE pixels, RW * PQ <= 32). Each index
+// says why where it is made.
 
 // import: resize_math
 // import: grid
@@ -61,10 +62,14 @@ override GU: u32 = 32u;
 override RPT: u32 = 4u;
 // Taps a column (Pillow's ksize).
 override KSIZE: u32;
-// Words an input row takes in `sh` (odd, at least the widest tile's span), and the input
-// pixels a thread loads (at most 32: R rows of the widest span over WG_SIZE threads).
+// Words an input row takes in `sh` (odd, at least the widest tile's span).
 override IN_STRIDE: u32;
-override PF: u32;
+// The input's loads: the threads in groups of LPR (a power of two, at least 4), group g
+// loading rows g, g + WG_SIZE / LPR, ... (RW of them), a thread every LPR-th pixel of a row
+// (PQ of them): RW * PQ pixels a thread, at most 32.
+override LPR: u32;
+override RW: u32;
+override PQ: u32;
 
 // Rows a round of the workgroup's threads, and rows a tile.
 override G: u32 = WG_SIZE / TW;
@@ -124,61 +129,52 @@ fn main(
     let last = x0 + nx - 1u;
     let span = bounds[2u * last] + min(bounds[2u * last + 1u], KSIZE) - first;
 
-    // The input, a pixel a word, the tile's rows one after another: element e = lid + k *
-    // WG_SIZE (k < PF) is pixel q = e % span of row r = e / span, stepped without dividing.
-    // All of a thread's loads are issued before the first is stored, so that they are in
-    // flight together.
-    let r0 = lid / span;
-    let q0 = lid - r0 * span;
-    let dr = WG_SIZE / span;
-    let dq = WG_SIZE - dr * span;
-    var r = r0;
-    var q = q0;
-    for (var k = 0u; k < PF; k++) {
-        if r < ny {
-            // Row y0 + r < rows, column first + q < first + span <= in_w: a pixel of the
-            // image, whose bytes lie in src's words; an RGB pixel straddling two words ends
-            // in the second (b + 2 is its last byte).
-            let b = ((y0 + r) * params.in_w + first + q) * CHANNELS;
-            pre_lo[k] = src[b / 4u];
-            if CHANNELS == 3u && b % 4u > 1u {
-                pre_hi[k] = src[b / 4u + 1u];
+    // The input, a pixel a word, the tile's rows one after another. A thread's pixels of a
+    // row lie LPR apart, a multiple of 4 pixels, so they start at the same byte of a word:
+    // one word's shift for all of them, and a second word only where a 3-byte pixel
+    // straddles two (it starts at byte 2 or 3). All of a thread's loads are issued before
+    // the first is stored, so that they are in flight together.
+    let g = lid / LPR;
+    let gl = lid % LPR;
+    let step = LPR * CHANNELS / 4u;
+    for (var j = 0u; j < RW; j++) {
+        let r = g + j * (WG_SIZE / LPR);
+        // Row y0 + r < rows, column first + q < first + span <= in_w (q = gl + i * LPR):
+        // a pixel of the image, whose bytes lie in src's words; a straddling RGB pixel ends
+        // in the word after its first.
+        let b = ((y0 + r) * params.in_w + first + gl) * CHANNELS;
+        for (var i = 0u; i < PQ; i++) {
+            if r < ny && gl + i * LPR < span {
+                let w = b / 4u + i * step;
+                pre_lo[j * PQ + i] = src[w];
+                if CHANNELS == 3u && b % 4u > 1u {
+                    pre_hi[j * PQ + i] = src[w + 1u];
+                }
             }
-        }
-        q += dq;
-        r += dr;
-        if q >= span {
-            q -= span;
-            r += 1u;
         }
     }
-    r = r0;
-    q = q0;
-    for (var k = 0u; k < PF; k++) {
-        if r < ny {
-            let b = ((y0 + r) * params.in_w + first + q) * CHANNELS;
-            let shift = (b % 4u) * 8u;
-            var v = pre_lo[k] >> shift;
-            if CHANNELS == 3u && shift > 8u {
-                v |= pre_hi[k] << (32u - shift);
-            }
-            v &= 0xffffffffu >> ((4u - CHANNELS) * 8u);
-            if PREMULTIPLY {
-                let a = v >> ((CHANNELS - 1u) * 8u);
-                var out = a << ((CHANNELS - 1u) * 8u);
-                for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
-                    out |= premultiply((v >> (ch * 8u)) & 255u, a) << (ch * 8u);
+    for (var j = 0u; j < RW; j++) {
+        let r = g + j * (WG_SIZE / LPR);
+        let shift = ((((y0 + r) * params.in_w + first + gl) * CHANNELS) % 4u) * 8u;
+        for (var i = 0u; i < PQ; i++) {
+            let q = gl + i * LPR;
+            if r < ny && q < span {
+                var v = pre_lo[j * PQ + i] >> shift;
+                if CHANNELS == 3u && shift > 8u {
+                    v |= pre_hi[j * PQ + i] << (32u - shift);
                 }
-                v = out;
+                v &= 0xffffffffu >> ((4u - CHANNELS) * 8u);
+                if PREMULTIPLY {
+                    let a = v >> ((CHANNELS - 1u) * 8u);
+                    var out = a << ((CHANNELS - 1u) * 8u);
+                    for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
+                        out |= premultiply((v >> (ch * 8u)) & 255u, a) << (ch * 8u);
+                    }
+                    v = out;
+                }
+                // r < ny <= R, q < span <= IN_STRIDE.
+                sh[r * IN_STRIDE + q] = v;
             }
-            // r < ny <= R, q < span <= IN_STRIDE.
-            sh[r * IN_STRIDE + q] = v;
-        }
-        q += dq;
-        r += dr;
-        if q >= span {
-            q -= span;
-            r += 1u;
         }
     }
     workgroupBarrier();

@@ -418,15 +418,18 @@ fn shape(
         (Layout::LinePerInvocation, Kind::Gaussian { .. }) => {
             line(shader!("blur_gauss_line"), "gauss_line_pass")
         }
-        (Layout::Workgroup, Kind::Box) => Shape {
-            shader: shader!("blur_box"),
-            entry: "box_pass",
-            variant: box_variant(t.box_ppt, subgroups),
-            constants: t.box_overrides().map(|(k, v)| (k, v as f64)).into(),
-            rows_per_wg: t.box_rows,
-            chunk: t.box_chunk(),
-            staging: None,
-        },
+        (Layout::Workgroup, Kind::Box) => {
+            let wide = mid_fmt == FMT_WIDE;
+            Shape {
+                shader: shader!("blur_box"),
+                entry: "box_pass",
+                variant: box_variant(t.box_ppt_for(wide), subgroups),
+                constants: t.box_overrides(wide).map(|(k, v)| (k, v as f64)).into(),
+                rows_per_wg: t.box_rows,
+                chunk: t.box_chunk(wide),
+                staging: None,
+            }
+        }
         (Layout::Workgroup, Kind::Gaussian { .. }) => {
             // The second pass stages the wider format (the intermediate).
             let rows = gauss_rows(r, storage, t, mid_fmt).ok_or_else(|| {

@@ -23,6 +23,21 @@ const MAX_KSIZE: u32 = 64;
 /// The input pixels a thread loads at most (registers: `pre_lo` and `pre_hi` in the shader).
 const MAX_PF: u32 = 32;
 
+/// How a tile's input loads are spread over `wg` threads: groups of `lpr` threads (a power
+/// of two from 4 to `wg`) a row, each group `rw` of the `r` rows, each thread `pq` of a
+/// row's `span` pixels; the spread with the fewest loads a thread (`rw * pq`), the widest
+/// groups on a tie (longer runs of neighbouring words). Groups of at least 4 make a thread's
+/// pixels of a row a whole number of words apart, so they share one shift.
+fn load_groups(wg: u32, r: u32, span: u32) -> (u32, u32, u32) {
+    (2..=wg.trailing_zeros())
+        .map(|k| {
+            let lpr = 1 << k;
+            (lpr, r.div_ceil(wg / lpr), span.div_ceil(lpr))
+        })
+        .min_by_key(|&(lpr, rw, pq)| (rw * pq, u32::MAX - lpr))
+        .expect("a workgroup has at least 4 threads")
+}
+
 /// Its WGSL twin is `Params` in wgsl/resize_h8.wgsl (the shader test checks their fields).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -52,9 +67,13 @@ pub(super) struct RowsLayout {
     pub rpt: u32,
     /// Taps a column.
     pub ksize: u32,
-    /// Words an input row takes in workgroup memory, and the input pixels a thread loads.
+    /// Words an input row takes in workgroup memory.
     pub in_stride: u32,
-    pub pf: u32,
+    /// The input's loads ([`load_groups`]): threads a row, rows a group, pixels a thread a
+    /// row.
+    pub lpr: u32,
+    pub rw: u32,
+    pub pq: u32,
     /// Words of workgroup memory in all.
     pub words: u32,
     pub params: RowsParams,
@@ -138,8 +157,8 @@ impl RowsLayout {
             let in_stride = span | 1;
             let r = wg / tw * rpt;
             let words = r * in_stride + ksize + r * tw;
-            let pf = (r * span).div_ceil(wg);
-            if words > budget || pf > MAX_PF {
+            let (lpr, rw, pq) = load_groups(wg, r, span);
+            if words > budget || rw * pq > MAX_PF {
                 return None;
             }
             let tiles_x = out_w.div_ceil(tw);
@@ -150,7 +169,9 @@ impl RowsLayout {
                 rpt,
                 ksize,
                 in_stride,
-                pf,
+                lpr,
+                rw,
+                pq,
                 words,
                 params: RowsParams {
                     in_w,
@@ -170,7 +191,7 @@ impl RowsLayout {
         channels: u8,
         premultiply: bool,
         unpremultiply: bool,
-    ) -> [(&'static str, f64); 11] {
+    ) -> [(&'static str, f64); 13] {
         let on = |b: bool| f64::from(u8::from(b));
         [
             ("WG_SIZE", f64::from(self.wg)),
@@ -179,7 +200,9 @@ impl RowsLayout {
             ("RPT", f64::from(self.rpt)),
             ("KSIZE", f64::from(self.ksize)),
             ("IN_STRIDE", f64::from(self.in_stride)),
-            ("PF", f64::from(self.pf)),
+            ("LPR", f64::from(self.lpr)),
+            ("RW", f64::from(self.rw)),
+            ("PQ", f64::from(self.pq)),
             ("CHANNELS", f64::from(channels)),
             ("DEPTH", 8.0),
             ("PREMULTIPLY", on(premultiply)),
@@ -196,16 +219,35 @@ mod tests {
 
     // 4K to 1080p lanczos3: 64 output columns read 63 * 2 + 12 = 138 input columns (139
     // words a row, odd); 8 rows of them (4 rounds of 2 rows a thread), 13 words of slack,
-    // 8 x 64 output pixels; 8 x 138 pixels over 256 threads, 5 a thread.
+    // 8 x 64 output pixels; 8 rows of 138 pixels over 256 threads: a warp a row, 5 pixels
+    // a thread (groups of 16 would take 9, of 64 two rows of 3).
     #[test]
     fn the_4k_to_1080p_layout_is_hand_counted() {
         let p = passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
         let l =
             RowsLayout::new(&p[0].axis, (3840, 2160), 3, (64, 2, WG_SIZE), BUDGET_WORDS).unwrap();
         assert_eq!((l.tw, l.gu, l.rpt, l.ksize), (64, 16, 2, 13));
-        assert_eq!((l.in_stride, l.pf), (139, 5));
+        assert_eq!(l.in_stride, 139);
+        assert_eq!((l.lpr, l.rw, l.pq), (32, 1, 5));
         assert_eq!(l.words, 8 * 139 + 13 + 8 * 64);
         assert_eq!((l.params.tiles_x, l.params.n_tiles), (30, 30 * 270));
+    }
+
+    // Every spread covers the tile's rows and span; the fewest loads win, counted by hand.
+    #[test]
+    fn the_loads_cover_the_tile_in_the_fewest_a_thread() {
+        for (wg, r, span, want) in [
+            // Groups of 4: 16 groups of 2 rows, 5 pixels each (8: 4 rows of 3, 12 loads).
+            (64, 32, 20, (4, 2, 5)),
+            // A tie at 8 loads between 128 and 256 threads a row: the wider.
+            (256, 8, 256, (256, 8, 1)),
+            (256, 8, 138, (32, 1, 5)),
+            (128, 1, 1, (128, 1, 1)),
+        ] {
+            let (lpr, rw, pq) = load_groups(wg, r, span);
+            assert_eq!((lpr, rw, pq), want, "{wg} threads, {r} rows of {span}");
+            assert!(rw * (wg / lpr) >= r && pq * lpr >= span);
+        }
     }
 
     #[test]
