@@ -14,12 +14,15 @@ override WG_SIZE: u32 = 64u;
 // bounds checks, and what it reads adds nothing.
 override KSIZE: u32;
 
-// Where RV > 0 (8-bit samples, rows ending on a word): a thread makes the words at one
-// column of RV consecutive output rows (`n_words` counts the threads), so that the input
-// rows their taps share come from the cache after the first. Such a module is built without
-// bounds checks (`Gpu::kernel_unchecked`) and runs `rows8` only, whose indices are in range
-// by construction (each says why), given the plan's guarantees: rows ending on a word, every
-// row's count at least 1 and its taps inside the input.
+// Where RV > 0 (8-bit samples, rows ending on a word, at least KSIZE input rows): a thread
+// makes the words at one column of RV consecutive output rows (`n_words` counts the
+// threads), so that the input rows their taps share come from the cache after the first.
+// Each row's window is KSIZE taps that lie inside the input (moved back at the bottom edge,
+// with zero weights outside the row's own taps), its weights position-major (tap i of row y
+// at y * KSIZE + i: `device_axis_windows` in src/ops/resize/plan.rs). Such a module is built
+// without bounds checks (`Gpu::kernel_unchecked`) and runs `rows8` only, whose indices are
+// in range by construction (each says why), given the plan's guarantees: rows ending on a
+// word, every window inside the input.
 override RV: u32 = 0u;
 
 // A word's four samples as lanes.
@@ -55,17 +58,17 @@ fn rows8(g: u32) {
     for (var j = 0u; j < RV; j++) {
         let y = yg * RV + j;
         if y < params.n_pos {
-            // y < n_pos: inside the bounds (2 n_pos words) and the weights' columns.
-            let t = taps(y);
+            // y < n_pos: inside the bounds (2 n_pos words) and the weights (n_pos rows of
+            // KSIZE).
+            let first = bounds[2u * y];
             var acc = vec4<i32>();
             for (var i = 0u; i < KSIZE; i++) {
-                // A tap past the row's own count (weight 0) reads its last row again: rows
-                // t.x to t.x + t.y - 1 are inside the input, col < row_words.
-                var v = src[(t.x + min(i, max(t.y, 1u) - 1u)) * row_words + col];
+                // Rows first to first + KSIZE - 1 are inside the input, col < row_words.
+                var v = src[(first + i) * row_words + col];
                 if PREMULTIPLY {
                     v = alpha_word(v, false);
                 }
-                acc += lanes4(v) * weight(y, i);
+                acc += lanes4(v) * weights[y * KSIZE + i];
             }
             var out = 0u;
             for (var b = 0u; b < 4u; b++) {

@@ -3,10 +3,12 @@
 //! samples whose output rows end on a word take wgsl/resize_h8.wgsl (a tile of columns by
 //! rows a workgroup: `rows::RowsLayout`) for the horizontal pass and the word-column path of
 //! wgsl/resize_v.wgsl (a thread a column of `Tunables::v_rows` output words) for the
-//! vertical one; the rest (16-bit, odd rows, very large reductions) wgsl/resize_h.wgsl (a
-//! workgroup per run of output words, its input in workgroup memory, a thread per output
-//! pixel) and wgsl/resize_v.wgsl (a thread per output word). The weights are uploaded
-//! tap-major either way.
+//! vertical one (where the input has at least ksize rows); the rest (16-bit, odd rows, very
+//! large reductions, inputs shorter than a window) wgsl/resize_h.wgsl (a workgroup per run
+//! of output words, its input in workgroup memory, a thread per output pixel) and
+//! wgsl/resize_v.wgsl (a thread per output word). The weights are uploaded tap-major (the
+//! threads of a horizontal pass read neighbouring positions), but for the word columns,
+//! whose threads share a row: position-major, each window moved inside the input.
 
 use anyhow::{bail, Result};
 
@@ -98,6 +100,26 @@ fn rows_example() -> RowsLayout {
         t.budget_words,
     )
     .expect("the 4K case has a tile")
+}
+
+/// An axis's windows as wgsl/resize_v.wgsl's word columns (`rows8`) read them, for an input
+/// of `in_len` >= ksize positions: each position's window of ksize taps moved back where it
+/// would run past the input (first input position, ksize: a pair a position), its weights
+/// position-major (tap t of position p at p * ksize + t) and zero outside its own taps. So
+/// that every tap reads a row of the input with no clamp, and a position's weights lie
+/// together (all of a warp's threads read the same ones).
+fn device_axis_windows(axis: &Axis, in_len: u32) -> (Vec<u32>, Vec<i32>) {
+    let k = axis.ksize;
+    let mut bounds = Vec::with_capacity(2 * axis.len());
+    let mut weights = vec![0; axis.len() * k];
+    for p in 0..axis.len() {
+        let (start, taps) = axis.taps(p);
+        let first = start.min(in_len as usize - k);
+        bounds.extend([first as u32, k as u32]);
+        let at = p * k + start - first;
+        weights[at..at + taps.len()].copy_from_slice(taps);
+    }
+    (bounds, weights)
 }
 
 /// An axis's bounds (first input position, taps, a pair per output position) and its
@@ -235,9 +257,6 @@ impl ResizePlan {
             check("weights", pass.axis.weights.len() as u64 * 4)?;
             let horizontal = pass.dir == Dir::Horizontal;
             let (premultiply, unpremultiply) = (alpha && i == 0, alpha && i + 1 == passes.len());
-            let (bounds, weights) = device_axis(&pass.axis);
-            let bounds = gpu.upload("resize bounds", Usage::Storage, &bounds);
-            let weights = gpu.upload("resize weights", Usage::Storage, &weights);
             let label = match pass.dir {
                 Dir::Horizontal => "resize horizontal",
                 Dir::Vertical => "resize vertical",
@@ -255,17 +274,26 @@ impl ResizePlan {
                 None
             };
             // The vertical pass's word columns: 8-bit rows that end on a word (each output
-            // word then lies under one input word a row).
+            // word then lies under one input word a row), at least ksize of them (every
+            // window of ksize rows then fits the input).
             let v_rows = if !horizontal
                 && depth == 8
                 && budget > 0
                 && (u64::from(w) * c).is_multiple_of(4)
                 && super::rows::well_formed(&pass.axis, h)
+                && h as usize >= pass.axis.ksize
             {
                 t.v_rows
             } else {
                 0
             };
+            let (bounds, weights) = if v_rows > 0 {
+                device_axis_windows(&pass.axis, h)
+            } else {
+                device_axis(&pass.axis)
+            };
+            let bounds = gpu.upload("resize bounds", Usage::Storage, &bounds);
+            let weights = gpu.upload("resize weights", Usage::Storage, &weights);
             let (kernel, params, workgroups) = if let Some(layout) = rows {
                 let constants = layout.overrides(img.channels, premultiply, unpremultiply);
                 // SAFETY: every index wgsl/resize_h8.wgsl makes is in range for the buffers
@@ -398,5 +426,25 @@ impl ResizePlan {
                 Image::new_u16(w, h, c, s)
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Three positions of 3 taps over 5 inputs: the last window would end past the input
+    // (3 + 3 > 5), so it moves back one row, its weights one place on.
+    #[test]
+    fn windows_move_back_inside_the_input_with_their_weights() {
+        let axis = Axis {
+            ksize: 3,
+            start: vec![0, 2, 3],
+            count: vec![2, 3, 2],
+            weights: vec![1, 2, 0, 3, 4, 5, 6, 7, 0],
+        };
+        let (bounds, weights) = device_axis_windows(&axis, 5);
+        assert_eq!(bounds, [0, 3, 2, 3, 2, 3]);
+        assert_eq!(weights, [1, 2, 0, 3, 4, 5, 0, 6, 7]);
     }
 }
