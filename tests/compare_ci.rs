@@ -300,7 +300,8 @@ fn a_run_that_compared_nothing_does_not_pass_and_a_refused_update_leaves_nothing
 }
 
 /// A run of `--update` killed (SIGKILL, SIGTERM) at some point leaves each expected file
-/// with its old bytes or its new ones, and no temporary file anywhere.
+/// with its old bytes or its new ones, and no temporary file (but the one a SIGKILL between
+/// link and rename may leave, as docs/cli.md says).
 #[test]
 fn update_interrupted_leaves_old_or_new_bytes() {
     let dir = tempdir();
@@ -360,7 +361,26 @@ fn update_interrupted_leaves_old_or_new_bytes() {
             .args([&format!("-{signal}"), &pid])
             .status();
         child.wait().unwrap();
-        let now = read_all(&golden);
+        let mut now = read_all(&golden);
+        // What docs/cli.md allows a SIGKILL: an existing file's new data is linked to a hidden
+        // temporary name beside it and renamed over it, and a kill in the microseconds
+        // between the two leaves that name, holding the new bytes (seen once in a loaded
+        // full test run). Nothing else, and nothing after a SIGTERM.
+        let temps: Vec<String> = now
+            .keys()
+            .filter(|k| k.starts_with('.') && k.ends_with(".tmp"))
+            .cloned()
+            .collect();
+        assert!(
+            temps.is_empty() || (signal == "KILL" && temps.len() == 1),
+            "temporary files {temps:?} left (SIG{signal} after {delay_ms} ms)"
+        );
+        for t in temps {
+            let bytes = now.remove(&t).unwrap();
+            let name = t[1..].split(".png.").next().unwrap().to_string() + ".png";
+            assert_eq!(bytes, new[&name], "{t}: not the new bytes of {name}");
+            std::fs::remove_file(golden.join(&t)).unwrap();
+        }
         assert_eq!(
             now.keys().collect::<Vec<_>>(),
             old.keys().collect::<Vec<_>>(),
