@@ -19,7 +19,7 @@
 // in range by construction, given what the plan guarantees (every column's count at least 1
 // and its taps inside the input row, start and end moving right with the column; the
 // output rows ending on a word; span at most IN_STRIDE; the loads' groups cover the tile:
-// RW * (WG_SIZE / LPR) >= R rows, PQ * LPR >= IN_STRIDE pixels, RW * PQ <= 32). Each index
+// RW * (WG_SIZE / LPR) >= R rows, PQ * LPR >= span pixels, RW * PQ <= 32). Each index
 // says why where it is made.
 
 // import: resize_math

@@ -313,6 +313,16 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
     let mut cases: Vec<ShaderCase> = [1, 2, 4, 8]
         .map(|box_ppt| case(wg, Kind::Box, &Tunables { box_ppt, ..t }, last))
         .into();
+    // The 16-bit intermediate's (RGB) last pass at each of its positions a thread but the
+    // default's (below).
+    let rgb_last = Pass { rgb: true, ..last };
+    cases.extend([1, 2, 8].map(|box_ppt_narrow| {
+        let t = Tunables {
+            box_ppt_narrow,
+            ..t
+        };
+        case(wg, Kind::Box, &t, rgb_last)
+    }));
     let host_rgb = Pass {
         rgb: true,
         host: true,

@@ -19,7 +19,7 @@ pub struct Tunables {
     /// intermediate is a word per channel (images with alpha, 16-bit images: `box_ppt`) and
     /// of those whose intermediate is 16-bit (8-bit images without alpha: `box_ppt_narrow`).
     /// The two formats move 16 and 8 bytes a pixel between the passes and run best at
-    /// different chunks (call DW: an H100's RGBA8 box 4.5% faster at 2 than at 4, its RGB8
+    /// different chunks (call DW: an H100's RGBA8 box 4.5-8.5% faster at 2 than at 4, its RGB8
     /// box 3% slower).
     pub box_rows: u32,
     pub box_tpl: u32,
@@ -258,7 +258,7 @@ fn stages() -> Vec<Stage<Tunables>> {
                     // At least 4 lines, as the box's: fewer lines of 8-bit RGB pixels are
                     // not whole words, and the last pass then cannot write the host's layout
                     // (an H100 ran the RGB8 gaussian 16% slower on 2 lines, call CM; `tune`
-                    // measures RGBA8 only).
+                    // measures RGBA8 in this stage).
                     let max = max_invocations(limits);
                     pow2(4, 16)
                         .flat_map(|rows| pow2(8, 128).map(move |tpl| (rows, tpl)))

@@ -239,7 +239,7 @@ mod tests {
         for (wg, r, span, want) in [
             // Groups of 4: 16 groups of 2 rows, 5 pixels each (8: 4 rows of 3, 12 loads).
             (64, 32, 20, (4, 2, 5)),
-            // A tie at 8 loads between 128 and 256 threads a row: the wider.
+            // A tie at 8 loads among 32, 64, 128 and 256 threads a row: the widest.
             (256, 8, 256, (256, 8, 1)),
             (256, 8, 138, (32, 1, 5)),
             (128, 1, 1, (128, 1, 1)),
