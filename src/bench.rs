@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::gpu::{span_ns, Batch, Engine, Gpu, PassTimer};
+use crate::gpu::{span_ns, Batch, Engine, Gpu, PassTime, PassTimer};
 
 /// The unit an op's throughput is given in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -174,7 +174,8 @@ pub struct Measurement {
     /// Throughput at the median time.
     pub throughput: f64,
     /// Median GPU time of each pass label, passes of one label added up (timestamp clock
-    /// only).
+    /// only), from runs of their own that give each dispatch a compute pass (empty for a
+    /// case of one dispatch).
     pub passes: Vec<(String, f64)>,
 }
 
@@ -210,6 +211,8 @@ pub fn measure(engine: &Engine, case: &mut Case, config: Config) -> Result<Measu
             }
         }
         (Runner::Gpu(f), Engine::Gpu(gpu)) => {
+            // The times: the case recorded as the ops record it, consecutive dispatches in
+            // one compute pass.
             let mut timer = PassTimer::new(gpu, MAX_PASSES);
             clock = if timer.is_active() {
                 Clock::GpuTimestamps
@@ -217,28 +220,25 @@ pub fn measure(engine: &Engine, case: &mut Case, config: Config) -> Result<Measu
                 Clock::Wall
             };
             warm_up(config, || run_gpu(gpu, f, None))?;
+            let mut dispatches = 0;
             for _ in 0..config.reps {
                 let t = Instant::now();
                 run_gpu(gpu, f, Some(&mut timer))?;
                 let wall = t.elapsed().as_secs_f64() * 1e3;
+                dispatches = timer.dispatches();
                 let passes = timer.take(gpu)?;
                 match span_ns(&passes) {
                     Some(ns) if clock == Clock::GpuTimestamps => times_ms.push(ns / 1e6),
                     _ => times_ms.push(wall),
                 }
-                // Passes of one label (a multi-segment scan repeats its stages) add up.
-                let mut this_rep: Vec<(String, f64)> = Vec::new();
-                for p in &passes {
-                    match this_rep.iter_mut().find(|(l, _)| *l == p.label) {
-                        Some((_, ms)) => *ms += p.ms(),
-                        None => this_rep.push((p.label.clone(), p.ms())),
-                    }
-                }
-                for (label, ms) in this_rep {
-                    match pass_ms.iter_mut().find(|(l, _)| *l == label) {
-                        Some((_, v)) => v.push(ms),
-                        None => pass_ms.push((label, vec![ms])),
-                    }
+            }
+            // The breakdown: as many runs again with each dispatch a pass of its own, timed
+            // apart (their boundaries make these add up to more than the times above).
+            if clock == Clock::GpuTimestamps && dispatches > 1 {
+                let mut timer = PassTimer::split(gpu, MAX_PASSES);
+                for _ in 0..config.reps {
+                    run_gpu(gpu, f, Some(&mut timer))?;
+                    add_rep(&mut pass_ms, &timer.take(gpu)?);
                 }
             }
         }
@@ -269,6 +269,24 @@ pub fn measure(engine: &Engine, case: &mut Case, config: Config) -> Result<Measu
             .map(|(label, mut v)| (label, median(&mut v)))
             .collect(),
     })
+}
+
+/// Adds one run's pass times to `pass_ms` (a list of times per label); passes of one label
+/// (a multi-segment scan repeats its stages) add up within the run.
+fn add_rep(pass_ms: &mut Vec<(String, Vec<f64>)>, passes: &[PassTime]) {
+    let mut this_rep: Vec<(String, f64)> = Vec::new();
+    for p in passes {
+        match this_rep.iter_mut().find(|(l, _)| *l == p.label) {
+            Some((_, ms)) => *ms += p.ms(),
+            None => this_rep.push((p.label.clone(), p.ms())),
+        }
+    }
+    for (label, ms) in this_rep {
+        match pass_ms.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, v)) => v.push(ms),
+            None => pass_ms.push((label, vec![ms])),
+        }
+    }
 }
 
 fn run_gpu(

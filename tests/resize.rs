@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use gpukit::gpu::{Engine, Timings};
+use gpukit::gpu::{Engine, PassTimer, Timings};
 use gpukit::io::image::{self, Image, Samples};
 use gpukit::ops::resize::{self, Filter, Options, Size};
 use gpukit::UsageError;
@@ -549,4 +549,60 @@ fn a_target_over_the_byte_limit_fails_its_file_in_one_line() {
         panic!("8-bit in, 8-bit out");
     };
     assert!(samples.chunks(3).all(|p| p == [7, 8, 9]));
+}
+
+/// A plan's two passes are recorded into one compute pass, timed as one under both labels;
+/// a split timer gives each a pass of its own, timed apart. The result is the CPU engine's
+/// either way.
+#[test]
+fn the_passes_share_one_compute_pass_unless_the_timer_splits_them() {
+    let Engine::Gpu(gpu) = engine() else {
+        panic!("the tests' engine is a GPU adapter");
+    };
+    assert!(
+        gpu.features.timestamp_query,
+        "lavapipe has timestamp queries"
+    );
+    let img = random_image(64, 48, 3, 8, 17);
+    let options = Options::new(exact(16, 12), Filter::Lanczos3);
+    let want = resize::run(&Engine::Cpu, &img, &options, &mut Timings::default()).unwrap();
+    let passes = resize::passes(64, 48, 16, 12, Filter::Lanczos3, 8);
+    let labels: Vec<&str> = passes
+        .iter()
+        .map(|p| match p.dir {
+            resize::Dir::Horizontal => "resize horizontal",
+            resize::Dir::Vertical => "resize vertical",
+        })
+        .collect();
+    assert_eq!(labels.len(), 2);
+    let plan = resize::ResizePlan::with_tunables(
+        gpu,
+        &img,
+        &passes,
+        Filter::Lanczos3,
+        resize::Tunables::DEFAULT,
+    )
+    .unwrap();
+    for (timer, want_labels) in [
+        (PassTimer::new(gpu, 4), vec![labels.join(" + ")]),
+        (
+            PassTimer::split(gpu, 4),
+            labels.iter().map(|l| l.to_string()).collect(),
+        ),
+    ] {
+        let mut timer = timer;
+        plan.write(gpu, &img);
+        let mut batch = gpu.batch(Some(&mut timer));
+        plan.record(&mut batch);
+        batch.submit().unwrap();
+        assert_eq!(timer.dispatches(), 2);
+        let got: Vec<String> = timer
+            .take(gpu)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.label)
+            .collect();
+        assert_eq!(got, want_labels);
+        assert!(plan.read(gpu).unwrap() == want, "{want_labels:?}");
+    }
 }

@@ -276,6 +276,7 @@ impl Gpu {
                 label: Some("gpukit"),
             });
         Batch {
+            pass: None,
             gpu: self,
             encoder,
             timer,
@@ -433,16 +434,22 @@ pub fn grid(workgroups: u32, limit: u32) -> [u32; 3] {
     }
 }
 
-/// Commands being recorded for one submission.
+/// Commands being recorded for one submission. Consecutive dispatches go into one compute
+/// pass (wgpu still places a barrier between two that share a buffer): each pass boundary
+/// cost about 10 us on an H100 (call DZ in docs/BENCHMARKS.md), 13% of a 4K resize. A copy,
+/// a clear or the submission ends the pass; a [`PassTimer::split`] timer gives each dispatch
+/// a pass of its own.
 pub struct Batch<'a> {
+    // The open pass, declared first so that it ends before the encoder is dropped.
+    pass: Option<wgpu::ComputePass<'static>>,
     gpu: &'a Gpu,
     encoder: wgpu::CommandEncoder,
     timer: Option<&'a mut PassTimer>,
 }
 
 impl Batch<'_> {
-    /// Records one compute pass dispatching `kernel` over `workgroups` workgroups (a 2-D grid
-    /// when needed), timed under `label` when the batch has a timer.
+    /// Records dispatching `kernel` over `workgroups` workgroups (a 2-D grid when needed),
+    /// timed under `label` when the batch has a timer.
     pub fn dispatch(
         &mut self,
         label: &str,
@@ -457,7 +464,7 @@ impl Batch<'_> {
         self.dispatch_xyz(label, kernel, bind, [x, y, z]);
     }
 
-    /// Records one compute pass with an explicit 3-D grid.
+    /// Records a dispatch with an explicit 3-D grid, in the open compute pass or a new one.
     pub fn dispatch_xyz(
         &mut self,
         label: &str,
@@ -465,25 +472,48 @@ impl Batch<'_> {
         bind: &wgpu::BindGroup,
         grid: [u32; 3],
     ) {
-        let timestamp_writes = self.timer.as_deref_mut().and_then(|t| t.next(label));
-        let mut pass = self
-            .encoder
-            .begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(label),
-                timestamp_writes,
-            });
+        let split = self.timer.as_deref().is_some_and(PassTimer::splits);
+        if split {
+            self.end_pass();
+        }
+        let pass = match &mut self.pass {
+            Some(pass) => {
+                if let Some(t) = self.timer.as_deref_mut() {
+                    t.join(label);
+                }
+                pass
+            }
+            None => {
+                let timestamp_writes = self.timer.as_deref_mut().and_then(|t| t.next(label));
+                let pass = self
+                    .encoder
+                    .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(label),
+                        timestamp_writes,
+                    })
+                    .forget_lifetime();
+                self.pass.insert(pass)
+            }
+        };
         pass.set_pipeline(&kernel.pipeline);
         pass.set_bind_group(0, bind, &[]);
         pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
     }
 
+    /// Ends the open compute pass, if any: before the encoder records anything else.
+    fn end_pass(&mut self) {
+        self.pass = None;
+    }
+
     /// Records zeroing the whole of `buffer`.
     pub fn clear_buffer(&mut self, buffer: &wgpu::Buffer) {
+        self.end_pass();
         self.encoder.clear_buffer(buffer, 0, None);
     }
 
     /// Records copying the first `size` bytes (a multiple of 4) of `src` to the start of `dst`.
     pub fn copy(&mut self, src: &wgpu::Buffer, dst: &wgpu::Buffer, size: u64) {
+        self.end_pass();
         self.encoder.copy_buffer_to_buffer(src, 0, dst, 0, size);
     }
 
@@ -497,6 +527,7 @@ impl Batch<'_> {
         dst_offset: u64,
         size: u64,
     ) {
+        self.end_pass();
         self.encoder
             .copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
     }
@@ -516,6 +547,7 @@ impl Batch<'_> {
         times_at: u64,
         f: impl FnOnce(&[u8]) -> T,
     ) -> Result<(T, Vec<PassTime>)> {
+        self.end_pass();
         if let Some(timer) = self.timer.as_deref() {
             timer.resolve_to(&mut self.encoder, staging, times_at);
         }
@@ -561,7 +593,8 @@ impl Batch<'_> {
     /// Submits the batch without waiting for it: what it did is known from the mappings
     /// asked for after it ([`super::FrameSlot`]), whose callbacks a poll runs.
     /// A batch with a timer is submitted with [`Batch::submit`], which reads the times.
-    pub fn submit_queued(self) -> Result<()> {
+    pub fn submit_queued(mut self) -> Result<()> {
+        self.end_pass();
         debug_assert!(self.timer.is_none(), "timed batches are read when done");
         self.gpu.queue.submit([self.encoder.finish()]);
         self.gpu.check()
@@ -570,6 +603,7 @@ impl Batch<'_> {
     /// Submits the batch and waits for it to finish (not for work submitted after it, by
     /// other threads sharing the device).
     pub fn submit(mut self) -> Result<()> {
+        self.end_pass();
         if let Some(timer) = self.timer.as_deref_mut() {
             timer.resolve(&mut self.encoder);
         }

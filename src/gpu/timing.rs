@@ -9,10 +9,18 @@ use super::Gpu;
 
 /// Timestamp queries for up to `capacity` passes of one batch. Inert (it writes nothing)
 /// on adapters without `TIMESTAMP_QUERY`.
+///
+/// A batch records consecutive dispatches in one compute pass (a pass boundary cost about
+/// 10 us on an H100, call DZ in docs/BENCHMARKS.md), and a timer made by [`PassTimer::new`]
+/// times that pass as one, under its dispatches' labels joined by " + ". One made by
+/// [`PassTimer::split`] gives each dispatch a pass of its own, timed apart: the breakdown
+/// `gpukit bench` prints, at the cost of the boundaries.
 pub struct PassTimer {
     queries: Option<Queries>,
     capacity: u32,
     labels: Vec<String>,
+    split: bool,
+    dispatches: u32,
 }
 
 struct Queries {
@@ -45,6 +53,41 @@ impl PassTimer {
             queries,
             capacity,
             labels: Vec::new(),
+            split: false,
+            dispatches: 0,
+        }
+    }
+
+    /// A timer that gives each dispatch a compute pass of its own, timed apart.
+    pub fn split(gpu: &Gpu, capacity: u32) -> Self {
+        PassTimer {
+            split: true,
+            ..PassTimer::new(gpu, capacity)
+        }
+    }
+
+    /// Whether each dispatch gets a pass of its own.
+    pub(crate) fn splits(&self) -> bool {
+        self.split
+    }
+
+    /// Dispatches recorded since the last `take`, timed or not.
+    pub fn dispatches(&self) -> u32 {
+        self.dispatches
+    }
+
+    /// A dispatch recorded into the pass the last [`PassTimer::next`] timed: its label joins
+    /// that pass's (once).
+    pub(crate) fn join(&mut self, label: &str) {
+        self.dispatches += 1;
+        if self.queries.is_none() {
+            return;
+        }
+        if let Some(last) = self.labels.last_mut() {
+            if !last.split(" + ").any(|l| l == label) {
+                last.push_str(" + ");
+                last.push_str(label);
+            }
         }
     }
 
@@ -55,6 +98,7 @@ impl PassTimer {
 
     /// The timestamp writes for the next pass, or `None` when inactive or full.
     pub(crate) fn next(&mut self, label: &str) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+        self.dispatches += 1;
         let q = self.queries.as_ref()?;
         let i = self.labels.len() as u32;
         if i >= self.capacity {
@@ -98,6 +142,7 @@ impl PassTimer {
     /// Like [`PassTimer::take`], from the timestamps [`PassTimer::resolve_to`] copied into
     /// `bytes` (the mapped read-back, from that offset on).
     pub fn take_from(&mut self, bytes: &[u8]) -> Vec<PassTime> {
+        self.dispatches = 0;
         let labels = std::mem::take(&mut self.labels);
         let Some(q) = &self.queries else {
             return Vec::new();
@@ -120,6 +165,7 @@ impl PassTimer {
     /// The passes recorded since the last `take`, with their GPU times, after the batch ran.
     /// Resets the timer for the next batch.
     pub fn take(&mut self, gpu: &Gpu) -> Result<Vec<PassTime>> {
+        self.dispatches = 0;
         let labels = std::mem::take(&mut self.labels);
         let Some(q) = &self.queries else {
             return Ok(Vec::new());
