@@ -129,6 +129,10 @@ pub struct Config {
     pub warmup: u32,
     pub warmup_time: Duration,
     pub reps: u32,
+    /// Whether a case of more than one dispatch runs `reps` times again, each dispatch a
+    /// compute pass of its own, for the time of each (`Measurement::passes`): `gpukit
+    /// bench`'s table and JSON; `tune` needs the totals only.
+    pub breakdown: bool,
 }
 
 /// Runs `run` as `config`'s warm-up says. The time matters more than the count: GPUs lower
@@ -234,7 +238,7 @@ pub fn measure(engine: &Engine, case: &mut Case, config: Config) -> Result<Measu
             }
             // The breakdown: as many runs again with each dispatch a pass of its own, timed
             // apart (their boundaries make these add up to more than the times above).
-            if clock == Clock::GpuTimestamps && dispatches > 1 {
+            if config.breakdown && clock == Clock::GpuTimestamps && dispatches > 1 {
                 let mut timer = PassTimer::split(gpu, MAX_PASSES);
                 for _ in 0..config.reps {
                     run_gpu(gpu, f, Some(&mut timer))?;
@@ -363,6 +367,7 @@ mod tests {
             warmup: 3,
             warmup_time: Duration::ZERO,
             reps: 2,
+            breakdown: true,
         };
         assert_eq!(count_runs(by_count).0, 5);
         let none = Config {
@@ -376,6 +381,7 @@ mod tests {
             warmup: 1,
             warmup_time: Duration::from_millis(40),
             reps: 2,
+            breakdown: true,
         };
         let (runs, elapsed) = count_runs(by_time);
         assert!(runs > 1 + 2, "{runs} runs");

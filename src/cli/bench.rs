@@ -80,6 +80,7 @@ pub fn run(ctx: &Ctx, args: BenchArgs) -> Result<Status> {
         warmup: args.warmup,
         warmup_time: std::time::Duration::from_millis(args.warmup_ms),
         reps: args.reps,
+        breakdown: true,
     };
     let mut results = Vec::new();
     for op in ops {

@@ -58,6 +58,7 @@ impl Level {
             warmup: 1,
             warmup_time: self.warmup_time(),
             reps: 3,
+            breakdown: false,
         }
     }
 
@@ -66,6 +67,7 @@ impl Level {
             warmup: if self.quick { 1 } else { 3 },
             warmup_time: self.warmup_time(),
             reps: if self.quick { 5 } else { 15 },
+            breakdown: false,
         }
     }
 }
