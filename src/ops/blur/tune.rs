@@ -34,14 +34,15 @@ pub struct Tunables {
 }
 
 impl Tunables {
-    /// The defaults, measured on an H200 at 4K (box r = 3, 15, 100 in 0.215, 0.201, 0.229 ms;
-    /// gaussian sigma 5 in 0.312 ms) and, for the box's positions a thread, an H100 (call
-    /// DW): 64 invocations and at most 5.3 KiB of workgroup memory for the box, 128
-    /// invocations for the gaussian (which takes fewer lines where its staging does not
-    /// fit), within the limits of every adapter.
+    /// The defaults, measured on an H200 at 4K (the gaussian: sigma 5 in 0.312 ms) and, for
+    /// the box, on an H100 with an op's passes in one compute pass (`gpukit tune blur`, call
+    /// EB: 8 lines of 16 threads, 2 positions a thread for RGBA8 in 0.154 ms at 4096x2048,
+    /// 4 for RGB8 in 0.119): 128 invocations and at most 10.3 KiB of workgroup memory for
+    /// the box, 128 invocations for the gaussian (which takes fewer lines where its staging
+    /// does not fit), within the limits of every adapter.
     pub const DEFAULT: Tunables = Tunables {
         box_rows: 8,
-        box_tpl: 8,
+        box_tpl: 16,
         box_ppt: 2,
         box_ppt_narrow: DEFAULT_BOX_PPT_NARROW,
         gauss_rows: 4,
