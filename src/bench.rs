@@ -237,7 +237,7 @@ pub fn measure(engine: &Engine, case: &mut Case, config: Config) -> Result<Measu
                 }
             }
             // The breakdown: as many runs again with each dispatch a pass of its own, timed
-            // apart (their boundaries make these add up to more than the times above).
+            // apart (each then pays a pass boundary: the shares, not parts of the times above).
             if config.breakdown && clock == Clock::GpuTimestamps && dispatches > 1 {
                 let mut timer = PassTimer::split(gpu, MAX_PASSES);
                 for _ in 0..config.reps {

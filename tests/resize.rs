@@ -605,4 +605,23 @@ fn the_passes_share_one_compute_pass_unless_the_timer_splits_them() {
         assert_eq!(got, want_labels);
         assert!(plan.read(gpu).unwrap() == want, "{want_labels:?}");
     }
+    // Past the timer's capacity a pass goes untimed, and its dispatches join no timed pass's
+    // label: a copy timed, a clear ending its pass, then the resize's two passes untimed.
+    let copy = gpukit::ops::copy::CopyPlan::new(gpu, &[7u32; 64]).unwrap();
+    let scratch = gpu.buffer("scratch", gpukit::gpu::Usage::Storage, 256);
+    let mut timer = PassTimer::new(gpu, 1);
+    let mut batch = gpu.batch(Some(&mut timer));
+    copy.record(&mut batch);
+    batch.clear_buffer(&scratch);
+    plan.record(&mut batch);
+    batch.submit().unwrap();
+    assert_eq!(timer.dispatches(), 3);
+    let got: Vec<String> = timer
+        .take(gpu)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.label)
+        .collect();
+    assert_eq!(got, ["copy"]);
+    assert!(plan.read(gpu).unwrap() == want);
 }

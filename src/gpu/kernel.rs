@@ -11,9 +11,10 @@ use super::shader::{compose, Shader, Variant};
 use super::timing::{PassTime, PassTimer, Timings};
 use super::Gpu;
 
-/// Passes recorded into one timed submission by [`Gpu::run_timed`]: two timestamp queries
-/// each, within wgpu's 4096 queries per set; more passes go into further submissions, so
-/// that memory stays bounded whatever the count.
+/// Dispatches recorded into one timed submission by [`Gpu::run_timed`]: at most two timestamp
+/// queries each (a compute pass's, where its dispatches share one: fewer), within wgpu's 4096
+/// queries per set; more go into further submissions, so that memory stays bounded whatever
+/// the count.
 pub const TIMED_PASSES: u64 = 1024;
 
 /// Pipelines built in this process (on any device) and the wall time spent building them:

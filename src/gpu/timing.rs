@@ -21,6 +21,9 @@ pub struct PassTimer {
     labels: Vec<String>,
     split: bool,
     dispatches: u32,
+    /// Whether the pass the last `next` began is timed (the last label is its): a pass begun
+    /// past the capacity is not, and its dispatches join no label.
+    open_timed: bool,
 }
 
 struct Queries {
@@ -55,6 +58,7 @@ impl PassTimer {
             labels: Vec::new(),
             split: false,
             dispatches: 0,
+            open_timed: false,
         }
     }
 
@@ -80,7 +84,7 @@ impl PassTimer {
     /// that pass's (once).
     pub(crate) fn join(&mut self, label: &str) {
         self.dispatches += 1;
-        if self.queries.is_none() {
+        if !self.open_timed {
             return;
         }
         if let Some(last) = self.labels.last_mut() {
@@ -99,11 +103,13 @@ impl PassTimer {
     /// The timestamp writes for the next pass, or `None` when inactive or full.
     pub(crate) fn next(&mut self, label: &str) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
         self.dispatches += 1;
+        self.open_timed = false;
         let q = self.queries.as_ref()?;
         let i = self.labels.len() as u32;
         if i >= self.capacity {
             return None;
         }
+        self.open_timed = true;
         self.labels.push(label.to_string());
         Some(wgpu::ComputePassTimestampWrites {
             query_set: &q.set,
