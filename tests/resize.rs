@@ -583,6 +583,10 @@ fn the_passes_share_one_compute_pass_unless_the_timer_splits_them() {
         resize::Tunables::DEFAULT,
     )
     .unwrap();
+    let labels_of = |timer: &mut PassTimer| -> Vec<String> {
+        let passes = timer.take(gpu).unwrap();
+        passes.into_iter().map(|p| p.label).collect()
+    };
     for (timer, want_labels) in [
         (PassTimer::new(gpu, 4), vec![labels.join(" + ")]),
         (
@@ -596,13 +600,7 @@ fn the_passes_share_one_compute_pass_unless_the_timer_splits_them() {
         plan.record(&mut batch);
         batch.submit().unwrap();
         assert_eq!(timer.dispatches(), 2);
-        let got: Vec<String> = timer
-            .take(gpu)
-            .unwrap()
-            .into_iter()
-            .map(|p| p.label)
-            .collect();
-        assert_eq!(got, want_labels);
+        assert_eq!(labels_of(&mut timer), want_labels);
         assert!(plan.read(gpu).unwrap() == want, "{want_labels:?}");
     }
     // Past the timer's capacity a pass goes untimed, and its dispatches join no timed pass's
@@ -616,12 +614,6 @@ fn the_passes_share_one_compute_pass_unless_the_timer_splits_them() {
     plan.record(&mut batch);
     batch.submit().unwrap();
     assert_eq!(timer.dispatches(), 3);
-    let got: Vec<String> = timer
-        .take(gpu)
-        .unwrap()
-        .into_iter()
-        .map(|p| p.label)
-        .collect();
-    assert_eq!(got, ["copy"]);
+    assert_eq!(labels_of(&mut timer), ["copy"]);
     assert!(plan.read(gpu).unwrap() == want);
 }
