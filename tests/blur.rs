@@ -203,6 +203,172 @@ fn mostly_opaque_images_match_cpu() {
     }
 }
 
+/// `noise` as 8-bit RGBA with every alpha opaque.
+fn opaque_noise(w: u32, h: u32, seed: u32) -> Image {
+    let mut img = noise(w, h, 4, false, seed);
+    if let Samples::U8(v) = &mut img.samples {
+        v.chunks_mut(4).for_each(|p| p[3] = 255);
+    }
+    img
+}
+
+#[test]
+fn an_all_opaque_rgba8_box_takes_the_opaque_passes_and_matches_cpu() {
+    // Every alpha 255, the box blurred once: the plan takes the 16-bit intermediate (row sums
+    // of the plain samples, turned on load into the premultiplied ones), with the reference's
+    // bytes; at the largest radius whose row sums fit 16 bits (128), past the image's size,
+    // on 4097 columns, and in strips (a 12 KiB binding).
+    let g = shared_gpu();
+    for (w, h, r, max_binding) in [
+        (1, 1, 1, None),
+        (7, 9, 2, None),
+        (37, 29, 3, None),
+        (37, 29, 15, None),
+        (30, 20, 128, None),
+        (4097, 3, 5, None),
+        (40, 50, 3, Some(12 << 10)),
+    ] {
+        let img = opaque_noise(w, h, w + r);
+        let params = BlurParams::new(Kind::Box, r, 1);
+        let want = reference(&img, &params).unwrap();
+        for (layout, subgroups) in SHAPES {
+            let options = GpuOptions {
+                layout: Some(layout),
+                subgroups,
+                max_binding,
+                ..GpuOptions::DEFAULT
+            };
+            let what = format!("{w}x{h} r={r} {layout:?} subgroups {subgroups} {max_binding:?}");
+            let params = params.with_gpu(options);
+            let plan = BlurPlan::new(g, &img, &params).unwrap();
+            assert!(plan.opaque_passes(), "{what}");
+            assert_eq!(plan.strips > 1, max_binding.is_some(), "{what}");
+            let got = blur_run(engine(), &img, &params, &mut Timings::default()).unwrap();
+            assert_same(&got, &want, &what);
+        }
+    }
+}
+
+#[test]
+fn blurs_the_opaque_passes_do_not_take_match_cpu_the_usual_way() {
+    // One alpha of 254 (first or last), a radius whose row sums pass 16 bits, two iterations, the gaussian,
+    // 16-bit RGBA and gray+alpha all take the usual passes.
+    let g = shared_gpu();
+    let mut one_translucent = opaque_noise(23, 17, 5);
+    if let Samples::U8(v) = &mut one_translucent.samples {
+        v[4 * 200 + 3] = 254;
+    }
+    // 40,000 bytes: the upload checks its alpha in chunks of 16 KiB, this one in the last.
+    let mut last_translucent = opaque_noise(100, 100, 9);
+    if let Samples::U8(v) = &mut last_translucent.samples {
+        *v.last_mut().unwrap() = 254;
+    }
+    let mut deep = noise(23, 17, 4, true, 6);
+    let mut gray_alpha = noise(23, 17, 2, false, 7);
+    match (&mut deep.samples, &mut gray_alpha.samples) {
+        (Samples::U16(d), Samples::U8(ga)) => {
+            d.chunks_mut(4).for_each(|p| p[3] = 65535);
+            ga.chunks_mut(2).for_each(|p| p[1] = 255);
+        }
+        _ => unreachable!("made so above"),
+    }
+    let opaque = opaque_noise(23, 17, 8);
+    for (what, img, params) in [
+        (
+            "alpha 254",
+            &one_translucent,
+            BlurParams::new(Kind::Box, 3, 1),
+        ),
+        (
+            "last alpha 254",
+            &last_translucent,
+            BlurParams::new(Kind::Box, 3, 1),
+        ),
+        ("r = 129", &opaque, BlurParams::new(Kind::Box, 129, 1)),
+        ("two iterations", &opaque, BlurParams::new(Kind::Box, 3, 2)),
+        ("gaussian", &opaque, BlurParams::new(GAUSS1, 3, 1)),
+        ("16-bit", &deep, BlurParams::new(Kind::Box, 3, 1)),
+        ("gray+alpha", &gray_alpha, BlurParams::new(Kind::Box, 3, 1)),
+    ] {
+        for layout in LAYOUTS {
+            let options = GpuOptions {
+                layout: Some(layout),
+                ..GpuOptions::DEFAULT
+            };
+            let params = params.with_gpu(options);
+            let plan = BlurPlan::new(g, img, &params).unwrap();
+            assert!(!plan.opaque_passes(), "{what} {layout:?}");
+            let got = blur_run(engine(), img, &params, &mut Timings::default()).unwrap();
+            assert_same(&got, &reference(img, &params).unwrap(), what);
+        }
+    }
+}
+
+#[test]
+fn a_blurrer_switches_between_the_opaque_and_the_usual_passes_image_by_image() {
+    // One plan for every image (the same size and layout): each image takes the passes its
+    // own alpha allows, whatever the one before took.
+    let params = BlurParams::new(Kind::Box, 4, 1);
+    let mut blur = Blurrer::new(engine(), params);
+    for (i, opaque) in [true, false, true, true, false, false, true]
+        .into_iter()
+        .enumerate()
+    {
+        let seed = 90 + i as u32;
+        let img = match opaque {
+            true => opaque_noise(29, 13, seed),
+            false => noise(29, 13, 4, false, seed),
+        };
+        let got = blur.run(&img, &mut Timings::default()).unwrap();
+        assert_same(
+            &got,
+            &reference(&img, &params).unwrap(),
+            &format!("image {i}"),
+        );
+    }
+}
+
+#[test]
+fn a_gpu_batch_of_opaque_rgba_pngs_takes_the_opaque_passes_and_writes_the_cpu_batchs_files() {
+    // The batch stages each decoded image for the device, and the staging's copy finds it
+    // all opaque (the passes' labels say so in --timings); a translucent one beside them
+    // takes the usual passes. Every file is byte for byte the CPU engine's.
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    for (name, img) in [
+        ("a.png", opaque_noise(64, 48, 1)),
+        ("b.png", opaque_noise(64, 48, 2)),
+        ("c.png", noise(64, 48, 4, false, 3)),
+    ] {
+        image::save(&d.join("in").join(name), img).unwrap();
+    }
+    let batch = |backend: &str, out: &str| {
+        let args = ["--timings", "--backend", backend, "blur", "in", "-r", "3"];
+        let r = run_in(
+            Some(d),
+            &[&args[..], &["--out-dir", out, "-j", "1"]].concat(),
+        );
+        r.code(0);
+        r.stderr
+    };
+    let timings = batch("vulkan", "gpu");
+    assert!(
+        timings.contains("gpu blur rows (opaque) + blur columns (opaque)"),
+        "{timings}"
+    );
+    assert!(
+        timings.contains("gpu blur rows + blur columns"),
+        "{timings}"
+    );
+    batch("cpu", "cpu");
+    for name in ["a.png", "b.png", "c.png"] {
+        let cpu = std::fs::read(d.join("cpu").join(name)).unwrap();
+        let gpu = std::fs::read(d.join("gpu").join(name)).unwrap();
+        assert!(cpu == gpu, "{name}: the GPU batch's file differs");
+    }
+}
+
 /// RGBA with alpha ramps 1..=255 along the rows (up on even rows, down on odd ones; times
 /// 257 for 16-bit), every 5th pixel fully transparent, and noise for colour.
 fn alpha_ramps(sixteen: bool) -> Image {

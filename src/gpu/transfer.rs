@@ -26,6 +26,9 @@ pub struct Upload {
     buffer: wgpu::Buffer,
     len: usize,
     mapping: Mapping,
+    /// Whether the bytes written last, read as 4-byte pixels, have every fourth byte 255
+    /// ([`Upload::opaque_rgba8`]).
+    opaque_rgba8: bool,
 }
 
 /// A buffer `len` bytes long (padded to whole words) for batches to copy into
@@ -33,6 +36,19 @@ pub struct Upload {
 pub struct Download {
     buffer: wgpu::Buffer,
     len: usize,
+}
+
+/// Bytes copied into an upload between two checks of [`every_fourth_byte_max`]: a multiple of
+/// 4, small enough to be checked from L1.
+const CHECK_CHUNK: usize = 16 << 10;
+
+/// Whether every fourth byte of `bytes` (a whole number of words), from the fourth, is 255:
+/// the words ANDed together, which compilers turn into vector ANDs.
+fn every_fourth_byte_max(bytes: &[u8]) -> bool {
+    let all = bytes.chunks_exact(4).fold(u32::MAX, |acc, w| {
+        acc & u32::from_le_bytes([w[0], w[1], w[2], w[3]])
+    });
+    all >> 24 == 0xff
 }
 
 /// The size of a staging buffer holding `len` bytes: whole words, at least one.
@@ -65,6 +81,7 @@ impl Gpu {
             buffer,
             len,
             mapping: Mapping::Mapped,
+            opaque_rgba8: false,
         }
     }
 
@@ -123,7 +140,15 @@ impl Upload {
                 .get_mapped_range_mut(..)
                 .map_err(|e| anyhow!("mapping the upload buffer failed: {e}"))?;
             let n = bytes.len();
-            view.slice(..n).copy_from_slice(bytes);
+            // Chunk by chunk, each checked while it is still in the cache: an all-opaque
+            // RGBA8 image costs the check little more than the copy, and any other is told
+            // apart within its first chunk or so.
+            let mut opaque = n.is_multiple_of(4);
+            for (at, chunk) in (0..).step_by(CHECK_CHUNK).zip(bytes.chunks(CHECK_CHUNK)) {
+                view.slice(at..at + chunk.len()).copy_from_slice(chunk);
+                opaque = opaque && every_fourth_byte_max(chunk);
+            }
+            self.opaque_rgba8 = opaque;
             let pad = view.len() - n;
             view.slice(n..).copy_from_slice(&[0; 4][..pad]);
         }
@@ -134,6 +159,13 @@ impl Upload {
     /// The bytes it holds ([`Upload::write`] takes exactly these).
     pub fn bytes(&self) -> usize {
         self.len
+    }
+
+    /// Whether the bytes [`Upload::write`] copied last are 8-bit RGBA pixels whose every
+    /// alpha is 255 (every fourth byte, from the fourth): found during the copy, so that a
+    /// blur can take its all-opaque passes. False before any write.
+    pub fn opaque_rgba8(&self) -> bool {
+        self.opaque_rgba8
     }
 
     /// Whether [`Upload::write`] would find the buffer mapped without waiting: mapped, or its

@@ -51,6 +51,15 @@ override ALPHA_SCALE: u32 = 255u;
 override OPAQUE_SA: u32 = 0u;
 override OPAQUE_D: u32 = 1u;
 override OPAQUE_T: u32 = 0u;
+// The last column pass of an all-opaque 8-bit RGBA image (`OpaquePasses` in
+// src/ops/blur/plan.rs): its row pass summed the samples as they are, so each row sum S is
+// turned on load into what the premultiplying row pass writes for such a row,
+// (S * EXPAND_MUL + EXPAND_ADD) / EXPAND_DIV, and the pass goes on as it does for any image
+// with alpha: the same bytes, from a 16-bit intermediate instead of a word a channel.
+override EXPAND: bool = false;
+override EXPAND_MUL: u32 = 1u;
+override EXPAND_ADD: u32 = 0u;
+override EXPAND_DIV: u32 = 1u;
 // Whether every alpha sum of the last pass is at most 2^31 (the host knows its largest,
 // OPAQUE_SA): the colour's division then corrects its estimate in 32 bits
 // (`unpremultiply_32`).
@@ -155,6 +164,9 @@ fn load(line: u32, pos: i32) -> vec4<u32> {
         v = read_host8(params.in_base + at * HOST_CHANNELS);
     } else {
         v = read_px(params.in_base + at * words_per_px(IN_FMT));
+    }
+    if EXPAND {
+        return (v * EXPAND_MUL + vec4<u32>(EXPAND_ADD)) / EXPAND_DIV;
     }
     if !PREMULTIPLY {
         return v;

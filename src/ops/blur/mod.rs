@@ -272,7 +272,9 @@ impl<'e> Blurrer<'e> {
         };
         let mut plan = self.plan_for(gpu, img, timings)?;
         match staged.filter(|u| u.bytes() == plan.upload_bytes()) {
-            Some(upload) => plan.record_upload_from(batch, upload.buffer(), 0),
+            Some(upload) => {
+                plan.record_upload_from(gpu, batch, (upload.buffer(), 0), upload.opaque_rgba8())?
+            }
             None => {
                 timings.phase("upload", || plan.write(gpu, img))?;
                 plan.record_upload(batch);
@@ -301,8 +303,9 @@ impl<'e> Blurrer<'e> {
         let Engine::Gpu(gpu) = self.engine else {
             bail!("the CPU engine records nothing on a device");
         };
-        let plan = self.plan_for(gpu, like, timings)?;
-        plan.record_upload_from(batch, src.0, src.1);
+        let mut plan = self.plan_for(gpu, like, timings)?;
+        // Nothing says whether these samples are all opaque: the usual passes.
+        plan.record_upload_from(gpu, batch, src, false)?;
         plan.record(batch);
         plan.record_download_to(batch, dst.0, dst.1);
         self.plan = Some(plan);

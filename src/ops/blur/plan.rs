@@ -197,6 +197,10 @@ pub struct BlurPlan {
     upload: Upload,
     download: Download,
     pub strips: usize,
+    /// The all-opaque passes, for plans that have them (8-bit RGBA, box, one iteration).
+    opaque: Option<OpaquePasses>,
+    /// Whether the image to blur next takes them.
+    opaque_now: bool,
 }
 
 /// One strip's two passes: their bind groups by kernel and by which image buffer holds the
@@ -294,14 +298,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         };
         let channels = if p.rgb { 3 } else { 4 };
         let c = pass_overrides(&shape, alpha, (255, channels), fmts, arith, k);
-        let variant = io_variant(&shape.variant, fmts);
-        let case = ShaderCase::variant::<PassParams>(shape.shader, variant)
-            .with_const("FMT_PACK8", FMT_PACK8)
-            .with_const("FMT_PACK16", FMT_PACK16)
-            .with_const("FMT_WIDE", FMT_WIDE)
-            .with_const("FMT_HOST8", FMT_HOST8)
-            .with_const("WEIGHT_VEC4S", WEIGHT_VEC4S)
-            .with_overrides(&c);
+        let case = pass_case(&shape, fmts, &c);
         match (layout, kind) {
             (Layout::Workgroup, Kind::Gaussian { .. }) => case.with_const("GAUSS_PPT", GAUSS_PPT),
             _ => case,
@@ -373,12 +370,37 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         cases.push(case(wg, Kind::Box, &t, Pass { host: true, ..rgb }));
         cases.push(case(wg, gauss, &t, Pass { host: true, ..rgb }));
     }
+    // The all-opaque passes (`OpaquePasses`), on each layout.
+    let options = Options::new(Kind::Box, 5, 1);
+    let ar = arith(&options, 255, Some(3)).expect("radius 5 is valid");
+    let expand = opaque_expand(&options, &ar, 255, 4).expect("an RGBA8 box has them");
+    for layout in [wg, line] {
+        let shape = shape(storage, layout, &options, &t, (FMT_PACK16, false))
+            .expect("radius 5 fits the default limits");
+        for (c, fmts) in opaque_constants(&shape, &ar, expand)
+            .iter()
+            .zip(OPAQUE_FMTS)
+        {
+            cases.push(pass_case(&shape, fmts, c));
+        }
+    }
     cases.push(
         ShaderCase::params::<PackParams>(shader!("blur_pack"))
             .with_const("PACK_WG", u32::try_from(PACK_WG).expect("a workgroup size"))
             .with_overrides(&pack_overrides(4, 2, 1)),
     );
     cases
+}
+
+/// The shader test's case of a pass of `shape` with formats `fmts` and constants `c`.
+fn pass_case(shape: &Shape, fmts: (u32, u32), c: &[(&'static str, f64)]) -> ShaderCase {
+    ShaderCase::variant::<PassParams>(shape.shader, io_variant(&shape.variant, fmts))
+        .with_const("FMT_PACK8", FMT_PACK8)
+        .with_const("FMT_PACK16", FMT_PACK16)
+        .with_const("FMT_WIDE", FMT_WIDE)
+        .with_const("FMT_HOST8", FMT_HOST8)
+        .with_const("WEIGHT_VEC4S", WEIGHT_VEC4S)
+        .with_overrides(c)
 }
 
 /// The pack kernels' overridable constants: the image's channels, bytes a sample (`wpp`,
@@ -393,6 +415,7 @@ fn pack_overrides(channels: u8, wpp: u64, run: u64) -> [(&'static str, f64); 3] 
 
 /// The kernels' file and entry point, variant and constants, lines per workgroup and
 /// positions per chunk.
+#[derive(Clone)]
 struct Shape {
     shader: Shader,
     entry: &'static str,
@@ -607,8 +630,35 @@ impl BlurPlan {
             layout,
             iterations: params.iterations,
         };
-        let strip_passes =
-            buffers.strip_passes(gpu, &geometry, &shape, &kernels, &strips, &ar.weights);
+        let mid = gpu.buffer(
+            "blur intermediate",
+            Usage::Storage,
+            mid_bytes(&geometry, &strips, mid_px_bytes),
+        );
+        let strip_passes = buffers.strip_passes(
+            gpu,
+            (&geometry, &shape),
+            (&kernels, &strips),
+            &ar.weights,
+            &mid,
+        );
+        let opaque = match opaque_expand(params, &ar, max, img.channels) {
+            Some(expand) => {
+                let shape = self::shape(storage, layout, params, &t, (FMT_PACK16, subgroups))?;
+                Some(OpaquePasses {
+                    constants: opaque_constants(&shape, &ar, expand),
+                    shape,
+                    geometry,
+                    strips: strips.clone(),
+                    images: [a.clone(), b.clone()],
+                    mid: mid.clone(),
+                    row_bytes: w as u64 * wpp * 4,
+                    align,
+                    built: None,
+                })
+            }
+            None => None,
+        };
         let result = if params.iterations.is_multiple_of(2) {
             a.clone()
         } else {
@@ -640,6 +690,8 @@ impl BlurPlan {
             upload: gpu.upload_buffer("blur upload", bytes),
             download: gpu.download_buffer("blur read-back", bytes),
             strips: strips.len(),
+            opaque,
+            opaque_now: false,
         })
     }
 
@@ -651,7 +703,25 @@ impl BlurPlan {
     /// Copies `img`'s samples into the upload buffer, for the next [`BlurPlan::record_upload`].
     pub(super) fn write(&mut self, gpu: &Gpu, img: &Image) -> Result<()> {
         debug_assert!(self.fits(img));
-        self.upload.write(gpu, &sample_bytes(&img.samples))
+        self.upload.write(gpu, &sample_bytes(&img.samples))?;
+        self.next_opaque(gpu, self.upload.opaque_rgba8())
+    }
+
+    /// Says whether the image to blur next is all opaque (`opaque_rgba8`, from the
+    /// [`Upload`] it was written to): where the plan has all-opaque passes, it then takes
+    /// them, built the first time.
+    fn next_opaque(&mut self, gpu: &Gpu, opaque_rgba8: bool) -> Result<()> {
+        self.opaque_now = false;
+        if let Some(o) = self.opaque.as_mut().filter(|_| opaque_rgba8) {
+            o.build(gpu)?;
+            self.opaque_now = true;
+        }
+        Ok(())
+    }
+
+    /// Whether the image written last takes the all-opaque passes ([`OpaquePasses`]).
+    pub fn opaque_passes(&self) -> bool {
+        self.opaque_now
     }
 
     /// Records copying the written image to the device: before the passes.
@@ -671,9 +741,19 @@ impl BlurPlan {
     /// Records copying an image's samples, in the host's layout, from `src` at `at` (a
     /// multiple of 4, with the padding to a whole word after them) to the device: before the
     /// passes, in place of [`BlurPlan::write`] and [`BlurPlan::record_upload`].
-    pub(super) fn record_upload_from(&self, batch: &mut Batch, src: &wgpu::Buffer, at: u64) {
+    /// `opaque_rgba8` says whether they are all-opaque 8-bit RGBA pixels
+    /// ([`Upload::opaque_rgba8`]); false where unknown.
+    pub(super) fn record_upload_from(
+        &mut self,
+        gpu: &Gpu,
+        batch: &mut Batch,
+        (src, at): (&wgpu::Buffer, u64),
+        opaque_rgba8: bool,
+    ) -> Result<()> {
+        self.next_opaque(gpu, opaque_rgba8)?;
         let size = self.upload.buffer().size();
         batch.copy_at(src, at, &self.upload_dst, 0, size);
+        Ok(())
     }
 
     /// Records copying the result, in the host's layout and padded to a whole word, to `dst`
@@ -737,18 +817,33 @@ impl BlurPlan {
             let i = i - blur.start;
             let it = (i / per_iteration) as u32;
             let j = (i % per_iteration) as usize;
-            let strip = &self.strip_passes[j / 2];
+            let (kernels, strip_passes, labels) = match &self.opaque {
+                Some(o) if self.opaque_now => {
+                    let (kernels, passes) = o.built.as_ref().expect("built when chosen");
+                    (
+                        kernels,
+                        passes,
+                        ["blur rows (opaque)", "blur columns (opaque)"],
+                    )
+                }
+                _ => (
+                    &self.kernels,
+                    &self.strip_passes,
+                    ["blur rows", "blur columns"],
+                ),
+            };
+            let strip = &strip_passes[j / 2];
             let (k1, k2) = kernels_of(it, self.iterations);
             let parity = (it % 2) as usize;
             let (label, k, workgroups) = if j.is_multiple_of(2) {
-                ("blur rows", k1, strip.rows_workgroups)
+                (labels[0], k1, strip.rows_workgroups)
             } else {
-                ("blur columns", k2, strip.cols_workgroups)
+                (labels[1], k2, strip.cols_workgroups)
             };
             let bind = strip.binds[k][parity]
                 .as_ref()
                 .expect("every bind group an iteration uses is made");
-            let kernel = self.kernels[k]
+            let kernel = kernels[k]
                 .as_ref()
                 .expect("every kernel an iteration uses is built");
             batch.dispatch(label, kernel, bind, workgroups);
@@ -1019,6 +1114,7 @@ fn used_binds(iterations: u32) -> [[bool; 2]; 4] {
 }
 
 /// What the passes' bindings depend on, besides the buffers.
+#[derive(Clone, Copy)]
 struct Geometry {
     w: u32,
     h: u32,
@@ -1072,6 +1168,130 @@ impl Geometry {
     }
 }
 
+/// The bytes of an intermediate holding the largest of `strips`' row-pass outputs, `px_bytes` a
+/// pixel.
+fn mid_bytes(g: &Geometry, strips: &[(u32, u32)], px_bytes: u64) -> u64 {
+    let max_strip_in = strips
+        .iter()
+        .map(|&(y0, y1)| mid_stride((y1 + g.r).min(g.h) - y0.saturating_sub(g.r)))
+        .max()
+        .unwrap_or(0) as u64;
+    g.w as u64 * max_strip_in * px_bytes
+}
+
+/// The constants of [`OpaquePasses`]' row and column kernels of `shape`, with the column
+/// pass's `EXPAND_*` (wgsl/shared/blur_pass.wgsl) from `opaque_expand`.
+fn opaque_constants(
+    shape: &Shape,
+    ar: &Arith,
+    (mul, add, div): (u32, u32, u32),
+) -> [Vec<(&'static str, f64)>; 2] {
+    let image = (255, 4);
+    let rows = pass_overrides(shape, (None, None), image, OPAQUE_FMTS[0], (1, 0, 1), 0);
+    let mut columns = pass_overrides(
+        shape,
+        (ar.alpha, ar.opaque()),
+        image,
+        OPAQUE_FMTS[1],
+        ar.second,
+        2,
+    );
+    columns.extend([
+        ("EXPAND", 1.0),
+        ("EXPAND_MUL", mul as f64),
+        ("EXPAND_ADD", add as f64),
+        ("EXPAND_DIV", div as f64),
+    ]);
+    [rows, columns]
+}
+
+/// [`OpaquePasses`]' formats in and out: the row pass's, the column pass's.
+const OPAQUE_FMTS: [(u32, u32); 2] = [(FMT_PACK8, FMT_PACK16), (FMT_PACK16, FMT_PACK8)];
+
+/// What the column pass of [`OpaquePasses`] does to each row sum S of plain samples on load,
+/// (S * mul + add) / div: what the premultiplying first row pass, `ar.first`, writes for the
+/// same row where every alpha is the maximum M (its colour lanes c * M, its alpha lane
+/// M * scale = M * M, as premultiplying gives them where div = 1). None where the blur has no
+/// such passes: they take 8-bit RGBA (div = 1), the box blurred once (its last pass is the
+/// first's column pass), and row sums that fit the 16-bit intermediate, M * (2r + 1) < 2^16
+/// (r <= 128), with S * mul + add within a word.
+pub(super) fn opaque_expand(
+    params: &Options,
+    ar: &Arith,
+    max: u32,
+    channels: u8,
+) -> Option<(u32, u32, u32)> {
+    let p = ar.alpha?;
+    let n = 2 * params.radius as u64 + 1;
+    let (mul, add, div) = ar.first;
+    let s_max = max as u64 * n;
+    let expand_mul = mul as u64 * max as u64;
+    let fits = s_max <= 0xffff && s_max * expand_mul + add as u64 <= u32::MAX as u64;
+    (params.kind == Kind::Box
+        && params.iterations == 1
+        && max == 255
+        && channels == 4
+        && p.div == 1
+        && fits)
+        .then_some((expand_mul as u32, add, div))
+}
+
+/// The passes of an all-opaque 8-bit RGBA image's box blur, built the first time such an image
+/// is written. The row pass sums the samples as they are into the 16-bit intermediate (8 bytes
+/// a pixel, not 16); the column pass turns each row sum, on load, into what the
+/// premultiplying row pass writes for an opaque row (`opaque_expand`), then divides as the
+/// usual last pass does. So the bytes are the usual passes' (every window all opaque: by
+/// constants), for half the intermediate's traffic.
+struct OpaquePasses {
+    shape: Shape,
+    /// The row and the column kernel's constants.
+    constants: [Vec<(&'static str, f64)>; 2],
+    geometry: Geometry,
+    strips: Vec<(u32, u32)>,
+    /// The image buffers: the row pass reads the first, the column pass writes the second.
+    images: [wgpu::Buffer; 2],
+    /// The usual passes' intermediate, of which these use half.
+    mid: wgpu::Buffer,
+    row_bytes: u64,
+    align: u64,
+    /// Kernels 0 (rows) and 2 (columns), and each strip's bindings, once built.
+    built: Option<([Option<Kernel>; 4], Vec<StripPasses>)>,
+}
+
+impl OpaquePasses {
+    fn build(&mut self, gpu: &Gpu) -> Result<()> {
+        if self.built.is_some() {
+            return Ok(());
+        }
+        let mut kernels: [Option<Kernel>; 4] = Default::default();
+        for (i, k) in [0, 2].into_iter().enumerate() {
+            let variant = io_variant(&self.shape.variant, OPAQUE_FMTS[i]);
+            let s = &self.shape;
+            kernels[k] =
+                Some(gpu.kernel_variant(&s.shader, &variant, s.entry, &self.constants[i], true)?);
+        }
+        let images = [&self.images[0], &self.images[1]];
+        let buffers = Buffers {
+            images,
+            states: images,
+            host: None,
+            mid_px_bytes: 8,
+            row_bytes: self.row_bytes,
+            state_row_bytes: self.row_bytes,
+            align: self.align,
+        };
+        let passes = buffers.strip_passes(
+            gpu,
+            (&self.geometry, &self.shape),
+            (&kernels, &self.strips),
+            &[],
+            &self.mid,
+        );
+        self.built = Some((kernels, passes));
+        Ok(())
+    }
+}
+
 /// The image buffers (input of even iterations first), the buffers between iterations (the
 /// image buffers themselves, or wide ones for images with alpha) and how rows lie in them.
 struct Buffers<'a> {
@@ -1102,23 +1322,12 @@ impl Buffers<'_> {
     fn strip_passes(
         &self,
         gpu: &Gpu,
-        g: &Geometry,
-        shape: &Shape,
-        kernels: &[Option<Kernel>; 4],
-        strips: &[(u32, u32)],
+        (g, shape): (&Geometry, &Shape),
+        (kernels, strips): (&[Option<Kernel>; 4], &[(u32, u32)]),
         weights: &[u32],
+        mid: &wgpu::Buffer,
     ) -> Vec<StripPasses> {
         let (w, h, r) = (g.w, g.h, g.r);
-        let max_strip_in = strips
-            .iter()
-            .map(|&(y0, y1)| mid_stride((y1 + r).min(h) - y0.saturating_sub(r)))
-            .max()
-            .unwrap_or(0) as u64;
-        let mid = gpu.buffer(
-            "blur intermediate",
-            Usage::Storage,
-            w as u64 * max_strip_in * self.mid_px_bytes,
-        );
         let mut slots = weights.to_vec();
         slots.resize(WEIGHT_SLOTS, 0);
         let weight_buf = gpu.upload("blur weights", Usage::Uniform, &slots);
@@ -1168,9 +1377,9 @@ impl Buffers<'_> {
                         &[if row_pass { p1 } else { p2 }],
                     );
                     let mut entries: Vec<(&wgpu::Buffer, u64, u64)> = if row_pass {
-                        vec![(&u, 0, psize), (buf, off, size), (&mid, 0, mid_size)]
+                        vec![(&u, 0, psize), (buf, off, size), (mid, 0, mid_size)]
                     } else {
-                        vec![(&u, 0, psize), (&mid, 0, mid_size), (buf, off, size)]
+                        vec![(&u, 0, psize), (mid, 0, mid_size), (buf, off, size)]
                     };
                     if !weights.is_empty() {
                         entries.push((&weight_buf, 0, wsize));

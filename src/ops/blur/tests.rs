@@ -1,7 +1,7 @@
 //! Unit tests of the blur's arithmetic, layout helpers and CPU reference.
 
 use super::arith::fraction_bits;
-use super::plan::{max_lines, mid_stride};
+use super::plan::{max_lines, mid_stride, opaque_expand};
 use super::*;
 use crate::io::image::Samples;
 
@@ -292,4 +292,37 @@ fn opaque_windows_blur_as_the_reference_does() {
             }
         }
     }
+}
+
+// The all-opaque passes' column pass turns each row sum S of plain 8-bit samples into what
+// the premultiplying row pass writes for the same row with every alpha 255 (`opaque_expand`):
+// for every sum of every radius they take, colour and alpha lanes, within a word as the
+// shader computes it. The radius past them has none.
+#[test]
+fn the_opaque_expansion_is_the_premultiplying_row_pass() {
+    for r in [0, 1, 2, 3, 7, 15, 64, 100, 128] {
+        let options = Options::new(Kind::Box, r, 1);
+        let ar = arith::arith(&options, 255, Some(3)).unwrap();
+        let p = ar.alpha.unwrap();
+        let (mul, add, div) = ar.first;
+        let (em, ea, ed) = opaque_expand(&options, &ar, 255, 4).unwrap();
+        let n = 2 * r + 1;
+        let row_pass = |premultiplied: u64| (premultiplied * mul as u64 + add as u64) / div as u64;
+        for s in 0..=255 * n {
+            // A row of n samples summing to s: full ones, then the rest, then zeros.
+            let row = (0..n).map(|i| (s - (255 * i).min(s)).min(255));
+            let colour: u64 = row.map(|c| p.colour(c, 255) as u64).sum();
+            let expanded = s.checked_mul(em).and_then(|v| v.checked_add(ea)).unwrap() / ed;
+            assert_eq!(expanded as u64, row_pass(colour), "r = {r}, s = {s}");
+        }
+        let alpha = (255 * p.scale * n) as u64;
+        assert_eq!(
+            ((255 * n * em + ea) / ed) as u64,
+            row_pass(alpha),
+            "r = {r}"
+        );
+    }
+    let past = Options::new(Kind::Box, 129, 1);
+    let ar = arith::arith(&past, 255, Some(3)).unwrap();
+    assert_eq!(opaque_expand(&past, &ar, 255, 4), None);
 }
