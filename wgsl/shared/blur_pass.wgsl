@@ -51,12 +51,15 @@ override ALPHA_SCALE: u32 = 255u;
 override OPAQUE_SA: u32 = 0u;
 override OPAQUE_D: u32 = 1u;
 override OPAQUE_T: u32 = 0u;
-// The last column pass of an all-opaque 8-bit RGBA image (`OpaquePasses` in
-// src/ops/blur/plan.rs): its row pass summed the samples as they are, so each row sum S is
-// turned on load into what the premultiplying row pass writes for such a row,
-// (S * EXPAND_MUL + EXPAND_ADD) / EXPAND_DIV, and the pass goes on as it does for any image
-// with alpha: the same bytes, from a 16-bit intermediate instead of a word a channel.
-override EXPAND: bool = false;
+// The passes of an all-opaque 8-bit RGBA image (`OpaquePasses` in src/ops/blur/plan.rs): the
+// same bytes as the passes above, from a 16-bit intermediate instead of a word a channel.
+// Their row pass (OPAQUE_ROWS) sums the colour samples as they are and drops the alpha lane.
+// Their column pass (OPAQUE_COLUMNS) turns each row sum S on load into what the
+// premultiplying row pass writes for such a row, (S * EXPAND_MUL + EXPAND_ADD) / EXPAND_DIV,
+// sums those, and divides them by the all-opaque alpha sum (by constants, as `finish` does
+// where a window is all opaque); its alpha out is MAX_VALUE, what the usual passes give.
+override OPAQUE_ROWS: bool = false;
+override OPAQUE_COLUMNS: bool = false;
 override EXPAND_MUL: u32 = 1u;
 override EXPAND_ADD: u32 = 0u;
 override EXPAND_DIV: u32 = 1u;
@@ -165,8 +168,11 @@ fn load(line: u32, pos: i32) -> vec4<u32> {
     } else {
         v = read_px(params.in_base + at * words_per_px(IN_FMT));
     }
-    if EXPAND {
-        return (v * EXPAND_MUL + vec4<u32>(EXPAND_ADD)) / EXPAND_DIV;
+    if OPAQUE_ROWS {
+        return vec4<u32>(v.xyz, 0u);
+    }
+    if OPAQUE_COLUMNS {
+        return vec4<u32>((v.xyz * EXPAND_MUL + vec3<u32>(EXPAND_ADD)) / EXPAND_DIV, 0u);
     }
     if !PREMULTIPLY {
         return v;
@@ -226,10 +232,21 @@ fn estimate(s: u32, sa: u32, inv: f32) -> u32 {
     return u32(max(fma(f32(s), f32(MAX_VALUE), f32(sa >> 1u)) * inv - under(), 0.0));
 }
 
+// Colours out of the window sums of an all-opaque window, whose alpha sum is OPAQUE_SA: the
+// same quotients as `unpremultiply`, by constants (`Opaque::colour` in src/ops/blur/arith.rs).
+fn opaque_colour(s: vec4<u32>) -> vec4<u32> {
+    let q = s / OPAQUE_D;
+    let up = select(vec4<u32>(0u), vec4<u32>(1u), s - q * OPAQUE_D >= vec4<u32>(OPAQUE_T));
+    return min(q + up, vec4<u32>(MAX_VALUE));
+}
+
 // A pass's output from its window sums: (S * MUL + ADD) / DIV. The last pass of an image with
 // alpha rounds only the alpha lane so, divides the colour sums by the alpha sum, and gives 0
 // where the alpha out is 0.
 fn finish(s: vec4<u32>) -> vec4<u32> {
+    if OPAQUE_COLUMNS {
+        return vec4<u32>(opaque_colour(s).xyz, MAX_VALUE);
+    }
     let v = (s * MUL + vec4<u32>(ADD)) / DIV;
     if !UNPREMULTIPLY {
         return v;
@@ -241,10 +258,7 @@ fn finish(s: vec4<u32>) -> vec4<u32> {
     let sa = s[ALPHA_LANE];
     var out: vec4<u32>;
     if sa == OPAQUE_SA {
-        // An all-opaque window: the same quotients, by constants (`Opaque::colour`).
-        let q = s / OPAQUE_D;
-        let up = select(vec4<u32>(0u), vec4<u32>(1u), s - q * OPAQUE_D >= vec4<u32>(OPAQUE_T));
-        out = min(q + up, vec4<u32>(MAX_VALUE));
+        out = opaque_colour(s);
     } else {
         let inv = 1.0 / f32(sa);
         for (var k = 0u; k < 4u; k++) {

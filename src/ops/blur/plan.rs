@@ -1179,15 +1179,17 @@ fn mid_bytes(g: &Geometry, strips: &[(u32, u32)], px_bytes: u64) -> u64 {
     g.w as u64 * max_strip_in * px_bytes
 }
 
-/// The constants of [`OpaquePasses`]' row and column kernels of `shape`, with the column
-/// pass's `EXPAND_*` (wgsl/shared/blur_pass.wgsl) from `opaque_expand`.
+/// The constants of [`OpaquePasses`]' row and column kernels of `shape` (`OPAQUE_ROWS`,
+/// `OPAQUE_COLUMNS` in wgsl/shared/blur_pass.wgsl), with the column pass's `EXPAND_*` from
+/// `opaque_expand`.
 fn opaque_constants(
     shape: &Shape,
     ar: &Arith,
     (mul, add, div): (u32, u32, u32),
 ) -> [Vec<(&'static str, f64)>; 2] {
     let image = (255, 4);
-    let rows = pass_overrides(shape, (None, None), image, OPAQUE_FMTS[0], (1, 0, 1), 0);
+    let mut rows = pass_overrides(shape, (None, None), image, OPAQUE_FMTS[0], (1, 0, 1), 0);
+    rows.push(("OPAQUE_ROWS", 1.0));
     let mut columns = pass_overrides(
         shape,
         (ar.alpha, ar.opaque()),
@@ -1197,7 +1199,7 @@ fn opaque_constants(
         2,
     );
     columns.extend([
-        ("EXPAND", 1.0),
+        ("OPAQUE_COLUMNS", 1.0),
         ("EXPAND_MUL", mul as f64),
         ("EXPAND_ADD", add as f64),
         ("EXPAND_DIV", div as f64),
@@ -1213,8 +1215,9 @@ const OPAQUE_FMTS: [(u32, u32); 2] = [(FMT_PACK8, FMT_PACK16), (FMT_PACK16, FMT_
 /// same row where every alpha is the maximum M (its colour lanes c * M, its alpha lane
 /// M * scale = M * M, as premultiplying gives them where div = 1). None where the blur has no
 /// such passes: they take 8-bit RGBA (div = 1), the box blurred once (its last pass is the
-/// first's column pass), and row sums that fit the 16-bit intermediate, M * (2r + 1) < 2^16
-/// (r <= 128), with S * mul + add within a word.
+/// first's column pass), row sums that fit the 16-bit intermediate, M * (2r + 1) < 2^16
+/// (r <= 128), with S * mul + add within a word, and an all-opaque alpha sum that divides by
+/// constants ([`Arith::opaque`]; the column pass divides by nothing else).
 pub(super) fn opaque_expand(
     params: &Options,
     ar: &Arith,
@@ -1222,6 +1225,7 @@ pub(super) fn opaque_expand(
     channels: u8,
 ) -> Option<(u32, u32, u32)> {
     let p = ar.alpha?;
+    ar.opaque()?;
     let n = 2 * params.radius as u64 + 1;
     let (mul, add, div) = ar.first;
     let s_max = max as u64 * n;
@@ -1237,11 +1241,12 @@ pub(super) fn opaque_expand(
 }
 
 /// The passes of an all-opaque 8-bit RGBA image's box blur, built the first time such an image
-/// is written. The row pass sums the samples as they are into the 16-bit intermediate (8 bytes
-/// a pixel, not 16); the column pass turns each row sum, on load, into what the
-/// premultiplying row pass writes for an opaque row (`opaque_expand`), then divides as the
-/// usual last pass does. So the bytes are the usual passes' (every window all opaque: by
-/// constants), for half the intermediate's traffic.
+/// is written. The row pass sums the colour samples as they are into the 16-bit intermediate
+/// (8 bytes a pixel, not 16; the alpha lane dropped); the column pass turns each row sum, on
+/// load, into what the premultiplying row pass writes for an opaque row (`opaque_expand`),
+/// and divides the window sums by the all-opaque alpha sum by constants, as the usual last
+/// pass does where a window is all opaque, alpha out the maximum. So the bytes are the usual
+/// passes', for half the intermediate's traffic and less arithmetic.
 struct OpaquePasses {
     shape: Shape,
     /// The row and the column kernel's constants.

@@ -296,8 +296,9 @@ fn opaque_windows_blur_as_the_reference_does() {
 
 // The all-opaque passes' column pass turns each row sum S of plain 8-bit samples into what
 // the premultiplying row pass writes for the same row with every alpha 255 (`opaque_expand`):
-// for every sum of every radius they take, colour and alpha lanes, within a word as the
-// shader computes it. The radius past them has none.
+// for every sum of every radius they take, within a word as the shader computes it; and its
+// alpha out, 255, is what the usual last pass makes of the all-opaque alpha sum. The radius
+// past them has none.
 #[test]
 fn the_opaque_expansion_is_the_premultiplying_row_pass() {
     for r in [0, 1, 2, 3, 7, 15, 64, 100, 128] {
@@ -315,12 +316,12 @@ fn the_opaque_expansion_is_the_premultiplying_row_pass() {
             let expanded = s.checked_mul(em).and_then(|v| v.checked_add(ea)).unwrap() / ed;
             assert_eq!(expanded as u64, row_pass(colour), "r = {r}, s = {s}");
         }
-        let alpha = (255 * p.scale * n) as u64;
-        assert_eq!(
-            ((255 * n * em + ea) / ed) as u64,
-            row_pass(alpha),
-            "r = {r}"
-        );
+        // The column pass drops the alpha lane and writes 255: what the last pass makes of
+        // the all-opaque alpha sum, n rows of what the row pass writes for an opaque row.
+        let (_, add2, div2) = ar.second;
+        let o = ar.opaque().unwrap();
+        assert_eq!(o.sa as u64, n as u64 * row_pass((255 * p.scale * n) as u64));
+        assert_eq!((o.sa as u64 + add2 as u64) / div2 as u64, 255, "r = {r}");
     }
     let past = Options::new(Kind::Box, 129, 1);
     let ar = arith::arith(&past, 255, Some(3)).unwrap();
