@@ -1251,3 +1251,37 @@ fn a_gif_output_is_written_with_a_warning_that_its_colours_are_reduced() {
     r.code(0);
     assert!(!r.stderr.contains(warning), "{}", r.stderr);
 }
+
+#[test]
+fn one_line_an_invocation_stays_within_llvmpipes_loop_limit() {
+    // Mesa's llvmpipe ends an invocation's loops after 65535 iterations, nested loops
+    // counted together: on one line per invocation, a gaussian line of 2100 positions at
+    // r = 15 (31 taps each), along the rows and along the columns, and a box line of 70,000
+    // positions, were cut short (wrong outputs past the 65535th iteration). Segments keep
+    // every invocation within half of it.
+    let options = GpuOptions {
+        layout: Some(Layout::LinePerInvocation),
+        ..GpuOptions::DEFAULT
+    };
+    for (img, params) in [
+        (
+            noise(2100, 2, 3, false, 11),
+            BlurParams::new(Kind::Gaussian { sigma: 5.0 }, 15, 1),
+        ),
+        (
+            noise(2, 2100, 4, false, 12),
+            BlurParams::new(Kind::Gaussian { sigma: 5.0 }, 15, 1),
+        ),
+        (
+            noise(70_000, 1, 1, false, 13),
+            BlurParams::new(Kind::Box, 2, 1),
+        ),
+    ] {
+        let what = format!("{} {:?}", img.describe(), params.kind);
+        assert_same(
+            &on_gpu(&img, params, options),
+            &reference(&img, &params).unwrap(),
+            &what,
+        );
+    }
+}

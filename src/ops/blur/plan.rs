@@ -79,15 +79,33 @@ crate::ops::params_layout!(PassParams {
 /// min(2r + 1, len) loads for its first window sum, so box segments are at least 4 windows
 /// long (that cost stays under a quarter of the two loads an output).
 /// Segments are whole chunks (`chunk` positions a workgroup does at a time). With one line
-/// per invocation (CPU adapters, which have few cores to fill) a whole line is one segment.
+/// per invocation (CPU adapters, which have few cores to fill) a segment is as long as
+/// LINE_LOOP_BUDGET allows: a whole line, unless it is long or the radius large.
 fn segment_len(kind: Kind, layout: Layout, radius: u32, len: u32, chunk: u32) -> u32 {
+    let taps = 2 * radius + 1;
     let want = match (layout, kind) {
-        (Layout::LinePerInvocation, _) => len,
-        (Layout::Workgroup, Kind::Box) => (4 * (2 * radius + 1)).max(256),
+        // A segment's loop iterations stay within LINE_LOOP_BUDGET: the box's first window
+        // sum (at most `taps`) and one a position, the gaussian's taps and one a position.
+        (Layout::LinePerInvocation, Kind::Box) => {
+            return LINE_LOOP_BUDGET.saturating_sub(taps).clamp(1, len.max(1));
+        }
+        (Layout::LinePerInvocation, Kind::Gaussian { .. }) => {
+            return (LINE_LOOP_BUDGET / (taps + 1)).clamp(1, len.max(1));
+        }
+        (Layout::Workgroup, Kind::Box) => (4 * taps).max(256),
         (Layout::Workgroup, Kind::Gaussian { .. }) => 256,
     };
     want.next_multiple_of(chunk.max(64)).min(len.max(1))
 }
+
+/// Loop iterations an invocation of the one-line-per-invocation kernels runs at most, its
+/// nested loops' together. Mesa's llvmpipe (lavapipe) ends a shader's loops after 65535
+/// iterations (gallivm's `LP_MAX_TGSI_LOOP_ITERATIONS`), counted across nested loops: a
+/// gaussian line of 2048 positions at r = 15 (31 taps a position) came out wrong from
+/// position 1986 on, where the count passed 2^16. Half of it leaves room for the loops'
+/// own bookkeeping. (A box whose first window alone passes it, wider than 32768 pixels,
+/// is beyond this: its segments cannot be shorter than one window.)
+const LINE_LOOP_BUDGET: u32 = 1 << 15;
 
 /// Pixels between consecutive lines of the transposed intermediate (a row pass writes one
 /// position of `lines` lines at a time, lines adjacent). From 256 lines on, `lines` rounded
