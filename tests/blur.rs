@@ -213,23 +213,31 @@ fn opaque_noise(w: u32, h: u32, seed: u32) -> Image {
 }
 
 #[test]
-fn an_all_opaque_rgba8_box_takes_the_opaque_passes_and_matches_cpu() {
-    // Every alpha 255, the box blurred once: the plan takes the 16-bit intermediate (row sums
-    // of the plain samples, turned on load into the premultiplied ones), with the reference's
-    // bytes; at the largest radius whose row sums fit 16 bits (128), past the image's size,
-    // on 4097 columns, and in strips (a 12 KiB binding).
+fn an_all_opaque_rgba8_blur_takes_the_opaque_passes_and_matches_cpu() {
+    // Every alpha 255, blurred once: the plan takes the narrow intermediate (the box's row
+    // sums of plain samples, turned on load into the premultiplied ones; the gaussian's
+    // premultiplied values in 18 bits a lane), with the reference's bytes; at the box's
+    // largest radius whose row sums fit 16 bits (128), past the image's size, on 4097
+    // columns, and in strips (a 12 KiB binding).
     let g = shared_gpu();
-    for (w, h, r, max_binding) in [
-        (1, 1, 1, None),
-        (7, 9, 2, None),
-        (37, 29, 3, None),
-        (37, 29, 15, None),
-        (30, 20, 128, None),
-        (4097, 3, 5, None),
-        (40, 50, 3, Some(12 << 10)),
+    let gauss5 = Kind::Gaussian { sigma: 5.0 };
+    for (w, h, kind, r, max_binding) in [
+        (1, 1, Kind::Box, 1, None),
+        (7, 9, Kind::Box, 2, None),
+        (37, 29, Kind::Box, 3, None),
+        (37, 29, Kind::Box, 15, None),
+        (30, 20, Kind::Box, 128, None),
+        (4097, 3, Kind::Box, 5, None),
+        (40, 50, Kind::Box, 3, Some(12 << 10)),
+        (1, 1, GAUSS1, 3, None),
+        (37, 29, GAUSS1, 3, None),
+        (37, 29, gauss5, 15, None),
+        (4097, 3, gauss5, 15, None),
+        (40, 50, GAUSS1, 3, Some(12 << 10)),
+        (23, 17, Kind::Gaussian { sigma: 160.0 }, 500, None),
     ] {
         let img = opaque_noise(w, h, w + r);
-        let params = BlurParams::new(Kind::Box, r, 1);
+        let params = BlurParams::new(kind, r, 1);
         let want = reference(&img, &params).unwrap();
         for (layout, subgroups) in SHAPES {
             let options = GpuOptions {
@@ -238,7 +246,8 @@ fn an_all_opaque_rgba8_box_takes_the_opaque_passes_and_matches_cpu() {
                 max_binding,
                 ..GpuOptions::DEFAULT
             };
-            let what = format!("{w}x{h} r={r} {layout:?} subgroups {subgroups} {max_binding:?}");
+            let what =
+                format!("{w}x{h} {kind:?} r={r} {layout:?} subgroups {subgroups} {max_binding:?}");
             let params = params.with_gpu(options);
             let plan = BlurPlan::new(g, &img, &params).unwrap();
             assert!(plan.opaque_passes(), "{what}");
@@ -251,8 +260,8 @@ fn an_all_opaque_rgba8_box_takes_the_opaque_passes_and_matches_cpu() {
 
 #[test]
 fn blurs_the_opaque_passes_do_not_take_match_cpu_the_usual_way() {
-    // One alpha of 254 (first or last), a radius whose row sums pass 16 bits, two iterations, the gaussian,
-    // 16-bit RGBA and gray+alpha all take the usual passes.
+    // One alpha of 254 (first or last), a radius whose row sums pass 16 bits, two iterations
+    // of either kind, 16-bit RGBA and gray+alpha all take the usual passes.
     let g = shared_gpu();
     let mut one_translucent = opaque_noise(23, 17, 5);
     if let Samples::U8(v) = &mut one_translucent.samples {
@@ -286,7 +295,7 @@ fn blurs_the_opaque_passes_do_not_take_match_cpu_the_usual_way() {
         ),
         ("r = 129", &opaque, BlurParams::new(Kind::Box, 129, 1)),
         ("two iterations", &opaque, BlurParams::new(Kind::Box, 3, 2)),
-        ("gaussian", &opaque, BlurParams::new(GAUSS1, 3, 1)),
+        ("gaussian twice", &opaque, BlurParams::new(GAUSS1, 3, 2)),
         ("16-bit", &deep, BlurParams::new(Kind::Box, 3, 1)),
         ("gray+alpha", &gray_alpha, BlurParams::new(Kind::Box, 3, 1)),
     ] {

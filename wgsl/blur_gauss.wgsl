@@ -23,11 +23,11 @@ override STAGE_FMT: u32 = 0u;
 
 // Staged samples keep the input's packing, so a tap reads as few workgroup-memory bytes as
 // possible (the loads, not the multiplies, bound this kernel): a word per 8-bit pixel, a
-// pair of words per 16-bit one, a vec4 for the wide format. 8-bit pixels premultiplied on
+// pair of words per 16-bit one or per FMT_PACK18 one, a vec4 for the wide format. 8-bit pixels premultiplied on
 // load are staged as 16-bit ones (c * a needs 16 bits). Only the array of the staging format
 // has G_IN_LEN elements. Set from `stage_fmt` in src/ops/blur/plan.rs (STAGE_FMT).
 var<workgroup> sh_in8: array<u32, select(1u, G_IN_LEN, STAGE_FMT == FMT_PACK8)>;
-var<workgroup> sh_in16: array<vec2<u32>, select(1u, G_IN_LEN, STAGE_FMT == FMT_PACK16)>;
+var<workgroup> sh_in16: array<vec2<u32>, select(1u, G_IN_LEN, STAGE_FMT == FMT_PACK16 || STAGE_FMT == FMT_PACK18)>;
 var<workgroup> sh_in32: array<vec4<u32>, select(1u, G_IN_LEN, STAGE_FMT == FMT_WIDE)>;
 
 fn stage(i: u32, v: vec4<u32>) {
@@ -35,6 +35,8 @@ fn stage(i: u32, v: vec4<u32>) {
         sh_in8[i] = pack8(v);
     } else if STAGE_FMT == FMT_PACK16 {
         sh_in16[i] = pack16(v);
+    } else if STAGE_FMT == FMT_PACK18 {
+        sh_in16[i] = pack18(v);
     } else {
         sh_in32[i] = v;
     }
@@ -45,6 +47,8 @@ fn staged(i: u32) -> vec4<u32> {
         return unpack8(sh_in8[i]);
     } else if STAGE_FMT == FMT_PACK16 {
         return unpack16(sh_in16[i]);
+    } else if STAGE_FMT == FMT_PACK18 {
+        return unpack18(sh_in16[i]);
     }
     return sh_in32[i];
 }

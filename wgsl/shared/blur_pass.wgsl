@@ -98,6 +98,10 @@ const FMT_WIDE: u32 = 2u;
 // the plan allows, the last column pass writes it, so that no conversion pass
 // (wgsl/blur_pack.wgsl) runs before or after them. A pass reading it takes `in_base` in bytes.
 const FMT_HOST8: u32 = 3u;
+// Three lanes of 18 bits in two words (the fourth lane is 0): the intermediate of the
+// all-opaque gaussian passes, whose values stay below 2^18 (`OpaqueArith` in
+// src/ops/blur/plan.rs).
+const FMT_PACK18: u32 = 4u;
 override IN_FMT: u32 = 0u;
 override OUT_FMT: u32 = 2u;
 override HOST_CHANNELS: u32 = 3u;
@@ -118,11 +122,21 @@ fn pack16(v: vec4<u32>) -> vec2<u32> {
     return vec2<u32>(v.x | (v.y << 16u), v.z | (v.w << 16u));
 }
 
+fn pack18(v: vec4<u32>) -> vec2<u32> {
+    return vec2<u32>(v.x | (v.y << 18u), (v.y >> 14u) | (v.z << 4u));
+}
+
+fn unpack18(p: vec2<u32>) -> vec4<u32> {
+    return vec4<u32>(p.x & 0x3ffffu, (p.x >> 18u) | ((p.y & 0xfu) << 14u), p.y >> 4u, 0u);
+}
+
 fn read_px(word: u32) -> vec4<u32> {
     if IN_FMT == FMT_PACK8 {
         return unpack8(src_word(word));
     } else if IN_FMT == FMT_PACK16 {
         return unpack16(src_pair(word));
+    } else if IN_FMT == FMT_PACK18 {
+        return unpack18(src_pair(word));
     }
     return src_wide(word);
 }
@@ -140,7 +154,7 @@ fn read_host8(b: u32) -> vec4<u32> {
 }
 
 fn words_per_px(fmt: u32) -> u32 {
-    return select(select(1u, 2u, fmt == FMT_PACK16), 4u, fmt == FMT_WIDE);
+    return select(select(1u, 2u, fmt == FMT_PACK16 || fmt == FMT_PACK18), 4u, fmt == FMT_WIDE);
 }
 
 // The lines and the segment [start, end) of them that workgroup `wg` handles; start >= end
@@ -281,6 +295,8 @@ fn store(index: u32, v: vec4<u32>) {
         dst_word(word, pack8(v));
     } else if OUT_FMT == FMT_PACK16 {
         dst_pair(word, pack16(v));
+    } else if OUT_FMT == FMT_PACK18 {
+        dst_pair(word, pack18(v));
     } else {
         dst_wide(word, v);
     }

@@ -1,7 +1,7 @@
 // blur_tile: the output tile of the workgroup kernels (box_pass, gauss_pass): a chunk's
 // finished outputs of the workgroup's lines, from which consecutive threads store consecutive
 // lines. It keeps the pass's output packing (a word a pixel where the pass writes 8-bit
-// pixels, a pair where it writes 16-bit ones, a vec4 only for the wide format): a quarter of
+// pixels, a pair where it writes 16-bit or 18-bit ones, a vec4 only for the wide format): a quarter of
 // the workgroup memory of a vec4 tile for 8-bit output. Less workgroup memory a workgroup
 // leaves more of each SM's on-chip memory to the L1 cache: on an H100 the 4K RGBA8 box
 // column pass went from 0.152 to 0.121 ms, the RGB8 row pass from 0.087 to 0.071
@@ -12,7 +12,7 @@
 override TILE_LEN: u32 = 1u;
 
 var<workgroup> sh_tile8: array<u32, select(1u, TILE_LEN, OUT_FMT == FMT_PACK8 || OUT_FMT == FMT_HOST8)>;
-var<workgroup> sh_tile16: array<vec2<u32>, select(1u, TILE_LEN, OUT_FMT == FMT_PACK16)>;
+var<workgroup> sh_tile16: array<vec2<u32>, select(1u, TILE_LEN, OUT_FMT == FMT_PACK16 || OUT_FMT == FMT_PACK18)>;
 var<workgroup> sh_tile32: array<vec4<u32>, select(1u, TILE_LEN, OUT_FMT == FMT_WIDE)>;
 
 // Sets element i to a finished output.
@@ -21,6 +21,8 @@ fn tile_set(i: u32, v: vec4<u32>) {
         sh_tile8[i] = pack8(v);
     } else if OUT_FMT == FMT_PACK16 {
         sh_tile16[i] = pack16(v);
+    } else if OUT_FMT == FMT_PACK18 {
+        sh_tile16[i] = pack18(v);
     } else {
         sh_tile32[i] = v;
     }
@@ -32,7 +34,7 @@ fn store_from_tile(index: u32, i: u32) {
     let word = params.out_base + index * words_per_px(OUT_FMT);
     if OUT_FMT == FMT_PACK8 {
         dst_word(word, sh_tile8[i]);
-    } else if OUT_FMT == FMT_PACK16 {
+    } else if OUT_FMT == FMT_PACK16 || OUT_FMT == FMT_PACK18 {
         dst_pair(word, sh_tile16[i]);
     } else {
         dst_wide(word, sh_tile32[i]);

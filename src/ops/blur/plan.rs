@@ -21,6 +21,7 @@ const FMT_PACK8: u32 = 0;
 const FMT_PACK16: u32 = 1;
 const FMT_WIDE: u32 = 2;
 const FMT_HOST8: u32 = 3;
+const FMT_PACK18: u32 = 4;
 
 /// Its WGSL twin is `Params` in wgsl/blur_pack.wgsl (the shader test checks their fields).
 #[repr(C)]
@@ -100,11 +101,11 @@ fn segment_len(kind: Kind, layout: Layout, radius: u32, len: u32, chunk: u32) ->
 
 /// Loop iterations an invocation of the one-line-per-invocation kernels runs at most, its
 /// nested loops' together. Mesa's llvmpipe (lavapipe) ends a shader's loops after 65535
-/// iterations (gallivm's `LP_MAX_TGSI_LOOP_ITERATIONS`), counted across nested loops: a
-/// gaussian line of 2048 positions at r = 15 (31 taps a position) came out wrong from
-/// position 1986 on, where the count passed 2^16. Half of it leaves room for the loops'
-/// own bookkeeping. (A box whose first window alone passes it, wider than 32768 pixels,
-/// is beyond this: its segments cannot be shorter than one window.)
+/// iterations (gallivm's `LP_MAX_TGSI_LOOP_ITERATIONS`), nested loops counted together as
+/// measured here: a gaussian line of 2048 positions at r = 15 (31 taps a position) came out
+/// wrong from position 1986 on, where the count passed 2^16. Half of it leaves room for the
+/// loops' own bookkeeping. (A box whose first window alone passes it, wider than 32768
+/// pixels, is beyond this: its segments cannot be shorter than one window.)
 const LINE_LOOP_BUDGET: u32 = 1 << 15;
 
 /// Pixels between consecutive lines of the transposed intermediate (a row pass writes one
@@ -169,7 +170,7 @@ fn gauss_rows(radius: u32, storage: u32, t: &Tunables, fmt: u32) -> Option<u32> 
 fn staged_bytes(fmt: u32) -> u32 {
     match fmt {
         FMT_PACK8 | FMT_HOST8 => 4,
-        FMT_PACK16 => 8,
+        FMT_PACK16 | FMT_PACK18 => 8,
         _ => 16,
     }
 }
@@ -268,7 +269,7 @@ fn box_subgroups(gpu: &Gpu, t: &Tunables) -> bool {
 /// wgsl/shared/blur_src_vec2.wgsl and blur_src_vec4.wgsl say why).
 fn io_variant(variant: &Variant, (fmt_in, fmt_out): (u32, u32)) -> Variant {
     let snippet = |fmt, word, vec2, vec4| match fmt {
-        FMT_PACK16 => Some((word, vec2)),
+        FMT_PACK16 | FMT_PACK18 => Some((word, vec2)),
         FMT_WIDE => Some((word, vec4)),
         _ => None,
     };
@@ -388,18 +389,23 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         cases.push(case(wg, Kind::Box, &t, Pass { host: true, ..rgb }));
         cases.push(case(wg, gauss, &t, Pass { host: true, ..rgb }));
     }
-    // The all-opaque passes (`OpaquePasses`), on each layout.
-    let options = Options::new(Kind::Box, 5, 1);
-    let ar = arith(&options, 255, Some(3)).expect("radius 5 is valid");
-    let expand = opaque_expand(&options, &ar, 255, 4).expect("an RGBA8 box has them");
-    for layout in [wg, line] {
-        let shape = shape(storage, layout, &options, &t, (FMT_PACK16, false))
-            .expect("radius 5 fits the default limits");
-        for (c, fmts) in opaque_constants(&shape, &ar, expand)
-            .iter()
-            .zip(OPAQUE_FMTS)
-        {
-            cases.push(pass_case(&shape, fmts, c));
+    // The all-opaque passes (`OpaquePasses`), of each kind on each layout.
+    for kind in [Kind::Box, gauss] {
+        let options = Options::new(kind, 5, 1);
+        let ar = arith(&options, 255, Some(3)).expect("radius 5 is valid");
+        let oa = opaque_arith(&options, &ar, 255, 4).expect("an RGBA8 blur has them");
+        for layout in [wg, line] {
+            let shape = shape(storage, layout, &options, &t, (oa.mid_fmt, false))
+                .expect("radius 5 fits the default limits");
+            for (c, fmts) in opaque_constants(&shape, &ar, oa).iter().zip(oa.fmts()) {
+                let case = pass_case(&shape, fmts, c);
+                cases.push(match (layout, kind) {
+                    (Layout::Workgroup, Kind::Gaussian { .. }) => {
+                        case.with_const("GAUSS_PPT", GAUSS_PPT)
+                    }
+                    _ => case,
+                });
+            }
         }
     }
     cases.push(
@@ -417,6 +423,7 @@ fn pass_case(shape: &Shape, fmts: (u32, u32), c: &[(&'static str, f64)]) -> Shad
         .with_const("FMT_PACK16", FMT_PACK16)
         .with_const("FMT_WIDE", FMT_WIDE)
         .with_const("FMT_HOST8", FMT_HOST8)
+        .with_const("FMT_PACK18", FMT_PACK18)
         .with_const("WEIGHT_VEC4S", WEIGHT_VEC4S)
         .with_overrides(c)
 }
@@ -660,12 +667,14 @@ impl BlurPlan {
             &ar.weights,
             &mid,
         );
-        let opaque = match opaque_expand(params, &ar, max, img.channels) {
-            Some(expand) => {
-                let shape = self::shape(storage, layout, params, &t, (FMT_PACK16, subgroups))?;
+        let opaque = match opaque_arith(params, &ar, max, img.channels) {
+            Some(oa) => {
+                let shape = self::shape(storage, layout, params, &t, (oa.mid_fmt, subgroups))?;
                 Some(OpaquePasses {
-                    constants: opaque_constants(&shape, &ar, expand),
+                    constants: opaque_constants(&shape, &ar, oa),
                     shape,
+                    fmts: oa.fmts(),
+                    weights: ar.weights.clone(),
                     geometry,
                     strips: strips.clone(),
                     images: [a.clone(), b.clone()],
@@ -1198,24 +1207,21 @@ fn mid_bytes(g: &Geometry, strips: &[(u32, u32)], px_bytes: u64) -> u64 {
 }
 
 /// The constants of [`OpaquePasses`]' row and column kernels of `shape` (`OPAQUE_ROWS`,
-/// `OPAQUE_COLUMNS` in wgsl/shared/blur_pass.wgsl), with the column pass's `EXPAND_*` from
-/// `opaque_expand`.
-fn opaque_constants(
-    shape: &Shape,
-    ar: &Arith,
-    (mul, add, div): (u32, u32, u32),
-) -> [Vec<(&'static str, f64)>; 2] {
+/// `OPAQUE_COLUMNS` in wgsl/shared/blur_pass.wgsl) for the arithmetic `oa`.
+fn opaque_constants(shape: &Shape, ar: &Arith, oa: OpaqueArith) -> [Vec<(&'static str, f64)>; 2] {
     let image = (255, 4);
-    let mut rows = pass_overrides(shape, (None, None), image, OPAQUE_FMTS[0], (1, 0, 1), 0);
+    let [rows_fmts, columns_fmts] = oa.fmts();
+    let mut rows = pass_overrides(shape, (None, None), image, rows_fmts, oa.rows, 0);
     rows.push(("OPAQUE_ROWS", 1.0));
     let mut columns = pass_overrides(
         shape,
         (ar.alpha, ar.opaque()),
         image,
-        OPAQUE_FMTS[1],
+        columns_fmts,
         ar.second,
         2,
     );
+    let (mul, add, div) = oa.expand;
     columns.extend([
         ("OPAQUE_COLUMNS", 1.0),
         ("EXPAND_MUL", mul as f64),
@@ -1225,50 +1231,81 @@ fn opaque_constants(
     [rows, columns]
 }
 
-/// [`OpaquePasses`]' formats in and out: the row pass's, the column pass's.
-const OPAQUE_FMTS: [(u32, u32); 2] = [(FMT_PACK8, FMT_PACK16), (FMT_PACK16, FMT_PACK8)];
+/// The arithmetic of [`OpaquePasses`]. Where every alpha is the maximum M, the premultiplying
+/// first row pass (`ar.first` = (mul, add, div)) writes (S * M * mul + add) / div for a row
+/// whose plain colour sum is S (premultiplied colour lanes are c * M where div = 1). The box
+/// keeps S itself (at most M (2r + 1) < 2^16 for r <= 128, in the 16-bit intermediate) and
+/// its column pass makes that value on load (`expand`); the gaussian's row pass makes it
+/// (`rows`), at most 2^18 for its weights, three of which fit two words (`FMT_PACK18`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct OpaqueArith {
+    /// The row pass's (multiply, add, divide) of its sums of plain samples.
+    pub rows: (u32, u32, u32),
+    /// What the column pass does to each value it loads (`EXPAND_*`).
+    pub expand: (u32, u32, u32),
+    /// The intermediate's format.
+    pub mid_fmt: u32,
+}
 
-/// What the column pass of [`OpaquePasses`] does to each row sum S of plain samples on load,
-/// (S * mul + add) / div: what the premultiplying first row pass, `ar.first`, writes for the
-/// same row where every alpha is the maximum M (its colour lanes c * M, its alpha lane
-/// M * scale = M * M, as premultiplying gives them where div = 1). None where the blur has no
-/// such passes: they take 8-bit RGBA (div = 1), the box blurred once (its last pass is the
-/// first's column pass), row sums that fit the 16-bit intermediate, M * (2r + 1) < 2^16
-/// (r <= 128), with S * mul + add within a word, and an all-opaque alpha sum that divides by
-/// constants ([`Arith::opaque`]; the column pass divides by nothing else).
-pub(super) fn opaque_expand(
+impl OpaqueArith {
+    /// The formats in and out of the row pass, and of the column pass.
+    fn fmts(&self) -> [(u32, u32); 2] {
+        [(FMT_PACK8, self.mid_fmt), (self.mid_fmt, FMT_PACK8)]
+    }
+}
+
+/// [`OpaqueArith`] for `params` on an image of maxval `max` and `channels` channels: None
+/// where the blur has no all-opaque passes. They take 8-bit RGBA (div = 1) blurred once (its
+/// last pass is the first's column pass), with an all-opaque alpha sum that divides by
+/// constants ([`Arith::opaque`]; the column pass divides by nothing else), and every value
+/// within a word on the way and within its intermediate's bits.
+pub(super) fn opaque_arith(
     params: &Options,
     ar: &Arith,
     max: u32,
     channels: u8,
-) -> Option<(u32, u32, u32)> {
+) -> Option<OpaqueArith> {
     let p = ar.alpha?;
     ar.opaque()?;
-    let n = 2 * params.radius as u64 + 1;
+    if params.iterations != 1 || max != 255 || channels != 4 || p.div != 1 {
+        return None;
+    }
     let (mul, add, div) = ar.first;
-    let s_max = max as u64 * n;
-    let expand_mul = mul as u64 * max as u64;
-    let fits = s_max <= 0xffff && s_max * expand_mul + add as u64 <= u32::MAX as u64;
-    (params.kind == Kind::Box
-        && params.iterations == 1
-        && max == 255
-        && channels == 4
-        && p.div == 1
-        && fits)
-        .then_some((expand_mul as u32, add, div))
+    // The largest plain row sum: M times the window size or the weights' total.
+    let s_max = max as u64 * ar.keep.2 as u64;
+    let m = mul as u64 * max as u64;
+    let top = s_max * m + add as u64;
+    if top > u32::MAX as u64 {
+        return None;
+    }
+    match params.kind {
+        Kind::Box => (s_max <= 0xffff).then_some(OpaqueArith {
+            rows: (1, 0, 1),
+            expand: (m as u32, add, div),
+            mid_fmt: FMT_PACK16,
+        }),
+        Kind::Gaussian { .. } => (top / (div as u64) < 1 << 18).then_some(OpaqueArith {
+            rows: (m as u32, add, div),
+            expand: (1, 0, 1),
+            mid_fmt: FMT_PACK18,
+        }),
+    }
 }
 
-/// The passes of an all-opaque 8-bit RGBA image's box blur, built the first time such an image
-/// is written. The row pass sums the colour samples as they are into the 16-bit intermediate
-/// (8 bytes a pixel, not 16; the alpha lane dropped); the column pass turns each row sum, on
-/// load, into what the premultiplying row pass writes for an opaque row (`opaque_expand`),
-/// and divides the window sums by the all-opaque alpha sum by constants, as the usual last
+/// The passes of an all-opaque 8-bit RGBA image's blur, built the first time such an image
+/// is written. The row pass sums the colour samples as they are, the alpha lane dropped, into
+/// an intermediate of 8 bytes a pixel, not 16; with the column pass's loads, the values it
+/// sums are what the premultiplying row pass writes for an opaque row ([`OpaqueArith`]). The
+/// column pass divides its sums by the all-opaque alpha sum by constants, as the usual last
 /// pass does where a window is all opaque, alpha out the maximum. So the bytes are the usual
 /// passes', for half the intermediate's traffic and less arithmetic.
 struct OpaquePasses {
     shape: Shape,
-    /// The row and the column kernel's constants.
+    /// The row and the column kernel's constants, formats in and out.
     constants: [Vec<(&'static str, f64)>; 2],
+    fmts: [(u32, u32); 2],
+    /// The gaussian's weights (none for the box).
+    weights: Vec<u32>,
     geometry: Geometry,
     strips: Vec<(u32, u32)>,
     /// The image buffers: the row pass reads the first, the column pass writes the second.
@@ -1288,7 +1325,7 @@ impl OpaquePasses {
         }
         let mut kernels: [Option<Kernel>; 4] = Default::default();
         for (i, k) in [0, 2].into_iter().enumerate() {
-            let variant = io_variant(&self.shape.variant, OPAQUE_FMTS[i]);
+            let variant = io_variant(&self.shape.variant, self.fmts[i]);
             let s = &self.shape;
             kernels[k] =
                 Some(gpu.kernel_variant(&s.shader, &variant, s.entry, &self.constants[i], true)?);
@@ -1307,7 +1344,7 @@ impl OpaquePasses {
             gpu,
             (&self.geometry, &self.shape),
             (&kernels, &self.strips),
-            &[],
+            &self.weights,
             &self.mid,
         );
         self.built = Some((kernels, passes));

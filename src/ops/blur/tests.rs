@@ -1,7 +1,7 @@
 //! Unit tests of the blur's arithmetic, layout helpers and CPU reference.
 
 use super::arith::fraction_bits;
-use super::plan::{max_lines, mid_stride, opaque_expand};
+use super::plan::{max_lines, mid_stride, opaque_arith};
 use super::*;
 use crate::io::image::Samples;
 
@@ -306,7 +306,9 @@ fn the_opaque_expansion_is_the_premultiplying_row_pass() {
         let ar = arith::arith(&options, 255, Some(3)).unwrap();
         let p = ar.alpha.unwrap();
         let (mul, add, div) = ar.first;
-        let (em, ea, ed) = opaque_expand(&options, &ar, 255, 4).unwrap();
+        let oa = opaque_arith(&options, &ar, 255, 4).unwrap();
+        assert_eq!(oa.rows, (1, 0, 1), "r = {r}: plain sums");
+        let (em, ea, ed) = oa.expand;
         let n = 2 * r + 1;
         let row_pass = |premultiplied: u64| (premultiplied * mul as u64 + add as u64) / div as u64;
         for s in 0..=255 * n {
@@ -325,5 +327,66 @@ fn the_opaque_expansion_is_the_premultiplying_row_pass() {
     }
     let past = Options::new(Kind::Box, 129, 1);
     let ar = arith::arith(&past, 255, Some(3)).unwrap();
-    assert_eq!(opaque_expand(&past, &ar, 255, 4), None);
+    assert_eq!(opaque_arith(&past, &ar, 255, 4), None);
+}
+
+// The all-opaque gaussian's row pass makes, from its weighted sum X of plain 8-bit samples,
+// what the premultiplying row pass writes for the same row with every alpha 255: for rows of
+// every constant value and of noise, at radii up to the largest; its values fit the 18 bits
+// a lane of its intermediate has, and the alpha out is 255 as in the box's case.
+#[test]
+fn the_opaque_gaussian_rows_are_the_premultiplying_row_pass() {
+    for (sigma, r) in [(0.5, 1), (1.0, 3), (5.0, 15), (20.0, 60), (160.0, 500)] {
+        let options = Options::new(Kind::Gaussian { sigma }, r, 1);
+        let ar = arith::arith(&options, 255, Some(3)).unwrap();
+        let p = ar.alpha.unwrap();
+        let (mul, add, div) = ar.first;
+        let oa = opaque_arith(&options, &ar, 255, 4).unwrap();
+        assert_eq!(oa.expand, (1, 0, 1), "sigma {sigma}: nothing on load");
+        let (rm, ra, rd) = oa.rows;
+        let mut next = 0x2545_f491_u32;
+        let rows: Vec<Vec<u32>> = (0..=255)
+            .map(|c| vec![c; ar.weights.len()])
+            .chain((0..64).map(|_| {
+                (0..ar.weights.len())
+                    .map(|_| {
+                        next ^= next << 13;
+                        next ^= next >> 17;
+                        next ^= next << 5;
+                        next & 255
+                    })
+                    .collect()
+            }))
+            .collect();
+        for row in rows {
+            let x: u64 = row
+                .iter()
+                .zip(&ar.weights)
+                .map(|(&c, &w)| c as u64 * w as u64)
+                .sum();
+            let premultiplied: u64 = row
+                .iter()
+                .zip(&ar.weights)
+                .map(|(&c, &w)| p.colour(c, 255) as u64 * w as u64)
+                .sum();
+            let usual = (premultiplied * mul as u64 + add as u64) / div as u64;
+            let opaque = (x as u32)
+                .checked_mul(rm)
+                .and_then(|v| v.checked_add(ra))
+                .unwrap()
+                / rd;
+            assert_eq!(opaque as u64, usual, "sigma {sigma}");
+            assert!(opaque < 1 << 18, "sigma {sigma}: {opaque}");
+        }
+        let (_, add2, div2) = ar.second;
+        let o = ar.opaque().unwrap();
+        assert_eq!(
+            (o.sa as u64 + add2 as u64) / div2 as u64,
+            255,
+            "sigma {sigma}"
+        );
+    }
+    let twice = Options::new(Kind::Gaussian { sigma: 1.0 }, 3, 2);
+    let ar = arith::arith(&twice, 255, Some(3)).unwrap();
+    assert_eq!(opaque_arith(&twice, &ar, 255, 4), None);
 }
