@@ -56,11 +56,7 @@ fn check(img: &Image, params: BlurParams) {
     );
     let want = reference(img, &params).unwrap();
     for (layout, subgroups) in SHAPES {
-        let options = GpuOptions {
-            layout: Some(layout),
-            subgroups,
-            ..GpuOptions::DEFAULT
-        };
+        let options = shape_options((layout, subgroups));
         let got = on_gpu(img, params, options);
         assert_same(
             &got,
@@ -86,13 +82,29 @@ fn on_gpu(img: &Image, params: BlurParams, options: GpuOptions) -> Image {
 const LAYOUTS: [Layout; 2] = [Layout::Workgroup, Layout::LinePerInvocation];
 
 /// The layouts, the workgroup one with the box's sums across a line by subgroup operations
-/// (lavapipe's subgroups are 8 wide: whole lines of the default 8 threads) and through
-/// workgroup memory.
+/// and through workgroup memory (`shape_options`).
 const SHAPES: [(Layout, bool); 3] = [
     (Layout::Workgroup, true),
     (Layout::Workgroup, false),
     (Layout::LinePerInvocation, false),
 ];
+
+/// The options of one of SHAPES. The box sums by subgroups only where a subgroup holds whole
+/// lines: lavapipe's subgroups are 8 wide, so the subgroup shape takes 8 threads a line, not
+/// the default 16 (with which it would sum through workgroup memory, as the other does).
+fn shape_options((layout, subgroups): (Layout, bool)) -> GpuOptions {
+    let [min, _] = shared_gpu().features.subgroup_size;
+    let tpl = Tunables::DEFAULT.box_tpl.min(min);
+    GpuOptions {
+        layout: Some(layout),
+        subgroups,
+        tunables: subgroups.then_some(Tunables {
+            box_tpl: tpl,
+            ..Tunables::DEFAULT
+        }),
+        ..GpuOptions::DEFAULT
+    }
+}
 
 const GAUSS1: Kind = Kind::Gaussian { sigma: 1.0 };
 
@@ -217,8 +229,8 @@ fn an_all_opaque_rgba8_blur_takes_the_opaque_passes_and_matches_cpu() {
     // Every alpha 255, blurred once: the plan takes the narrow intermediate (the box's row
     // sums of plain samples, turned on load into the premultiplied ones; the gaussian's
     // premultiplied values in 18 bits a lane), with the reference's bytes; at the box's
-    // largest radius whose row sums fit 16 bits (128), past the image's size, on 4097
-    // columns, and in strips (a 12 KiB binding).
+    // largest radius whose row sums fit 16 bits (128; white, at the ceiling), past the
+    // image's size, on 4097 columns, and in strips (a 12 KiB binding).
     let g = shared_gpu();
     let gauss5 = Kind::Gaussian { sigma: 5.0 };
     for (w, h, kind, r, max_binding) in [
@@ -241,10 +253,8 @@ fn an_all_opaque_rgba8_blur_takes_the_opaque_passes_and_matches_cpu() {
         let want = reference(&img, &params).unwrap();
         for (layout, subgroups) in SHAPES {
             let options = GpuOptions {
-                layout: Some(layout),
-                subgroups,
                 max_binding,
-                ..GpuOptions::DEFAULT
+                ..shape_options((layout, subgroups))
             };
             let what =
                 format!("{w}x{h} {kind:?} r={r} {layout:?} subgroups {subgroups} {max_binding:?}");
@@ -255,6 +265,15 @@ fn an_all_opaque_rgba8_blur_takes_the_opaque_passes_and_matches_cpu() {
             let got = blur_run(engine(), &img, &params, &mut Timings::default()).unwrap();
             assert_same(&got, &want, &what);
         }
+    }
+    // Row sums at the 16-bit intermediate's ceiling: 257 samples of 255 (r = 128), 65535.
+    let white = Image::new_u8(300, 5, 4, vec![255; 300 * 5 * 4]);
+    let params = BlurParams::new(Kind::Box, 128, 1);
+    for shape in SHAPES {
+        let params = params.with_gpu(shape_options(shape));
+        assert!(BlurPlan::new(g, &white, &params).unwrap().opaque_passes());
+        let got = blur_run(engine(), &white, &params, &mut Timings::default()).unwrap();
+        assert_same(&got, &white, &format!("white r=128 {shape:?}"));
     }
 }
 

@@ -69,7 +69,10 @@ impl Staging {
                 }
             }
         };
-        let mut upload = taken.unwrap_or_else(|| gpu.upload_buffer("batch upload", len));
+        // Staged samples are a blur's (the op that stages them: `ImageOp::stages_samples`),
+        // which takes an all-opaque RGBA8 image faster: each write finds whether it is one.
+        let mut upload =
+            taken.unwrap_or_else(|| gpu.upload_buffer("batch upload", len).check_opaque_rgba8());
         match upload.write(gpu, bytes) {
             Ok(()) => Ok(Some(upload)),
             Err(e) => {

@@ -51,13 +51,15 @@ override ALPHA_SCALE: u32 = 255u;
 override OPAQUE_SA: u32 = 0u;
 override OPAQUE_D: u32 = 1u;
 override OPAQUE_T: u32 = 0u;
-// The passes of an all-opaque 8-bit RGBA image (`OpaquePasses` in src/ops/blur/plan.rs): the
-// same bytes as the passes above, from a 16-bit intermediate instead of a word a channel.
-// Their row pass (OPAQUE_ROWS) sums the colour samples as they are and drops the alpha lane.
-// Their column pass (OPAQUE_COLUMNS) turns each row sum S on load into what the
-// premultiplying row pass writes for such a row, (S * EXPAND_MUL + EXPAND_ADD) / EXPAND_DIV,
-// sums those, and divides them by the all-opaque alpha sum (by constants, as `finish` does
-// where a window is all opaque); its alpha out is MAX_VALUE, what the usual passes give.
+// The passes of an all-opaque 8-bit RGBA image (`OpaqueArith` in src/ops/blur/plan.rs): the
+// same bytes as the passes above, from an intermediate of two words a pixel (FMT_PACK16 for
+// the box, FMT_PACK18 for the gaussian) instead of a word a channel. Their row pass
+// (OPAQUE_ROWS) sums the colour samples as they are and drops the alpha lane. Their column
+// pass (OPAQUE_COLUMNS) turns each value on load by (S * EXPAND_MUL + EXPAND_ADD) /
+// EXPAND_DIV (the box's row sums into what the premultiplying row pass writes for such a row;
+// the gaussian's row pass wrote that already), sums those, and divides them by the all-opaque
+// alpha sum (by constants, as `finish` does where a window is all opaque); its alpha out is
+// MAX_VALUE, what the usual passes give.
 override OPAQUE_ROWS: bool = false;
 override OPAQUE_COLUMNS: bool = false;
 override EXPAND_MUL: u32 = 1u;
@@ -89,7 +91,8 @@ fn weight(k: u32) -> u32 {
 // Pixel formats: 8-bit lanes packed in one word, 16-bit lanes in two words, or one word per
 // lane. Between the passes 8-bit images without alpha use the 16-bit format (their fixed-point
 // values stay below 65536), the others the one-word format (also between the iterations of an
-// image with alpha). src/ops/blur/plan.rs has the same (the shader test checks them).
+// image with alpha), but all-opaque 8-bit RGBA images blurred once a two-word one (FMT_PACK16
+// or FMT_PACK18, below). src/ops/blur/plan.rs has the same (the shader test checks them).
 const FMT_PACK8: u32 = 0u;
 const FMT_PACK16: u32 = 1u;
 const FMT_WIDE: u32 = 2u;

@@ -199,10 +199,10 @@ const WEIGHT_SLOTS: usize = 4 * WEIGHT_VEC4S as usize;
 /// Its memory does not grow with the iteration count: each strip's bindings are made once
 /// and reused by every iteration.
 pub struct BlurPlan {
-    /// Row pass with and without premultiply; column pass with and without unpremultiply;
-    /// only those some iteration uses are built (one iteration needs two).
-    kernels: [Option<Kernel>; 4],
-    strip_passes: Vec<StripPasses>,
+    /// The usual passes: their kernels (the row pass with and without premultiply, the column
+    /// pass with and without unpremultiply; only those some iteration uses, two for one) and
+    /// each strip's bindings.
+    usual: LazyPasses,
     iterations: u32,
     /// What the plan fits: width, height, channels, largest sample value.
     layout: (u32, u32, u8, u32),
@@ -216,8 +216,9 @@ pub struct BlurPlan {
     upload: Upload,
     download: Download,
     pub strips: usize,
-    /// The all-opaque passes, for plans that have them (8-bit RGBA, box, one iteration).
-    opaque: Option<OpaquePasses>,
+    /// The all-opaque passes ([`OpaqueArith`]), for plans that have them (8-bit RGBA blurred
+    /// once).
+    opaque: Option<LazyPasses>,
     /// Whether the image to blur next takes them.
     opaque_now: bool,
 }
@@ -389,7 +390,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         cases.push(case(wg, Kind::Box, &t, Pass { host: true, ..rgb }));
         cases.push(case(wg, gauss, &t, Pass { host: true, ..rgb }));
     }
-    // The all-opaque passes (`OpaquePasses`), of each kind on each layout.
+    // The all-opaque passes (`OpaqueArith`), of each kind on each layout.
     for kind in [Kind::Box, gauss] {
         let options = Options::new(kind, 5, 1);
         let ar = arith(&options, 255, Some(3)).expect("radius 5 is valid");
@@ -570,8 +571,9 @@ impl BlurPlan {
         let in_fmt = if max > 255 { FMT_PACK16 } else { FMT_PACK8 };
         // Between the passes 8-bit images without alpha keep 16-bit fixed point (F <= 8
         // fraction bits on top of 8 integer bits), the others a word per channel (premultiplied
-        // 8-bit colour has 16 integer bits). Between iterations, images without alpha are
-        // packed as they came, images with alpha keep a word per channel.
+        // 8-bit colour has 16 integer bits; all-opaque 8-bit RGBA images take `opaque`'s
+        // passes, below). Between iterations, images without alpha are packed as they came,
+        // images with alpha keep a word per channel.
         let (mid_fmt, mid_px_bytes) = if max > 255 || alpha.is_some() {
             (FMT_WIDE, 16)
         } else {
@@ -606,15 +608,6 @@ impl BlurPlan {
         let direct = Direct::new(img, layout, &shape, strips.len());
         let used = used_binds(params.iterations);
         let formats = (in_fmt, mid_fmt, state_fmt);
-        let kernels = kernels(
-            gpu,
-            &shape,
-            &ar,
-            formats,
-            (max, img.channels),
-            &used,
-            direct,
-        )?;
         // Of one iteration, `a` holds the unpacked input (none where the row pass reads the
         // host's layout) and `b` the packed result (none where the column pass writes the
         // host's layout); more iterations take both between them.
@@ -636,12 +629,12 @@ impl BlurPlan {
         // Images with alpha blurred more than once: the iterations' wide fixed point.
         let wide = wide_states
             .then(|| [0, 1].map(|_| gpu.buffer("blur state", Usage::Storage, state_bytes)));
-        let buffers = Buffers {
-            images: [&a, &b],
-            states: wide.as_ref().map_or([&a, &b], |[s0, s1]| [s0, s1]),
+        let buffers = OwnedBuffers {
+            images: [a.clone(), b.clone()],
+            states: wide,
             host: raw
                 .as_ref()
-                .map(|raw| (raw, w as u64 * img.channels as u64, direct)),
+                .map(|raw| (raw.clone(), w as u64 * img.channels as u64, direct)),
             mid_px_bytes,
             row_bytes: w as u64 * wpp * 4,
             state_row_bytes: w as u64 * state_wpp * 4,
@@ -660,31 +653,58 @@ impl BlurPlan {
             Usage::Storage,
             mid_bytes(&geometry, &strips, mid_px_bytes),
         );
-        let strip_passes = buffers.strip_passes(
-            gpu,
-            (&geometry, &shape),
-            (&kernels, &strips),
-            &ar.weights,
-            &mid,
-        );
         let opaque = match opaque_arith(params, &ar, max, img.channels) {
             Some(oa) => {
                 let shape = self::shape(storage, layout, params, &t, (oa.mid_fmt, subgroups))?;
-                Some(OpaquePasses {
-                    constants: opaque_constants(&shape, &ar, oa),
-                    shape,
-                    fmts: oa.fmts(),
-                    weights: ar.weights.clone(),
-                    geometry,
-                    strips: strips.clone(),
+                let constants = opaque_constants(&shape, &ar, oa);
+                let buffers = OwnedBuffers {
                     images: [a.clone(), b.clone()],
-                    mid: mid.clone(),
+                    states: None,
+                    host: None,
+                    mid_px_bytes: 8,
                     row_bytes: w as u64 * wpp * 4,
+                    state_row_bytes: w as u64 * wpp * 4,
                     align,
-                    built: None,
-                })
+                };
+                let (strips, mid, weights) = (strips.clone(), mid.clone(), ar.weights.clone());
+                Some(LazyPasses::new(move |gpu| {
+                    let mut kernels: [Option<Kernel>; 4] = Default::default();
+                    for (i, k) in [0, 2].into_iter().enumerate() {
+                        let variant = io_variant(&shape.variant, oa.fmts()[i]);
+                        kernels[k] = Some(gpu.kernel_variant(
+                            &shape.shader,
+                            &variant,
+                            shape.entry,
+                            &constants[i],
+                            true,
+                        )?);
+                    }
+                    let passes = buffers.view().strip_passes(
+                        gpu,
+                        (&geometry, &shape),
+                        (&kernels, &strips),
+                        &weights,
+                        &mid,
+                    );
+                    Ok((kernels, passes))
+                }))
             }
             None => None,
+        };
+        let usual = {
+            let image = (max, img.channels);
+            let strips = strips.clone();
+            LazyPasses::new(move |gpu| {
+                let kernels = kernels(gpu, &shape, &ar, formats, image, &used, direct)?;
+                let passes = buffers.view().strip_passes(
+                    gpu,
+                    (&geometry, &shape),
+                    (&kernels, &strips),
+                    &ar.weights,
+                    &mid,
+                );
+                Ok((kernels, passes))
+            })
         };
         let result = if params.iterations.is_multiple_of(2) {
             a.clone()
@@ -707,14 +727,16 @@ impl BlurPlan {
             }
         };
         Ok(BlurPlan {
-            kernels,
-            strip_passes,
+            usual,
             iterations: params.iterations,
             layout: (w, h, img.channels, max),
             conversion,
             upload_dst,
             download_src,
-            upload: gpu.upload_buffer("blur upload", bytes),
+            upload: match opaque {
+                Some(_) => gpu.upload_buffer("blur upload", bytes).check_opaque_rgba8(),
+                None => gpu.upload_buffer("blur upload", bytes),
+            },
             download: gpu.download_buffer("blur read-back", bytes),
             strips: strips.len(),
             opaque,
@@ -736,17 +758,18 @@ impl BlurPlan {
 
     /// Says whether the image to blur next is all opaque (`opaque_rgba8`, from the
     /// [`Upload`] it was written to): where the plan has all-opaque passes, it then takes
-    /// them, built the first time.
+    /// them, else the usual ones; either set is built the first time an image takes it.
     fn next_opaque(&mut self, gpu: &Gpu, opaque_rgba8: bool) -> Result<()> {
         self.opaque_now = false;
-        if let Some(o) = self.opaque.as_mut().filter(|_| opaque_rgba8) {
-            o.build(gpu)?;
-            self.opaque_now = true;
+        match self.opaque.as_mut().filter(|_| opaque_rgba8) {
+            Some(o) => o.build(gpu)?,
+            None => return self.usual.build(gpu),
         }
+        self.opaque_now = true;
         Ok(())
     }
 
-    /// Whether the image written last takes the all-opaque passes ([`OpaquePasses`]).
+    /// Whether the image written last takes the all-opaque passes ([`OpaqueArith`]).
     pub fn opaque_passes(&self) -> bool {
         self.opaque_now
     }
@@ -815,7 +838,7 @@ impl BlurPlan {
     }
 
     fn blur_passes(&self) -> u64 {
-        2 * self.iterations as u64 * self.strip_passes.len() as u64
+        2 * self.iterations as u64 * self.strips as u64
     }
 
     /// Records every pass.
@@ -827,7 +850,7 @@ impl BlurPlan {
     pub fn record_passes(&self, batch: &mut Batch, range: std::ops::Range<u64>) {
         let (unpack, pack) = self.conversion_passes();
         let blur = unpack.len() as u64..unpack.len() as u64 + self.blur_passes();
-        let per_iteration = 2 * self.strip_passes.len() as u64;
+        let per_iteration = 2 * self.strips as u64;
         for i in range {
             if let Some(c) = self.conversion.as_ref().filter(|_| !blur.contains(&i)) {
                 let (label, k, p) = if i < blur.start {
@@ -844,21 +867,11 @@ impl BlurPlan {
             let i = i - blur.start;
             let it = (i / per_iteration) as u32;
             let j = (i % per_iteration) as usize;
-            let (kernels, strip_passes, labels) = match &self.opaque {
-                Some(o) if self.opaque_now => {
-                    let (kernels, passes) = o.built.as_ref().expect("built when chosen");
-                    (
-                        kernels,
-                        passes,
-                        ["blur rows (opaque)", "blur columns (opaque)"],
-                    )
-                }
-                _ => (
-                    &self.kernels,
-                    &self.strip_passes,
-                    ["blur rows", "blur columns"],
-                ),
+            let (passes, labels) = match &self.opaque {
+                Some(o) if self.opaque_now => (o, ["blur rows (opaque)", "blur columns (opaque)"]),
+                _ => (&self.usual, ["blur rows", "blur columns"]),
             };
+            let (kernels, strip_passes) = passes.built();
             let strip = &strip_passes[j / 2];
             let (k1, k2) = kernels_of(it, self.iterations);
             let parity = (it % 2) as usize;
@@ -1206,7 +1219,7 @@ fn mid_bytes(g: &Geometry, strips: &[(u32, u32)], px_bytes: u64) -> u64 {
     g.w as u64 * max_strip_in * px_bytes
 }
 
-/// The constants of [`OpaquePasses`]' row and column kernels of `shape` (`OPAQUE_ROWS`,
+/// The constants of the all-opaque row and column kernels of `shape` (`OPAQUE_ROWS`,
 /// `OPAQUE_COLUMNS` in wgsl/shared/blur_pass.wgsl) for the arithmetic `oa`.
 fn opaque_constants(shape: &Shape, ar: &Arith, oa: OpaqueArith) -> [Vec<(&'static str, f64)>; 2] {
     let image = (255, 4);
@@ -1231,12 +1244,13 @@ fn opaque_constants(shape: &Shape, ar: &Arith, oa: OpaqueArith) -> [Vec<(&'stati
     [rows, columns]
 }
 
-/// The arithmetic of [`OpaquePasses`]. Where every alpha is the maximum M, the premultiplying
-/// first row pass (`ar.first` = (mul, add, div)) writes (S * M * mul + add) / div for a row
-/// whose plain colour sum is S (premultiplied colour lanes are c * M where div = 1). The box
-/// keeps S itself (at most M (2r + 1) < 2^16 for r <= 128, in the 16-bit intermediate) and
-/// its column pass makes that value on load (`expand`); the gaussian's row pass makes it
-/// (`rows`), at most 2^18 for its weights, three of which fit two words (`FMT_PACK18`).
+/// The arithmetic of the all-opaque passes ([`LazyPasses`]). Where every alpha is the maximum
+/// M, the premultiplying first row pass (`ar.first` = (mul, add, div)) writes
+/// (S * M * mul + add) / div for a row whose plain colour sum is S (premultiplied colour lanes
+/// are c * M where div = 1). The box keeps S itself (at most M (2r + 1) < 2^16 for r <= 128,
+/// in the 16-bit intermediate) and its column pass makes that value on load (`expand`); the
+/// gaussian's row pass makes it (`rows`), below 2^18 for its weights, three of which fit two
+/// words (`FMT_PACK18`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct OpaqueArith {
     /// The row pass's (multiply, add, divide) of its sums of plain samples.
@@ -1292,63 +1306,79 @@ pub(super) fn opaque_arith(
     }
 }
 
-/// The passes of an all-opaque 8-bit RGBA image's blur, built the first time such an image
-/// is written. The row pass sums the colour samples as they are, the alpha lane dropped, into
-/// an intermediate of 8 bytes a pixel, not 16; with the column pass's loads, the values it
-/// sums are what the premultiplying row pass writes for an opaque row ([`OpaqueArith`]). The
-/// column pass divides its sums by the all-opaque alpha sum by constants, as the usual last
-/// pass does where a window is all opaque, alpha out the maximum. So the bytes are the usual
-/// passes', for half the intermediate's traffic and less arithmetic.
-struct OpaquePasses {
-    shape: Shape,
-    /// The row and the column kernel's constants, formats in and out.
-    constants: [Vec<(&'static str, f64)>; 2],
-    fmts: [(u32, u32); 2],
-    /// The gaussian's weights (none for the box).
-    weights: Vec<u32>,
-    geometry: Geometry,
-    strips: Vec<(u32, u32)>,
-    /// The image buffers: the row pass reads the first, the column pass writes the second.
-    images: [wgpu::Buffer; 2],
-    /// The usual passes' intermediate, of which these use half.
-    mid: wgpu::Buffer,
-    row_bytes: u64,
-    align: u64,
-    /// Kernels 0 (rows) and 2 (columns), and each strip's bindings, once built.
-    built: Option<([Option<Kernel>; 4], Vec<StripPasses>)>,
+/// A kernel for each of the row and column passes some iteration takes, and each strip's
+/// bindings.
+type Passes = ([Option<Kernel>; 4], Vec<StripPasses>);
+
+/// What builds a [`LazyPasses`].
+type BuildPasses = Box<dyn FnOnce(&Gpu) -> Result<Passes> + Send>;
+
+/// A set of passes, built the first time an image takes it (building pipelines is much of a
+/// small job's time): the usual ones, or an all-opaque image's. The all-opaque ones
+/// ([`OpaqueArith`]) sum the colour samples, the alpha lane dropped, into an intermediate of
+/// 8 bytes a pixel, not 16, and their column pass divides by the all-opaque alpha sum by
+/// constants, as the usual last pass does where a window is all opaque: the usual passes'
+/// bytes, for half the intermediate's traffic and less arithmetic.
+struct LazyPasses {
+    build: Option<BuildPasses>,
+    built: Option<Passes>,
 }
 
-impl OpaquePasses {
+impl LazyPasses {
+    fn new(build: impl FnOnce(&Gpu) -> Result<Passes> + Send + 'static) -> LazyPasses {
+        LazyPasses {
+            build: Some(Box::new(build)),
+            built: None,
+        }
+    }
+
+    /// Builds the passes unless they are: an error leaves them unbuilt for good (the plan is
+    /// dropped after one).
     fn build(&mut self, gpu: &Gpu) -> Result<()> {
-        if self.built.is_some() {
-            return Ok(());
+        if self.built.is_none() {
+            let build = self
+                .build
+                .take()
+                .ok_or_else(|| anyhow::anyhow!("building the blur's passes failed before"))?;
+            self.built = Some(build(gpu)?);
         }
-        let mut kernels: [Option<Kernel>; 4] = Default::default();
-        for (i, k) in [0, 2].into_iter().enumerate() {
-            let variant = io_variant(&self.shape.variant, self.fmts[i]);
-            let s = &self.shape;
-            kernels[k] =
-                Some(gpu.kernel_variant(&s.shader, &variant, s.entry, &self.constants[i], true)?);
-        }
-        let images = [&self.images[0], &self.images[1]];
-        let buffers = Buffers {
-            images,
-            states: images,
-            host: None,
-            mid_px_bytes: 8,
-            row_bytes: self.row_bytes,
-            state_row_bytes: self.row_bytes,
-            align: self.align,
-        };
-        let passes = buffers.strip_passes(
-            gpu,
-            (&self.geometry, &self.shape),
-            (&kernels, &self.strips),
-            &self.weights,
-            &self.mid,
-        );
-        self.built = Some((kernels, passes));
         Ok(())
+    }
+
+    /// The built passes: an image written or its upload recorded chose and built them.
+    fn built(&self) -> (&[Option<Kernel>; 4], &[StripPasses]) {
+        let (kernels, passes) = self
+            .built
+            .as_ref()
+            .expect("passes are recorded after an image's write or upload built them");
+        (kernels, passes)
+    }
+}
+
+/// The buffers of [`Buffers`], held by a set of passes until it builds its bindings.
+struct OwnedBuffers {
+    images: [wgpu::Buffer; 2],
+    /// The wide buffers between iterations, where the images' are not.
+    states: Option<[wgpu::Buffer; 2]>,
+    host: Option<(wgpu::Buffer, u64, Direct)>,
+    mid_px_bytes: u64,
+    row_bytes: u64,
+    state_row_bytes: u64,
+    align: u64,
+}
+
+impl OwnedBuffers {
+    fn view(&self) -> Buffers<'_> {
+        let [a, b] = &self.images;
+        Buffers {
+            images: [a, b],
+            states: self.states.as_ref().map_or([a, b], |[s0, s1]| [s0, s1]),
+            host: self.host.as_ref().map(|(raw, bytes, d)| (raw, *bytes, *d)),
+            mid_px_bytes: self.mid_px_bytes,
+            row_bytes: self.row_bytes,
+            state_row_bytes: self.state_row_bytes,
+            align: self.align,
+        }
     }
 }
 
