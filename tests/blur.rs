@@ -91,10 +91,14 @@ const SHAPES: [(Layout, bool); 3] = [
 
 /// The options of one of SHAPES. The box sums by subgroups only where a subgroup holds whole
 /// lines: lavapipe's subgroups are 8 wide, so the subgroup shape takes 8 threads a line, not
-/// the default 16 (with which it would sum through workgroup memory, as the other does).
+/// the default 16 (with which it would sum through workgroup memory, as the other does). An
+/// adapter without subgroups keeps the default.
 fn shape_options((layout, subgroups): (Layout, bool)) -> GpuOptions {
     let [min, _] = shared_gpu().features.subgroup_size;
-    let tpl = Tunables::DEFAULT.box_tpl.min(min);
+    let tpl = match min {
+        0 => Tunables::DEFAULT.box_tpl,
+        min => Tunables::DEFAULT.box_tpl.min(min),
+    };
     GpuOptions {
         layout: Some(layout),
         subgroups,
@@ -265,6 +269,20 @@ fn an_all_opaque_rgba8_blur_takes_the_opaque_passes_and_matches_cpu() {
             let got = blur_run(engine(), &img, &params, &mut Timings::default()).unwrap();
             assert_same(&got, &want, &what);
         }
+    }
+    // Nearly flat gaussian weights (sigma = r = 402: their rounding once wrapped the centre
+    // weight), opaque and not.
+    let flat = BlurParams::new(Kind::Gaussian { sigma: 402.0 }, 402, 1);
+    check(&opaque_noise(30, 20, 6), flat);
+    check(&noise(30, 20, 4, false, 7), flat);
+    // The gaussian's values at the 18-bit intermediate's ceiling: white stays white.
+    let white = Image::new_u8(1200, 3, 4, vec![255; 1200 * 3 * 4]);
+    let params = BlurParams::new(Kind::Gaussian { sigma: 160.0 }, 500, 1);
+    for shape in SHAPES {
+        let params = params.with_gpu(shape_options(shape));
+        assert!(BlurPlan::new(g, &white, &params).unwrap().opaque_passes());
+        let got = blur_run(engine(), &white, &params, &mut Timings::default()).unwrap();
+        assert_same(&got, &white, &format!("white gaussian r=500 {shape:?}"));
     }
     // Row sums at the 16-bit intermediate's ceiling: 257 samples of 255 (r = 128), 65535.
     let white = Image::new_u8(300, 5, 4, vec![255; 300 * 5 * 4]);
@@ -1286,7 +1304,8 @@ fn one_line_an_invocation_stays_within_llvmpipes_loop_limit() {
     // counted together: on one line per invocation, a gaussian line of 2100 positions at
     // r = 15 (31 taps each), along the rows and along the columns, and a box line of 70,000
     // positions, were cut short (wrong outputs past the 65535th iteration). Segments keep
-    // every invocation within half of it.
+    // every invocation within half of it; a box whose first window alone would pass that is
+    // refused, with the engine that takes it named.
     let options = GpuOptions {
         layout: Some(Layout::LinePerInvocation),
         ..GpuOptions::DEFAULT
@@ -1312,4 +1331,13 @@ fn one_line_an_invocation_stays_within_llvmpipes_loop_limit() {
             &what,
         );
     }
+    let wide = noise(40_000, 1, 1, false, 15);
+    let err = blur_run(
+        engine(),
+        &wide,
+        &BlurParams::new(Kind::Box, 20_000, 1).with_gpu(options),
+        &mut Timings::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("--backend cpu"), "{err:#}");
 }

@@ -29,7 +29,11 @@ pub fn max_box_radius(max_value: u32) -> u32 {
 pub const MAX_GAUSS_RADIUS: u32 = 500;
 
 /// Integer gaussian weights for offsets -r..=r summing to exactly 2^total_bits: each is
-/// round(2^total_bits * g(k) / sum(g)), and the rounding remainder goes to the centre.
+/// round(2^total_bits * g(k) / sum(g)), and the rounding remainder goes to the centre. Where
+/// the weights are nearly flat (sigma large against a large radius) the rounded ones can
+/// overshoot the total by more than the centre's weight: then each is rounded down and the
+/// units left go to the centre (one, where they are odd) and to the pairs of taps with the
+/// largest fractions, so the weights stay symmetric and none is negative.
 pub fn gaussian_weights(sigma: f64, radius: u32, total_bits: u32) -> Vec<u32> {
     let r = radius as i64;
     let g: Vec<f64> = (-r..=r)
@@ -37,13 +41,31 @@ pub fn gaussian_weights(sigma: f64, radius: u32, total_bits: u32) -> Vec<u32> {
         .collect();
     let sum: f64 = g.iter().sum();
     let total = 1u64 << total_bits;
-    let mut w: Vec<u32> = g
-        .iter()
-        .map(|x| (x / sum * total as f64).round() as u32)
-        .collect();
-    let have: u64 = w.iter().map(|&x| x as u64).sum();
+    let exact: Vec<f64> = g.iter().map(|x| x / sum * total as f64).collect();
+    let mut w: Vec<u32> = exact.iter().map(|x| x.round() as u32).collect();
+    let have: i64 = w.iter().map(|&x| x as i64).sum();
     let centre = radius as usize;
-    w[centre] = (w[centre] as i64 + total as i64 - have as i64) as u32;
+    let at_centre = w[centre] as i64 + total as i64 - have;
+    if at_centre >= 0 {
+        w[centre] = at_centre as u32;
+        return w;
+    }
+    let mut w: Vec<u32> = exact.iter().map(|x| x.floor() as u32).collect();
+    let mut left = total as i64 - w.iter().map(|&x| x as i64).sum::<i64>();
+    if left % 2 == 1 {
+        w[centre] += 1;
+        left -= 1;
+    }
+    // The left side's taps by their fraction, largest first (each gives its pair a unit).
+    let mut by_fraction: Vec<usize> = (0..centre).collect();
+    by_fraction.sort_by(|&a, &b| {
+        let f = |k: usize| exact[k] - exact[k].floor();
+        f(b).total_cmp(&f(a)).then(a.cmp(&b))
+    });
+    for &k in by_fraction.iter().take((left / 2) as usize) {
+        w[k] += 1;
+        w[2 * centre - k] += 1;
+    }
     w
 }
 

@@ -75,20 +75,29 @@ crate::ops::params_layout!(PassParams {
     seg_len
 });
 
-/// Positions one workgroup walks along a line. Lines are split into segments so that a
+/// Positions one workgroup walks along a line (`len` of them to walk, of a line of
+/// `line_len`). Lines are split into segments so that a
 /// 2160-row image gives the GPU hundreds of workgroups, not 68. Each box segment pays
 /// min(2r + 1, len) loads for its first window sum, so box segments are at least 4 windows
 /// long (that cost stays under a quarter of the two loads an output).
 /// Segments are whole chunks (`chunk` positions a workgroup does at a time). With one line
 /// per invocation (CPU adapters, which have few cores to fill) a segment is as long as
 /// LINE_LOOP_BUDGET allows: a whole line, unless it is long or the radius large.
-fn segment_len(kind: Kind, layout: Layout, radius: u32, len: u32, chunk: u32) -> u32 {
+pub(super) fn segment_len(
+    kind: Kind,
+    layout: Layout,
+    radius: u32,
+    (len, line_len): (u32, u32),
+    chunk: u32,
+) -> u32 {
     let taps = 2 * radius + 1;
     let want = match (layout, kind) {
         // A segment's loop iterations stay within LINE_LOOP_BUDGET: the box's first window
-        // sum (at most `taps`) and one a position, the gaussian's taps and one a position.
+        // sum (its taps inside the line, at most `line_len`) and one a position, the
+        // gaussian's taps and one a position.
         (Layout::LinePerInvocation, Kind::Box) => {
-            return LINE_LOOP_BUDGET.saturating_sub(taps).clamp(1, len.max(1));
+            let window = taps.min(line_len);
+            return LINE_LOOP_BUDGET.saturating_sub(window).clamp(1, len.max(1));
         }
         (Layout::LinePerInvocation, Kind::Gaussian { .. }) => {
             return (LINE_LOOP_BUDGET / (taps + 1)).clamp(1, len.max(1));
@@ -104,8 +113,9 @@ fn segment_len(kind: Kind, layout: Layout, radius: u32, len: u32, chunk: u32) ->
 /// iterations (gallivm's `LP_MAX_TGSI_LOOP_ITERATIONS`), nested loops counted together as
 /// measured here: a gaussian line of 2048 positions at r = 15 (31 taps a position) came out
 /// wrong from position 1986 on, where the count passed 2^16. Half of it leaves room for the
-/// loops' own bookkeeping. (A box whose first window alone passes it, wider than 32768
-/// pixels, is beyond this: its segments cannot be shorter than one window.)
+/// loops' own bookkeeping. A box whose first window alone (its taps inside the line) would
+/// pass it is refused on this layout (`for_layout`): its segments cannot be shorter than one
+/// window.
 const LINE_LOOP_BUDGET: u32 = 1 << 15;
 
 /// Pixels between consecutive lines of the transposed intermediate (a row pass writes one
@@ -602,6 +612,15 @@ impl BlurPlan {
         let budget = limit.saturating_sub(align) / 4 * 4;
         let strips = strips(w, h, r, state_wpp, mid_px_bytes, budget, limit)?;
         let layout = params.gpu.layout.unwrap_or_else(|| Layout::for_gpu(gpu));
+        let window = (2 * r + 1).min(w.max(h));
+        if layout == Layout::LinePerInvocation
+            && params.kind == Kind::Box
+            && window > LINE_LOOP_BUDGET
+        {
+            bail!(
+                "a box window of {window} pixels is more than this CPU adapter's one-line kernels sum (at most {LINE_LOOP_BUDGET} pixels); the native CPU engine takes it (--backend cpu)"
+            );
+        }
         let storage = gpu.limits.max_compute_workgroup_storage_size;
         let subgroups = params.gpu.subgroups && box_subgroups(gpu, &t);
         let shape = shape(storage, layout, params, &t, (mid_fmt, subgroups))?;
@@ -1187,7 +1206,7 @@ impl Geometry {
             out_base: 0,
             out_pos_stride: stride,
             radius: r,
-            seg_len: segment_len(self.kind, self.layout, r, w, shape.chunk),
+            seg_len: segment_len(self.kind, self.layout, r, (w, w), shape.chunk),
             _pad: [0; 2],
         };
         // The second pass's lines are the image's columns, read from the transposed
@@ -1201,7 +1220,7 @@ impl Geometry {
             in_line_stride: stride,
             out_base: obase,
             out_pos_stride: w,
-            seg_len: segment_len(self.kind, self.layout, r, y1 - y0, shape.chunk),
+            seg_len: segment_len(self.kind, self.layout, r, (y1 - y0, s1 - s0), shape.chunk),
             ..p1
         };
         [p1, p2]

@@ -1,7 +1,7 @@
 //! Unit tests of the blur's arithmetic, layout helpers and CPU reference.
 
 use super::arith::fraction_bits;
-use super::plan::{max_lines, mid_stride, opaque_arith};
+use super::plan::{max_lines, mid_stride, opaque_arith, segment_len};
 use super::*;
 use crate::io::image::Samples;
 
@@ -14,6 +14,33 @@ fn weights_sum_to_a_power_of_two_and_are_symmetric() {
         assert_eq!(w.len(), 2 * r as usize + 1);
         for k in 0..r as usize {
             assert_eq!(w[k], w[w.len() - 1 - k], "sigma {sigma}");
+        }
+    }
+    // Nearly flat weights, where the rounded ones overshoot the total by more than the
+    // centre's weight (at sigma = r = 402 on 14 bits, and sigma 10^6, r = 400 on 16, the centre
+    // wrapped below zero before):
+    // still the total and symmetric, and there each within one of its exact share. Where the
+    // centre can take the remainder (sigma 1000, r 200), it still does.
+    for (sigma, r, bits, near) in [
+        (402.0, 402, 14, true),
+        (1e6, 400, 16, true),
+        (5000.0, 500, 16, false),
+        (1000.0, 200, 14, false),
+    ] {
+        let w = gaussian_weights(sigma, r, bits);
+        assert_eq!(w.iter().map(|&x| x as u64).sum::<u64>(), 1 << bits);
+        let g: Vec<f64> = (-(r as i64)..=r as i64)
+            .map(|k| (-((k * k) as f64) / (2.0 * sigma * sigma)).exp())
+            .collect();
+        let sum: f64 = g.iter().sum();
+        for (k, &x) in w.iter().enumerate() {
+            assert_eq!(x, w[w.len() - 1 - k], "sigma {sigma} r {r}");
+            let share = g[k] / sum * (1u64 << bits) as f64;
+            let off = (x as f64 - share).abs();
+            assert!(
+                off < if near { 1.0 } else { share },
+                "sigma {sigma} r {r}: {x} against {share}"
+            );
         }
     }
 }
@@ -389,4 +416,20 @@ fn the_opaque_gaussian_rows_are_the_premultiplying_row_pass() {
     let twice = Options::new(Kind::Gaussian { sigma: 1.0 }, 3, 2);
     let ar = arith::arith(&twice, 255, Some(3)).unwrap();
     assert_eq!(opaque_arith(&twice, &ar, 255, 4), None);
+}
+
+// One line an invocation: segments keep an invocation's loop iterations (a box's first window,
+// its taps inside the line, and a position each; a gaussian's taps and one a position) within
+// 2^15, and are whole lines where that allows.
+#[test]
+fn line_segments_stay_within_the_loop_budget() {
+    let line = Layout::LinePerInvocation;
+    let gauss = Kind::Gaussian { sigma: 5.0 };
+    // A box radius past the line: its first window is the line, so the segment is too.
+    assert_eq!(segment_len(Kind::Box, line, 16_400, (8000, 8000), 1), 8000);
+    assert_eq!(segment_len(Kind::Box, line, 2, (70_000, 70_000), 1), 32_763);
+    assert_eq!(segment_len(Kind::Box, line, 2, (100, 5000), 1), 100);
+    assert_eq!(segment_len(gauss, line, 15, (2100, 2100), 1), 1024);
+    assert_eq!(segment_len(gauss, line, 500, (2100, 2100), 1), 32);
+    assert_eq!(segment_len(gauss, line, 15, (0, 0), 1), 1);
 }
