@@ -360,7 +360,7 @@ fn a_blur_recorded_from_a_staged_upload_encodes_the_staged_samples_as_the_cpu() 
             unreachable!("8-bit")
         };
         let staged = staging
-            .stage(gpu, bytes)
+            .stage(gpu, bytes, false)
             .unwrap()
             .expect("room in the pool");
         let mut t = Timings::default();
@@ -390,8 +390,8 @@ fn a_blur_recorded_from_a_staged_upload_encodes_the_staged_samples_as_the_cpu() 
     // Every mapping done: the two buffers made are reused, a third is past the budget.
     gpu.wait().unwrap();
     let bytes = noise(len, 9);
-    let a = staging.stage(gpu, &bytes).unwrap();
-    let b = staging.stage(gpu, &bytes).unwrap();
-    let c = staging.stage(gpu, &bytes).unwrap();
+    let a = staging.stage(gpu, &bytes, false).unwrap();
+    let b = staging.stage(gpu, &bytes, false).unwrap();
+    let c = staging.stage(gpu, &bytes, false).unwrap();
     assert!(a.is_some() && b.is_some() && c.is_none());
 }

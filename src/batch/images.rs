@@ -46,6 +46,12 @@ pub trait ImageOp: Sync {
     fn stages_samples(&self) -> bool {
         false
     }
+    /// Whether a staged `image` is checked for all-opaque 8-bit RGBA pixels on the way
+    /// ([`Upload::opaque_rgba8`]), for workers that take such an image faster: `false` (the
+    /// default).
+    fn checks_opaque(&self, _image: &Image) -> bool {
+        false
+    }
 }
 
 /// An op on one engine, image after image.
@@ -416,7 +422,10 @@ pub fn run(
         // A failure here is met again, and reported, where the engine thread writes its own
         // upload.
         let bytes = crate::ops::sample_bytes(&image.samples);
-        staging.stage(gpu, &bytes).ok().flatten()
+        staging
+            .stage(gpu, &bytes, op.checks_opaque(image))
+            .ok()
+            .flatten()
     };
     let made = |(w, engine, encoder): &mut Worker<'_>,
                 timings: &mut Timings,

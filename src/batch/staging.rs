@@ -37,7 +37,9 @@ impl Staging {
     /// free buffer of another size is dropped to make room). `None` when every buffer is in
     /// use or still being mapped: the caller writes its own upload then, so the batch never
     /// waits for the pool.
-    pub fn stage(&self, gpu: &Gpu, bytes: &[u8]) -> Result<Option<Upload>> {
+    /// `check_opaque`: whether the write finds if the bytes are all-opaque 8-bit RGBA
+    /// ([`Upload::check_opaque_rgba8`]).
+    pub fn stage(&self, gpu: &Gpu, bytes: &[u8], check_opaque: bool) -> Result<Option<Upload>> {
         let len = bytes.len();
         let taken = {
             let mut pool = self.pool.lock().expect("no staging thread panics");
@@ -69,10 +71,8 @@ impl Staging {
                 }
             }
         };
-        // Staged samples are a blur's (the op that stages them: `ImageOp::stages_samples`),
-        // which takes an all-opaque RGBA8 image faster: each write finds whether it is one.
-        let mut upload =
-            taken.unwrap_or_else(|| gpu.upload_buffer("batch upload", len).check_opaque_rgba8());
+        let mut upload = taken.unwrap_or_else(|| gpu.upload_buffer("batch upload", len));
+        upload.check_opaque_rgba8(check_opaque);
         match upload.write(gpu, bytes) {
             Ok(()) => Ok(Some(upload)),
             Err(e) => {

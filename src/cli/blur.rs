@@ -106,6 +106,10 @@ impl ImageOp for BlurOp {
     fn stages_samples(&self) -> bool {
         true
     }
+
+    fn checks_opaque(&self, image: &Image) -> bool {
+        self.0.has_opaque_passes(image)
+    }
 }
 
 impl ImageWorker for Blurrer<'_> {

@@ -166,13 +166,12 @@ impl Upload {
         self.len
     }
 
-    /// Has every later [`Upload::write`] find whether its bytes are 8-bit RGBA pixels whose
-    /// every alpha is 255 ([`Upload::opaque_rgba8`]), for a user that can take an all-opaque
-    /// image faster (a blur). Off by default: the check costs the copy a fifth more for an
-    /// all-opaque image (about 0.5 ms for a 4K one on the 2-core development machine).
-    pub fn check_opaque_rgba8(mut self) -> Upload {
-        self.check_opaque = true;
-        self
+    /// Whether later [`Upload::write`]s find if their bytes are 8-bit RGBA pixels whose every
+    /// alpha is 255 ([`Upload::opaque_rgba8`]), for a user that can take an all-opaque image
+    /// faster (a blur). Off until set: the check costs the copy a fifth more for an all-opaque
+    /// image (about 0.5 ms for a 4K one on the 2-core development machine).
+    pub fn check_opaque_rgba8(&mut self, on: bool) {
+        self.check_opaque = on;
     }
 
     /// Whether the bytes [`Upload::write`] copied last are 8-bit RGBA pixels whose every

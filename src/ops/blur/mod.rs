@@ -138,6 +138,13 @@ impl Options {
         samples * per_sample * f64::from(self.iterations)
     }
 
+    /// Whether the GPU blurs an all-opaque 8-bit RGBA image like `img` with these options
+    /// through its faster passes, so that its upload is worth checking
+    /// ([`crate::gpu::Upload::check_opaque_rgba8`]).
+    pub fn has_opaque_passes(&self, img: &Image) -> bool {
+        plan::has_opaque_passes(self, img)
+    }
+
     /// What a GPU would save against the native CPU engine on `files` images like this one
     /// ([`Options::cpu_estimate`]), for the engine choice (`gpu::SMALL_JOB`): the engine's
     /// time less the GPU path's own host time, which copies each image into staging and the

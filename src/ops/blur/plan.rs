@@ -738,6 +738,8 @@ impl BlurPlan {
             budget,
             run: pack_run(layout),
         };
+        let mut upload = gpu.upload_buffer("blur upload", bytes);
+        upload.check_opaque_rgba8(opaque.is_some());
         let (upload_dst, download_src, conversion) = match raw {
             None => (a, result, None),
             Some(raw) => {
@@ -752,10 +754,7 @@ impl BlurPlan {
             conversion,
             upload_dst,
             download_src,
-            upload: match opaque {
-                Some(_) => gpu.upload_buffer("blur upload", bytes).check_opaque_rgba8(),
-                None => gpu.upload_buffer("blur upload", bytes),
-            },
+            upload,
             download: gpu.download_buffer("blur read-back", bytes),
             strips: strips.len(),
             opaque,
@@ -1285,6 +1284,14 @@ impl OpaqueArith {
     fn fmts(&self) -> [(u32, u32); 2] {
         [(FMT_PACK8, self.mid_fmt), (self.mid_fmt, FMT_PACK8)]
     }
+}
+
+/// Whether a blur with `params` of images like `img` has all-opaque passes ([`OpaqueArith`]),
+/// which an all-opaque image of them takes.
+pub(super) fn has_opaque_passes(params: &Options, img: &Image) -> bool {
+    let (max, channels) = (img.max_value(), img.channels);
+    arith(params, max, alpha_lane(channels))
+        .is_ok_and(|ar| opaque_arith(params, &ar, max, channels).is_some())
 }
 
 /// [`OpaqueArith`] for `params` on an image of maxval `max` and `channels` channels: None

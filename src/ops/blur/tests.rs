@@ -433,3 +433,41 @@ fn line_segments_stay_within_the_loop_budget() {
     assert_eq!(segment_len(gauss, line, 500, (2100, 2100), 1), 32);
     assert_eq!(segment_len(gauss, line, 15, (0, 0), 1), 1);
 }
+
+// Which blurs have all-opaque passes, so that the batch checks their staged uploads: 8-bit
+// RGBA blurred once, the box at r <= 128; nothing else.
+#[test]
+fn the_opaque_passes_are_for_8_bit_rgba_blurred_once() {
+    let rgba = Image::new_u8(4, 4, 4, vec![255; 64]);
+    let gauss = Kind::Gaussian { sigma: 2.0 };
+    for (options, img, has) in [
+        (Options::new(Kind::Box, 3, 1), &rgba, true),
+        (Options::new(Kind::Box, 128, 1), &rgba, true),
+        (Options::new(gauss, 6, 1), &rgba, true),
+        (Options::new(Kind::Box, 129, 1), &rgba, false),
+        (Options::new(Kind::Box, 3, 2), &rgba, false),
+        (Options::new(gauss, 6, 2), &rgba, false),
+        (
+            Options::new(Kind::Box, 3, 1),
+            &Image::new_u8(4, 4, 3, vec![255; 48]),
+            false,
+        ),
+        (
+            Options::new(Kind::Box, 3, 1),
+            &Image::new_u8(4, 4, 2, vec![255; 32]),
+            false,
+        ),
+        (
+            Options::new(Kind::Box, 3, 1),
+            &Image::new_u16(4, 4, 4, vec![65535; 64]),
+            false,
+        ),
+    ] {
+        assert_eq!(
+            options.has_opaque_passes(img),
+            has,
+            "{options:?} {}",
+            img.describe()
+        );
+    }
+}
