@@ -228,8 +228,9 @@ impl<'e> Blurrer<'e> {
         }
     }
 
-    /// Blurs `img`, adding phases to `timings` as [`run`] does (and "plan" when the image
-    /// needs a new plan).
+    /// Blurs `img`, adding phases to `timings` as [`run`] does, and "plan" on a GPU: a new
+    /// plan where the image needs one, and the passes chosen for it (their pipelines built
+    /// the first time an image takes them).
     pub fn run(&mut self, img: &Image, timings: &mut Timings) -> Result<Image> {
         match self.engine {
             Engine::Cpu => timings.phase("compute", || cpu(img, &self.options)),
@@ -280,10 +281,14 @@ impl<'e> Blurrer<'e> {
         let mut plan = self.plan_for(gpu, img, timings)?;
         match staged.filter(|u| u.bytes() == plan.upload_bytes()) {
             Some(upload) => {
-                plan.record_upload_from(gpu, batch, (upload.buffer(), 0), upload.opaque_rgba8())?
+                let from = (upload.buffer(), 0);
+                timings.phase("plan", || {
+                    plan.record_upload_from(gpu, batch, from, upload.opaque_rgba8())
+                })?
             }
             None => {
-                timings.phase("upload", || plan.write(gpu, img))?;
+                timings.phase("upload", || plan.write_samples(gpu, img))?;
+                timings.phase("plan", || plan.choose_passes(gpu))?;
                 plan.record_upload(batch);
             }
         }
@@ -312,7 +317,7 @@ impl<'e> Blurrer<'e> {
         };
         let mut plan = self.plan_for(gpu, like, timings)?;
         // Nothing says whether these samples are all opaque: the usual passes.
-        plan.record_upload_from(gpu, batch, src, false)?;
+        timings.phase("plan", || plan.record_upload_from(gpu, batch, src, false))?;
         plan.record(batch);
         plan.record_download_to(batch, dst.0, dst.1);
         self.plan = Some(plan);
@@ -364,7 +369,8 @@ impl<'e> Blurrer<'e> {
         download: bool,
     ) -> Result<BlurPlan> {
         let mut plan = self.plan_for(gpu, img, timings)?;
-        timings.phase("upload", || plan.write(gpu, img))?;
+        timings.phase("upload", || plan.write_samples(gpu, img))?;
+        timings.phase("plan", || plan.choose_passes(gpu))?;
         let passes = plan.passes();
         gpu.run_timed(timings, passes, |b, range| {
             if range.start == 0 {

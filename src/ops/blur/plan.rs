@@ -768,9 +768,22 @@ impl BlurPlan {
     }
 
     /// Copies `img`'s samples into the upload buffer, for the next [`BlurPlan::record_upload`].
+    /// Then chooses its passes ([`BlurPlan::choose_passes`]).
     pub(super) fn write(&mut self, gpu: &Gpu, img: &Image) -> Result<()> {
+        self.write_samples(gpu, img)?;
+        self.choose_passes(gpu)
+    }
+
+    /// The copy of [`BlurPlan::write`] alone; [`BlurPlan::choose_passes`] must follow before
+    /// the passes are recorded.
+    pub(super) fn write_samples(&mut self, gpu: &Gpu, img: &Image) -> Result<()> {
         debug_assert!(self.fits(img));
-        self.upload.write(gpu, &sample_bytes(&img.samples))?;
+        self.upload.write(gpu, &sample_bytes(&img.samples))
+    }
+
+    /// Chooses the passes for the image written last (all-opaque or usual, by what its copy
+    /// found), building them the first time: the pipelines' time, where they are built.
+    pub(super) fn choose_passes(&mut self, gpu: &Gpu) -> Result<()> {
         self.next_opaque(gpu, self.upload.opaque_rgba8())
     }
 
