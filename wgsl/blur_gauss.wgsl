@@ -3,10 +3,11 @@
 // import: blur_pass
 
 // ---- gaussian: each chunk plus its halo staged in workgroup memory --------------------------
-// GAUSS_PPT is src/ops/blur/plan.rs's too, and the overrides are those its `shape` and
-// `pass_overrides` set (the shader test checks both).
+// GAUSS_PPT, the outputs a thread, sizes function-scope arrays, so it is a const that the
+// host rewrites per variant (`gauss_ppt` in src/ops/blur/plan.rs); the overrides are those
+// its `shape` and `pass_overrides` set (the shader test checks both).
 override GAUSS_TPL: u32 = 32u; // threads per line
-const GAUSS_PPT: u32 = 2u;
+const GAUSS_PPT: u32 = 4u;
 override GAUSS_CH: u32 = GAUSS_TPL * GAUSS_PPT;
 override G_ROWS: u32 = 4u; // lines per workgroup
 override G_WG: u32 = 128u; // G_ROWS * GAUSS_TPL
@@ -93,22 +94,28 @@ fn gauss_pass(
             stage(rr * stride + skew(j), v);
         }
         workgroupBarrier();
-        // A thread's two adjacent outputs share all but one staged sample: each is loaded
-        // once (GAUSS_PPT is 2).
+        // A thread's GAUSS_PPT adjacent outputs share all but one staged sample a tap: each
+        // is loaded once, into a window of registers that slides one sample a tap.
         let rb = row * stride;
         let p0 = t * GAUSS_PPT;
-        var s0 = vec4<u32>(0u);
-        var s1 = vec4<u32>(0u);
-        var prev = staged(rb + skew(p0));
-        for (var k = 0u; k < taps; k++) {
-            let next = staged(rb + skew(p0 + k + 1u));
-            let w = weight(k);
-            s0 += w * prev;
-            s1 += w * next;
-            prev = next;
+        var s: array<vec4<u32>, GAUSS_PPT>;
+        var win: array<vec4<u32>, GAUSS_PPT>;
+        for (var i = 0u; i + 1u < GAUSS_PPT; i++) {
+            win[i] = staged(rb + skew(p0 + i));
         }
-        tile_set(row * (GAUSS_CH + 1u) + t * GAUSS_PPT, finish(s0));
-        tile_set(row * (GAUSS_CH + 1u) + t * GAUSS_PPT + 1u, finish(s1));
+        for (var k = 0u; k < taps; k++) {
+            win[GAUSS_PPT - 1u] = staged(rb + skew(p0 + k + GAUSS_PPT - 1u));
+            let w = weight(k);
+            for (var i = 0u; i < GAUSS_PPT; i++) {
+                s[i] += w * win[i];
+            }
+            for (var i = 0u; i + 1u < GAUSS_PPT; i++) {
+                win[i] = win[i + 1u];
+            }
+        }
+        for (var i = 0u; i < GAUSS_PPT; i++) {
+            tile_set(row * (GAUSS_CH + 1u) + p0 + i, finish(s[i]));
+        }
         workgroupBarrier();
         if OUT_FMT == FMT_HOST8 {
             // As box_pass: whole words of the host's layout.

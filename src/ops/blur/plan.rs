@@ -13,15 +13,27 @@ use crate::ops::{sample_bytes, ShaderCase};
 use crate::shader;
 use crate::tune::Tunable;
 
-// Outputs per gaussian thread: `GAUSS_PPT` of wgsl/blur_gauss.wgsl (its register reuse is
-// written for two). It and the pixel formats, `FMT_*` of wgsl/shared/blur_pass.wgsl, are
-// checked against the shaders' by the shader test (`shaders`).
-pub(super) const GAUSS_PPT: u32 = 2;
+// The pixel formats, `FMT_*` of wgsl/shared/blur_pass.wgsl, are checked against the shaders'
+// by the shader test (`shaders`).
 const FMT_PACK8: u32 = 0;
 const FMT_PACK16: u32 = 1;
 const FMT_WIDE: u32 = 2;
 const FMT_HOST8: u32 = 3;
 const FMT_PACK18: u32 = 4;
+
+/// Outputs per gaussian thread (`GAUSS_PPT` of wgsl/blur_gauss.wgsl, a generated const the
+/// host rewrites per variant), for a pass pair whose intermediate is `mid_fmt`. A thread's
+/// outputs share their staged samples, one load a tap for all of them: four a thread took
+/// the 4K RGB8 gaussian from 0.248 to 0.227 ms on an H100 and the all-opaque RGBA8 one from
+/// 0.223 to 0.199, but the RGBA8 one whose alpha varies (a word a channel between the passes,
+/// its row pass premultiplying) from 0.353 to 0.386 (call EP), which keeps two.
+pub(super) fn gauss_ppt(mid_fmt: u32) -> u32 {
+    if mid_fmt == FMT_WIDE {
+        2
+    } else {
+        4
+    }
+}
 
 /// Its WGSL twin is `Params` in wgsl/blur_pack.wgsl (the shader test checks their fields).
 #[repr(C)]
@@ -168,7 +180,7 @@ const LINE_WG: u32 = 64;
 /// workgroup storage (lines staged in format `fmt` and the output tile, counted as vec4s,
 /// its widest; the weights are a uniform).
 fn gauss_rows(radius: u32, storage: u32, t: &Tunables, fmt: u32) -> Option<u32> {
-    let ch = t.gauss_chunk();
+    let ch = t.gauss_chunk(gauss_ppt(fmt));
     std::iter::successors(Some(t.gauss_rows), |&r| (r > 1).then_some(r / 2)).find(|&rows| {
         let staged = staged_bytes(fmt) * rows * gauss_stride(ch + 2 * radius, fmt);
         staged + 16 * rows * (ch + 1) <= storage
@@ -330,7 +342,9 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         let c = pass_overrides(&shape, alpha, (255, channels), fmts, arith, k);
         let case = pass_case(&shape, fmts, &c);
         match (layout, kind) {
-            (Layout::Workgroup, Kind::Gaussian { .. }) => case.with_const("GAUSS_PPT", GAUSS_PPT),
+            (Layout::Workgroup, Kind::Gaussian { .. }) => {
+                case.with_const("GAUSS_PPT", gauss_ppt(mid))
+            }
             _ => case,
         }
     };
@@ -412,7 +426,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
                 let case = pass_case(&shape, fmts, c);
                 cases.push(match (layout, kind) {
                     (Layout::Workgroup, Kind::Gaussian { .. }) => {
-                        case.with_const("GAUSS_PPT", GAUSS_PPT)
+                        case.with_const("GAUSS_PPT", gauss_ppt(oa.mid_fmt))
                     }
                     _ => case,
                 });
@@ -506,11 +520,12 @@ fn shape(
                     "gaussian radius {r} needs more workgroup storage than this adapter has"
                 )
             })?;
-            let ch = t.gauss_chunk();
+            let ppt = gauss_ppt(mid_fmt);
+            let ch = t.gauss_chunk(ppt);
             Shape {
                 shader: shader!("blur_gauss"),
                 entry: "gauss_pass",
-                variant: Variant::default(),
+                variant: Variant::consts(format!("ppt{ppt}"), &[("GAUSS_PPT", ppt)]),
                 constants: vec![
                     ("GAUSS_TPL", t.gauss_tpl as f64),
                     ("G_ROWS", rows as f64),

@@ -3,7 +3,7 @@
 
 use anyhow::{ensure, Result};
 
-use super::plan::{BlurPlan, Layout, GAUSS_PPT};
+use super::plan::{BlurPlan, Layout};
 use super::{reference, GpuOptions, Kind, Options};
 use crate::bench::{self, Case, Unit};
 use crate::gpu::{Engine, Gpu, Timings};
@@ -63,8 +63,8 @@ impl Tunables {
         self.box_tpl * self.box_ppt_for(wide)
     }
 
-    pub(super) fn gauss_chunk(&self) -> u32 {
-        self.gauss_tpl * GAUSS_PPT
+    pub(super) fn gauss_chunk(&self, ppt: u32) -> u32 {
+        self.gauss_tpl * ppt
     }
 
     /// The box kernel's shape as the overrides of wgsl/blur_box.wgsl that size its work and
