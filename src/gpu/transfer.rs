@@ -145,13 +145,17 @@ impl Upload {
                 .get_mapped_range_mut(..)
                 .map_err(|e| anyhow!("mapping the upload buffer failed: {e}"))?;
             let n = bytes.len();
-            // Chunk by chunk, each checked while it is still in the cache: an all-opaque
-            // RGBA8 image costs the check little more than the copy, and any other is told
-            // apart within its first chunk or so.
             let mut opaque = self.check_opaque && n.is_multiple_of(4);
-            for (at, chunk) in (0..).step_by(CHECK_CHUNK).zip(bytes.chunks(CHECK_CHUNK)) {
-                view.slice(at..at + chunk.len()).copy_from_slice(chunk);
-                opaque = opaque && every_fourth_byte_max(chunk);
+            if opaque {
+                // Chunk by chunk, each checked while it is still in the cache: an all-opaque
+                // RGBA8 image costs the check little more than the copy, and the check stops
+                // at the first chunk with a translucent pixel.
+                for (at, chunk) in (0..).step_by(CHECK_CHUNK).zip(bytes.chunks(CHECK_CHUNK)) {
+                    view.slice(at..at + chunk.len()).copy_from_slice(chunk);
+                    opaque = opaque && every_fourth_byte_max(chunk);
+                }
+            } else {
+                view.slice(..n).copy_from_slice(bytes);
             }
             self.opaque_rgba8 = opaque;
             let pad = view.len() - n;

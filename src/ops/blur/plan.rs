@@ -575,7 +575,8 @@ impl BlurPlan {
     /// Plans a blur of `img`'s size and layout and uploads `img`: ready to record.
     pub fn new(gpu: &Gpu, img: &Image, params: &Options) -> Result<BlurPlan> {
         let mut plan = BlurPlan::for_layout(gpu, img, params)?;
-        plan.write(gpu, img)?;
+        plan.write_samples(gpu, img)?;
+        plan.choose_passes(gpu)?;
         let mut batch = gpu.batch(None);
         plan.record_upload(&mut batch);
         batch.submit()?;
@@ -583,7 +584,8 @@ impl BlurPlan {
     }
 
     /// Plans a blur of images of `img`'s size and layout; each is then written
-    /// ([`BlurPlan::write`]) and uploaded in a batch ([`BlurPlan::record_upload`]).
+    /// ([`BlurPlan::write_samples`], [`BlurPlan::choose_passes`]) and uploaded in a batch
+    /// ([`BlurPlan::record_upload`]).
     pub(super) fn for_layout(gpu: &Gpu, img: &Image, params: &Options) -> Result<BlurPlan> {
         let max = img.max_value();
         let alpha = alpha_lane(img.channels);
@@ -782,15 +784,8 @@ impl BlurPlan {
         self.layout == (img.width, img.height, img.channels, img.max_value())
     }
 
-    /// Copies `img`'s samples into the upload buffer, for the next [`BlurPlan::record_upload`].
-    /// Then chooses its passes ([`BlurPlan::choose_passes`]).
-    pub(super) fn write(&mut self, gpu: &Gpu, img: &Image) -> Result<()> {
-        self.write_samples(gpu, img)?;
-        self.choose_passes(gpu)
-    }
-
-    /// The copy of [`BlurPlan::write`] alone; [`BlurPlan::choose_passes`] must follow before
-    /// the passes are recorded.
+    /// Copies `img`'s samples into the upload buffer, for the next [`BlurPlan::record_upload`];
+    /// [`BlurPlan::choose_passes`] must follow before the passes are recorded.
     pub(super) fn write_samples(&mut self, gpu: &Gpu, img: &Image) -> Result<()> {
         debug_assert!(self.fits(img));
         self.upload.write(gpu, &sample_bytes(&img.samples))
@@ -815,7 +810,7 @@ impl BlurPlan {
         Ok(())
     }
 
-    /// Whether the image written last takes the all-opaque passes ([`OpaqueArith`]).
+    /// Whether the image written last takes the all-opaque passes (8-bit RGBA blurred once, all opaque: docs/blur.md).
     pub fn opaque_passes(&self) -> bool {
         self.opaque_now
     }
@@ -836,7 +831,7 @@ impl BlurPlan {
 
     /// Records copying an image's samples, in the host's layout, from `src` at `at` (a
     /// multiple of 4, with the padding to a whole word after them) to the device: before the
-    /// passes, in place of [`BlurPlan::write`] and [`BlurPlan::record_upload`].
+    /// passes, in place of [`BlurPlan::write_samples`] and [`BlurPlan::record_upload`].
     /// `opaque_rgba8` says whether they are all-opaque 8-bit RGBA pixels
     /// ([`Upload::opaque_rgba8`]); false where unknown.
     pub(super) fn record_upload_from(

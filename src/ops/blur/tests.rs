@@ -326,18 +326,40 @@ fn opaque_windows_blur_as_the_reference_does() {
 // for every sum of every radius they take, within a word as the shader computes it; and its
 // alpha out, 255, is what the usual last pass makes of the all-opaque alpha sum. The radius
 // past them has none.
+/// An 8-bit RGBA blur's arithmetic, its all-opaque passes' (which it must have), and its
+/// usual first row pass as a function of a premultiplied row sum.
+fn opaque_case(
+    options: &Options,
+) -> (
+    arith::Arith,
+    arith::Premultiply,
+    plan::OpaqueArith,
+    impl Fn(u64) -> u64,
+) {
+    let ar = arith::arith(options, 255, Some(3)).unwrap();
+    let p = ar.alpha.unwrap();
+    let oa = opaque_arith(options, &ar, 255, 4).unwrap();
+    let (mul, add, div) = ar.first;
+    let row_pass = move |premultiplied: u64| (premultiplied * mul as u64 + add as u64) / div as u64;
+    (ar, p, oa, row_pass)
+}
+
+/// What the all-opaque column pass writes for alpha, 255, is what the usual last pass makes
+/// of the all-opaque alpha sum.
+fn assert_opaque_alpha_out(ar: &arith::Arith, what: &str) {
+    let (_, add2, div2) = ar.second;
+    let o = ar.opaque().unwrap();
+    assert_eq!((o.sa as u64 + add2 as u64) / div2 as u64, 255, "{what}");
+}
+
 #[test]
 fn the_opaque_expansion_is_the_premultiplying_row_pass() {
     for r in [0, 1, 2, 3, 7, 15, 64, 100, 128] {
         let options = Options::new(Kind::Box, r, 1);
-        let ar = arith::arith(&options, 255, Some(3)).unwrap();
-        let p = ar.alpha.unwrap();
-        let (mul, add, div) = ar.first;
-        let oa = opaque_arith(&options, &ar, 255, 4).unwrap();
+        let (ar, p, oa, row_pass) = opaque_case(&options);
         assert_eq!(oa.rows, (1, 0, 1), "r = {r}: plain sums");
         let (em, ea, ed) = oa.expand;
         let n = 2 * r + 1;
-        let row_pass = |premultiplied: u64| (premultiplied * mul as u64 + add as u64) / div as u64;
         for s in 0..=255 * n {
             // A row of n samples summing to s: full ones, then the rest, then zeros.
             let row = (0..n).map(|i| (s - (255 * i).min(s)).min(255));
@@ -345,12 +367,10 @@ fn the_opaque_expansion_is_the_premultiplying_row_pass() {
             let expanded = s.checked_mul(em).and_then(|v| v.checked_add(ea)).unwrap() / ed;
             assert_eq!(expanded as u64, row_pass(colour), "r = {r}, s = {s}");
         }
-        // The column pass drops the alpha lane and writes 255: what the last pass makes of
-        // the all-opaque alpha sum, n rows of what the row pass writes for an opaque row.
-        let (_, add2, div2) = ar.second;
-        let o = ar.opaque().unwrap();
-        assert_eq!(o.sa as u64, n as u64 * row_pass((255 * p.scale * n) as u64));
-        assert_eq!((o.sa as u64 + add2 as u64) / div2 as u64, 255, "r = {r}");
+        // The all-opaque alpha sum is n rows of what the row pass writes for an opaque row.
+        let sa = ar.opaque().unwrap().sa as u64;
+        assert_eq!(sa, n as u64 * row_pass((255 * p.scale * n) as u64));
+        assert_opaque_alpha_out(&ar, &format!("r = {r}"));
     }
     let past = Options::new(Kind::Box, 129, 1);
     let ar = arith::arith(&past, 255, Some(3)).unwrap();
@@ -365,10 +385,7 @@ fn the_opaque_expansion_is_the_premultiplying_row_pass() {
 fn the_opaque_gaussian_rows_are_the_premultiplying_row_pass() {
     for (sigma, r) in [(0.5, 1), (1.0, 3), (5.0, 15), (20.0, 60), (160.0, 500)] {
         let options = Options::new(Kind::Gaussian { sigma }, r, 1);
-        let ar = arith::arith(&options, 255, Some(3)).unwrap();
-        let p = ar.alpha.unwrap();
-        let (mul, add, div) = ar.first;
-        let oa = opaque_arith(&options, &ar, 255, 4).unwrap();
+        let (ar, p, oa, row_pass) = opaque_case(&options);
         assert_eq!(oa.expand, (1, 0, 1), "sigma {sigma}: nothing on load");
         let (rm, ra, rd) = oa.rows;
         let mut next = 0x2545_f491_u32;
@@ -396,7 +413,7 @@ fn the_opaque_gaussian_rows_are_the_premultiplying_row_pass() {
                 .zip(&ar.weights)
                 .map(|(&c, &w)| p.colour(c, 255) as u64 * w as u64)
                 .sum();
-            let usual = (premultiplied * mul as u64 + add as u64) / div as u64;
+            let usual = row_pass(premultiplied);
             let opaque = (x as u32)
                 .checked_mul(rm)
                 .and_then(|v| v.checked_add(ra))
@@ -405,13 +422,7 @@ fn the_opaque_gaussian_rows_are_the_premultiplying_row_pass() {
             assert_eq!(opaque as u64, usual, "sigma {sigma}");
             assert!(opaque < 1 << 18, "sigma {sigma}: {opaque}");
         }
-        let (_, add2, div2) = ar.second;
-        let o = ar.opaque().unwrap();
-        assert_eq!(
-            (o.sa as u64 + add2 as u64) / div2 as u64,
-            255,
-            "sigma {sigma}"
-        );
+        assert_opaque_alpha_out(&ar, &format!("sigma {sigma}"));
     }
     let twice = Options::new(Kind::Gaussian { sigma: 1.0 }, 3, 2);
     let ar = arith::arith(&twice, 255, Some(3)).unwrap();
