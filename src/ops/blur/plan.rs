@@ -810,7 +810,8 @@ impl BlurPlan {
         Ok(())
     }
 
-    /// Whether the image written last takes the all-opaque passes (8-bit RGBA blurred once, all opaque: docs/blur.md).
+    /// Whether the image written last takes the all-opaque passes (an all-opaque 8-bit RGBA
+    /// image blurred once: docs/blur.md).
     pub fn opaque_passes(&self) -> bool {
         self.opaque_now
     }
