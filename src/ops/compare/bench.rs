@@ -9,38 +9,41 @@ use crate::io::image::Image;
 use crate::ops::sample_bytes;
 
 /// `gpukit bench compare`'s cases: a 4K RGB8 pair differing in about 0.35% of its pixels,
-/// counted and drawn (the CI check of docs/BENCHMARKS.md), and counted only, in the
-/// default shape for its size ([`Tunables::for_pixels`]). Bytes per second, as `bench copy` counts them:
-/// both images read once, and the RGB8 diff image written once when drawn, so the rate
-/// compares with copy's directly.
+/// counted and drawn (the CI check of docs/BENCHMARKS.md), and counted only; and a pair
+/// differing in every pixel, counted only: each in the default shape for its size
+/// ([`Tunables::for_pixels`]). Bytes per second, as `bench copy` counts them: both images
+/// read once, and the RGB8 diff image written once when drawn, so the rate compares with
+/// copy's directly.
 pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
     let (a, b) = pair(3840, 2160);
+    let all = every_sample_changed(&a);
     let mut cases = Vec::new();
-    for diff in [true, false] {
+    for (b, share, diff) in [
+        (&b, PAIR_SHARE, true),
+        (&b, PAIR_SHARE, false),
+        (&all, "every pixel", false),
+    ] {
+        let t = Tunables::for_pixels(a.pixels() as u64);
         cases.push(match engine {
-            Engine::Gpu(gpu) => {
-                gpu_case(gpu, &a, &b, diff, Tunables::for_pixels(a.pixels() as u64))?
-            }
+            Engine::Gpu(gpu) => gpu_case(gpu, (&a, b, share), diff, t)?,
             Engine::Cpu => {
+                let label = name(&a, share, diff);
                 let (a, b) = (a.clone(), b.clone());
                 let opts = Options {
                     diff,
                     ..Options::default()
                 };
-                Case::cpu(
-                    "compare",
-                    name(&a, diff),
-                    Unit::GBps,
-                    work(&a, diff),
-                    move || {
-                        std::hint::black_box(reference(&a, &b, &opts));
-                    },
-                )
+                Case::cpu("compare", label, Unit::GBps, work(&a, diff), move || {
+                    std::hint::black_box(reference(&a, &b, &opts));
+                })
             }
         });
     }
     Ok(cases)
 }
+
+/// How much of [`pair`] differs, for the cases' names.
+pub(super) const PAIR_SHARE: &str = "0.35%";
 
 /// An RGB8 noise pair of `w` x `h` differing in every 286th pixel (0.35%).
 pub(super) fn pair(w: u32, h: u32) -> (Image, Image) {
@@ -53,6 +56,12 @@ pub(super) fn pair(w: u32, h: u32) -> (Image, Image) {
         Image::new_u8(w, h, 3, expected),
         Image::new_u8(w, h, 3, changed),
     )
+}
+
+/// An 8-bit image with one bit of every sample flipped: every pixel differs.
+fn every_sample_changed(a: &Image) -> Image {
+    let samples = sample_bytes(&a.samples).iter().map(|&v| v ^ 0x04).collect();
+    Image::new_u8(a.width, a.height, a.channels, samples)
 }
 
 /// A noise pair of `w` x `h` with `channels` samples of `bits` bits, differing in a third of
@@ -79,11 +88,11 @@ pub(super) fn noise_pair(w: u32, h: u32, channels: u8, bits: u32, seed: u32) -> 
     (make(a), make(b))
 }
 
-/// The pass over `a` and `b` (one strip) in shape `t`, counting only or drawing the diff.
+/// The pass over `a` and `b` (one strip), of which `share` differs, in shape `t`, counting
+/// only or drawing the diff.
 pub(super) fn gpu_case<'g>(
     gpu: &'g Gpu,
-    a: &Image,
-    b: &Image,
+    (a, b, share): (&Image, &Image, &str),
     diff: bool,
     t: Tunables,
 ) -> Result<Case<'g>> {
@@ -96,20 +105,20 @@ pub(super) fn gpu_case<'g>(
     plan.upload_single(gpu, &sample_bytes(&a.samples), &sample_bytes(&b.samples))?;
     Ok(Case::gpu(
         "compare",
-        name(a, diff),
+        name(a, share, diff),
         Unit::GBps,
         work(a, diff),
         move |batch| plan.record(batch, 0),
     ))
 }
 
-fn name(a: &Image, diff: bool) -> String {
+fn name(a: &Image, share: &str, diff: bool) -> String {
     let what = if diff { "diff image" } else { "metrics only" };
     let size = match (a.width, a.height) {
         (3840, 2160) => "4K".to_string(),
         (w, h) => format!("{w}x{h}"),
     };
-    format!("{size} RGB8 pair, 0.35% differing, {what}")
+    format!("{size} RGB8 pair, {share} differing, {what}")
 }
 
 /// Bytes moved: both images read, the RGB8 diff image written when drawn.
