@@ -17,13 +17,13 @@ use crate::ops::sample_bytes;
 pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
     let (a, b) = pair(3840, 2160);
     let all = every_sample_changed(&a);
+    let t = Tunables::for_pixels(a.pixels() as u64);
     let mut cases = Vec::new();
     for (b, share, diff) in [
         (&b, PAIR_SHARE, true),
         (&b, PAIR_SHARE, false),
         (&all, "every pixel", false),
     ] {
-        let t = Tunables::for_pixels(a.pixels() as u64);
         cases.push(match engine {
             Engine::Gpu(gpu) => gpu_case(gpu, (&a, b, share), diff, t)?,
             Engine::Cpu => {
