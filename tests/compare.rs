@@ -9,7 +9,7 @@ use gpukit::gpu::Timings;
 use gpukit::io::image::{self, Image, Samples};
 use gpukit::ops::compare::{self as op, CompareGpu, Comparison, Options, Rect, Tunables};
 
-use crate::util::{gpu, random_image, run, tempdir};
+use crate::util::{gpu, gpukit, gpukit_as_nobody, random_image, run, tempdir};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -529,6 +529,33 @@ fn diff_image_equals_the_golden() {
     }
 }
 
+// `--diff -`: stdout holds the diff image alone; the summary line goes to stderr (it once
+// followed the image's bytes on stdout).
+#[test]
+fn a_diff_on_stdout_is_the_image_alone() {
+    let dir = tempdir();
+    let out = gpukit()
+        .args(["compare", &fixture("expected.png"), &fixture("actual.png")])
+        .args(["--diff", "-"])
+        .output()
+        .expect("the gpukit binary runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("18 of 384 pixels differ"), "{stderr}");
+    let path = dir.path().join("diff.png");
+    std::fs::write(&path, &out.stdout).unwrap();
+    assert_eq!(
+        image::load(&path).unwrap(),
+        image::load(&root().join("fixtures/compare/diff.png")).unwrap()
+    );
+    // Nothing past the PNG's end: its last chunk, IEND, ends the stream.
+    assert!(
+        out.stdout.ends_with(&[0xae, 0x42, 0x60, 0x82]),
+        "{} bytes",
+        out.stdout.len()
+    );
+}
+
 #[test]
 fn exit_codes_follow_cmp() {
     let dir = tempdir();
@@ -1043,6 +1070,74 @@ fn every_shape_is_exact() {
             }
         }
     }
+}
+
+// A missing --mask was reported as the wrong kind of mask ("names a mask image, for two
+// images").
+#[test]
+fn a_missing_mask_is_named_missing() {
+    let dir = tempdir();
+    let m = dir.path().join("nope.png").display().to_string();
+    let r = run(&[
+        "compare",
+        &fixture("expected.png"),
+        &fixture("actual.png"),
+        "--mask",
+        &m,
+    ]);
+    r.code(2)
+        .one_error_line("nope.png: --mask: no such file or folder");
+}
+
+// Folder mode with an unwritable --diff folder failed once per differing pair, at the end,
+// naming only the folder; it fails once now, before any pair is read. A --diff folder made
+// for a run that writes no diff image is removed again.
+#[test]
+fn an_unwritable_diff_folder_fails_before_any_pair() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir();
+    let d = dir.path();
+    let e = image::load(Path::new(&fixture("expected.png"))).unwrap();
+    let a = image::load(Path::new(&fixture("actual.png"))).unwrap();
+    for (folder, img) in [("golden", &e), ("out", &a), ("same", &e)] {
+        std::fs::create_dir_all(d.join(folder)).unwrap();
+        for name in ["x.png", "y.png"] {
+            image::save(&d.join(folder).join(name), img.clone()).unwrap();
+        }
+        std::fs::set_permissions(d.join(folder), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::create_dir(d.join("ro")).unwrap();
+    std::fs::set_permissions(d.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = gpukit_as_nobody()
+        .current_dir(d)
+        .args(["compare", "golden", "out", "--diff", "ro/dd"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("ro/dd") && err.contains("cannot create"),
+        "{err}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "",
+        "no pair is compared"
+    );
+    // Matching folders: the folder made for the diff images is gone again.
+    let s = |p: &Path| p.display().to_string();
+    let new = d.join("new");
+    let r = run(&[
+        "compare",
+        &s(&d.join("golden")),
+        &s(&d.join("same")),
+        "--diff",
+        &s(&new.join("dd")),
+    ]);
+    r.code(0);
+    assert!(!new.exists());
 }
 
 // Issue 24: `out/up -> ..` made folder mode list the parent's images as 80 false extras,

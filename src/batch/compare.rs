@@ -239,7 +239,13 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
         } else {
             (false, "a mask image, for two images")
         };
-        if m.is_dir() != want_dir || !m.exists() {
+        if !m.exists() {
+            anyhow::bail!(crate::UsageError(format!(
+                "{}: --mask: no such file or folder",
+                m.display()
+            )));
+        }
+        if m.is_dir() != want_dir {
             anyhow::bail!(crate::UsageError(format!(
                 "{}: --mask names {what}",
                 m.display()
@@ -288,6 +294,9 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
             Some(p) => Some((PendingFile::create(p)?, image::output_format(p)?)),
             None => None,
         };
+        // `--diff -` writes the diff image to stdout: the summary line then goes to stderr,
+        // as a note, so that the image's bytes stay the image's alone.
+        let diff_on_stdout = diff.as_ref().is_some_and(|(f, _)| f.is_stdout());
         let pair = (args.expected.as_path(), args.actual.as_path());
         let mut doc = match compare_pair(env, &plan, pair, diff, &mut timings) {
             Ok(doc) => doc,
@@ -314,7 +323,9 @@ pub fn run(env: &dyn Env, args: Request) -> Result<Verdict> {
         if let Some(w) = doc.unchecked_warning() {
             env.warn(&w);
         }
-        if !sink.as_ref().is_some_and(JsonSink::is_stdout) {
+        if diff_on_stdout {
+            env.note(summary_line(&doc).trim_end());
+        } else if !sink.as_ref().is_some_and(JsonSink::is_stdout) {
             crate::io::print_stdout(&summary_line(&doc))?;
         }
         let status = if doc.status == Verdict::Match || doc.updated {
@@ -946,6 +957,14 @@ fn compare_folders(
             )));
         }
     }
+    // The --diff folder is made, and checked writable, before any pair is read: an unwritable
+    // one fails once, here, not once per differing pair at the end. Folders made for it are
+    // removed again if no diff image went into them.
+    let _diff_folder = args
+        .diff
+        .as_deref()
+        .map(crate::io::output::prepare_folder)
+        .transpose()?;
     // A --diff folder inside either folder holds diff images, not images to compare; nor does
     // one compared folder inside the other (`compare golden/ .`) hold the other's images:
     // listed, they were all missing or extra, and --update copied golden into itself.
