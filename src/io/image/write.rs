@@ -145,6 +145,7 @@ pub fn encode_with(
             ImageFormat::Jpeg => write_jpeg(&img, meta, opts, &mut buf)?,
             ImageFormat::WebP => write_webp(&img, meta, &mut buf)?,
             ImageFormat::Tiff => write_tiff(&img, meta, &mut Cursor::new(&mut buf))?,
+            ImageFormat::Pnm => write_pnm(&img, &mut buf)?,
             _ => img
                 .into_dynamic()
                 .write_to(&mut Cursor::new(&mut buf), format)?,
@@ -152,6 +153,24 @@ pub fn encode_with(
         w.write_all(&buf)?;
     }
     w.flush()?;
+    Ok(())
+}
+
+/// Gray as PGM (P5), RGB as PPM (P6), 8- or 16-bit (maxval 65535, samples big-endian), as
+/// netpbm writes them: the image crate's encoder writes PAM (P7) for every layout unless told
+/// a subtype, which it has only for 8 bits, and many PPM readers refuse P7.
+fn write_pnm(img: &Image, w: &mut Vec<u8>) -> Result<()> {
+    let magic = match img.channels {
+        1 => "P5",
+        3 => "P6",
+        _ => bail!("PNM stores no alpha"),
+    };
+    let maxval = (1u32 << img.bit_depth()) - 1;
+    write!(w, "{magic}\n{} {}\n{maxval}\n", img.width, img.height)?;
+    match &img.samples {
+        Samples::U8(d) => w.extend_from_slice(d),
+        Samples::U16(d) => w.extend(d.iter().flat_map(|v| v.to_be_bytes())),
+    }
     Ok(())
 }
 
@@ -500,6 +519,30 @@ mod tests {
 
     use super::*;
     use crate::io::image::decode;
+
+    // The image crate's encoder wrote .ppm and .pgm as PAM (P7), which many PPM readers
+    // refuse. Bytes written out here from the format's definition (netpbm's P5 and P6).
+    #[test]
+    fn pnm_is_written_as_p5_and_p6_in_8_and_16_bits() {
+        let gray = Image::new_u8(3, 2, 1, vec![0, 1, 2, 253, 254, 255]);
+        let rgb16 = Image::new_u16(1, 2, 3, vec![1, 2, 3, 0x1234, 0xfffe, 0xffff]);
+        let mut want_rgb16 = b"P6\n1 2\n65535\n".to_vec();
+        want_rgb16.extend([0, 1, 0, 2, 0, 3, 0x12, 0x34, 0xff, 0xfe, 0xff, 0xff]);
+        for (img, want) in [
+            (
+                gray.clone(),
+                b"P5\n3 2\n255\n\x00\x01\x02\xfd\xfe\xff".to_vec(),
+            ),
+            (rgb16.clone(), want_rgb16),
+        ] {
+            let mut buf = Vec::new();
+            encode(img.clone(), ImageFormat::Pnm, &mut buf).unwrap();
+            assert_eq!(buf, want);
+            assert_eq!(decode(&buf).unwrap(), img, "read back");
+        }
+        let rgba = Image::new_u8(1, 1, 4, vec![1, 2, 3, 4]);
+        assert!(encode(rgba, ImageFormat::Pnm, &mut Vec::new()).is_err());
+    }
 
     #[test]
     fn png_round_trips_every_layout() {
