@@ -241,6 +241,8 @@ fn skip_existing_finishes_an_interrupted_batch_and_touches_nothing_done() {
     ];
     let r = run_in(Some(d), &[&resume[..], &["--report", "-"]].concat());
     r.code(0);
+    let note = format!("2 of {} outputs exist already: left alone", rels.len());
+    assert!(r.stderr.contains(&note), "{}", r.stderr);
     assert_resumed(&d.join("in"), &d.join("out"), &rels);
     let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(report["summary"]["skipped"], 2);
@@ -282,6 +284,9 @@ fn skip_existing_holds_for_one_named_output_and_never_for_stdout() {
         let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
         let skipped = usize::from(out == "done.png");
         assert_eq!(report["summary"]["skipped"], skipped, "{out}");
+        // A skip is said on stderr (it was silent).
+        let said = r.stderr.contains("done.png: exists already: left alone");
+        assert_eq!(said, skipped == 1, "{out}: {}", r.stderr);
     }
     assert_eq!(std::fs::read(d.join("done.png")).unwrap(), b"done");
     assert_blurred(Path::new(hopper), &d.join("new.png"), 3);

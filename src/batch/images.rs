@@ -367,6 +367,18 @@ pub fn run(
     let named = std::sync::Mutex::new(named);
     let started = Instant::now();
     let (mut records, todo) = skip_existing(&jobs, out.skip_existing);
+    // Said once, so that a resumed run (or `-o FILE` over a finished output) is not silent.
+    match jobs.len() - todo.len() {
+        0 => {}
+        1 if jobs.len() == 1 => env.note(&format!(
+            "{}: exists already: left alone (--skip-existing)",
+            jobs[0].output.display()
+        )),
+        n => env.note(&format!(
+            "{n} of {} outputs exist already: left alone (--skip-existing)",
+            jobs.len()
+        )),
+    }
     if todo.iter().any(|&i| jobs[i].format == ImageFormat::Gif) {
         env.warn(
             "GIF holds at most 256 colours: the outputs are reduced to a palette, not exact \
