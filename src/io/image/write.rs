@@ -138,6 +138,8 @@ pub fn encode_with(
     let mut w = BufWriter::new(w);
     if format == ImageFormat::Png {
         write_png(img, meta, opts.compression, &mut w)?;
+    } else if format == ImageFormat::Pnm {
+        write_pnm(&img, &mut w)?;
     } else {
         // Some encoders need Seek (TIFF), JPEG's XMP is inserted afterwards: in memory.
         let mut buf = Vec::new();
@@ -145,7 +147,6 @@ pub fn encode_with(
             ImageFormat::Jpeg => write_jpeg(&img, meta, opts, &mut buf)?,
             ImageFormat::WebP => write_webp(&img, meta, &mut buf)?,
             ImageFormat::Tiff => write_tiff(&img, meta, &mut Cursor::new(&mut buf))?,
-            ImageFormat::Pnm => write_pnm(&img, &mut buf)?,
             _ => img
                 .into_dynamic()
                 .write_to(&mut Cursor::new(&mut buf), format)?,
@@ -159,7 +160,7 @@ pub fn encode_with(
 /// Gray as PGM (P5), RGB as PPM (P6), 8- or 16-bit (maxval 65535, samples big-endian), as
 /// netpbm writes them: the image crate's encoder writes PAM (P7) for every layout unless told
 /// a subtype, which it has only for 8 bits, and many PPM readers refuse P7.
-fn write_pnm(img: &Image, w: &mut Vec<u8>) -> Result<()> {
+fn write_pnm(img: &Image, w: &mut dyn Write) -> Result<()> {
     let magic = match img.channels {
         1 => "P5",
         3 => "P6",
@@ -168,8 +169,11 @@ fn write_pnm(img: &Image, w: &mut Vec<u8>) -> Result<()> {
     let maxval = (1u32 << img.bit_depth()) - 1;
     write!(w, "{magic}\n{} {}\n{maxval}\n", img.width, img.height)?;
     match &img.samples {
-        Samples::U8(d) => w.extend_from_slice(d),
-        Samples::U16(d) => w.extend(d.iter().flat_map(|v| v.to_be_bytes())),
+        Samples::U8(d) => w.write_all(d)?,
+        Samples::U16(d) => {
+            let bytes: Vec<u8> = d.iter().flat_map(|v| v.to_be_bytes()).collect();
+            w.write_all(&bytes)?;
+        }
     }
     Ok(())
 }

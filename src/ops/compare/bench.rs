@@ -25,7 +25,7 @@ pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> 
         (&all, "every pixel", false),
     ] {
         cases.push(match engine {
-            Engine::Gpu(gpu) => gpu_case(gpu, (&a, b, share), diff, t)?,
+            Engine::Gpu(gpu) => gpu_case(gpu, &a, b, share, diff, t)?,
             Engine::Cpu => {
                 let label = name(&a, share, diff);
                 let (a, b) = (a.clone(), b.clone());
@@ -92,7 +92,9 @@ pub(super) fn noise_pair(w: u32, h: u32, channels: u8, bits: u32, seed: u32) -> 
 /// only or drawing the diff.
 pub(super) fn gpu_case<'g>(
     gpu: &'g Gpu,
-    (a, b, share): (&Image, &Image, &str),
+    a: &Image,
+    b: &Image,
+    share: &str,
     diff: bool,
     t: Tunables,
 ) -> Result<Case<'g>> {

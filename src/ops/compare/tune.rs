@@ -235,7 +235,7 @@ fn case<'g>(
     let (w, h) = class.dims;
     let (a, b): &(Image, Image) = class.input(|| bench::pair(w as u32, h as u32));
     let diff = stage == DRAWN;
-    bench::gpu_case(gpu, (a, b, bench::PAIR_SHARE), diff, *t)
+    bench::gpu_case(gpu, a, b, bench::PAIR_SHARE, diff, *t)
 }
 
 #[cfg(test)]
