@@ -189,8 +189,8 @@ fn every_gpu_path_equals_the_cpu_engine() {
     });
 }
 
-/// The 8-bit kernels (resize_h8 with its tile at several budgets, resize_v's word columns)
-/// and the generic kernels (budget 0) on the same images, both pass orders, an upscale, every
+/// The 8-bit kernels (resize_h8s and resize_h8 with their tiles at several budgets,
+/// resize_v's word columns) and the generic kernels (budget 0) on the same images, both pass orders, an upscale, every
 /// layout: each equals the CPU engine, and each plan runs the kernels its shape calls for.
 #[test]
 fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
@@ -229,10 +229,17 @@ fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
                     let plan =
                         resize::ResizePlan::with_tunables(gpu, &img, &passes, filter, t).unwrap();
                     let kernels = plan.kernels();
+                    // 64 to 16 is a whole-number reduction, whose tile (4 rows of up to
+                    // 277 pixels at 4x, and the output's) fits the largest budget, the
+                    // smaller ones for some filters only.
+                    let whole = w % ow == 0;
                     let want_kernels: Vec<&str> = passes
                         .iter()
-                        .map(|p| match (p.dir, budget) {
+                        .zip(&kernels)
+                        .map(|(p, &got)| match (p.dir, budget) {
                             (resize::Dir::Horizontal, 0) => "resize_h",
+                            (resize::Dir::Horizontal, 6144) if whole => "resize_h8s",
+                            (resize::Dir::Horizontal, _) if whole && got == "resize_h8s" => got,
                             (resize::Dir::Horizontal, _) => "resize_h8",
                             (resize::Dir::Vertical, _) => "resize_v",
                         })
@@ -287,6 +294,71 @@ fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
             .expect("a shape the kernels' index arguments do not cover");
         assert!(err.to_string().contains("resize's"), "{err}");
     }
+}
+
+/// The whole-number reductions' horizontal kernel (resize_h8s) against the CPU engine: 2x,
+/// 3x and 4x, alone and before a vertical pass (so with alpha divided out in it or not),
+/// every layout and filter, rows whose last group of four columns is partial (258 wide) and
+/// tiles whose last is (260 wide: five tiles of 64), a single output column, and tiles of
+/// every width, rows a thread and workgroup size; where the output rows end on a word it is
+/// the kernel the plan runs.
+#[test]
+fn the_whole_number_kernel_equals_the_cpu_engine() {
+    let Engine::Gpu(gpu) = engine() else {
+        panic!("the tests' engine is a GPU adapter");
+    };
+    let shapes = [
+        ((8, 5), (4, 5)),
+        ((24, 7), (8, 7)),
+        ((1040, 3), (260, 3)),
+        ((516, 9), (258, 9)),
+        ((2, 3), (1, 3)),
+        ((36, 40), (12, 20)),
+    ];
+    let shaped = |tile_w, rows, wg_size| resize::Tunables {
+        whole: (tile_w, rows, wg_size),
+        ..resize::Tunables::DEFAULT
+    };
+    let mut ran = 0;
+    for (k, &((w, h), (ow, oh))) in shapes.iter().enumerate() {
+        for channels in 1..=4u8 {
+            let img = random_image(w, h, channels, 8, 311 + k as u32 * 4 + u32::from(channels));
+            for filter in Filter::ALL {
+                let options = Options::new(exact(ow, oh), filter);
+                let want =
+                    resize::run(&Engine::Cpu, &img, &options, &mut Timings::default()).unwrap();
+                let passes = resize::passes(w, h, ow, oh, filter, 8);
+                let mut shapes = vec![resize::Tunables::DEFAULT];
+                if matches!(filter, Filter::Lanczos3 | Filter::Box) {
+                    shapes.extend([shaped(8, 1, 64), shaped(16, 3, 128), shaped(32, 8, 256)]);
+                }
+                for t in shapes {
+                    let plan =
+                        resize::ResizePlan::with_tunables(gpu, &img, &passes, filter, t).unwrap();
+                    let kernels = plan.kernels();
+                    let whole_words = (ow * u32::from(channels)).is_multiple_of(4);
+                    assert_eq!(
+                        kernels[0] == "resize_h8s",
+                        whole_words,
+                        "{w}x{h} to {ow}x{oh}, {channels} channels: {kernels:?}"
+                    );
+                    ran += usize::from(whole_words);
+                    plan.write(gpu, &img);
+                    gpu.run_timed(&mut Timings::default(), 1, |b, _| plan.record(b))
+                        .unwrap();
+                    let got = plan.read(gpu).unwrap();
+                    assert!(
+                        got == want,
+                        "{} to {ow}x{oh} {} with {t}: {kernels:?} differs by {:?}",
+                        img.describe(),
+                        filter.name(),
+                        max_diff(&got, &want)
+                    );
+                }
+            }
+        }
+    }
+    assert!(ran > 100, "{ran} plans ran resize_h8s");
 }
 
 // An image resized to its own size is returned as it is: Pillow copies it (no premultiply

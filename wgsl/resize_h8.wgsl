@@ -83,30 +83,6 @@ var<workgroup> res: array<u32, R * TW>;
 var<private> pre_lo: array<u32, 32>;
 var<private> pre_hi: array<u32, 32>;
 
-// A pixel's samples as four lanes (those past CHANNELS 0, so the compiler drops them).
-fn lanes(px: u32) -> vec4<i32> {
-    let v = vec4<u32>(px & 255u, (px >> 8u) & 255u, (px >> 16u) & 255u, px >> 24u);
-    let on = vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(CHANNELS);
-    return vec4<i32>(select(vec4<u32>(), v, on));
-}
-
-// An output pixel from its sums, rounded half up and clipped to 8 bits (Pillow's clip8),
-// alpha divided out where the image has it.
-fn finish_pixel(acc: vec4<i32>) -> u32 {
-    let half = 1i << (PRECISION_BITS - 1u);
-    let v = vec4<u32>(clamp((acc + vec4<i32>(half)) >> vec4<u32>(PRECISION_BITS), vec4<i32>(0i), vec4<i32>(255i)));
-    var px = v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
-    if UNPREMULTIPLY {
-        let a = (px >> ((CHANNELS - 1u) * 8u)) & 255u;
-        var out = a << ((CHANNELS - 1u) * 8u);
-        for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
-            out |= unpremultiply((px >> (ch * 8u)) & 255u, a) << (ch * 8u);
-        }
-        px = out;
-    }
-    return px;
-}
-
 @compute @workgroup_size(WG_SIZE)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -165,12 +141,7 @@ fn main(
                 }
                 v &= 0xffffffffu >> ((4u - CHANNELS) * 8u);
                 if PREMULTIPLY {
-                    let a = v >> ((CHANNELS - 1u) * 8u);
-                    var out = a << ((CHANNELS - 1u) * 8u);
-                    for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
-                        out |= premultiply((v >> (ch * 8u)) & 255u, a) << (ch * 8u);
-                    }
-                    v = out;
+                    v = premultiply_pixel(v);
                 }
                 // r < ny <= R, q < span <= IN_STRIDE.
                 sh[r * IN_STRIDE + q] = v;

@@ -1,5 +1,5 @@
 // resize_math: the arithmetic every resize kernel shares (wgsl/resize_h.wgsl,
-// wgsl/resize_v.wgsl, wgsl/resize_h8.wgsl): the image's layout, alpha's integer
+// wgsl/resize_v.wgsl, wgsl/resize_h8.wgsl, wgsl/resize_h8s.wgsl): the image's layout, alpha's integer
 // conversions, and a weighted sum rounded and clipped as Pillow's `clip8` does.
 
 // Samples a pixel: 1 to 4 (alpha last).
@@ -54,3 +54,39 @@ fn finish(acc: vec2<i32>) -> u32 {
     return u32(clamp(m >> (PRECISION_BITS - 8u), 0i, 65535i));
 }
 
+// The 8-bit horizontal kernels (wgsl/resize_h8.wgsl, wgsl/resize_h8s.wgsl) hold a pixel a word,
+// its samples in the low CHANNELS bytes.
+
+// A pixel's samples as four lanes (those past CHANNELS 0, so the compiler drops them).
+fn lanes(px: u32) -> vec4<i32> {
+    let v = vec4<u32>(px & 255u, (px >> 8u) & 255u, (px >> 16u) & 255u, px >> 24u);
+    let on = vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(CHANNELS);
+    return vec4<i32>(select(vec4<u32>(), v, on));
+}
+
+// An output pixel from its sums, rounded half up and clipped to 8 bits (Pillow's clip8),
+// alpha divided out where the image has it.
+fn finish_pixel(acc: vec4<i32>) -> u32 {
+    let half = 1i << (PRECISION_BITS - 1u);
+    let v = vec4<u32>(clamp((acc + vec4<i32>(half)) >> vec4<u32>(PRECISION_BITS), vec4<i32>(0i), vec4<i32>(255i)));
+    var px = v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
+    if UNPREMULTIPLY {
+        let a = (px >> ((CHANNELS - 1u) * 8u)) & 255u;
+        var out = a << ((CHANNELS - 1u) * 8u);
+        for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
+            out |= unpremultiply((px >> (ch * 8u)) & 255u, a) << (ch * 8u);
+        }
+        px = out;
+    }
+    return px;
+}
+
+// A pixel's colour samples premultiplied by its alpha (the last sample).
+fn premultiply_pixel(v: u32) -> u32 {
+    let a = v >> ((CHANNELS - 1u) * 8u);
+    var out = a << ((CHANNELS - 1u) * 8u);
+    for (var ch = 0u; ch + 1u < CHANNELS; ch++) {
+        out |= premultiply((v >> (ch * 8u)) & 255u, a) << (ch * 8u);
+    }
+    return out;
+}

@@ -9,8 +9,9 @@ use crate::io::image::Image;
 use crate::tune::Tunable;
 
 /// `bench resize`: a 3840x2160 RGB8 image (noise) to 1920x1080 with lanczos3 (the target
-/// case), bicubic and box; as RGBA8 (premultiplied) with lanczos3; and a 2048x1536 RGB8
-/// photo's size to 512x384 with lanczos3 (the batch scripts' case, bench/resize_batch.py).
+/// case), bicubic and box, and to 1440x810 (a reduction by 8/3: resize_h8 where the others
+/// take resize_h8s); as RGBA8 (premultiplied) with lanczos3; and a 2048x1536 RGB8 photo's
+/// size to 512x384 with lanczos3 (the batch scripts' case, bench/resize_batch.py).
 pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
     let (w, h) = (3840u32, 2160u32);
     let rgba = crate::bench::noise_bytes((w * h * 4) as usize, 0x9e37_79b9);
@@ -37,6 +38,12 @@ pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> 
             Filter::Bicubic,
         ),
         ("4K to 1080p RGB8 box", &rgb, (1920, 1080), Filter::Box),
+        (
+            "4K to 1440x810 RGB8 lanczos3",
+            &rgb,
+            (1440, 810),
+            Filter::Lanczos3,
+        ),
         (
             "4K to 1080p RGBA8 lanczos3",
             &rgba,

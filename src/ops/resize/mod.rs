@@ -1,6 +1,7 @@
 //! `resize`: Pillow's `Image.resize` (LANCZOS, BICUBIC, BILINEAR, BOX, NEAREST) byte for byte
 //! on 8-bit images, the same algorithm at 16 bits, identical on the native CPU engine and on
-//! every GPU adapter (wgsl/resize_h8.wgsl and wgsl/resize_v.wgsl, or wgsl/resize_h.wgsl).
+//! every GPU adapter (wgsl/resize_h8s.wgsl or wgsl/resize_h8.wgsl and wgsl/resize_v.wgsl, or
+//! wgsl/resize_h.wgsl).
 //!
 //! The weights are computed once on the host in f64 as Pillow computes them and quantised to
 //! 22-bit integers (`coeffs`); every engine then does integer sums only. An image is resized
@@ -8,8 +9,8 @@
 //! after. Semantics and limits: docs/resize.md.
 //!
 //! Files: `coeffs` (weights and pass order), `reference`, `engine` (the native CPU engine),
-//! `plan` (the GPU passes), `rows` (the 8-bit horizontal pass's tile and layout), `tune`
-//! (the 8-bit passes' shapes), `bench`.
+//! `plan` (the GPU passes), `rows` (the 8-bit horizontal pass's tile and layout), `stride`
+//! (its twin for whole-number reductions), `tune` (the 8-bit passes' shapes), `bench`.
 
 mod bench;
 mod coeffs;
@@ -17,6 +18,7 @@ pub mod engine;
 mod plan;
 mod reference;
 mod rows;
+mod stride;
 mod tune;
 
 use anyhow::{bail, Result};

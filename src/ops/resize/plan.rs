@@ -14,6 +14,7 @@ use anyhow::{bail, Result};
 
 use super::coeffs::{Axis, Dir, Pass, PRECISION_BITS};
 use super::rows::{RowsLayout, RowsParams};
+use super::stride::{StrideLayout, StrideParams};
 use super::tune::Tunables;
 use super::Filter;
 use crate::gpu::{Batch, Gpu, Kernel, Usage, Variant};
@@ -73,6 +74,9 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         ShaderCase::params::<RowsParams>(shader!("resize_h8"))
             .with_const("PRECISION_BITS", PRECISION_BITS)
             .with_overrides(&rows_example().overrides(4, true, false)),
+        ShaderCase::params::<StrideParams>(shader!("resize_h8s"))
+            .with_const("PRECISION_BITS", PRECISION_BITS)
+            .with_overrides(&stride_example().overrides(4, true, false)),
         ShaderCase::params::<ResizeParams>(shader!("resize_v"))
             .with_const("PRECISION_BITS", PRECISION_BITS)
             .with_overrides(&v_rows_example()),
@@ -100,6 +104,15 @@ fn rows_example() -> RowsLayout {
         t.budget_words,
     )
     .expect("the 4K case has a tile")
+}
+
+/// The whole-number reduction's horizontal layout as a plan makes one (4K RGBA to 1080p,
+/// lanczos3), for the shader test.
+fn stride_example() -> StrideLayout {
+    let p = super::passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
+    let t = Tunables::DEFAULT;
+    StrideLayout::new(&p[0].axis, (3840, 2160), 4, t.whole, t.budget_words)
+        .expect("the 4K case has whole-number windows")
 }
 
 /// An axis's windows as wgsl/resize_v.wgsl's word columns (`rows8`) read them, for an input
@@ -262,17 +275,43 @@ impl ResizePlan {
                 Dir::Vertical => "resize vertical",
             };
             dst = gpu.buffer(label, Usage::Storage, n_words * 4);
-            let rows = if horizontal && depth == 8 && budget > 0 {
-                RowsLayout::new(
-                    &pass.axis,
-                    (w, h),
-                    c as u32,
-                    (t.tile_w, t.rows_a_thread, t.wg_size),
-                    budget,
-                )
-            } else {
-                None
-            };
+            let eight = horizontal && depth == 8 && budget > 0;
+            let stride = eight
+                .then(|| StrideLayout::new(&pass.axis, (w, h), c as u32, t.whole, budget))
+                .flatten();
+            if let Some(layout) = stride {
+                let weights = layout.weights(&pass.axis);
+                check("weights", weights.len() as u64 * 4)?;
+                let weights = gpu.upload("resize weights", Usage::Storage, &weights);
+                let constants = layout.overrides(img.channels, premultiply, unpremultiply);
+                // SAFETY: every index wgsl/resize_h8s.wgsl makes is in range for the buffers
+                // bound here (its comments argue each one from `StrideLayout`'s sizes and
+                // weights, for the shapes `check_shape` allowed above), every divisor is a
+                // nonzero size, and every loop ends (bounded by the tile's constants).
+                let kernel = unsafe {
+                    gpu.kernel_unchecked(
+                        &shader!("resize_h8s"),
+                        &Variant::default(),
+                        "main",
+                        &constants,
+                    )?
+                };
+                let params = gpu.upload("resize params", Usage::Uniform, &[layout.params]);
+                let bind = gpu.bind(&kernel, &[&params, &input, &weights, &dst]);
+                out.push(GpuPass {
+                    kernel,
+                    bind,
+                    workgroups: layout.params.n_tiles,
+                    label,
+                });
+                input = dst.clone();
+                (w, h) = (ow, oh);
+                continue;
+            }
+            let shape = (t.tile_w, t.rows_a_thread, t.wg_size);
+            let rows = eight
+                .then(|| RowsLayout::new(&pass.axis, (w, h), c as u32, shape, budget))
+                .flatten();
             // The vertical pass's word columns: 8-bit rows that end on a word (each output
             // word then lies under one input word a row), at least ksize of them (every
             // window of ksize rows then fits the input).

@@ -1,0 +1,320 @@
+//! The horizontal pass over 8-bit samples for integer reductions (wgsl/resize_h8s.wgsl):
+//! every output column's taps lie in a window of ksize input pixels that starts a whole
+//! number of pixels (the step) after its left neighbour's, so a thread can make four
+//! neighbouring columns from one walk over the pixels their windows cover. Where it applies
+//! ([`StrideLayout::new`]), the weights as the kernel reads them, and the workgroup memory's
+//! layout, handed to the shader as its override constants.
+
+use super::coeffs::Axis;
+use super::rows::{load_groups, MAX_PF, TILE_WIDTHS};
+
+/// The most window pixels a thread walks (`W = 3 S + K`: the kernel's unrolled loop).
+const MAX_WINDOW: u32 = 64;
+
+/// Its WGSL twin is `Params` in wgsl/resize_h8s.wgsl (the shader test checks their fields).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub(super) struct StrideParams {
+    pub in_w: u32,
+    pub out_w: u32,
+    pub rows: u32,
+    pub tiles_x: u32,
+    pub n_tiles: u32,
+    pub first0: i32,
+    pub groups: u32,
+    pub _pad: u32,
+}
+crate::ops::params_layout!(StrideParams {
+    in_w,
+    out_w,
+    rows,
+    tiles_x,
+    n_tiles,
+    first0,
+    groups
+});
+
+/// An axis whose every output position x reads only input positions in
+/// `first0 + step * x .. first0 + step * x + ksize` (`step` the reduction, at least 2): each
+/// window starts `step` after the one before, those cut at the input's ends included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Windows {
+    pub step: u32,
+    pub first0: i64,
+}
+
+impl Windows {
+    /// The windows of `axis` over `in_len` input positions, where the reduction is a whole
+    /// number of at least 2 and every position's taps lie in its window; None elsewhere.
+    pub fn of(axis: &Axis, in_len: u32) -> Option<Windows> {
+        let n = axis.len() as u32;
+        if n == 0 || !in_len.is_multiple_of(n) || in_len / n < 2 {
+            return None;
+        }
+        let step = in_len / n;
+        // The latest first window that still starts at or before every position's first
+        // tap; it must also end at or after every position's last.
+        let shifted = |x: usize| i64::from(axis.start[x]) - i64::from(step) * x as i64;
+        let first0 = (0..axis.len()).map(shifted).min()?;
+        let k = axis.ksize as i64;
+        let fits = (0..axis.len())
+            .all(|x| axis.count[x] >= 1 && shifted(x) + i64::from(axis.count[x]) <= first0 + k);
+        fits.then_some(Windows { step, first0 })
+    }
+
+    /// The weights as the kernel reads them: for each of the `3 step + ksize` positions w of
+    /// a group's window and each group g of four output positions, at
+    /// `(w * groups + g) * 4 + k`, position `4 g + k`'s weight of window pixel w (input
+    /// `first0 + 4 g step + w`; 0 where that is not one of its taps, or past the axis).
+    pub fn weights(&self, axis: &Axis) -> Vec<i32> {
+        let n = axis.len();
+        let groups = n.div_ceil(4);
+        let (s, ks) = (self.step as usize, axis.ksize);
+        let span = 3 * s + ks;
+        let mut out = vec![0; span * groups * 4];
+        for x in 0..n {
+            let (g, k) = (x / 4, x % 4);
+            // Tap j of x is input start + j, window position start + j - (first0 + 4 g s).
+            let group_first = self.first0 + (4 * g * s) as i64;
+            let (start, taps) = axis.taps(x);
+            for (j, &wt) in taps.iter().enumerate() {
+                let w = (start + j) as i64 - group_first;
+                out[(w as usize * groups + g) * 4 + k] = wt;
+            }
+        }
+        out
+    }
+}
+
+/// A horizontal pass's tile, its workgroup memory and its grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct StrideLayout {
+    /// Threads a workgroup, groups of four output columns a tile and a warp, rows a thread.
+    pub wg: u32,
+    pub tg: u32,
+    pub gu: u32,
+    pub rpt: u32,
+    /// The windows' step and length (ksize).
+    pub step: u32,
+    pub ksize: u32,
+    /// Words an input row takes in workgroup memory, and a row of the output tile staged
+    /// there.
+    pub in_stride: u32,
+    pub out_stride: u32,
+    /// The input's loads (as resize_h8's: `rows::load_groups`).
+    pub lpr: u32,
+    pub rw: u32,
+    pub pq: u32,
+    /// Words of workgroup memory in all.
+    pub words: u32,
+    pub params: StrideParams,
+}
+
+impl StrideLayout {
+    /// The layout for the horizontal pass `axis` over `rows` rows of `in_w` pixels of
+    /// `channels` 8-bit samples, a tile at most `widest` columns wide, at most `rpt` rows a
+    /// thread and `wg` threads (64, 128 or 256), in at most `budget` words of workgroup
+    /// memory (fewer rows a thread first, then narrower tiles); None where it does not apply:
+    /// no whole-number windows ([`Windows::of`]), output rows that do not end on a word, a
+    /// window longer than [`MAX_WINDOW`], or no tile that fits.
+    pub fn new(
+        axis: &Axis,
+        (in_w, rows): (u32, u32),
+        channels: u32,
+        (widest, rpt, wg): (u32, u32, u32),
+        budget: u32,
+    ) -> Option<StrideLayout> {
+        let out_w = axis.len() as u32;
+        let ksize = axis.ksize as u32;
+        if !(u64::from(out_w) * u64::from(channels)).is_multiple_of(4) || rows == 0 {
+            return None;
+        }
+        let windows = Windows::of(axis, in_w)?;
+        let step = windows.step;
+        if 3 * step + ksize > MAX_WINDOW {
+            return None;
+        }
+        let first0 = i32::try_from(windows.first0).ok()?;
+        let groups = out_w.div_ceil(4);
+        // Lanes 4 step pixels apart fall on 32 / gcd(4 step, 32) distinct banks.
+        let distinct = 32 >> (4 * step).trailing_zeros().min(5);
+        let shapes = (1..=rpt.clamp(1, 8)).rev().flat_map(|rpt| {
+            TILE_WIDTHS
+                .into_iter()
+                .filter(move |&tw| tw <= widest && tw / 4 <= wg && tw >= 8)
+                .map(move |tw| (tw / 4, rpt))
+        });
+        shapes.into_iter().find_map(|(tg, rpt)| {
+            let span = step * (4 * tg - 1) + ksize;
+            let in_stride = span | 1;
+            let out_stride = (tg * channels) | 1;
+            let r = wg / tg * rpt;
+            let words = r * (in_stride + out_stride);
+            let (lpr, rw, pq) = load_groups(wg, r, span);
+            if words > budget || rw * pq > MAX_PF {
+                return None;
+            }
+            let tiles_x = groups.div_ceil(tg);
+            Some(StrideLayout {
+                wg,
+                tg,
+                gu: distinct.min(tg).max(tg / (wg / 32)),
+                rpt,
+                step,
+                ksize,
+                in_stride,
+                out_stride,
+                lpr,
+                rw,
+                pq,
+                words,
+                params: StrideParams {
+                    in_w,
+                    out_w,
+                    rows,
+                    tiles_x,
+                    n_tiles: tiles_x.checked_mul(rows.div_ceil(r))?,
+                    first0,
+                    groups,
+                    _pad: 0,
+                },
+            })
+        })
+    }
+
+    /// The weights as the kernel reads them ([`Windows::weights`]).
+    pub fn weights(&self, axis: &Axis) -> Vec<i32> {
+        Windows {
+            step: self.step,
+            first0: i64::from(self.params.first0),
+        }
+        .weights(axis)
+    }
+
+    /// The pipeline's overridable constants.
+    pub fn overrides(
+        &self,
+        channels: u8,
+        premultiply: bool,
+        unpremultiply: bool,
+    ) -> [(&'static str, f64); 15] {
+        let on = |b: bool| f64::from(u8::from(b));
+        [
+            ("WG_SIZE", f64::from(self.wg)),
+            ("TG", f64::from(self.tg)),
+            ("GU", f64::from(self.gu)),
+            ("RPT", f64::from(self.rpt)),
+            ("S", f64::from(self.step)),
+            ("K", f64::from(self.ksize)),
+            ("IN_STRIDE", f64::from(self.in_stride)),
+            ("OUT_STRIDE", f64::from(self.out_stride)),
+            ("LPR", f64::from(self.lpr)),
+            ("RW", f64::from(self.rw)),
+            ("PQ", f64::from(self.pq)),
+            ("CHANNELS", f64::from(channels)),
+            ("DEPTH", 8.0),
+            ("PREMULTIPLY", on(premultiply)),
+            ("UNPREMULTIPLY", on(unpremultiply)),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::coeffs::passes;
+    use super::super::{axis, nearest_axis, Filter};
+    use super::*;
+
+    // 4K to 1080p lanczos3: support 6 at 2x, 13 taps a window; column x's taps start at
+    // int(2x + 1 - 6 + 0.5) = 2x - 5 (cut to 0 for x < 3), so the windows start at -5 and
+    // step 2.
+    #[test]
+    fn the_4k_to_1080p_windows_are_hand_counted() {
+        let p = passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
+        let w = Windows::of(&p[0].axis, 3840).unwrap();
+        assert_eq!(
+            w,
+            Windows {
+                step: 2,
+                first0: -5
+            }
+        );
+        // The default shape: 64 columns (16 groups) of windows, 2 * 63 + 13 = 139 pixels a
+        // row; 64 threads make 16 groups of 4 rows, a row each; 8 groups a warp (lanes 8
+        // pixels apart fall on 4 banks a row: two warps across the tile, each lane's bank
+        // shared with one other); the output tile staged in rows of 16 x 3 words (49, odd).
+        let t = super::super::Tunables::DEFAULT;
+        let l = StrideLayout::new(&p[0].axis, (3840, 2160), 3, t.whole, 6144).unwrap();
+        assert_eq!((l.tg, l.gu, l.rpt, l.step, l.ksize), (16, 8, 1, 2, 13));
+        assert_eq!((l.in_stride, l.out_stride), (139, 49));
+        assert_eq!(l.words, 4 * (139 + 49));
+        assert_eq!((l.params.groups, l.params.tiles_x), (480, 30));
+        assert_eq!((l.params.n_tiles, l.params.first0), (30 * 540, -5));
+    }
+
+    // Each column's weights land at their window positions, zero around them: 8 to 4 with
+    // BOX reads pairs (taps 2x and 2x + 1, weights 1/2), in windows of 3 from 2x.
+    #[test]
+    fn the_weights_sit_at_their_window_positions() {
+        let a = axis(8, 4, Filter::Box);
+        assert_eq!((a.ksize, &a.start[..]), (3, &[0, 2, 4, 6][..]));
+        let w = Windows::of(&a, 8).unwrap();
+        assert_eq!(w, Windows { step: 2, first0: 0 });
+        let got = w.weights(&a);
+        let half = 1 << 21;
+        // One group, 3 * 2 + 3 = 9 window positions from input 0: column k's taps at
+        // inputs (and positions) 2k and 2k + 1.
+        let mut want = vec![0; 9 * 4];
+        for k in 0..4 {
+            want[2 * k * 4 + k] = half;
+            want[(2 * k + 1) * 4 + k] = half;
+        }
+        assert_eq!(got, want);
+    }
+
+    // Whole-number reductions of every filter and NEAREST have windows; other ratios, an
+    // upscale, and a same-size axis do not; neither does an axis with a tap outside its
+    // window.
+    #[test]
+    fn only_whole_number_reductions_have_windows() {
+        for (a, b) in [(3840, 1920), (2048, 512), (4097 * 3, 4097), (7, 1), (12, 4)] {
+            for f in [
+                Filter::Lanczos3,
+                Filter::Bicubic,
+                Filter::Bilinear,
+                Filter::Box,
+            ] {
+                let w = Windows::of(&axis(a, b, f), a).expect("a whole-number reduction");
+                assert_eq!(w.step, a / b, "{a} to {b} {f:?}");
+            }
+            assert!(
+                Windows::of(&nearest_axis(a, b, 8), a).is_some(),
+                "{a} to {b}"
+            );
+        }
+        for (a, b) in [(3840, 1080), (100, 30), (300, 1200), (5, 5)] {
+            assert!(
+                Windows::of(&axis(a, b, Filter::Bicubic), a).is_none(),
+                "{a} to {b}"
+            );
+        }
+        let mut off = axis(64, 16, Filter::Bilinear);
+        off.start[7] += 2;
+        assert!(Windows::of(&off, 64).is_none());
+    }
+
+    // Tiles that do not fit the budget take fewer rows, then fewer columns; a window past
+    // MAX_WINDOW (an 8x lanczos3: 49 taps) and odd RGB rows take none.
+    #[test]
+    fn the_layout_fits_the_budget_or_does_not_apply() {
+        let p = passes(2048, 1536, 512, 384, Filter::Lanczos3, 8);
+        let l = StrideLayout::new(&p[0].axis, (2048, 1536), 3, (64, 2, 256), 6144).unwrap();
+        // 4x: 4 * 63 + 25 = 277 pixels a row, 32 rows over 6144 words: 16 rows.
+        assert_eq!((l.tg, l.rpt, l.in_stride), (16, 1, 277));
+        assert!(l.words <= 6144);
+        let big = passes(4096, 64, 512, 64, Filter::Lanczos3, 8);
+        assert!(StrideLayout::new(&big[0].axis, (4096, 64), 4, (64, 2, 256), 6144).is_none());
+        let odd = passes(14, 4, 7, 4, Filter::Box, 8);
+        assert!(StrideLayout::new(&odd[0].axis, (14, 4), 3, (64, 2, 256), 6144).is_none());
+    }
+}

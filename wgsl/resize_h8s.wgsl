@@ -1,0 +1,234 @@
+// resize_h8s: the horizontal 1-D pass of Pillow's resampling over 8-bit samples for an
+// integer reduction (2x, 3x, 4x ...), where every output column's taps lie in a window of K
+// input pixels that starts S pixels after its left neighbour's. `StrideLayout` in
+// src/ops/resize/stride.rs checks that of the axis and moves each column's weights into its
+// window (0 outside the column's own taps).
+//
+// A thread makes four neighbouring output pixels of RPT rows. Their windows together cover
+// W = 3 S + K input pixels a row; the thread walks them once, takes each pixel's samples out
+// of its word once and adds them to every output whose window holds it, then packs the four
+// pixels into CHANNELS words. resize_h8 (a column a thread) loads and unpacks a pixel for
+// every tap, up to K / S times each.
+//
+// A workgroup makes a tile of 4 TG output columns by R rows: it first loads the SPAN input
+// pixels its columns' windows cover, R rows of them, into workgroup memory (a pixel a word,
+// premultiplied where the image has alpha). Window pixels left of the input's first pixel or
+// past its last are not loaded: only weights of 0 fall on them (Pillow's windows are cut at
+// the edges).
+//
+// Workgroup memory: `sh`, row r of the tile at r * IN_STRIDE, its first pixel the tile's
+// first window's first; `res`, the tile's output words, row r at r * OUT_STRIDE. Layout and
+// sizes: `StrideLayout` in src/ops/resize/stride.rs.
+//
+// The module is built without bounds checks (`Gpu::kernel_unchecked`): every index below is
+// in range by construction, given what the plan guarantees (the output rows ending on a word;
+// SPAN at most IN_STRIDE; `groups` groups of weights a window position, W positions; the
+// loads' groups cover the tile: RW * (WG_SIZE / LPR) >= R rows, PQ * LPR >= SPAN pixels,
+// RW * PQ <= 32). Each index says why where it is made.
+
+// import: resize_math
+// import: grid
+
+// Its Rust twin is `StrideParams` in src/ops/resize/stride.rs (the shader test checks their
+// fields).
+struct Params {
+    // Pixels per input row and per output row.
+    in_w: u32,
+    out_w: u32,
+    // Rows, the same in the input and the output.
+    rows: u32,
+    // Tiles along a row, and in all.
+    tiles_x: u32,
+    n_tiles: u32,
+    // The input pixel where output column 0's window starts (negative where it starts left
+    // of the image).
+    first0: i32,
+    // Groups of four output columns a row (the last may be partial): the stride between
+    // window positions in `weights`.
+    groups: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+// Input samples, packed little-endian, 4 a word.
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+// Per window position w < W and group g of four output columns, at w * groups + g: the four
+// columns' weights there in units of 2^-22 (column 4 g + k's tap w - S k).
+@group(0) @binding(2) var<storage, read> weights: array<vec4<i32>>;
+// Output samples, packed as the input's.
+@group(0) @binding(3) var<storage, read_write> dst: array<u32>;
+
+override WG_SIZE: u32 = 256u;
+// Groups of four output columns a tile (a power of two, at least WG_SIZE / 32 / 8), and
+// groups a warp covers (a power of two dividing TG, TG / GU dividing the warps): a warp makes
+// GU groups of 32 / GU rows, so that its lanes, 4 S pixels apart along a row, read distinct
+// banks.
+override TG: u32 = 16u;
+override GU: u32 = 4u;
+// Rows a thread makes (at most 8).
+override RPT: u32 = 2u;
+// The windows' step and length.
+override S: u32;
+override K: u32;
+// Words an input row takes in `sh` (odd, at least SPAN).
+override IN_STRIDE: u32;
+// The input's loads, as resize_h8's (whose loop this one repeats with signed offsets and the
+// image's edges: a shared function measured 1-2% slower, call FH): the threads in groups of
+// LPR (a power of two, at least 4), group g loading rows g, g + WG_SIZE / LPR, ... (RW of
+// them), a thread every LPR-th pixel of a row (PQ of them): RW * PQ pixels a thread, at most
+// 32.
+override LPR: u32;
+override RW: u32;
+override PQ: u32;
+
+// A thread's window, the tile's, rows a round of the workgroup's threads and rows a tile.
+override W: u32 = 3u * S + K;
+override SPAN: u32 = S * (4u * TG - 1u) + K;
+override G: u32 = WG_SIZE / TG;
+override R: u32 = G * RPT;
+
+// Words a row of the staged output tile (odd, at least TG * CHANNELS).
+override OUT_STRIDE: u32 = 1u;
+
+var<workgroup> sh: array<u32, R * IN_STRIDE>;
+var<workgroup> res: array<u32, R * OUT_STRIDE>;
+
+// The input pixels a thread loads, as loaded: a pixel's word (where an RGB pixel straddles
+// two, the second in `pre_hi`).
+var<private> pre_lo: array<u32, 32>;
+var<private> pre_hi: array<u32, 32>;
+
+@compute @workgroup_size(WG_SIZE)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let t = workgroup_index(wid, nwg);
+    if t >= params.n_tiles {
+        return;
+    }
+    let ty = t / params.tiles_x;
+    let gx0 = (t - ty * params.tiles_x) * TG;
+    let y0 = ty * R;
+    let ny = min(R, params.rows - y0);
+    // The tile's first window pixel, 4 S pixels a group on from column 0's.
+    let first = params.first0 + i32(4u * S * gx0);
+    let in_w = i32(params.in_w);
+
+    // The input, a pixel a word. A thread's pixels of a row lie LPR apart, a multiple of 4
+    // pixels, so they start at the same byte of a word: one shift for all of them, and a
+    // second word only where a 3-byte pixel straddles two. The byte offsets are signed (the
+    // first window may start left of the image); the row's start is a whole number of bytes
+    // below 2^32 (the image's size), split into words and the rest.
+    let lg = lid / LPR;
+    let gl = lid % LPR;
+    let step = LPR * CHANNELS / 4u;
+    for (var j = 0u; j < RW; j++) {
+        let r = lg + j * (WG_SIZE / LPR);
+        let row_byte = (y0 + r) * params.in_w * CHANNELS;
+        let e = i32(row_byte & 3u) + (first + i32(gl)) * i32(CHANNELS);
+        let w0 = i32(row_byte >> 2u) + (e >> 2u);
+        for (var i = 0u; i < PQ; i++) {
+            let q = gl + i * LPR;
+            let p = first + i32(q);
+            // Row y0 + r < rows, pixel 0 <= p < in_w: a pixel of the image, whose bytes lie
+            // in src's words (its first at w0 + i * step >= 0); a straddling RGB pixel ends
+            // in the word after its first.
+            if r < ny && q < SPAN && p >= 0 && p < in_w {
+                let w = u32(w0 + i32(i * step));
+                pre_lo[j * PQ + i] = src[w];
+                if CHANNELS == 3u && (e & 3) > 1 {
+                    pre_hi[j * PQ + i] = src[w + 1u];
+                }
+            }
+        }
+    }
+    for (var j = 0u; j < RW; j++) {
+        let r = lg + j * (WG_SIZE / LPR);
+        let row_byte = (y0 + r) * params.in_w * CHANNELS;
+        let shift = u32((i32(row_byte & 3u) + (first + i32(gl)) * i32(CHANNELS)) & 3) * 8u;
+        for (var i = 0u; i < PQ; i++) {
+            let q = gl + i * LPR;
+            let p = first + i32(q);
+            if r < ny && q < SPAN && p >= 0 && p < in_w {
+                var v = pre_lo[j * PQ + i] >> shift;
+                if CHANNELS == 3u && shift > 8u {
+                    v |= pre_hi[j * PQ + i] << (32u - shift);
+                }
+                v &= 0xffffffffu >> ((4u - CHANNELS) * 8u);
+                if PREMULTIPLY {
+                    v = premultiply_pixel(v);
+                }
+                // r < ny <= R, q < SPAN <= IN_STRIDE.
+                sh[r * IN_STRIDE + q] = v;
+            }
+        }
+    }
+    workgroupBarrier();
+
+    // This thread's group and its first row. A group past the row's reads the last group's
+    // weights and writes nothing.
+    let warp = lid / 32u;
+    let lane = lid % 32u;
+    let blocks = TG / GU;
+    let g = (warp % blocks) * GU + lane % GU;
+    let rg = (warp / blocks) * (32u / GU) + lane / GU;
+    let wg = min(gx0 + g, params.groups - 1u);
+    let base = 4u * S * g;
+    var acc = array<vec4<i32>, 32>();
+    for (var w = 0u; w < W; w++) {
+        // w < W window positions, wg < groups.
+        let k4 = weights[w * params.groups + wg];
+        for (var j = 0u; j < RPT; j++) {
+            // Row rg + j * G < R; base + w <= 4 S (TG - 1) + W - 1 = SPAN - 1 < IN_STRIDE.
+            let px = lanes(sh[(rg + j * G) * IN_STRIDE + base + w]);
+            for (var k = 0u; k < 4u; k++) {
+                // Window position w is column k's tap w - S k, where that is one of its K.
+                if w >= S * k && w < S * k + K {
+                    acc[j * 4u + k] += px * k4[k];
+                }
+            }
+        }
+    }
+
+    // The group's pixels, packed: four pixels of CHANNELS bytes make CHANNELS words, staged
+    // in `res` a tile row after another, then written a row at a time (coalesced; each
+    // thread writing its own words where they lie was 2% slower, call FC).
+    for (var j = 0u; j < RPT; j++) {
+        let r = rg + j * G;
+        let p0 = finish_pixel(acc[j * 4u]);
+        let p1 = finish_pixel(acc[j * 4u + 1u]);
+        let p2 = finish_pixel(acc[j * 4u + 2u]);
+        let p3 = finish_pixel(acc[j * 4u + 3u]);
+        var words = vec4<u32>(p0, p1, p2, p3);
+        if CHANNELS == 3u {
+            words = vec4<u32>(p0 | (p1 << 24u), (p1 >> 8u) | (p2 << 16u), (p2 >> 16u) | (p3 << 8u), 0u);
+        } else if CHANNELS == 2u {
+            words = vec4<u32>(p0 | (p1 << 16u), p2 | (p3 << 16u), 0u, 0u);
+        } else if CHANNELS == 1u {
+            words = vec4<u32>(p0 | (p1 << 8u) | (p2 << 16u) | (p3 << 24u), 0u, 0u, 0u);
+        }
+        for (var i = 0u; i < CHANNELS; i++) {
+            // r < R, g * CHANNELS + i < TG * CHANNELS <= OUT_STRIDE.
+            res[r * OUT_STRIDE + g * CHANNELS + i] = words[i];
+        }
+    }
+    workgroupBarrier();
+
+    // The tile's words a row after another, those before the row's end: the group's words
+    // lie in its row from word (gx0 + g) * CHANNELS on, and a row ends on a word, so a word
+    // before the row's end holds only the row's columns.
+    let row_words = params.out_w * CHANNELS / 4u;
+    let wpr = TG * CHANNELS;
+    let nw = min(wpr, row_words - gx0 * CHANNELS);
+    for (var e = lid; e < ny * wpr; e += WG_SIZE) {
+        let r = e / wpr;
+        let w = e - r * wpr;
+        if w < nw {
+            // r < ny <= R, w < wpr <= OUT_STRIDE; row y0 + r < rows, word
+            // gx0 * CHANNELS + w < row_words.
+            dst[(y0 + r) * row_words + gx0 * CHANNELS + w] = res[r * OUT_STRIDE + w];
+        }
+    }
+}
