@@ -59,10 +59,10 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> dst: array<u32>;
 
 override WG_SIZE: u32 = 256u;
-// Groups of four output columns a tile (a power of two, at least WG_SIZE / 32 / 8), and
-// groups a warp covers (a power of two dividing TG, TG / GU dividing the warps): a warp makes
-// GU groups of 32 / GU rows, so that its lanes, 4 S pixels apart along a row, read distinct
-// banks.
+// Groups of four output columns a tile (a power of two, 2 to 16), and groups a warp covers
+// (a power of two dividing TG and 32, TG / GU dividing the warps of a workgroup): a warp
+// makes GU groups of 32 / GU rows, so that its lanes, 4 S pixels apart along a row, read
+// distinct banks.
 override TG: u32 = 16u;
 override GU: u32 = 4u;
 // Rows a thread makes (at most 8).

@@ -119,8 +119,9 @@ pub(super) fn well_formed(axis: &Axis, in_len: u32) -> bool {
 impl RowsLayout {
     /// The layout for the horizontal pass `axis` over `rows` rows of `in_w` pixels of
     /// `channels` 8-bit samples, a tile at most `widest` columns wide, at most `rpt` rows a
-    /// thread and `wg` threads (64, 128 or 256), in at most `budget` words of workgroup memory (fewer rows a thread first, then
-    /// narrower tiles, where a tile's input does not fit); None where it does not apply:
+    /// thread and `wg` threads (64, 128 or 256), in at most `budget` words of workgroup memory
+    /// (the widest tile that fits at `rpt` rows a thread, else at one row fewer, and so on);
+    /// None where it does not apply:
     /// output rows that do not end on a word (a word would then hold two tiles' pixels), more
     /// than [`MAX_KSIZE`] taps, or no tile that fits.
     pub fn new(

@@ -114,9 +114,12 @@ impl StrideLayout {
     /// The layout for the horizontal pass `axis` over `rows` rows of `in_w` pixels of
     /// `channels` 8-bit samples, a tile at most `widest` columns wide, at most `rpt` rows a
     /// thread and `wg` threads (64, 128 or 256), in at most `budget` words of workgroup
-    /// memory (fewer rows a thread first, then narrower tiles); None where it does not apply:
-    /// no whole-number windows ([`Windows::of`]), output rows that do not end on a word, a
-    /// window longer than [`MAX_WINDOW`], or no tile that fits.
+    /// memory (the widest tile that fits at `rpt` rows a thread, else at one row fewer, and so
+    /// on); None where it does not apply: an axis whose taps are not all inside the input
+    /// ([`super::rows::well_formed`]: the tile's pixels past the image's edges are left
+    /// unloaded, so only weights of 0 may fall on them), no whole-number windows
+    /// ([`Windows::of`]), output rows that do not end on a word, a window longer than
+    /// [`MAX_WINDOW`], or no tile that fits.
     pub fn new(
         axis: &Axis,
         (in_w, rows): (u32, u32),
@@ -126,7 +129,10 @@ impl StrideLayout {
     ) -> Option<StrideLayout> {
         let out_w = axis.len() as u32;
         let ksize = axis.ksize as u32;
-        if !(u64::from(out_w) * u64::from(channels)).is_multiple_of(4) || rows == 0 {
+        if !(u64::from(out_w) * u64::from(channels)).is_multiple_of(4)
+            || rows == 0
+            || !super::rows::well_formed(axis, in_w)
+        {
             return None;
         }
         let windows = Windows::of(axis, in_w)?;
@@ -303,10 +309,19 @@ mod tests {
         assert!(Windows::of(&off, 64).is_none());
     }
 
-    // Tiles that do not fit the budget take fewer rows, then fewer columns; a window past
-    // MAX_WINDOW (an 8x lanczos3: 49 taps) and odd RGB rows take none.
+    // Tiles that do not fit take fewer rows a thread (a narrower tile at as many has more
+    // rows, and needs more words); a window past MAX_WINDOW (an 8x lanczos3: 49 taps) and
+    // odd RGB rows take none. Asked for 8 rows a thread of 64 threads, a box halving gets 3:
+    // a thread loads rows x 129 pixels (2 * 63 + 3) / 64, at most 32 (MAX_PF), so at most
+    // 3.97 rows; 12 rows of 129 pixels and of 16 x 3 (49) output words, loaded by groups of
+    // 16 threads a row, 3 rows of 9 pixels a thread.
     #[test]
     fn the_layout_fits_the_budget_or_does_not_apply() {
+        let b = passes(1024, 64, 512, 64, Filter::Box, 8);
+        let l = StrideLayout::new(&b[0].axis, (1024, 64), 3, (64, 8, 64), 6144).unwrap();
+        assert_eq!((l.tg, l.rpt, l.in_stride, l.out_stride), (16, 3, 129, 49));
+        assert_eq!(l.words, 12 * (129 + 49));
+        assert_eq!((l.lpr, l.rw, l.pq), (16, 3, 9));
         let p = passes(2048, 1536, 512, 384, Filter::Lanczos3, 8);
         let l = StrideLayout::new(&p[0].axis, (2048, 1536), 3, (64, 2, 256), 6144).unwrap();
         // 4x: 4 * 63 + 25 = 277 pixels a row, 32 rows over 6144 words: 16 rows.
