@@ -301,9 +301,9 @@ fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
 /// every layout and filter, rows whose last group of four columns is partial (258 wide) and
 /// tiles whose last is (260 wide: five tiles of 64), a single output column, a single row,
 /// after a vertical pass (so dividing alpha out, not premultiplying: 200 rows to 20 first),
-/// and tiles of 8 to 64 columns, 1 to 3 rows a thread and 64 to 256 threads (more rows a
-/// thread than 3 at 2x or 1 at 4x would load more than 32 pixels a thread); where the output
-/// rows end on a word it is the kernel the plan runs.
+/// and tiles of 8 to 64 columns, 1 to 5 rows a thread and 64 to 256 threads (as many as the
+/// budget and 32 loads a thread take); where the output rows end on a word it is the kernel
+/// the plan runs.
 #[test]
 fn the_whole_number_kernel_equals_the_cpu_engine() {
     let Engine::Gpu(gpu) = engine() else {

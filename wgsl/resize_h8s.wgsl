@@ -10,21 +10,25 @@
 // pixels into CHANNELS words. resize_h8 (a column a thread) loads and unpacks a pixel for
 // every tap, up to K / S times each.
 //
-// A workgroup makes a tile of 4 TG output columns by R rows: it first loads the SPAN input
-// pixels its columns' windows cover, R rows of them, into workgroup memory (a pixel a word,
-// premultiplied where the image has alpha). Window pixels left of the input's first pixel or
-// past its last are not loaded: only weights of 0 fall on them (Pillow's windows are cut at
-// the edges).
+// A workgroup makes a tile of 4 TG output columns by R rows: it first copies the words that
+// hold the SPAN input pixels its columns' windows cover, R rows of them, into workgroup
+// memory as they are (premultiplied where the image has alpha: a word is one RGBA pixel or
+// two gray+alpha ones). The input's rows start on a word (in_w * CHANNELS = S * out_w *
+// CHANNELS, out_w * CHANNELS a multiple of 4), and a group's first window pixel lies
+// 4 S CHANNELS bytes, a whole number of words, after its left neighbour's: so window pixel w
+// of every group starts at the same byte of a word, OFF0 + CHANNELS w bytes after the
+// group's first word, and its samples come out of one or two words with shifts known when
+// the kernel is built. Words left of the image's first or past its last are not copied: only
+// weights of 0 fall on the pixels in them (Pillow's windows are cut at the edges).
 //
-// Workgroup memory: `sh`, row r of the tile at r * IN_STRIDE, its first pixel the tile's
-// first window's first; `res`, the tile's output words, row r at r * OUT_STRIDE. Layout and
-// sizes: `StrideLayout` in src/ops/resize/stride.rs.
+// Workgroup memory: `sh`, row r of the tile at r * IN_STRIDE, its word 0 the one holding the
+// tile's first window pixel's first byte; `res`, the tile's output words, row r at
+// r * OUT_STRIDE. Layout and sizes: `StrideLayout` in src/ops/resize/stride.rs.
 //
 // The module is built without bounds checks (`Gpu::kernel_unchecked`): every index below is
-// in range by construction, given what the plan guarantees (the output rows ending on a word;
-// SPAN at most IN_STRIDE; `groups` groups of weights a window position, W positions; the
-// loads' groups cover the tile: RW * (WG_SIZE / LPR) >= R rows, PQ * LPR >= SPAN pixels,
-// RW * PQ <= 32). Each index says why where it is made.
+// in range by construction, given what the plan guarantees (the rows ending on a word; NW
+// at most IN_STRIDE; LOADS at most 32; `groups` groups of weights a window position, W
+// positions). Each index says why where it is made.
 
 // import: resize_math
 // import: grid
@@ -70,33 +74,30 @@ override RPT: u32 = 2u;
 // The windows' step and length.
 override S: u32;
 override K: u32;
-// Words an input row takes in `sh` (odd, at least SPAN).
+// Where window pixel 0 of column 0 starts in its word (bytes: CHANNELS * first0 mod 4).
+override OFF0: u32;
+// Words an input row takes in `sh` (odd, at least NW).
 override IN_STRIDE: u32;
-// The input's loads, as resize_h8's (whose loop this one repeats with signed offsets and the
-// image's edges: a shared function measured 1-2% slower, call FH): the threads in groups of
-// LPR (a power of two, at least 4), group g loading rows g, g + WG_SIZE / LPR, ... (RW of
-// them), a thread every LPR-th pixel of a row (PQ of them): RW * PQ pixels a thread, at most
-// 32.
-override LPR: u32;
-override RW: u32;
-override PQ: u32;
 
 // A thread's window, the tile's, rows a round of the workgroup's threads and rows a tile.
 override W: u32 = 3u * S + K;
 override SPAN: u32 = S * (4u * TG - 1u) + K;
+// The words a tile row's SPAN pixels lie in, from the one holding the first's first byte.
+override NW: u32 = (OFF0 + SPAN * CHANNELS + 3u) / 4u;
 override G: u32 = WG_SIZE / TG;
 override R: u32 = G * RPT;
 
 // Words a row of the staged output tile (odd, at least TG * CHANNELS).
 override OUT_STRIDE: u32 = 1u;
 
+// The words a thread loads (at most 32).
+override LOADS: u32 = (R * NW + WG_SIZE - 1u) / WG_SIZE;
+
 var<workgroup> sh: array<u32, R * IN_STRIDE>;
 var<workgroup> res: array<u32, R * OUT_STRIDE>;
 
-// The input pixels a thread loads, as loaded: a pixel's word (where an RGB pixel straddles
-// two, the second in `pre_hi`).
-var<private> pre_lo: array<u32, 32>;
-var<private> pre_hi: array<u32, 32>;
+// The words a thread loads, as loaded.
+var<private> pre: array<u32, 32>;
 
 @compute @workgroup_size(WG_SIZE)
 fn main(
@@ -112,57 +113,41 @@ fn main(
     let gx0 = (t - ty * params.tiles_x) * TG;
     let y0 = ty * R;
     let ny = min(R, params.rows - y0);
-    // The tile's first window pixel, 4 S pixels a group on from column 0's.
+    // The tile's first window pixel, 4 S pixels a group on from column 0's, and the first
+    // word (of its row) that holds it: the byte offset is signed (the first window may start
+    // left of the image), its word rounded down.
     let first = params.first0 + i32(4u * S * gx0);
-    let in_w = i32(params.in_w);
+    let word0 = (first * i32(CHANNELS)) >> 2u;
+    let row_words_in = i32(params.in_w * CHANNELS / 4u);
 
-    // The input, a pixel a word. A thread's pixels of a row lie LPR apart, a multiple of 4
-    // pixels, so they start at the same byte of a word: one shift for all of them, and a
-    // second word only where a 3-byte pixel straddles two. The byte offsets are signed (the
-    // first window may start left of the image); the row's start is a whole number of bytes
-    // below 2^32 (the image's size), split into words and the rest.
-    let lg = lid / LPR;
-    let gl = lid % LPR;
-    let step = LPR * CHANNELS / 4u;
-    for (var j = 0u; j < RW; j++) {
-        let r = lg + j * (WG_SIZE / LPR);
-        let row_byte = (y0 + r) * params.in_w * CHANNELS;
-        let e = i32(row_byte & 3u) + (first + i32(gl)) * i32(CHANNELS);
-        let w0 = i32(row_byte >> 2u) + (e >> 2u);
-        for (var i = 0u; i < PQ; i++) {
-            let q = gl + i * LPR;
-            let p = first + i32(q);
-            // Row y0 + r < rows, pixel 0 <= p < in_w: a pixel of the image, whose bytes lie
-            // in src's words (its first at w0 + i * step >= 0); a straddling RGB pixel ends
-            // in the word after its first.
-            if r < ny && q < SPAN && p >= 0 && p < in_w {
-                let w = u32(w0 + i32(i * step));
-                pre_lo[j * PQ + i] = src[w];
-                if CHANNELS == 3u && (e & 3) > 1 {
-                    pre_hi[j * PQ + i] = src[w + 1u];
-                }
-            }
+    // The tile's words, a row's after another, neighbouring threads on neighbouring words:
+    // word e of the tile is thread e % WG_SIZE's load e / WG_SIZE. All of a thread's loads
+    // are issued before the first is stored, so that they are in flight together.
+    for (var i = 0u; i < LOADS; i++) {
+        let e = lid + i * WG_SIZE;
+        let r = e / NW;
+        let wi = word0 + i32(e - r * NW);
+        if r < ny && wi >= 0 && wi < row_words_in {
+            // Row y0 + r < rows, word 0 <= wi < the row's: a word of the image.
+            pre[i] = src[(y0 + r) * u32(row_words_in) + u32(wi)];
         }
     }
-    for (var j = 0u; j < RW; j++) {
-        let r = lg + j * (WG_SIZE / LPR);
-        let row_byte = (y0 + r) * params.in_w * CHANNELS;
-        let shift = u32((i32(row_byte & 3u) + (first + i32(gl)) * i32(CHANNELS)) & 3) * 8u;
-        for (var i = 0u; i < PQ; i++) {
-            let q = gl + i * LPR;
-            let p = first + i32(q);
-            if r < ny && q < SPAN && p >= 0 && p < in_w {
-                var v = pre_lo[j * PQ + i] >> shift;
-                if CHANNELS == 3u && shift > 8u {
-                    v |= pre_hi[j * PQ + i] << (32u - shift);
-                }
-                v &= 0xffffffffu >> ((4u - CHANNELS) * 8u);
-                if PREMULTIPLY {
+    for (var i = 0u; i < LOADS; i++) {
+        let e = lid + i * WG_SIZE;
+        let r = e / NW;
+        let j = e - r * NW;
+        let wi = word0 + i32(j);
+        if r < ny && wi >= 0 && wi < row_words_in {
+            var v = pre[i];
+            if PREMULTIPLY {
+                if CHANNELS == 2u {
+                    v = premultiply_pixel(v & 0xffffu) | (premultiply_pixel(v >> 16u) << 16u);
+                } else {
                     v = premultiply_pixel(v);
                 }
-                // r < ny <= R, q < SPAN <= IN_STRIDE.
-                sh[r * IN_STRIDE + q] = v;
             }
+            // r < ny <= R, j < NW <= IN_STRIDE.
+            sh[r * IN_STRIDE + j] = v;
         }
     }
     workgroupBarrier();
@@ -175,14 +160,26 @@ fn main(
     let g = (warp % blocks) * GU + lane % GU;
     let rg = (warp / blocks) * (32u / GU) + lane / GU;
     let wg = min(gx0 + g, params.groups - 1u);
-    let base = 4u * S * g;
+    // The group's first window pixel starts at byte OFF0 of word S CHANNELS g of the row.
+    let base = S * CHANNELS * g;
     var acc = array<vec4<i32>, 32>();
     for (var w = 0u; w < W; w++) {
         // w < W window positions, wg < groups.
         let k4 = weights[w * params.groups + wg];
+        // Window pixel w: at byte b of the group's words, in one word, or two where an RGB
+        // pixel straddles them (b % 4 > 1).
+        let b = OFF0 + CHANNELS * w;
+        let shift = (b % 4u) * 8u;
         for (var j = 0u; j < RPT; j++) {
-            // Row rg + j * G < R; base + w <= 4 S (TG - 1) + W - 1 = SPAN - 1 < IN_STRIDE.
-            let px = lanes(sh[(rg + j * G) * IN_STRIDE + base + w]);
+            // Row rg + j * G < R; the pixel's words end at most at word
+            // (OFF0 + CHANNELS * (4 S (TG - 1) + W) - 1) / 4 = (OFF0 + CHANNELS * SPAN - 1) / 4
+            // < NW <= IN_STRIDE.
+            let at = (rg + j * G) * IN_STRIDE + base + b / 4u;
+            var v = sh[at] >> shift;
+            if CHANNELS == 3u && shift > 8u {
+                v |= sh[at + 1u] << (32u - shift);
+            }
+            let px = lanes(v);
             for (var k = 0u; k < 4u; k++) {
                 // Window position w is column k's tap w - S k, where that is one of its K.
                 if w >= S * k && w < S * k + K {

@@ -21,14 +21,14 @@ pub(super) const BUDGET_WORDS: u32 = 6144;
 const MAX_KSIZE: u32 = 64;
 
 /// The input pixels a thread loads at most (registers: `pre_lo` and `pre_hi` in the shader).
-pub(super) const MAX_PF: u32 = 32;
+const MAX_PF: u32 = 32;
 
 /// How a tile's input loads are spread over `wg` threads: groups of `lpr` threads (a power
 /// of two from 4 to `wg`) a row, each group `rw` of the `r` rows, each thread `pq` of a
 /// row's `span` pixels; the spread with the fewest loads a thread (`rw * pq`), the widest
 /// groups on a tie (longer runs of neighbouring words). Groups of at least 4 make a thread's
 /// pixels of a row a whole number of words apart, so they share one shift.
-pub(super) fn load_groups(wg: u32, r: u32, span: u32) -> (u32, u32, u32) {
+fn load_groups(wg: u32, r: u32, span: u32) -> (u32, u32, u32) {
     (2..=wg.trailing_zeros())
         .map(|k| {
             let lpr = 1 << k;

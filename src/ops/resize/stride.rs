@@ -6,7 +6,11 @@
 //! layout, handed to the shader as its override constants.
 
 use super::coeffs::Axis;
-use super::rows::{load_groups, MAX_PF, TILE_WIDTHS};
+use super::rows::TILE_WIDTHS;
+
+/// The most words of the input tile a thread loads (`pre` in the shader: registers, each
+/// load in flight with the others).
+const MAX_LOADS: u32 = 32;
 
 /// The most window pixels a thread walks (`W = 3 S + K`: the kernel's unrolled loop).
 const MAX_WINDOW: u32 = 64;
@@ -97,14 +101,12 @@ pub(super) struct StrideLayout {
     /// The windows' step and length (ksize).
     pub step: u32,
     pub ksize: u32,
+    /// Where the first window's first pixel starts in its word (bytes).
+    pub off0: u32,
     /// Words an input row takes in workgroup memory, and a row of the output tile staged
     /// there.
     pub in_stride: u32,
     pub out_stride: u32,
-    /// The input's loads (as resize_h8's: `rows::load_groups`).
-    pub lpr: u32,
-    pub rw: u32,
-    pub pq: u32,
     /// Words of workgroup memory in all.
     pub words: u32,
     pub params: StrideParams,
@@ -114,8 +116,8 @@ impl StrideLayout {
     /// The layout for the horizontal pass `axis` over `rows` rows of `in_w` pixels of
     /// `channels` 8-bit samples, a tile at most `widest` columns wide, at most `rpt` rows a
     /// thread and `wg` threads (64, 128 or 256), in at most `budget` words of workgroup
-    /// memory (the widest tile that fits at `rpt` rows a thread, else at one row fewer, and so
-    /// on); None where it does not apply: an axis whose taps are not all inside the input
+    /// memory and [`MAX_LOADS`] words a thread (the widest tile that fits at `rpt` rows a
+    /// thread, else at one row fewer, and so on); None where it does not apply: an axis whose taps are not all inside the input
     /// ([`super::rows::well_formed`]: the tile's pixels past the image's edges are left
     /// unloaded, so only weights of 0 may fall on them), no whole-number windows
     /// ([`Windows::of`]), output rows that do not end on a word, a window longer than
@@ -142,8 +144,10 @@ impl StrideLayout {
         }
         let first0 = i32::try_from(windows.first0).ok()?;
         let groups = out_w.div_ceil(4);
-        // Lanes 4 step pixels apart fall on 32 / gcd(4 step, 32) distinct banks.
-        let distinct = 32 >> (4 * step).trailing_zeros().min(5);
+        // A group's words start step * channels words after its neighbour's: lanes that far
+        // apart fall on 32 / gcd(step * channels, 32) distinct banks.
+        let distinct = 32 >> (step * channels).trailing_zeros().min(5);
+        let off0 = (i64::from(first0) * i64::from(channels)).rem_euclid(4) as u32;
         let shapes = (1..=rpt.clamp(1, 8)).rev().flat_map(|rpt| {
             TILE_WIDTHS
                 .into_iter()
@@ -152,12 +156,12 @@ impl StrideLayout {
         });
         shapes.into_iter().find_map(|(tg, rpt)| {
             let span = step * (4 * tg - 1) + ksize;
-            let in_stride = span | 1;
+            let in_stride = (off0 + span * channels).div_ceil(4) | 1;
             let out_stride = (tg * channels) | 1;
             let r = wg / tg * rpt;
             let words = r * (in_stride + out_stride);
-            let (lpr, rw, pq) = load_groups(wg, r, span);
-            if words > budget || rw * pq > MAX_PF {
+            let loads = (r * (off0 + span * channels).div_ceil(4)).div_ceil(wg);
+            if words > budget || loads > MAX_LOADS {
                 return None;
             }
             let tiles_x = groups.div_ceil(tg);
@@ -168,11 +172,9 @@ impl StrideLayout {
                 rpt,
                 step,
                 ksize,
+                off0,
                 in_stride,
                 out_stride,
-                lpr,
-                rw,
-                pq,
                 words,
                 params: StrideParams {
                     in_w,
@@ -203,7 +205,7 @@ impl StrideLayout {
         channels: u8,
         premultiply: bool,
         unpremultiply: bool,
-    ) -> [(&'static str, f64); 15] {
+    ) -> [(&'static str, f64); 13] {
         let on = |b: bool| f64::from(u8::from(b));
         [
             ("WG_SIZE", f64::from(self.wg)),
@@ -212,11 +214,9 @@ impl StrideLayout {
             ("RPT", f64::from(self.rpt)),
             ("S", f64::from(self.step)),
             ("K", f64::from(self.ksize)),
+            ("OFF0", f64::from(self.off0)),
             ("IN_STRIDE", f64::from(self.in_stride)),
             ("OUT_STRIDE", f64::from(self.out_stride)),
-            ("LPR", f64::from(self.lpr)),
-            ("RW", f64::from(self.rw)),
-            ("PQ", f64::from(self.pq)),
             ("CHANNELS", f64::from(channels)),
             ("DEPTH", 8.0),
             ("PREMULTIPLY", on(premultiply)),
@@ -246,14 +246,15 @@ mod tests {
             }
         );
         // The default shape: 64 columns (16 groups) of windows, 2 * 63 + 13 = 139 pixels a
-        // row; 64 threads make 16 groups of 4 rows, a row each; 8 groups a warp (lanes 8
-        // pixels apart fall on 4 banks a row: two warps across the tile, each lane's bank
-        // shared with one other); the output tile staged in rows of 16 x 3 words (49, odd).
+        // row, from byte 1 of a word (3 * -5 = -15 = 1 mod 4): (1 + 417) / 4, 105 words;
+        // 64 threads make 16 groups of 4 rows, a row each; 16 groups a warp (their words 6
+        // apart fall on 16 even banks, the warp's second row, 105 words on, on the odd
+        // ones); the output tile staged in rows of 16 x 3 words (49, odd).
         let t = super::super::Tunables::DEFAULT;
         let l = StrideLayout::new(&p[0].axis, (3840, 2160), 3, t.whole, 6144).unwrap();
-        assert_eq!((l.tg, l.gu, l.rpt, l.step, l.ksize), (16, 8, 1, 2, 13));
-        assert_eq!((l.in_stride, l.out_stride), (139, 49));
-        assert_eq!(l.words, 4 * (139 + 49));
+        assert_eq!((l.tg, l.gu, l.rpt, l.step, l.ksize), (16, 16, 1, 2, 13));
+        assert_eq!((l.off0, l.in_stride, l.out_stride), (1, 105, 49));
+        assert_eq!(l.words, 4 * (105 + 49));
         assert_eq!((l.params.groups, l.params.tiles_x), (480, 30));
         assert_eq!((l.params.n_tiles, l.params.first0), (30 * 540, -5));
     }
@@ -309,24 +310,27 @@ mod tests {
         assert!(Windows::of(&off, 64).is_none());
     }
 
-    // Tiles that do not fit take fewer rows a thread (a narrower tile at as many has more
-    // rows, and needs more words); a window past MAX_WINDOW (an 8x lanczos3: 49 taps) and
-    // odd RGB rows take none. Asked for 8 rows a thread of 64 threads, a box halving gets 3:
-    // a thread loads rows x 129 pixels (2 * 63 + 3) / 64, at most 32 (MAX_PF), so at most
-    // 3.97 rows; 12 rows of 129 pixels and of 16 x 3 (49) output words, loaded by groups of
-    // 16 threads a row, 3 rows of 9 pixels a thread.
+    // Tiles that do not fit the budget or the loads a thread take fewer rows a thread (a
+    // narrower tile at as many has more rows, and needs more words); a window past
+    // MAX_WINDOW (an 8x lanczos3: 49 taps) and odd RGB rows take none. A box halving asked
+    // for 8 rows a thread of 64 threads gets 5: rows of 2 * 63 + 3 = 129 pixels from byte 0
+    // take 97 words, and 20 rows of them are 31 loads a thread (32 rows would be 49); with
+    // the output's 16 x 3 (49) words, 2920 words.
     #[test]
     fn the_layout_fits_the_budget_or_does_not_apply() {
         let b = passes(1024, 64, 512, 64, Filter::Box, 8);
         let l = StrideLayout::new(&b[0].axis, (1024, 64), 3, (64, 8, 64), 6144).unwrap();
-        assert_eq!((l.tg, l.rpt, l.in_stride, l.out_stride), (16, 3, 129, 49));
-        assert_eq!(l.words, 12 * (129 + 49));
-        assert_eq!((l.lpr, l.rw, l.pq), (16, 3, 9));
+        assert_eq!(
+            (l.tg, l.rpt, l.off0, l.in_stride, l.out_stride),
+            (16, 5, 0, 97, 49)
+        );
+        assert_eq!(l.words, 20 * (97 + 49));
         let p = passes(2048, 1536, 512, 384, Filter::Lanczos3, 8);
         let l = StrideLayout::new(&p[0].axis, (2048, 1536), 3, (64, 2, 256), 6144).unwrap();
-        // 4x: 4 * 63 + 25 = 277 pixels a row, 32 rows over 6144 words: 16 rows.
-        assert_eq!((l.tg, l.rpt, l.in_stride), (16, 1, 277));
-        assert!(l.words <= 6144);
+        // 4x: 4 * 63 + 25 = 277 pixels a row from byte 2 (3 * -10 = 2 mod 4), 209 words
+        // and 49 for the output; 32 rows over 6144 words, 16 rows under.
+        assert_eq!((l.tg, l.rpt, l.off0, l.in_stride), (16, 1, 2, 209));
+        assert_eq!(l.words, 16 * (209 + 49));
         let big = passes(4096, 64, 512, 64, Filter::Lanczos3, 8);
         assert!(StrideLayout::new(&big[0].axis, (4096, 64), 4, (64, 2, 256), 6144).is_none());
         let odd = passes(14, 4, 7, 4, Filter::Box, 8);
