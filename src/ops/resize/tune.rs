@@ -52,7 +52,7 @@ impl Tunables {
         budget_words: BUDGET_WORDS,
         wg_size: WG_SIZE,
         // 4 rows of 64 columns, a row of four columns a thread: the 4K to 1080p resize
-        // 1.28x faster than with resize_h8 (calls FC to FK in docs/BENCHMARKS.md).
+        // 1.28x faster than with resize_h8 (calls FC to FL in docs/BENCHMARKS.md).
         whole: (64, 1, 64),
     };
 }
