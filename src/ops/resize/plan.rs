@@ -1,14 +1,17 @@
 //! The GPU passes: one dispatch per 1-D pass, with an intermediate buffer between two passes,
 //! packed as the image is (Pillow rounds and clips to the sample type between them). 8-bit
-//! samples whose output rows end on a word take wgsl/resize_h8.wgsl (a tile of columns by
-//! rows a workgroup: `rows::RowsLayout`) for the horizontal pass and the word-column path of
+//! samples whose output rows end on a word take wgsl/resize_h8s.wgsl at a whole-number
+//! reduction (four columns a thread from one walk over their windows: `stride::StrideLayout`),
+//! else wgsl/resize_h8.wgsl (a tile of columns by rows a workgroup: `rows::RowsLayout`), for
+//! the horizontal pass, and the word-column path of
 //! wgsl/resize_v.wgsl (a thread a column of `Tunables::v_rows` output words) for the
 //! vertical one (where the input has at least ksize rows); the rest (16-bit, odd rows, very
 //! large reductions, inputs shorter than a window) wgsl/resize_h.wgsl (a workgroup per run
 //! of output words, its input in workgroup memory, a thread per output pixel) and
 //! wgsl/resize_v.wgsl (a thread per output word). The weights are uploaded tap-major (the
 //! threads of a horizontal pass read neighbouring positions), but for the word columns,
-//! whose threads share a row: position-major, each window moved inside the input.
+//! whose threads share a row: position-major, each window moved inside the input; and for
+//! resize_h8s, a vec4 of four columns' weights a window pixel (`stride::Windows::weights`).
 
 use anyhow::{bail, Result};
 
