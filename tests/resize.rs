@@ -190,8 +190,9 @@ fn every_gpu_path_equals_the_cpu_engine() {
 }
 
 /// The 8-bit kernels (resize_h8s and resize_h8 with their tiles at several budgets,
-/// resize_v's word columns) and the generic kernels (budget 0) on the same images, both pass orders, an upscale, every
-/// layout: each equals the CPU engine, and each plan runs the kernels its shape calls for.
+/// resize_v8 at 1, 2 and 4 words a thread) and the generic kernels (budget 0) on the same
+/// images, both pass orders, an upscale, every layout: each equals the CPU engine, and each
+/// plan runs the kernels its shape calls for.
 #[test]
 fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
     let Engine::Gpu(gpu) = engine() else {
@@ -213,16 +214,17 @@ fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
                 let want =
                     resize::run(&Engine::Cpu, &img, &options, &mut Timings::default()).unwrap();
                 let passes = resize::passes(w, h, ow, oh, filter, 8);
-                for (budget, rows, v_rows, wg_size) in [
-                    (0, 4, 4, 256),
-                    (700, 4, 1, 64),
-                    (1100, 2, 3, 128),
-                    (6144, 8, 8, 256),
+                for (budget, rows, (v_rows, v_words), wg_size) in [
+                    (0, 4, (4, 2), 256),
+                    (700, 4, (1, 1), 64),
+                    (1100, 2, (3, 4), 128),
+                    (6144, 8, (8, 2), 256),
                 ] {
                     let t = resize::Tunables {
                         budget_words: budget,
                         rows_a_thread: rows,
                         v_rows,
+                        v_words,
                         wg_size,
                         ..resize::Tunables::DEFAULT
                     };
@@ -241,7 +243,8 @@ fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
                             (resize::Dir::Horizontal, 6144) if whole => "resize_h8s",
                             (resize::Dir::Horizontal, _) if whole && got == "resize_h8s" => got,
                             (resize::Dir::Horizontal, _) => "resize_h8",
-                            (resize::Dir::Vertical, _) => "resize_v",
+                            (resize::Dir::Vertical, 0) => "resize_v",
+                            (resize::Dir::Vertical, _) => "resize_v8",
                         })
                         .collect();
                     assert_eq!(
@@ -254,7 +257,7 @@ fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
                         .unwrap();
                     let got = plan.read(gpu).unwrap();
                     let what = format!(
-                        "{} to {ow}x{oh} {} with {budget} words, {rows} and {v_rows} rows, {wg_size} threads: {kernels:?}",
+                        "{} to {ow}x{oh} {} with {budget} words, {rows} and {v_rows} rows, {v_words} words, {wg_size} threads: {kernels:?}",
                         img.describe(),
                         filter.name(),
                     );
@@ -367,6 +370,56 @@ fn the_whole_number_kernel_equals_the_cpu_engine() {
         }
     }
     assert!(ran > 100, "{ran} plans ran resize_h8s");
+}
+
+/// The vertical pass's word columns (resize_v8) against the CPU engine at whole-number
+/// reductions, where the rows away from the edges take their weights as constants and a
+/// thread whose rows are all such walks their windows once: 2x, 3x and 4x (up to 16 taps:
+/// lanczos3 at 2x, bicubic to 3x, bilinear and box at all three; the others load every
+/// weight), every filter, units of 1, 2 and 4 words (rows of 5 RGBA pixels, 5 words; of 8
+/// RGB, 6 words; of 16 gray, 4 words; 4 words asked for), 1, 3 and 8 rows a thread, so that
+/// threads straddle the regular rows' ends and the last is partial.
+#[test]
+fn the_word_columns_equal_the_cpu_engine_at_whole_number_reductions() {
+    let Engine::Gpu(gpu) = engine() else {
+        panic!("the tests' engine is a GPU adapter");
+    };
+    let mut ran = 0;
+    for (k, &(h, oh)) in [(40, 20), (63, 21), (48, 12)].iter().enumerate() {
+        for (w, channels) in [(5, 4), (8, 3), (16, 1)] {
+            let img = random_image(w, h, channels, 8, 517 + k as u32 * 8 + u32::from(channels));
+            for filter in Filter::ALL {
+                let options = Options::new(exact(w, oh), filter);
+                let want =
+                    resize::run(&Engine::Cpu, &img, &options, &mut Timings::default()).unwrap();
+                let passes = resize::passes(w, h, w, oh, filter, 8);
+                for v_rows in [1, 3, 8] {
+                    let v_words = 4;
+                    let t = resize::Tunables {
+                        v_rows,
+                        v_words,
+                        ..resize::Tunables::DEFAULT
+                    };
+                    let plan =
+                        resize::ResizePlan::with_tunables(gpu, &img, &passes, filter, t).unwrap();
+                    assert_eq!(plan.kernels(), ["resize_v8"], "{w}x{h} to {w}x{oh}");
+                    plan.write(gpu, &img);
+                    gpu.run_timed(&mut Timings::default(), 1, |b, _| plan.record(b))
+                        .unwrap();
+                    let got = plan.read(gpu).unwrap();
+                    assert!(
+                        got == want,
+                        "{} to {w}x{oh} {} with {v_rows} rows a thread: differs by {:?}",
+                        img.describe(),
+                        filter.name(),
+                        max_diff(&got, &want)
+                    );
+                    ran += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(ran, 3 * 3 * 5 * 3);
 }
 
 // An image resized to its own size is returned as it is: Pillow copies it (no premultiply

@@ -159,7 +159,10 @@ fn main(
     let rg = (warp / blocks) * (32u / GU) + lane / GU;
     let x = min(x0 + c, last);
     let s = bounds[2u * x] - first;
-    var acc = array<vec4<i32>, 8>();
+    var acc: array<vec4<i32>, 8>;
+    for (var j = 0u; j < RPT; j++) {
+        acc[j] = vec4<i32>(rounding());
+    }
     // Tap i < KSIZE of column x < out_w: inside the tap-major weights (KSIZE x out_w). The
     // row rg + j * G < R; s + i <= span - 1 + KSIZE - 1 (the column's taps end inside the
     // span), so the index stays below R * IN_STRIDE + KSIZE, the size of `sh`.

@@ -64,12 +64,22 @@ fn lanes(px: u32) -> vec4<i32> {
     return vec4<i32>(select(vec4<u32>(), v, on));
 }
 
-// An output pixel from its sums, rounded half up and clipped to 8 bits (Pillow's clip8),
-// alpha divided out where the image has it.
+// The value a sum starts from so that `clip8` rounds it half up: 2^21.
+fn rounding() -> i32 {
+    return 1i << (PRECISION_BITS - 1u);
+}
+
+// Four sums that started from `rounding()`, each shifted down and clipped to 8 bits as
+// Pillow's clip8 does, packed into a word (lane 0 lowest).
+fn clip8(acc: vec4<i32>) -> u32 {
+    let v = vec4<u32>(clamp(acc >> vec4<u32>(PRECISION_BITS), vec4<i32>(0i), vec4<i32>(255i)));
+    return v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
+}
+
+// An output pixel from its sums, which started from `rounding()`: rounded half up and
+// clipped to 8 bits (Pillow's clip8), alpha divided out where the image has it.
 fn finish_pixel(acc: vec4<i32>) -> u32 {
-    let half = 1i << (PRECISION_BITS - 1u);
-    let v = vec4<u32>(clamp((acc + vec4<i32>(half)) >> vec4<u32>(PRECISION_BITS), vec4<i32>(0i), vec4<i32>(255i)));
-    var px = v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
+    var px = clip8(acc);
     if UNPREMULTIPLY {
         let a = (px >> ((CHANNELS - 1u) * 8u)) & 255u;
         var out = a << ((CHANNELS - 1u) * 8u);

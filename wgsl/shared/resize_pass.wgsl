@@ -27,12 +27,12 @@ struct Params {
 // Input samples, packed little-endian, 32 / DEPTH a word.
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 // Per output position: the first input position it reads, and how many. (The vertical
-// word columns of wgsl/resize_v.wgsl, RV > 0, get their window's first row and ksize
+// word columns of wgsl/resize_v8.wgsl get their window's first row and ksize
 // instead: `taps` does not apply there.)
 @group(0) @binding(2) var<storage, read> bounds: array<u32>;
 // Weights in units of 2^-22, tap-major: tap t of output position p at t * n_pos + p, so
 // that neighbouring threads read neighbouring words. (Position-major for the vertical word
-// columns, RV > 0: `weight` does not apply there.)
+// columns of wgsl/resize_v8.wgsl: `weight` does not apply there.)
 @group(0) @binding(3) var<storage, read> weights: array<i32>;
 // Output samples, packed as the input's.
 @group(0) @binding(4) var<storage, read_write> dst: array<u32>;

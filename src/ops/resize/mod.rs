@@ -1,7 +1,7 @@
 //! `resize`: Pillow's `Image.resize` (LANCZOS, BICUBIC, BILINEAR, BOX, NEAREST) byte for byte
 //! on 8-bit images, the same algorithm at 16 bits, identical on the native CPU engine and on
-//! every GPU adapter (wgsl/resize_h8s.wgsl or wgsl/resize_h8.wgsl and wgsl/resize_v.wgsl, or
-//! wgsl/resize_h.wgsl).
+//! every GPU adapter (wgsl/resize_h8s.wgsl or wgsl/resize_h8.wgsl and wgsl/resize_v8.wgsl, or
+//! wgsl/resize_h.wgsl and wgsl/resize_v.wgsl).
 //!
 //! The weights are computed once on the host in f64 as Pillow computes them and quantised to
 //! 22-bit integers (`coeffs`); every engine then does integer sums only. An image is resized
@@ -10,10 +10,12 @@
 //!
 //! Files: `coeffs` (weights and pass order), `reference`, `engine` (the native CPU engine),
 //! `plan` (the GPU passes), `rows` (the 8-bit horizontal pass's tile and layout), `stride`
-//! (its twin for whole-number reductions), `tune` (the 8-bit passes' shapes), `bench`.
+//! (its twin for whole-number reductions, and their regular positions), `columns` (the 8-bit
+//! vertical pass's word columns), `tune` (the 8-bit passes' shapes), `bench`.
 
 mod bench;
 mod coeffs;
+mod columns;
 pub mod engine;
 mod plan;
 mod reference;

@@ -3,9 +3,10 @@
 //! samples whose output rows end on a word take wgsl/resize_h8s.wgsl at a whole-number
 //! reduction (four columns a thread from one walk over their windows: `stride::StrideLayout`),
 //! else wgsl/resize_h8.wgsl (a tile of columns by rows a workgroup: `rows::RowsLayout`), for
-//! the horizontal pass, and the word-column path of
-//! wgsl/resize_v.wgsl (a thread a column of `Tunables::v_rows` output words) for the
-//! vertical one (where the input has at least ksize rows); the rest (16-bit, odd rows, very
+//! the horizontal pass, and wgsl/resize_v8.wgsl (a thread a few words of a few rows:
+//! `columns::WordColumns`) for the vertical one (where the input has at least ksize rows).
+//! At a whole-number reduction both take the weights of the positions away from the edges
+//! as constants built into the kernel (`stride::Windows::regular`). The rest (16-bit, odd rows, very
 //! large reductions, inputs shorter than a window) wgsl/resize_h.wgsl (a workgroup per run
 //! of output words, its input in workgroup memory, a thread per output pixel) and
 //! wgsl/resize_v.wgsl (a thread per output word). The weights are uploaded tap-major (the
@@ -16,6 +17,7 @@
 use anyhow::{bail, Result};
 
 use super::coeffs::{Axis, Dir, Pass, PRECISION_BITS};
+use super::columns::{self, ColumnParams, WordColumns};
 use super::rows::{RowsLayout, RowsParams};
 use super::stride::{StrideLayout, StrideParams};
 use super::tune::Tunables;
@@ -80,18 +82,24 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         ShaderCase::params::<StrideParams>(shader!("resize_h8s"))
             .with_const("PRECISION_BITS", PRECISION_BITS)
             .with_overrides(&stride_example().overrides(4, true, false)),
-        ShaderCase::params::<ResizeParams>(shader!("resize_v"))
-            .with_const("PRECISION_BITS", PRECISION_BITS)
-            .with_overrides(&v_rows_example()),
     ]
+    .into_iter()
+    .chain([1, 2, 4].map(|words| {
+        ShaderCase::variant::<ColumnParams>(shader!("resize_v8"), columns::variant(words))
+            .with_const("PRECISION_BITS", PRECISION_BITS)
+            .with_const("VW", words)
+            .with_overrides(&columns_example().overrides(WG_SIZE_V, 4, false, true))
+    }))
+    .collect()
 }
 
-/// The vertical pass's word columns as a plan makes them (RGBA8, the last pass), for the
-/// shader test.
-fn v_rows_example() -> Vec<(&'static str, f64)> {
-    let mut c = overrides(4, 8, Dir::Vertical, (false, true), 13);
-    c.push(("RV", f64::from(Tunables::DEFAULT.v_rows)));
-    c
+/// The vertical pass's word columns as a plan makes them (4K RGBA to 1080p, lanczos3, the
+/// last pass), for the shader test.
+fn columns_example() -> WordColumns {
+    let p = super::passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
+    let t = Tunables::DEFAULT;
+    WordColumns::new(&p[1].axis, (1920, 2160), 4, (t.v_rows, t.v_words))
+        .expect("the 4K case has word columns")
 }
 
 /// A horizontal pass's layout as a plan makes one (4K RGBA to 1080p, lanczos3), for the
@@ -118,7 +126,7 @@ fn stride_example() -> StrideLayout {
         .expect("the 4K case has whole-number windows")
 }
 
-/// An axis's windows as wgsl/resize_v.wgsl's word columns (`rows8`) read them, for an input
+/// An axis's windows as wgsl/resize_v8.wgsl's word columns read them, for an input
 /// of `in_len` >= ksize positions: each position's window of ksize taps moved back where it
 /// would run past the input (first input position, ksize: a pair a position), its weights
 /// position-major (tap t of position p at p * ksize + t) and zero outside its own taps. So
@@ -311,29 +319,45 @@ impl ResizePlan {
                 (w, h) = (ow, oh);
                 continue;
             }
+            let columns = (!horizontal && depth == 8 && budget > 0)
+                .then(|| WordColumns::new(&pass.axis, (w, h), c as u32, (t.v_rows, t.v_words)))
+                .flatten();
+            if let Some(layout) = columns {
+                let (bounds, weights) = device_axis_windows(&pass.axis, h);
+                let bounds = gpu.upload("resize bounds", Usage::Storage, &bounds);
+                let weights = gpu.upload("resize weights", Usage::Storage, &weights);
+                let constants =
+                    layout.overrides(WG_SIZE_V, img.channels, premultiply, unpremultiply);
+                // SAFETY: every index wgsl/resize_v8.wgsl makes is in range for the buffers
+                // bound here (its comments argue each one from what `WordColumns::new`
+                // checked: rows of whole units, every window and every regular row's window
+                // inside the input, `threads` the threads), its divisors are nonzero sizes,
+                // and its loops all end (constant counts).
+                let kernel = unsafe {
+                    gpu.kernel_unchecked(
+                        &shader!("resize_v8"),
+                        &layout.variant(),
+                        "main",
+                        &constants,
+                    )?
+                };
+                let params = gpu.upload("resize params", Usage::Uniform, &[layout.params]);
+                let bind = gpu.bind(&kernel, &[&params, &input, &bounds, &weights, &dst]);
+                out.push(GpuPass {
+                    kernel,
+                    bind,
+                    workgroups: layout.params.threads.div_ceil(WG_SIZE_V),
+                    label,
+                });
+                input = dst.clone();
+                (w, h) = (ow, oh);
+                continue;
+            }
             let shape = (t.tile_w, t.rows_a_thread, t.wg_size);
             let rows = eight
                 .then(|| RowsLayout::new(&pass.axis, (w, h), c as u32, shape, budget))
                 .flatten();
-            // The vertical pass's word columns: 8-bit rows that end on a word (each output
-            // word then lies under one input word a row), at least ksize of them (every
-            // window of ksize rows then fits the input).
-            let v_rows = if !horizontal
-                && depth == 8
-                && budget > 0
-                && (u64::from(w) * c).is_multiple_of(4)
-                && super::rows::well_formed(&pass.axis, h)
-                && h as usize >= pass.axis.ksize
-            {
-                t.v_rows
-            } else {
-                0
-            };
-            let (bounds, weights) = if v_rows > 0 {
-                device_axis_windows(&pass.axis, h)
-            } else {
-                device_axis(&pass.axis)
-            };
+            let (bounds, weights) = device_axis(&pass.axis);
             let bounds = gpu.upload("resize bounds", Usage::Storage, &bounds);
             let weights = gpu.upload("resize weights", Usage::Storage, &weights);
             let (kernel, params, workgroups) = if let Some(layout) = rows {
@@ -353,40 +377,24 @@ impl ResizePlan {
                 let params = gpu.upload("resize params", Usage::Uniform, &[layout.params]);
                 (kernel, params, layout.params.n_tiles)
             } else {
-                let mut constants = overrides(
+                let constants = overrides(
                     img.channels,
                     depth,
                     pass.dir,
                     (premultiply, unpremultiply),
                     pass.axis.ksize,
                 );
-                if v_rows > 0 {
-                    constants.push(("RV", f64::from(v_rows)));
-                }
                 let file = if horizontal {
                     shader!("resize_h")
                 } else {
                     shader!("resize_v")
                 };
-                let kernel = if v_rows > 0 {
-                    // SAFETY: with RV > 0 wgsl/resize_v.wgsl runs only `rows8`, whose every
-                    // index is in range for the buffers bound here (its comments argue each
-                    // one), whose divisors are nonzero sizes, and whose loops all end
-                    // (constant counts).
-                    unsafe { gpu.kernel_unchecked(&file, &Variant::default(), "main", &constants)? }
-                } else {
-                    // Every loop of both kernels ends by construction (taps, words and
-                    // pixels bounded by the uniform sizes): no loop counter in the way of
-                    // unrolling.
-                    gpu.kernel_unrolled(&file, "main", &constants)?
-                };
+                // Every loop of both kernels ends by construction (taps, words and pixels
+                // bounded by the uniform sizes): no loop counter in the way of unrolling.
+                let kernel = gpu.kernel_unrolled(&file, "main", &constants)?;
                 let ksize = pass.axis.ksize;
-                // The threads: a word each, or a column of `v_rows` words.
-                let threads = if v_rows > 0 {
-                    u64::from(ow) * c / 4 * u64::from(n.div_ceil(v_rows))
-                } else {
-                    n_words
-                };
+                // The threads: a word each.
+                let threads = n_words;
                 let wg_words = if horizontal {
                     wg_words(c as u32, depth, w, n, ksize as u32)
                 } else {

@@ -12,6 +12,18 @@ use super::rows::TILE_WIDTHS;
 /// load in flight with the others).
 const MAX_LOADS: u32 = 32;
 
+/// The most taps a regular column's weights may have to be the shader's constants (`KW0` to
+/// `KW15`): 2x lanczos3 (13 taps), up to 3x bicubic, 7x bilinear and less. At 25 taps (4x
+/// lanczos3) the constants made the pass 5% slower than loading the weights (call FP in
+/// docs/BENCHMARKS.md); at 13 1.15x faster.
+const MAX_KW: usize = 16;
+
+/// The names of those constants.
+const KW: [&str; MAX_KW] = [
+    "KW0", "KW1", "KW2", "KW3", "KW4", "KW5", "KW6", "KW7", "KW8", "KW9", "KW10", "KW11", "KW12",
+    "KW13", "KW14", "KW15",
+];
+
 /// The most window pixels a thread walks (`W = 3 S + K`: the kernel's unrolled loop).
 const MAX_WINDOW: u32 = 64;
 
@@ -26,7 +38,9 @@ pub(super) struct StrideParams {
     pub n_tiles: u32,
     pub first0: i32,
     pub groups: u32,
-    pub _pad: u32,
+    pub reg_lo: u32,
+    pub reg_hi: u32,
+    pub _pad: [u32; 3],
 }
 crate::ops::params_layout!(StrideParams {
     in_w,
@@ -35,7 +49,9 @@ crate::ops::params_layout!(StrideParams {
     tiles_x,
     n_tiles,
     first0,
-    groups
+    groups,
+    reg_lo,
+    reg_hi
 });
 
 /// An axis whose every output position x reads only input positions in
@@ -90,6 +106,75 @@ impl Windows {
     }
 }
 
+/// The positions whose weights are all one kernel over their windows, and that kernel:
+/// [`Windows::regular`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Regular {
+    /// The kernel: a regular position's weight of each of its window's ksize pixels (all 0
+    /// where none is regular).
+    pub kernel: [i32; MAX_KW],
+    /// The regular positions, `lo..hi` (empty where there are none).
+    pub lo: u32,
+    pub hi: u32,
+}
+
+impl Regular {
+    /// No regular position.
+    pub const NONE: Regular = Regular {
+        kernel: [0; MAX_KW],
+        lo: 0,
+        hi: 0,
+    };
+
+    /// The kernel's constants for a shader: `REGULAR` (whether any position is) and `KW0` to
+    /// `KW15`.
+    pub fn overrides(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
+        let on = f64::from(u8::from(self.lo < self.hi));
+        std::iter::once(("REGULAR", on))
+            .chain(KW.iter().zip(self.kernel).map(|(&k, v)| (k, f64::from(v))))
+    }
+}
+
+impl Windows {
+    /// The run of positions around the middle one that weigh their windows with the middle
+    /// one's weights, and whose windows lie inside the input's `in_len` positions. At a
+    /// whole-number reduction Pillow computes every position away from the edges from the
+    /// same offsets, so they all do; those near the edges, whose taps are cut there, do not.
+    /// None regular where the kernel is longer than the shaders' constants ([`MAX_KW`]).
+    pub fn regular(&self, axis: &Axis, in_len: u32) -> Regular {
+        let n = axis.len();
+        let (s, ks) = (i64::from(self.step), axis.ksize);
+        // Position x's weights over its window, first0 + s x onwards (None where the
+        // window leaves the input).
+        let window = |x: usize| {
+            let first = self.first0 + s * x as i64;
+            if first < 0 || first + ks as i64 > i64::from(in_len) {
+                return None;
+            }
+            let mut w = vec![0; ks];
+            let (start, taps) = axis.taps(x);
+            let off = (start as i64 - first) as usize;
+            w[off..off + taps.len()].copy_from_slice(taps);
+            Some(w)
+        };
+        let none = Regular::NONE;
+        let mid = n / 2;
+        let Some(kernel) = window(mid).filter(|_| ks <= MAX_KW) else {
+            return none;
+        };
+        let regular = |x: usize| window(x).as_ref() == Some(&kernel);
+        let lo = (0..mid).rev().find(|&x| !regular(x)).map_or(0, |x| x + 1);
+        let hi = (mid + 1..n).find(|&x| !regular(x)).unwrap_or(n);
+        let mut k = [0; MAX_KW];
+        k[..ks].copy_from_slice(&kernel);
+        Regular {
+            kernel: k,
+            lo: lo as u32,
+            hi: hi as u32,
+        }
+    }
+}
+
 /// A horizontal pass's tile, its workgroup memory and its grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct StrideLayout {
@@ -110,6 +195,9 @@ pub(super) struct StrideLayout {
     /// Words of workgroup memory in all.
     pub words: u32,
     pub params: StrideParams,
+    /// The regular columns' weights (the override constants KW0 to KW15); the groups whose
+    /// four columns are all regular are `params.reg_lo..params.reg_hi`.
+    pub regular: Regular,
 }
 
 impl StrideLayout {
@@ -144,6 +232,10 @@ impl StrideLayout {
         }
         let first0 = i32::try_from(windows.first0).ok()?;
         let groups = out_w.div_ceil(4);
+        let regular = windows.regular(axis, in_w);
+        // The groups whose four columns are all regular.
+        let reg_lo = regular.lo.div_ceil(4);
+        let reg_hi = (regular.hi / 4).max(reg_lo);
         // A group's words start step * channels words after its neighbour's: lanes that far
         // apart fall on 32 / gcd(step * channels, 32) distinct banks.
         let distinct = 32 >> (step * channels).trailing_zeros().min(5);
@@ -160,7 +252,8 @@ impl StrideLayout {
             let out_stride = (tg * channels) | 1;
             let r = wg / tg * rpt;
             let words = r * (in_stride + out_stride);
-            let loads = (r * (off0 + span * channels).div_ceil(4)).div_ceil(wg);
+            // A thread's loads: a tile row's words over the threads, rounded up, each row.
+            let loads = r * (off0 + span * channels).div_ceil(4).div_ceil(wg);
             if words > budget || loads > MAX_LOADS {
                 return None;
             }
@@ -184,8 +277,11 @@ impl StrideLayout {
                     n_tiles: tiles_x.checked_mul(rows.div_ceil(r))?,
                     first0,
                     groups,
-                    _pad: 0,
+                    reg_lo,
+                    reg_hi,
+                    _pad: [0; 3],
                 },
+                regular,
             })
         })
     }
@@ -205,9 +301,9 @@ impl StrideLayout {
         channels: u8,
         premultiply: bool,
         unpremultiply: bool,
-    ) -> [(&'static str, f64); 13] {
+    ) -> Vec<(&'static str, f64)> {
         let on = |b: bool| f64::from(u8::from(b));
-        [
+        let mut c = vec![
             ("WG_SIZE", f64::from(self.wg)),
             ("TG", f64::from(self.tg)),
             ("GU", f64::from(self.gu)),
@@ -221,7 +317,9 @@ impl StrideLayout {
             ("DEPTH", 8.0),
             ("PREMULTIPLY", on(premultiply)),
             ("UNPREMULTIPLY", on(unpremultiply)),
-        ]
+        ];
+        c.extend(self.regular.overrides());
+        c
     }
 }
 
@@ -310,21 +408,57 @@ mod tests {
         assert!(Windows::of(&off, 64).is_none());
     }
 
+    // 4K to 1080p lanczos3: columns 0 to 2 have taps cut at the left edge (they start at
+    // 2x - 5 < 0), and 1917 to 1919 at the right (2x + 6 > 3839), so columns 3 to 1916 are
+    // regular and the groups 1 to 478 (columns 4 to 1915) take the constants. A regular
+    // column's window, 2x - 5 to 2x + 7, holds pixel centres 5.5 before to 6.5 after its
+    // centre 2x + 1: its weights are symmetric about 5.5, the 13th (3.25 source pixels out,
+    // past lanczos3's 3) is 0, and they sum to 2^22 within rounding. A box halving (8 to 4,
+    // windows of 3 from 2x) has every column's taps at 2x and 2x + 1, but column 3's window
+    // would end past the input. A 4x lanczos3's 25 taps are more than the shaders' 16
+    // constants, so none is regular.
+    #[test]
+    fn the_regular_positions_are_those_away_from_the_edges() {
+        let p = passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
+        let w = Windows::of(&p[0].axis, 3840).unwrap();
+        let r = w.regular(&p[0].axis, 3840);
+        assert_eq!((r.lo, r.hi), (3, 1917));
+        assert_eq!(r.kernel[12..], [0; 4]);
+        for i in 0..6 {
+            assert_eq!(r.kernel[i], r.kernel[11 - i], "{:?}", r.kernel);
+        }
+        let sum: i32 = r.kernel.iter().sum();
+        assert!((sum - (1 << 22)).abs() <= 13, "{sum}");
+        let t = super::super::Tunables::DEFAULT;
+        let l = StrideLayout::new(&p[0].axis, (3840, 2160), 3, t.whole, 6144).unwrap();
+        assert_eq!((l.params.reg_lo, l.params.reg_hi), (1, 479));
+        let b = axis(8, 4, Filter::Box);
+        let r = Windows::of(&b, 8).unwrap().regular(&b, 8);
+        assert_eq!((r.lo, r.hi), (0, 3));
+        assert_eq!(r.kernel[..4], [1 << 21, 1 << 21, 0, 0]);
+        let big = passes(2048, 64, 512, 64, Filter::Lanczos3, 8);
+        assert_eq!(big[0].axis.ksize, 25);
+        let r = Windows::of(&big[0].axis, 2048)
+            .unwrap()
+            .regular(&big[0].axis, 2048);
+        assert_eq!((r.lo, r.hi), (0, 0));
+    }
+
     // Tiles that do not fit the budget or the loads a thread take fewer rows a thread (a
     // narrower tile at as many has more rows, and needs more words); a window past
     // MAX_WINDOW (an 8x lanczos3: 49 taps) and odd RGB rows take none. A box halving asked
-    // for 8 rows a thread of 64 threads gets 5: rows of 2 * 63 + 3 = 129 pixels from byte 0
-    // take 97 words, and 20 rows of them are 31 loads a thread (32 rows would be 49); with
-    // the output's 16 x 3 (49) words, 2920 words.
+    // for 8 rows a thread of 64 threads gets 4: rows of 2 * 63 + 3 = 129 pixels from byte 0
+    // take 97 words, 2 loads a thread a row, and 16 rows of them are 32 loads (20 rows would
+    // be 40); with the output's 16 x 3 (49) words, 2336 words.
     #[test]
     fn the_layout_fits_the_budget_or_does_not_apply() {
         let b = passes(1024, 64, 512, 64, Filter::Box, 8);
         let l = StrideLayout::new(&b[0].axis, (1024, 64), 3, (64, 8, 64), 6144).unwrap();
         assert_eq!(
             (l.tg, l.rpt, l.off0, l.in_stride, l.out_stride),
-            (16, 5, 0, 97, 49)
+            (16, 4, 0, 97, 49)
         );
-        assert_eq!(l.words, 20 * (97 + 49));
+        assert_eq!(l.words, 16 * (97 + 49));
         let p = passes(2048, 1536, 512, 384, Filter::Lanczos3, 8);
         let l = StrideLayout::new(&p[0].axis, (2048, 1536), 3, (64, 2, 256), 6144).unwrap();
         // 4x: 4 * 63 + 25 = 277 pixels a row from byte 2 (3 * -10 = 2 mod 4), 209 words

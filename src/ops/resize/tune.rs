@@ -22,6 +22,10 @@ pub struct Tunables {
     pub rows_a_thread: u32,
     /// Output rows a thread of the vertical pass makes at one word column (1 to 8).
     pub v_rows: u32,
+    /// Words a thread of the vertical pass makes in each of its rows (1, 2 or 4: read and
+    /// written in one access); fewer where a row's words are not a multiple.
+    #[serde(default = "default_v_words")]
+    pub v_words: u32,
     /// The most words of workgroup memory a horizontal tile may use (the adapter's limit
     /// caps it; 0, below any tile, takes the generic kernels: tests reach them so).
     pub budget_words: u32,
@@ -40,6 +44,10 @@ fn default_wg_size() -> u32 {
     WG_SIZE
 }
 
+fn default_v_words() -> u32 {
+    Tunables::DEFAULT.v_words
+}
+
 fn default_whole() -> (u32, u32, u32) {
     Tunables::DEFAULT.whole
 }
@@ -48,7 +56,10 @@ impl Tunables {
     pub const DEFAULT: Tunables = Tunables {
         tile_w: TILE_WIDTHS[0],
         rows_a_thread: 2,
-        v_rows: 4,
+        // Two words of two rows a thread: the vertical pass 8-10% faster than a word of 4
+        // rows on every `bench resize` case (calls FN, FO in docs/BENCHMARKS.md).
+        v_rows: 2,
+        v_words: 2,
         budget_words: BUDGET_WORDS,
         wg_size: WG_SIZE,
         // 4 rows of 64 columns, a row of four columns a thread: the 4K to 1080p resize
@@ -61,12 +72,13 @@ impl std::fmt::Display for Tunables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "tile {} columns, {} rows a thread, {} threads, {} vertical, {} KiB, whole-number \
-             tile {} columns, {} rows a thread, {} threads",
+            "tile {} columns, {} rows a thread, {} threads, vertical {} rows of {} words, {} KiB, \
+             whole-number tile {} columns, {} rows a thread, {} threads",
             self.tile_w,
             self.rows_a_thread,
             self.wg_size,
             self.v_rows,
+            self.v_words,
             self.budget_words / 256,
             self.whole.0,
             self.whole.1,
@@ -107,6 +119,9 @@ impl Tunables {
             .all(|r| (1..=8).contains(r))
         {
             bail!("resize's rows a thread must be 1 to 8");
+        }
+        if ![1, 2, 4].contains(&self.v_words) {
+            bail!("resize's vertical words a thread must be 1, 2 or 4");
         }
         if ![self.wg_size, whole_wg]
             .iter()
@@ -161,9 +176,18 @@ impl OpTuning for Tuning {
             Stage {
                 name: "vertical",
                 candidates: |best, _, quick| {
-                    let rows: &[u32] = if quick { &[] } else { &[1, 2, 4, 8] };
-                    rows.iter()
-                        .map(|&v_rows| Tunables { v_rows, ..*best })
+                    let shapes: &[(u32, u32)] = if quick {
+                        &[]
+                    } else {
+                        &[(1, 2), (2, 2), (4, 2), (2, 1), (4, 1), (1, 4), (2, 4)]
+                    };
+                    shapes
+                        .iter()
+                        .map(|&(v_rows, v_words)| Tunables {
+                            v_rows,
+                            v_words,
+                            ..*best
+                        })
                         .collect()
                 },
             },

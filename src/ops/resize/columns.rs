@@ -1,0 +1,186 @@
+//! The vertical pass over 8-bit rows that end on a word (wgsl/resize_v8.wgsl): a pass that
+//! keeps the width has each output word under one input word a row, so a thread makes a few
+//! neighbouring words of a few consecutive rows with one weight a row for all their samples.
+//! Where it applies ([`WordColumns::new`]), its threads, and its regular rows (at a
+//! whole-number reduction, those whose weights are one kernel: `Windows::regular`), handed to
+//! the shader as its parameters and override constants.
+
+use super::coeffs::Axis;
+use super::rows::well_formed;
+use super::stride::{Regular, Windows};
+use crate::gpu::Variant;
+
+/// Its WGSL twin is `Params` in wgsl/resize_v8.wgsl (the shader test checks their fields).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub(super) struct ColumnParams {
+    pub units: u32,
+    pub threads: u32,
+    pub rows: u32,
+    pub reg_lo: u32,
+    pub reg_hi: u32,
+    pub first0: i32,
+    pub _pad: [u32; 2],
+}
+crate::ops::params_layout!(ColumnParams {
+    units,
+    threads,
+    rows,
+    reg_lo,
+    reg_hi,
+    first0
+});
+
+/// A vertical pass's word columns: the words and rows a thread makes, its regular rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct WordColumns {
+    /// Words a thread makes in each of its rows (1, 2 or 4: one access), and its rows.
+    pub words: u32,
+    pub rows_a_thread: u32,
+    /// The windows' step (1 where the reduction is not a whole number), and ksize.
+    pub step: u32,
+    pub ksize: u32,
+    pub regular: Regular,
+    pub params: ColumnParams,
+}
+
+impl WordColumns {
+    /// The word columns for the vertical pass `axis` over `h` rows of `w` pixels of
+    /// `channels` 8-bit samples, `rows_a_thread` rows (1 to 8) of at most `words` words (1,
+    /// 2 or 4) a thread: the most of 4, 2 and 1 that divides a row's words. None where it
+    /// does not apply: rows that do not end on a word, an axis whose taps are not all inside
+    /// the input ([`well_formed`]), fewer input rows than a window (every window of ksize
+    /// rows is moved inside the input), or over 2^32 threads.
+    pub fn new(
+        axis: &Axis,
+        (w, h): (u32, u32),
+        channels: u32,
+        (rows_a_thread, words): (u32, u32),
+    ) -> Option<WordColumns> {
+        let row_bytes = u64::from(w) * u64::from(channels);
+        if !row_bytes.is_multiple_of(4) || !well_formed(axis, h) || (h as usize) < axis.ksize {
+            return None;
+        }
+        let row_words = row_bytes / 4;
+        let words = [4, 2, 1]
+            .into_iter()
+            .find(|&n| n <= words && row_words.is_multiple_of(u64::from(n)))
+            .unwrap_or(1);
+        let units = u32::try_from(row_words / u64::from(words)).ok()?;
+        let rows = axis.len() as u32;
+        let threads = u64::from(units) * u64::from(rows.div_ceil(rows_a_thread));
+        let (step, first0, regular) = match Windows::of(axis, h) {
+            Some(win) => (
+                win.step,
+                i32::try_from(win.first0).ok()?,
+                win.regular(axis, h),
+            ),
+            None => (1, 0, Regular::NONE),
+        };
+        Some(WordColumns {
+            words,
+            rows_a_thread,
+            step,
+            ksize: axis.ksize as u32,
+            regular,
+            params: ColumnParams {
+                units,
+                threads: u32::try_from(threads).ok()?,
+                rows,
+                reg_lo: regular.lo,
+                reg_hi: regular.hi,
+                first0,
+                _pad: [0; 2],
+            },
+        })
+    }
+
+    /// The kernel's variant: its input and output read and written `words` words at a time.
+    pub fn variant(&self) -> Variant {
+        variant(self.words)
+    }
+
+    /// The pipeline's overridable constants.
+    pub fn overrides(
+        &self,
+        wg_size: u32,
+        channels: u8,
+        premultiply: bool,
+        unpremultiply: bool,
+    ) -> Vec<(&'static str, f64)> {
+        let on = |b: bool| f64::from(u8::from(b));
+        let mut c = vec![
+            ("WG_SIZE", f64::from(wg_size)),
+            ("CHANNELS", f64::from(channels)),
+            ("DEPTH", 8.0),
+            ("PREMULTIPLY", on(premultiply)),
+            ("UNPREMULTIPLY", on(unpremultiply)),
+            ("KSIZE", f64::from(self.ksize)),
+            ("RV", f64::from(self.rows_a_thread)),
+            ("S", f64::from(self.step)),
+        ];
+        c.extend(self.regular.overrides());
+        c
+    }
+}
+
+/// wgsl/resize_v8.wgsl reading and writing `words` words (1, 2 or 4) at a time.
+pub(super) fn variant(words: u32) -> Variant {
+    let io = match words {
+        4 => "resize_v8_vec4",
+        2 => "resize_v8_vec2",
+        _ => "resize_v8_word",
+    };
+    Variant {
+        name: format!("{words} words"),
+        ..Variant::default()
+    }
+    .slot("resize_v8_word", io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::axis;
+    use super::super::coeffs::passes;
+    use super::super::Filter;
+    use super::*;
+
+    // 4K to 1080p lanczos3, the vertical pass over 1920 RGB pixels (1440 words a row): two
+    // words of two rows a thread, 720 units by 540 row pairs; rows 3 to 1076 regular (as the
+    // columns of the horizontal pass: their windows 2y - 5 to 2y + 7 inside 2160 rows), from
+    // row -5.
+    #[test]
+    fn the_4k_to_1080p_columns_are_hand_counted() {
+        let p = passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
+        let l = WordColumns::new(&p[1].axis, (1920, 2160), 3, (2, 2)).unwrap();
+        assert_eq!((l.words, l.rows_a_thread, l.step, l.ksize), (2, 2, 2, 13));
+        let want = ColumnParams {
+            units: 720,
+            threads: 720 * 540,
+            rows: 1080,
+            reg_lo: 3,
+            reg_hi: 1077,
+            first0: -5,
+            _pad: [0; 2],
+        };
+        assert_eq!(l.params, want);
+    }
+
+    // Rows of 6 words take pairs when four are asked for, rows of 3 single words; rows that
+    // do not end on a word, and inputs shorter than a window, take none. A reduction that is
+    // not a whole number has no regular rows.
+    #[test]
+    fn the_words_divide_the_row_or_the_columns_do_not_apply() {
+        let a = axis(64, 16, Filter::Bilinear);
+        let l = WordColumns::new(&a, (8, 64), 3, (1, 4)).unwrap();
+        assert_eq!((l.words, l.params.units, l.step), (2, 3, 4));
+        let l = WordColumns::new(&a, (4, 64), 3, (1, 4)).unwrap();
+        assert_eq!((l.words, l.params.units), (1, 3));
+        assert!(WordColumns::new(&a, (5, 64), 3, (1, 4)).is_none());
+        let short = axis(3, 1, Filter::Lanczos3);
+        assert!(WordColumns::new(&short, (64, 3), 4, (2, 2)).is_none());
+        let odd = axis(30, 20, Filter::Bicubic);
+        let l = WordColumns::new(&odd, (64, 30), 4, (2, 2)).unwrap();
+        assert_eq!((l.step, l.regular.lo, l.regular.hi), (1, 0, 0));
+    }
+}
