@@ -145,6 +145,45 @@ fn kw(i: i32) -> i32 {
     return t[i];
 }
 
+// Copies the tile's words into `sh`, row by row, neighbouring threads on neighbouring words:
+// word j of row r is thread j % WG_SIZE's load r LPR + j / WG_SIZE (a row's words counted
+// from the tile's first, not divided out of one running index). All of a thread's loads are
+// issued before the first is stored, so that they are in flight together. The tile's rows
+// are y0 to y0 + ny - 1 and its words word0 to word0 + NW - 1 of each; words outside the
+// image are not copied, unless `inside` (a constant where this is called) says none is:
+// then no load is checked (the 4K to 1080p's horizontal pass 3% faster, call FS).
+fn copy_tile(inside: bool, y0: u32, ny: u32, word0: i32, row_words_in: i32, lid: u32) {
+    for (var r = 0u; r < R; r++) {
+        for (var m = 0u; m < LPR; m++) {
+            let j = lid + m * WG_SIZE;
+            let wi = word0 + i32(j);
+            if j < NW && (inside || (r < ny && wi >= 0 && wi < row_words_in)) {
+                // Row y0 + r < rows, word 0 <= wi < the row's: a word of the image;
+                // r LPR + m < R LPR <= 32.
+                pre[r * LPR + m] = src[(y0 + r) * u32(row_words_in) + u32(wi)];
+            }
+        }
+    }
+    for (var r = 0u; r < R; r++) {
+        for (var m = 0u; m < LPR; m++) {
+            let j = lid + m * WG_SIZE;
+            let wi = word0 + i32(j);
+            if j < NW && (inside || (r < ny && wi >= 0 && wi < row_words_in)) {
+                var v = pre[r * LPR + m];
+                if PREMULTIPLY {
+                    if CHANNELS == 2u {
+                        v = premultiply_pixel(v & 0xffffu) | (premultiply_pixel(v >> 16u) << 16u);
+                    } else {
+                        v = premultiply_pixel(v);
+                    }
+                }
+                // r < ny <= R, j < NW <= IN_STRIDE.
+                sh[r * IN_STRIDE + j] = v;
+            }
+        }
+    }
+}
+
 // The sums of a thread's pixels, row j's four at 4 j to 4 j + 3, each started from
 // `rounding()`: the thread's group `wg` (its weights' column in `weights`), its group's
 // first word `base` in a row of `sh`, its first row `rg`. A regular group (`regular`, a
@@ -211,39 +250,11 @@ fn main(
     let word0 = (first * i32(CHANNELS)) >> 2u;
     let row_words_in = i32(params.in_w * CHANNELS / 4u);
 
-    // The tile's words, row by row, neighbouring threads on neighbouring words: word j of row
-    // r is thread j % WG_SIZE's load r LPR + j / WG_SIZE. All of a thread's loads are issued
-    // before the first is stored, so that they are in flight together. (A row's words
-    // counted from the tile's first, not divided out of one running index: 10% faster on
-    // RGBA8, call FO.)
-    for (var r = 0u; r < R; r++) {
-        for (var m = 0u; m < LPR; m++) {
-            let j = lid + m * WG_SIZE;
-            let wi = word0 + i32(j);
-            if r < ny && j < NW && wi >= 0 && wi < row_words_in {
-                // Row y0 + r < rows, word 0 <= wi < the row's: a word of the image;
-                // r LPR + m < R LPR <= 32.
-                pre[r * LPR + m] = src[(y0 + r) * u32(row_words_in) + u32(wi)];
-            }
-        }
-    }
-    for (var r = 0u; r < R; r++) {
-        for (var m = 0u; m < LPR; m++) {
-            let j = lid + m * WG_SIZE;
-            let wi = word0 + i32(j);
-            if r < ny && j < NW && wi >= 0 && wi < row_words_in {
-            var v = pre[r * LPR + m];
-            if PREMULTIPLY {
-                if CHANNELS == 2u {
-                    v = premultiply_pixel(v & 0xffffu) | (premultiply_pixel(v >> 16u) << 16u);
-                } else {
-                    v = premultiply_pixel(v);
-                }
-            }
-            // r < ny <= R, j < NW <= IN_STRIDE.
-            sh[r * IN_STRIDE + j] = v;
-            }
-        }
+    // The tile's words; a tile inside the image (all its rows, all their words) checks none.
+    if ny == R && word0 >= 0 && word0 + i32(NW) <= row_words_in {
+        copy_tile(true, y0, ny, word0, row_words_in, lid);
+    } else {
+        copy_tile(false, y0, ny, word0, row_words_in, lid);
     }
     workgroupBarrier();
 
