@@ -305,6 +305,21 @@ fn main(
     let row_words = params.out_w * CHANNELS / 4u;
     let wpr = TG * CHANNELS;
     let nw = min(wpr, row_words - gx0 * CHANNELS);
+    if ny == R && nw == wpr {
+        // A whole tile: a loop of a constant count, unrolled, no word checked but those past
+        // the tile's last where the threads do not divide it (2-3% faster, call FU).
+        for (var i = 0u; i < (R * wpr + WG_SIZE - 1u) / WG_SIZE; i++) {
+            let e = lid + i * WG_SIZE;
+            if e < R * wpr {
+                let r = e / wpr;
+                let w = e - r * wpr;
+                // r < R, w < wpr <= OUT_STRIDE; row y0 + r < rows, word
+                // gx0 * CHANNELS + w < row_words.
+                dst[(y0 + r) * row_words + gx0 * CHANNELS + w] = res[r * OUT_STRIDE + w];
+            }
+        }
+        return;
+    }
     for (var e = lid; e < ny * wpr; e += WG_SIZE) {
         let r = e / wpr;
         let w = e - r * wpr;
