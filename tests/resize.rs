@@ -9,7 +9,7 @@ use gpukit::io::image::{self, Image, Samples};
 use gpukit::ops::resize::{self, Filter, Options, Size};
 use gpukit::UsageError;
 
-use crate::util::{dump_mismatch, engine, random_image};
+use crate::util::{dump_mismatch, engine, gpu, random_image};
 
 fn exact(width: u32, height: u32) -> Size {
     Size::Exact { width, height }
@@ -420,6 +420,28 @@ fn the_word_columns_equal_the_cpu_engine_at_whole_number_reductions() {
         }
     }
     assert_eq!(ran, 3 * 3 * 5 * 3);
+}
+
+/// Grids past the dispatch limit (lowered to 8 workgroups a dimension): the horizontal
+/// kernels' tiles go over x and y, the vertical word columns' groups of rows over y and z
+/// (a halving of 200 rows: 25 groups of 4 regular rows, 8 by 4; two fifths: 40 groups of 2,
+/// 8 by 5), and the results equal the CPU engine's.
+#[test]
+fn grids_past_the_dispatch_limit_equal_the_cpu_engine() {
+    let mut g = gpu();
+    g.set_dispatch_limit(8);
+    let small = Engine::Gpu(Box::new(g));
+    let img = random_image(64, 200, 4, 8, 71);
+    for (ow, oh) in [(32, 100), (32, 80)] {
+        let options = Options::new(exact(ow, oh), Filter::Lanczos3);
+        let want = resize::run(&Engine::Cpu, &img, &options, &mut Timings::default()).unwrap();
+        let got = resize::run(&small, &img, &options, &mut Timings::default()).unwrap();
+        assert!(
+            got == want,
+            "64x200 to {ow}x{oh}: differs by {:?}",
+            max_diff(&got, &want)
+        );
+    }
 }
 
 // An image resized to its own size is returned as it is: Pillow copies it (no premultiply

@@ -18,18 +18,19 @@
 // The module is built without bounds checks (`Gpu::kernel_unchecked`): every index below is
 // in range by construction (each says why), given what the plan guarantees (`WordColumns`
 // in src/ops/resize/columns.rs): rows of a whole number of VW-word units, every window
-// inside the input, the regular rows' windows too, `threads` the threads.
+// inside the input, the regular rows' windows too.
+//
+// The grid is 2-D (or 3-D past the dispatch limit): x blocks of WG_SIZE units along a row,
+// y (and z) the groups of RV rows, so that no thread divides to find its row (a division by
+// a size known only at run time is a dozen instructions).
 
 // import: resize_math
-// import: grid
 
 // Its Rust twin is `ColumnParams` in src/ops/resize/columns.rs (the shader test checks their
 // fields).
 struct Params {
     // Units of VW words a row, the same in the input and the output (at least 1).
     units: u32,
-    // Threads: units times groups of RV rows.
-    threads: u32,
     // Output rows.
     rows: u32,
     // The regular rows: reg_lo <= y < reg_hi (where REGULAR).
@@ -39,6 +40,7 @@ struct Params {
     first0: i32,
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -144,14 +146,12 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let g = workgroup_index(wid, nwg) * WG_SIZE + lid;
-    if g >= params.threads {
+    let units = params.units;
+    let col = wid.x * WG_SIZE + lid;
+    let y0 = (wid.y + wid.z * nwg.y) * RV;
+    if col >= units || y0 >= params.rows {
         return;
     }
-    let units = params.units;
-    let yg = g / units;
-    let col = g - yg * units;
-    let y0 = yg * RV;
     if REGULAR && y0 >= params.reg_lo && y0 + RV <= params.reg_hi {
         // Rows y0 to y0 + RV - 1, all regular: their windows cover input rows top to
         // top + S (RV - 1) + KSIZE - 1, inside the input (the plan's regular rows).

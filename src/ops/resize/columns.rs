@@ -15,23 +15,22 @@ use crate::gpu::Variant;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub(super) struct ColumnParams {
     pub units: u32,
-    pub threads: u32,
     pub rows: u32,
     pub reg_lo: u32,
     pub reg_hi: u32,
     pub first0: i32,
-    pub _pad: [u32; 2],
+    pub _pad: [u32; 3],
 }
 crate::ops::params_layout!(ColumnParams {
     units,
-    threads,
     rows,
     reg_lo,
     reg_hi,
     first0
 });
 
-/// A vertical pass's word columns: the words and rows a thread makes, its regular rows.
+/// A vertical pass's word columns: the words and rows a thread makes, its regular rows, its
+/// grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct WordColumns {
     /// Words a thread makes in each of its rows (1, 2 or 4: one access), and its rows.
@@ -42,33 +41,32 @@ pub(super) struct WordColumns {
     pub ksize: u32,
     pub regular: Regular,
     pub params: ColumnParams,
+    /// The dispatch: blocks of a workgroup's threads along a row, then the groups of rows
+    /// (over y, and z where they pass the dispatch limit).
+    pub grid: [u32; 3],
 }
 
 impl WordColumns {
     /// The word columns for the vertical pass `axis` over `h` rows of `w` pixels of
-    /// `channels` 8-bit samples, `rows_a_thread` rows (1 to 8) of at most `words` words (1,
-    /// 2 or 4) a thread: the most of 4, 2 and 1 that divides a row's words. None where it
-    /// does not apply: rows that do not end on a word, an axis whose taps are not all inside
-    /// the input ([`well_formed`]), fewer input rows than a window (every window of ksize
-    /// rows is moved inside the input), or over 2^32 threads.
+    /// `channels` 8-bit samples, in workgroups of `wg` threads and grids of at most `limit`
+    /// workgroups a dimension. A thread makes `rows_a_thread` rows (1 to 8) of at most
+    /// `words` words (1, 2 or 4: the most of 4, 2 and 1 that divides a row's words), as
+    /// `shapes` gives them: its first where no row is regular, its second where some are (a
+    /// thread's rows walked together favour more rows). None where it does not apply: rows
+    /// that do not end on a word, an axis whose taps are not all inside the input
+    /// ([`well_formed`]), fewer input rows than a window (every window of ksize rows is moved
+    /// inside the input), or a grid past the limit.
     pub fn new(
         axis: &Axis,
         (w, h): (u32, u32),
         channels: u32,
-        (rows_a_thread, words): (u32, u32),
+        shapes: [(u32, u32); 2],
+        (wg, limit): (u32, u32),
     ) -> Option<WordColumns> {
         let row_bytes = u64::from(w) * u64::from(channels);
         if !row_bytes.is_multiple_of(4) || !well_formed(axis, h) || (h as usize) < axis.ksize {
             return None;
         }
-        let row_words = row_bytes / 4;
-        let words = [4, 2, 1]
-            .into_iter()
-            .find(|&n| n <= words && row_words.is_multiple_of(u64::from(n)))
-            .unwrap_or(1);
-        let units = u32::try_from(row_words / u64::from(words)).ok()?;
-        let rows = axis.len() as u32;
-        let threads = u64::from(units) * u64::from(rows.div_ceil(rows_a_thread));
         let (step, first0, regular) = match Windows::of(axis, h) {
             Some(win) => (
                 win.step,
@@ -77,6 +75,20 @@ impl WordColumns {
             ),
             None => (1, 0, Regular::NONE),
         };
+        let (rows_a_thread, words) = shapes[usize::from(regular.lo < regular.hi)];
+        let row_words = row_bytes / 4;
+        let words = [4, 2, 1]
+            .into_iter()
+            .find(|&n| n <= words && row_words.is_multiple_of(u64::from(n)))
+            .unwrap_or(1);
+        let units = u32::try_from(row_words / u64::from(words)).ok()?;
+        let rows = axis.len() as u32;
+        let groups = rows.div_ceil(rows_a_thread);
+        let gy = groups.min(limit);
+        let grid = [units.div_ceil(wg), gy, groups.div_ceil(gy)];
+        if grid.iter().any(|&n| n > limit) {
+            return None;
+        }
         Some(WordColumns {
             words,
             rows_a_thread,
@@ -85,13 +97,13 @@ impl WordColumns {
             regular,
             params: ColumnParams {
                 units,
-                threads: u32::try_from(threads).ok()?,
                 rows,
                 reg_lo: regular.lo,
                 reg_hi: regular.hi,
                 first0,
-                _pad: [0; 2],
+                _pad: [0; 3],
             },
+            grid,
         })
     }
 
@@ -145,42 +157,49 @@ mod tests {
     use super::super::Filter;
     use super::*;
 
-    // 4K to 1080p lanczos3, the vertical pass over 1920 RGB pixels (1440 words a row): two
-    // words of two rows a thread, 720 units by 540 row pairs; rows 3 to 1076 regular (as the
-    // columns of the horizontal pass: their windows 2y - 5 to 2y + 7 inside 2160 rows), from
-    // row -5.
+    // 4K to 1080p lanczos3, the vertical pass over 1920 RGB pixels (1440 words a row): rows
+    // 3 to 1076 regular (as the columns of the horizontal pass: their windows 2y - 5 to
+    // 2y + 7 inside 2160 rows), from row -5, so the second shape: a word of 4 rows a
+    // thread, 1440 units in 23 blocks of 64 by 270 groups of rows. With the dispatch limit
+    // at 100 the groups go over y and z: 100 by 3.
     #[test]
     fn the_4k_to_1080p_columns_are_hand_counted() {
         let p = passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
-        let l = WordColumns::new(&p[1].axis, (1920, 2160), 3, (2, 2)).unwrap();
-        assert_eq!((l.words, l.rows_a_thread, l.step, l.ksize), (2, 2, 2, 13));
+        let shapes = [(2, 2), (4, 1)];
+        let l = WordColumns::new(&p[1].axis, (1920, 2160), 3, shapes, (64, 65535)).unwrap();
+        assert_eq!((l.words, l.rows_a_thread, l.step, l.ksize), (1, 4, 2, 13));
         let want = ColumnParams {
-            units: 720,
-            threads: 720 * 540,
+            units: 1440,
             rows: 1080,
             reg_lo: 3,
             reg_hi: 1077,
             first0: -5,
-            _pad: [0; 2],
+            _pad: [0; 3],
         };
         assert_eq!(l.params, want);
+        assert_eq!(l.grid, [23, 270, 1]);
+        let l = WordColumns::new(&p[1].axis, (1920, 2160), 3, shapes, (64, 100)).unwrap();
+        assert_eq!(l.grid, [23, 100, 3]);
+        assert!(WordColumns::new(&p[1].axis, (1920, 2160), 3, shapes, (64, 20)).is_none());
     }
 
     // Rows of 6 words take pairs when four are asked for, rows of 3 single words; rows that
     // do not end on a word, and inputs shorter than a window, take none. A reduction that is
-    // not a whole number has no regular rows.
+    // not a whole number has no regular rows, so it takes the first shape.
     #[test]
     fn the_words_divide_the_row_or_the_columns_do_not_apply() {
         let a = axis(64, 16, Filter::Bilinear);
-        let l = WordColumns::new(&a, (8, 64), 3, (1, 4)).unwrap();
+        let four = [(1, 4), (1, 4)];
+        let l = WordColumns::new(&a, (8, 64), 3, four, (64, 65535)).unwrap();
         assert_eq!((l.words, l.params.units, l.step), (2, 3, 4));
-        let l = WordColumns::new(&a, (4, 64), 3, (1, 4)).unwrap();
+        let l = WordColumns::new(&a, (4, 64), 3, four, (64, 65535)).unwrap();
         assert_eq!((l.words, l.params.units), (1, 3));
-        assert!(WordColumns::new(&a, (5, 64), 3, (1, 4)).is_none());
+        assert!(WordColumns::new(&a, (5, 64), 3, four, (64, 65535)).is_none());
         let short = axis(3, 1, Filter::Lanczos3);
-        assert!(WordColumns::new(&short, (64, 3), 4, (2, 2)).is_none());
+        assert!(WordColumns::new(&short, (64, 3), 4, four, (64, 65535)).is_none());
         let odd = axis(30, 20, Filter::Bicubic);
-        let l = WordColumns::new(&odd, (64, 30), 4, (2, 2)).unwrap();
+        let l = WordColumns::new(&odd, (64, 30), 4, [(2, 2), (4, 1)], (64, 65535)).unwrap();
         assert_eq!((l.step, l.regular.lo, l.regular.hi), (1, 0, 0));
+        assert_eq!((l.rows_a_thread, l.words), (2, 2));
     }
 }

@@ -98,7 +98,8 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
 fn columns_example() -> WordColumns {
     let p = super::passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
     let t = Tunables::DEFAULT;
-    WordColumns::new(&p[1].axis, (1920, 2160), 4, (t.v_rows, t.v_words))
+    let shapes = [(t.v_rows, t.v_words), t.v_regular];
+    WordColumns::new(&p[1].axis, (1920, 2160), 4, shapes, (WG_SIZE_V, 65535))
         .expect("the 4K case has word columns")
 }
 
@@ -211,7 +212,7 @@ fn wg_words(channels: u32, depth: u32, in_len: u32, out_len: u32, ksize: u32) ->
 struct GpuPass {
     kernel: Kernel,
     bind: wgpu::BindGroup,
-    workgroups: u32,
+    grid: [u32; 3],
     label: &'static str,
 }
 
@@ -312,7 +313,7 @@ impl ResizePlan {
                 out.push(GpuPass {
                     kernel,
                     bind,
-                    workgroups: layout.params.n_tiles,
+                    grid: gpu.grid(layout.params.n_tiles),
                     label,
                 });
                 input = dst.clone();
@@ -320,7 +321,15 @@ impl ResizePlan {
                 continue;
             }
             let columns = (!horizontal && depth == 8 && budget > 0)
-                .then(|| WordColumns::new(&pass.axis, (w, h), c as u32, (t.v_rows, t.v_words)))
+                .then(|| {
+                    WordColumns::new(
+                        &pass.axis,
+                        (w, h),
+                        c as u32,
+                        [(t.v_rows, t.v_words), t.v_regular],
+                        (WG_SIZE_V, gpu.dispatch_limit),
+                    )
+                })
                 .flatten();
             if let Some(layout) = columns {
                 let (bounds, weights) = device_axis_windows(&pass.axis, h);
@@ -346,7 +355,7 @@ impl ResizePlan {
                 out.push(GpuPass {
                     kernel,
                     bind,
-                    workgroups: layout.params.threads.div_ceil(WG_SIZE_V),
+                    grid: layout.grid,
                     label,
                 });
                 input = dst.clone();
@@ -423,7 +432,7 @@ impl ResizePlan {
             out.push(GpuPass {
                 kernel,
                 bind,
-                workgroups,
+                grid: gpu.grid(workgroups),
                 label,
             });
             input = dst.clone();
@@ -456,7 +465,9 @@ impl ResizePlan {
     /// Records the passes.
     pub fn record(&self, batch: &mut Batch) {
         for p in &self.passes {
-            batch.dispatch(p.label, &p.kernel, &p.bind, p.workgroups);
+            if p.grid.iter().all(|&n| n > 0) {
+                batch.dispatch_xyz(p.label, &p.kernel, &p.bind, p.grid);
+            }
         }
     }
 

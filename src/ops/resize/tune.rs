@@ -26,6 +26,11 @@ pub struct Tunables {
     /// written in one access); fewer where a row's words are not a multiple.
     #[serde(default = "default_v_words")]
     pub v_words: u32,
+    /// The vertical pass's rows and words a thread where the reduction is a whole number
+    /// whose regular rows take their weights as constants, a thread's rows walked together
+    /// (`columns::WordColumns`).
+    #[serde(default = "default_v_regular")]
+    pub v_regular: (u32, u32),
     /// The most words of workgroup memory a horizontal tile may use (the adapter's limit
     /// caps it; 0, below any tile, takes the generic kernels: tests reach them so).
     pub budget_words: u32,
@@ -48,6 +53,10 @@ fn default_v_words() -> u32 {
     Tunables::DEFAULT.v_words
 }
 
+fn default_v_regular() -> (u32, u32) {
+    Tunables::DEFAULT.v_regular
+}
+
 fn default_whole() -> (u32, u32, u32) {
     Tunables::DEFAULT.whole
 }
@@ -60,6 +69,9 @@ impl Tunables {
         // rows on every `bench resize` case (calls FN, FO in docs/BENCHMARKS.md).
         v_rows: 2,
         v_words: 2,
+        // Where a thread's rows are walked together, four rows of a word: 1-4% faster than
+        // 2 by 2 there, and 2-6% slower elsewhere (call FQ in docs/BENCHMARKS.md).
+        v_regular: (4, 1),
         budget_words: BUDGET_WORDS,
         wg_size: WG_SIZE,
         // 4 rows of 64 columns, a row of four columns a thread: the 4K to 1080p resize
@@ -72,13 +84,16 @@ impl std::fmt::Display for Tunables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "tile {} columns, {} rows a thread, {} threads, vertical {} rows of {} words, {} KiB, \
-             whole-number tile {} columns, {} rows a thread, {} threads",
+            "tile {} columns, {} rows a thread, {} threads, vertical {} rows of {} words ({} of \
+             {} at whole-number reductions), {} KiB, whole-number tile {} columns, {} rows a \
+             thread, {} threads",
             self.tile_w,
             self.rows_a_thread,
             self.wg_size,
             self.v_rows,
             self.v_words,
+            self.v_regular.0,
+            self.v_regular.1,
             self.budget_words / 256,
             self.whole.0,
             self.whole.1,
@@ -114,13 +129,21 @@ impl Tunables {
         if !TILE_WIDTHS.contains(&self.tile_w) || !TILE_WIDTHS.contains(&whole_w) {
             bail!("resize's tile width must be one of {TILE_WIDTHS:?}");
         }
-        if ![self.rows_a_thread, self.v_rows, whole_rows]
-            .iter()
-            .all(|r| (1..=8).contains(r))
+        if ![
+            self.rows_a_thread,
+            self.v_rows,
+            self.v_regular.0,
+            whole_rows,
+        ]
+        .iter()
+        .all(|r| (1..=8).contains(r))
         {
             bail!("resize's rows a thread must be 1 to 8");
         }
-        if ![1, 2, 4].contains(&self.v_words) {
+        if ![self.v_words, self.v_regular.1]
+            .iter()
+            .all(|w| [1, 2, 4].contains(w))
+        {
             bail!("resize's vertical words a thread must be 1, 2 or 4");
         }
         if ![self.wg_size, whole_wg]
@@ -188,6 +211,20 @@ impl OpTuning for Tuning {
                             v_words,
                             ..*best
                         })
+                        .collect()
+                },
+            },
+            Stage {
+                name: "regular vertical",
+                candidates: |best, _, quick| {
+                    let shapes: &[(u32, u32)] = if quick {
+                        &[]
+                    } else {
+                        &[(2, 1), (4, 1), (8, 1), (2, 2), (4, 2)]
+                    };
+                    shapes
+                        .iter()
+                        .map(|&v_regular| Tunables { v_regular, ..*best })
                         .collect()
                 },
             },
@@ -267,7 +304,7 @@ impl OpTuning for Tuning {
     }
 
     /// The class's RGBA8 image with lanczos3 (both 8-bit passes): halved where the stage
-    /// shapes the whole-number reductions' kernel, to two fifths (resize_h8) elsewhere.
+    /// shapes the whole-number reductions' kernels, to two fifths (resize_h8) elsewhere.
     fn case<'g>(
         gpu: &'g Gpu,
         class: &SizeClass,
@@ -275,7 +312,7 @@ impl OpTuning for Tuning {
         t: &Tunables,
     ) -> Result<Case<'g>> {
         let img = class.image();
-        let (ow, oh) = if stage == "whole" {
+        let (ow, oh) = if matches!(stage, "whole" | "regular vertical") {
             (img.width / 2, img.height / 2)
         } else {
             (img.width * 2 / 5, img.height * 2 / 5)
