@@ -40,7 +40,6 @@
 // made.
 
 // import: resize_math
-// import: grid
 
 // Its Rust twin is `StrideParams` in src/ops/resize/stride.rs (the shader test checks their
 // fields).
@@ -50,9 +49,9 @@ struct Params {
     out_w: u32,
     // Rows, the same in the input and the output.
     rows: u32,
-    // Tiles along a row, and in all.
-    tiles_x: u32,
-    n_tiles: u32,
+    // Tiles down the image (the grid's x is the tiles along a row; its y, and z past the
+    // dispatch limit, those down it: no thread divides to find its tile).
+    tile_rows: u32,
     // The input pixel where output column 0's window starts (negative where it starts left
     // of the image).
     first0: i32,
@@ -62,9 +61,6 @@ struct Params {
     // The groups whose weights are KW0 to KW15 (where REGULAR): reg_lo <= group < reg_hi.
     reg_lo: u32,
     reg_hi: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -235,12 +231,11 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let t = workgroup_index(wid, nwg);
-    if t >= params.n_tiles {
+    let ty = wid.y + wid.z * nwg.y;
+    if ty >= params.tile_rows {
         return;
     }
-    let ty = t / params.tiles_x;
-    let gx0 = (t - ty * params.tiles_x) * TG;
+    let gx0 = wid.x * TG;
     let y0 = ty * R;
     let ny = min(R, params.rows - y0);
     // The tile's first window pixel, 4 S pixels a group on from column 0's, and the first

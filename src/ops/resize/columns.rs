@@ -7,7 +7,7 @@
 
 use super::coeffs::Axis;
 use super::rows::well_formed;
-use super::stride::{Regular, Windows};
+use super::stride::{grid, Regular, Windows};
 use crate::gpu::Variant;
 
 /// Its WGSL twin is `Params` in wgsl/resize_v8.wgsl (the shader test checks their fields).
@@ -83,12 +83,7 @@ impl WordColumns {
             .unwrap_or(1);
         let units = u32::try_from(row_words / u64::from(words)).ok()?;
         let rows = axis.len() as u32;
-        let groups = rows.div_ceil(rows_a_thread);
-        let gy = groups.min(limit);
-        let grid = [units.div_ceil(wg), gy, groups.div_ceil(gy)];
-        if grid.iter().any(|&n| n > limit) {
-            return None;
-        }
+        let grid = grid(units.div_ceil(wg), rows.div_ceil(rows_a_thread), limit)?;
         Some(WordColumns {
             words,
             rows_a_thread,

@@ -123,8 +123,14 @@ fn rows_example() -> RowsLayout {
 fn stride_example() -> StrideLayout {
     let p = super::passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
     let t = Tunables::DEFAULT;
-    StrideLayout::new(&p[0].axis, (3840, 2160), 4, t.whole, t.budget_words)
-        .expect("the 4K case has whole-number windows")
+    StrideLayout::new(
+        &p[0].axis,
+        (3840, 2160),
+        4,
+        t.whole,
+        (t.budget_words, 65535),
+    )
+    .expect("the 4K case has whole-number windows")
 }
 
 /// An axis's windows as wgsl/resize_v8.wgsl's word columns read them, for an input
@@ -289,7 +295,15 @@ impl ResizePlan {
             dst = gpu.buffer(label, Usage::Storage, n_words * 4);
             let eight = horizontal && depth == 8 && budget > 0;
             let stride = eight
-                .then(|| StrideLayout::new(&pass.axis, (w, h), c as u32, t.whole, budget))
+                .then(|| {
+                    StrideLayout::new(
+                        &pass.axis,
+                        (w, h),
+                        c as u32,
+                        t.whole,
+                        (budget, gpu.dispatch_limit),
+                    )
+                })
                 .flatten();
             if let Some(layout) = stride {
                 let weights = layout.weights(&pass.axis);
@@ -313,7 +327,7 @@ impl ResizePlan {
                 out.push(GpuPass {
                     kernel,
                     bind,
-                    grid: gpu.grid(layout.params.n_tiles),
+                    grid: layout.grid,
                     label,
                 });
                 input = dst.clone();

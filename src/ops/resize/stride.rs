@@ -34,20 +34,17 @@ pub(super) struct StrideParams {
     pub in_w: u32,
     pub out_w: u32,
     pub rows: u32,
-    pub tiles_x: u32,
-    pub n_tiles: u32,
+    pub tile_rows: u32,
     pub first0: i32,
     pub groups: u32,
     pub reg_lo: u32,
     pub reg_hi: u32,
-    pub _pad: [u32; 3],
 }
 crate::ops::params_layout!(StrideParams {
     in_w,
     out_w,
     rows,
-    tiles_x,
-    n_tiles,
+    tile_rows,
     first0,
     groups,
     reg_lo,
@@ -198,6 +195,17 @@ pub(super) struct StrideLayout {
     /// The regular columns' weights (the override constants KW0 to KW15); the groups whose
     /// four columns are all regular are `params.reg_lo..params.reg_hi`.
     pub regular: Regular,
+    /// The dispatch: the tiles along a row, then those down the image ([`grid`]).
+    pub grid: [u32; 3],
+}
+
+/// A grid of `across` workgroups along x by `down` over y, and over z where `down` passes
+/// `limit` (a shader finds its place as `wid.x` and `wid.y + wid.z * nwg.y`, and skips
+/// the few past `down`); None where a dimension would pass the limit.
+pub(super) fn grid(across: u32, down: u32, limit: u32) -> Option<[u32; 3]> {
+    let y = down.min(limit);
+    let g = [across, y, down.div_ceil(y.max(1))];
+    g.iter().all(|&n| n <= limit).then_some(g)
 }
 
 impl StrideLayout {
@@ -209,13 +217,13 @@ impl StrideLayout {
     /// ([`super::rows::well_formed`]: the tile's pixels past the image's edges are left
     /// unloaded, so only weights of 0 may fall on them), no whole-number windows
     /// ([`Windows::of`]), output rows that do not end on a word, a window longer than
-    /// [`MAX_WINDOW`], or no tile that fits.
+    /// [`MAX_WINDOW`], no tile that fits, or a grid past `limit` workgroups a dimension.
     pub fn new(
         axis: &Axis,
         (in_w, rows): (u32, u32),
         channels: u32,
         (widest, rpt, wg): (u32, u32, u32),
-        budget: u32,
+        (budget, limit): (u32, u32),
     ) -> Option<StrideLayout> {
         let out_w = axis.len() as u32;
         let ksize = axis.ksize as u32;
@@ -257,7 +265,8 @@ impl StrideLayout {
             if words > budget || loads > MAX_LOADS {
                 return None;
             }
-            let tiles_x = groups.div_ceil(tg);
+            let tile_rows = rows.div_ceil(r);
+            let grid = grid(groups.div_ceil(tg), tile_rows, limit)?;
             Some(StrideLayout {
                 wg,
                 tg,
@@ -273,15 +282,14 @@ impl StrideLayout {
                     in_w,
                     out_w,
                     rows,
-                    tiles_x,
-                    n_tiles: tiles_x.checked_mul(rows.div_ceil(r))?,
+                    tile_rows,
                     first0,
                     groups,
                     reg_lo,
                     reg_hi,
-                    _pad: [0; 3],
                 },
                 regular,
+                grid,
             })
         })
     }
@@ -349,12 +357,12 @@ mod tests {
         // apart fall on 16 even banks, the warp's second row, 105 words on, on the odd
         // ones); the output tile staged in rows of 16 x 3 words (49, odd).
         let t = super::super::Tunables::DEFAULT;
-        let l = StrideLayout::new(&p[0].axis, (3840, 2160), 3, t.whole, 6144).unwrap();
+        let l = StrideLayout::new(&p[0].axis, (3840, 2160), 3, t.whole, (6144, 65535)).unwrap();
         assert_eq!((l.tg, l.gu, l.rpt, l.step, l.ksize), (16, 16, 1, 2, 13));
         assert_eq!((l.off0, l.in_stride, l.out_stride), (1, 105, 49));
         assert_eq!(l.words, 4 * (105 + 49));
-        assert_eq!((l.params.groups, l.params.tiles_x), (480, 30));
-        assert_eq!((l.params.n_tiles, l.params.first0), (30 * 540, -5));
+        assert_eq!((l.params.groups, l.params.tile_rows), (480, 540));
+        assert_eq!((l.grid, l.params.first0), ([30, 540, 1], -5));
     }
 
     // Each column's weights land at their window positions, zero around them: 8 to 4 with
@@ -430,7 +438,7 @@ mod tests {
         let sum: i32 = r.kernel.iter().sum();
         assert!((sum - (1 << 22)).abs() <= 13, "{sum}");
         let t = super::super::Tunables::DEFAULT;
-        let l = StrideLayout::new(&p[0].axis, (3840, 2160), 3, t.whole, 6144).unwrap();
+        let l = StrideLayout::new(&p[0].axis, (3840, 2160), 3, t.whole, (6144, 65535)).unwrap();
         assert_eq!((l.params.reg_lo, l.params.reg_hi), (1, 479));
         let b = axis(8, 4, Filter::Box);
         let r = Windows::of(&b, 8).unwrap().regular(&b, 8);
@@ -453,21 +461,24 @@ mod tests {
     #[test]
     fn the_layout_fits_the_budget_or_does_not_apply() {
         let b = passes(1024, 64, 512, 64, Filter::Box, 8);
-        let l = StrideLayout::new(&b[0].axis, (1024, 64), 3, (64, 8, 64), 6144).unwrap();
+        let l = StrideLayout::new(&b[0].axis, (1024, 64), 3, (64, 8, 64), (6144, 65535)).unwrap();
         assert_eq!(
             (l.tg, l.rpt, l.off0, l.in_stride, l.out_stride),
             (16, 4, 0, 97, 49)
         );
         assert_eq!(l.words, 16 * (97 + 49));
         let p = passes(2048, 1536, 512, 384, Filter::Lanczos3, 8);
-        let l = StrideLayout::new(&p[0].axis, (2048, 1536), 3, (64, 2, 256), 6144).unwrap();
+        let l =
+            StrideLayout::new(&p[0].axis, (2048, 1536), 3, (64, 2, 256), (6144, 65535)).unwrap();
         // 4x: 4 * 63 + 25 = 277 pixels a row from byte 2 (3 * -10 = 2 mod 4), 209 words
         // and 49 for the output; 32 rows over 6144 words, 16 rows under.
         assert_eq!((l.tg, l.rpt, l.off0, l.in_stride), (16, 1, 2, 209));
         assert_eq!(l.words, 16 * (209 + 49));
         let big = passes(4096, 64, 512, 64, Filter::Lanczos3, 8);
-        assert!(StrideLayout::new(&big[0].axis, (4096, 64), 4, (64, 2, 256), 6144).is_none());
+        assert!(
+            StrideLayout::new(&big[0].axis, (4096, 64), 4, (64, 2, 256), (6144, 65535)).is_none()
+        );
         let odd = passes(14, 4, 7, 4, Filter::Box, 8);
-        assert!(StrideLayout::new(&odd[0].axis, (14, 4), 3, (64, 2, 256), 6144).is_none());
+        assert!(StrideLayout::new(&odd[0].axis, (14, 4), 3, (64, 2, 256), (6144, 65535)).is_none());
     }
 }
