@@ -103,43 +103,14 @@ override OUT_STRIDE: u32 = 1u;
 // The words a thread loads of each tile row (R LPR at most 32 in all).
 override LPR: u32 = (NW + WG_SIZE - 1u) / WG_SIZE;
 
-// Whether any group is regular (K at most 16): where not, only the loading path is built.
-override REGULAR: bool = false;
-// The regular columns' weights over their window, in units of 2^-22 (those past K are 0).
-override KW0: i32 = 0;
-override KW1: i32 = 0;
-override KW2: i32 = 0;
-override KW3: i32 = 0;
-override KW4: i32 = 0;
-override KW5: i32 = 0;
-override KW6: i32 = 0;
-override KW7: i32 = 0;
-override KW8: i32 = 0;
-override KW9: i32 = 0;
-override KW10: i32 = 0;
-override KW11: i32 = 0;
-override KW12: i32 = 0;
-override KW13: i32 = 0;
-override KW14: i32 = 0;
-override KW15: i32 = 0;
+// The regular groups' weights: REGULAR, KW0 to KW15 and `kw`.
+// import: resize_regular
 
 var<workgroup> sh: array<u32, R * IN_STRIDE>;
 var<workgroup> res: array<u32, R * OUT_STRIDE>;
 
 // The words a thread loads, as loaded.
 var<private> pre: array<u32, 32>;
-
-// Tap i of a regular column (0 outside its K): with i known when the kernel is built, a
-// constant.
-fn kw(i: i32) -> i32 {
-    let t = array<i32, 16>(
-        KW0, KW1, KW2, KW3, KW4, KW5, KW6, KW7, KW8, KW9, KW10, KW11, KW12, KW13, KW14, KW15,
-    );
-    if i < 0 || i >= i32(min(K, 16u)) {
-        return 0i;
-    }
-    return t[i];
-}
 
 // Copies the tile's words into `sh`, row by row, neighbouring threads on neighbouring words:
 // word j of row r is thread j % WG_SIZE's load r LPR + j / WG_SIZE (a row's words counted
@@ -196,7 +167,7 @@ fn walk(regular: bool, wg: u32, base: u32, rg: u32) -> array<vec4<i32>, 32> {
         if regular {
             let iw = i32(w);
             let s = i32(S);
-            k4 = vec4<i32>(kw(iw), kw(iw - s), kw(iw - 2 * s), kw(iw - 3 * s));
+            k4 = vec4<i32>(kw(iw, K), kw(iw - s, K), kw(iw - 2 * s, K), kw(iw - 3 * s, K));
         } else {
             // w < W window positions, wg < groups.
             k4 = weights[w * params.groups + wg];

@@ -57,39 +57,10 @@ override WG_SIZE: u32 = 64u;
 override KSIZE: u32;
 // Output rows a thread makes (at most 8).
 override RV: u32 = 2u;
-// The reduction's step (input rows from one regular row's window to the next's), whether any
-// row is regular (KSIZE at most 16), and the regular rows' weights over their windows (0 past
-// KSIZE).
+// The reduction's step: input rows from one regular row's window to the next's.
 override S: u32 = 1u;
-override REGULAR: bool = false;
-override KW0: i32 = 0;
-override KW1: i32 = 0;
-override KW2: i32 = 0;
-override KW3: i32 = 0;
-override KW4: i32 = 0;
-override KW5: i32 = 0;
-override KW6: i32 = 0;
-override KW7: i32 = 0;
-override KW8: i32 = 0;
-override KW9: i32 = 0;
-override KW10: i32 = 0;
-override KW11: i32 = 0;
-override KW12: i32 = 0;
-override KW13: i32 = 0;
-override KW14: i32 = 0;
-override KW15: i32 = 0;
-
-// Tap i of a regular row (0 outside its KSIZE): with i known when the kernel is built, a
-// constant.
-fn kw(i: i32) -> i32 {
-    let t = array<i32, 16>(
-        KW0, KW1, KW2, KW3, KW4, KW5, KW6, KW7, KW8, KW9, KW10, KW11, KW12, KW13, KW14, KW15,
-    );
-    if i < 0 || i >= i32(min(KSIZE, 16u)) {
-        return 0i;
-    }
-    return t[i];
-}
+// The regular rows' weights: REGULAR, KW0 to KW15 and `kw`.
+// import: resize_regular
 
 // A word's four samples as lanes.
 fn lanes4(v: u32) -> vec4<i32> {
@@ -167,7 +138,7 @@ fn main(
                 let t = i32(d) - i32(S * j);
                 if t >= 0 && t < i32(KSIZE) {
                     for (var q = 0u; q < VW; q++) {
-                        acc[j * VW + q] += lanes4(v[q]) * kw(t);
+                        acc[j * VW + q] += lanes4(v[q]) * kw(t, KSIZE);
                     }
                 }
             }

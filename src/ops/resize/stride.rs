@@ -123,8 +123,8 @@ impl Regular {
         hi: 0,
     };
 
-    /// The kernel's constants for a shader: `REGULAR` (whether any position is) and `KW0` to
-    /// `KW15`.
+    /// The kernel's constants for a shader (wgsl/shared/resize_regular.wgsl): `REGULAR`
+    /// (whether any position is) and `KW0` to `KW15`.
     pub fn overrides(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
         let on = f64::from(u8::from(self.lo < self.hi));
         std::iter::once(("REGULAR", on))
