@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use gpukit::gpu::{Engine, PassTimer, Timings};
+use gpukit::gpu::{Engine, Gpu, PassTimer, Timings};
 use gpukit::io::image::{self, Image, Samples};
 use gpukit::ops::resize::{self, Filter, Options, Size};
 use gpukit::UsageError;
@@ -189,6 +189,14 @@ fn every_gpu_path_equals_the_cpu_engine() {
     });
 }
 
+/// `plan` run once on `img`: its result.
+fn run_plan(gpu: &Gpu, plan: &resize::ResizePlan, img: &Image) -> Image {
+    plan.write(gpu, img);
+    gpu.run_timed(&mut Timings::default(), 1, |b, _| plan.record(b))
+        .unwrap();
+    plan.read(gpu).unwrap()
+}
+
 /// The 8-bit kernels (resize_h8s and resize_h8 with their tiles at several budgets,
 /// resize_v8 at 1, 2 and 4 words a thread) and the generic kernels (budget 0) on the same
 /// images, both pass orders, an upscale, every layout: each equals the CPU engine, and each
@@ -252,10 +260,7 @@ fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
                         "{w}x{h} to {ow}x{oh}, budget {budget}"
                     );
                     narrow += usize::from(budget == 700 && kernels.contains(&"resize_h8"));
-                    plan.write(gpu, &img);
-                    gpu.run_timed(&mut Timings::default(), 1, |b, _| plan.record(b))
-                        .unwrap();
-                    let got = plan.read(gpu).unwrap();
+                    let got = run_plan(gpu, &plan, &img);
                     let what = format!(
                         "{} to {ow}x{oh} {} with {budget} words, {rows} and {v_rows} rows, {v_words} words, {wg_size} threads: {kernels:?}",
                         img.describe(),
@@ -354,10 +359,7 @@ fn the_whole_number_kernel_equals_the_cpu_engine() {
                         "{w}x{h} to {ow}x{oh}, {channels} channels: {kernels:?}"
                     );
                     ran += usize::from(whole_words);
-                    plan.write(gpu, &img);
-                    gpu.run_timed(&mut Timings::default(), 1, |b, _| plan.record(b))
-                        .unwrap();
-                    let got = plan.read(gpu).unwrap();
+                    let got = run_plan(gpu, &plan, &img);
                     assert!(
                         got == want,
                         "{} to {ow}x{oh} {} with {t}: {kernels:?} differs by {:?}",
@@ -403,10 +405,7 @@ fn the_word_columns_equal_the_cpu_engine_at_whole_number_reductions() {
                     let plan =
                         resize::ResizePlan::with_tunables(gpu, &img, &passes, filter, t).unwrap();
                     assert_eq!(plan.kernels(), ["resize_v8"], "{w}x{h} to {w}x{oh}");
-                    plan.write(gpu, &img);
-                    gpu.run_timed(&mut Timings::default(), 1, |b, _| plan.record(b))
-                        .unwrap();
-                    let got = plan.read(gpu).unwrap();
+                    let got = run_plan(gpu, &plan, &img);
                     assert!(
                         got == want,
                         "{} to {w}x{oh} {} with {v_rows} rows a thread: differs by {:?}",
