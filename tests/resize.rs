@@ -296,6 +296,18 @@ fn the_8_bit_kernels_and_the_generic_ones_equal_the_cpu_engine() {
             tile_w: 48,
             ..resize::Tunables::DEFAULT
         },
+        resize::Tunables {
+            v_words: 3,
+            ..resize::Tunables::DEFAULT
+        },
+        resize::Tunables {
+            v_regular: (9, 1),
+            ..resize::Tunables::DEFAULT
+        },
+        resize::Tunables {
+            v_regular: (2, 8),
+            ..resize::Tunables::DEFAULT
+        },
     ] {
         let err = resize::ResizePlan::with_tunables(gpu, &img, &passes, Filter::Lanczos3, t)
             .err()
@@ -379,8 +391,9 @@ fn the_whole_number_kernel_equals_the_cpu_engine() {
 /// thread whose rows are all such walks their windows once: 2x, 3x and 4x (up to 16 taps:
 /// lanczos3 at 2x, bicubic to 3x, bilinear and box at all three; the others load every
 /// weight), every filter, units of 1, 2 and 4 words (rows of 5 RGBA pixels, 5 words; of 8
-/// RGB, 6 words; of 16 gray, 4 words; 4 words asked for), 1, 3 and 8 rows a thread, so that
-/// threads straddle the regular rows' ends and the last is partial.
+/// RGB, 6 words; of 16 gray, 4 words), 1, 2, 3 and 8 rows a thread of up to 1, 4, 2 and 4
+/// words, in both shapes (`v_rows` and `v_words` where no row is regular, `v_regular` where
+/// some are), so that threads straddle the regular rows' ends and the last is partial.
 #[test]
 fn the_word_columns_equal_the_cpu_engine_at_whole_number_reductions() {
     let Engine::Gpu(gpu) = engine() else {
@@ -395,11 +408,11 @@ fn the_word_columns_equal_the_cpu_engine_at_whole_number_reductions() {
                 let want =
                     resize::run(&Engine::Cpu, &img, &options, &mut Timings::default()).unwrap();
                 let passes = resize::passes(w, h, w, oh, filter, 8);
-                for v_rows in [1, 3, 8] {
-                    let v_words = 4;
+                for (v_rows, v_words) in [(1, 1), (2, 4), (3, 2), (8, 4)] {
                     let t = resize::Tunables {
                         v_rows,
                         v_words,
+                        v_regular: (v_rows, v_words),
                         ..resize::Tunables::DEFAULT
                     };
                     let plan =
@@ -408,7 +421,7 @@ fn the_word_columns_equal_the_cpu_engine_at_whole_number_reductions() {
                     let got = run_plan(gpu, &plan, &img);
                     assert!(
                         got == want,
-                        "{} to {w}x{oh} {} with {v_rows} rows a thread: differs by {:?}",
+                        "{} to {w}x{oh} {} with {v_rows} rows of {v_words} words: differs by {:?}",
                         img.describe(),
                         filter.name(),
                         max_diff(&got, &want)
@@ -418,23 +431,26 @@ fn the_word_columns_equal_the_cpu_engine_at_whole_number_reductions() {
             }
         }
     }
-    assert_eq!(ran, 3 * 3 * 5 * 3);
+    assert_eq!(ran, 3 * 3 * 5 * 4);
 }
 
-/// Grids past the dispatch limit (lowered to 8 workgroups a dimension): the horizontal
-/// kernels' tiles go over x and y, the vertical word columns' groups of rows over y and z
-/// (a halving of 200 rows: 25 groups of 4 regular rows, 8 by 4; two fifths: 40 groups of 2,
-/// 8 by 5), and the results equal the CPU engine's.
+/// Grids past the dispatch limit (lowered to 8 workgroups a dimension): resize_v8's groups
+/// of rows and resize_h8s's rows of tiles go over y and z (a halving of 200 rows, the
+/// vertical pass first: 25 groups of 4 regular rows, 8 by 4, then 25 rows of tiles; to 80
+/// rows: 40 groups of 2, 8 by 5, then 20 rows of tiles, 8 by 3), and the results equal the
+/// CPU engine's.
 #[test]
 fn grids_past_the_dispatch_limit_equal_the_cpu_engine() {
     let mut g = gpu();
     g.set_dispatch_limit(8);
-    let small = Engine::Gpu(Box::new(g));
     let img = random_image(64, 200, 4, 8, 71);
     for (ow, oh) in [(32, 100), (32, 80)] {
         let options = Options::new(exact(ow, oh), Filter::Lanczos3);
         let want = resize::run(&Engine::Cpu, &img, &options, &mut Timings::default()).unwrap();
-        let got = resize::run(&small, &img, &options, &mut Timings::default()).unwrap();
+        let passes = resize::passes(64, 200, ow, oh, Filter::Lanczos3, 8);
+        let plan = resize::ResizePlan::new(&g, &img, &passes, Filter::Lanczos3).unwrap();
+        assert_eq!(plan.kernels(), ["resize_v8", "resize_h8s"], "to {ow}x{oh}");
+        let got = run_plan(&g, &plan, &img);
         assert!(
             got == want,
             "64x200 to {ow}x{oh}: differs by {:?}",

@@ -1,5 +1,5 @@
 // resize_math: the arithmetic every resize kernel shares (wgsl/resize_h.wgsl,
-// wgsl/resize_v.wgsl, wgsl/resize_h8.wgsl, wgsl/resize_h8s.wgsl): the image's layout, alpha's integer
+// wgsl/resize_v.wgsl, wgsl/resize_h8.wgsl, wgsl/resize_h8s.wgsl, wgsl/resize_v8.wgsl): the image's layout, alpha's integer
 // conversions, and a weighted sum rounded and clipped as Pillow's `clip8` does.
 
 // Samples a pixel: 1 to 4 (alpha last).

@@ -49,8 +49,9 @@ pub(super) struct WordColumns {
 impl WordColumns {
     /// The word columns for the vertical pass `axis` over `h` rows of `w` pixels of
     /// `channels` 8-bit samples, in workgroups of `wg` threads and grids of at most `limit`
-    /// workgroups a dimension. A thread makes `rows_a_thread` rows (1 to 8) of at most
-    /// `words` words (1, 2 or 4: the most of 4, 2 and 1 that divides a row's words), as
+    /// workgroups a dimension. A thread makes `rows_a_thread` rows (1 to 8: the tunables'
+    /// `check_shape`, which every plan runs first) of at most `words` words (1, 2 or 4: the
+    /// most of 4, 2 and 1 that divides a row's words), as
     /// `shapes` gives them: its first where no row is regular, its second where some are (a
     /// thread's rows walked together favour more rows). None where it does not apply: rows
     /// that do not end on a word, an axis whose taps are not all inside the input
@@ -126,7 +127,7 @@ impl WordColumns {
             ("RV", f64::from(self.rows_a_thread)),
             ("S", f64::from(self.step)),
         ];
-        c.extend(self.regular.overrides());
+        c.extend(self.regular.overrides(self.regular.lo < self.regular.hi));
         c
     }
 }

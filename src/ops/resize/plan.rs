@@ -354,8 +354,9 @@ impl ResizePlan {
                 // SAFETY: every index wgsl/resize_v8.wgsl makes is in range for the buffers
                 // bound here (its comments argue each one from what `WordColumns::new`
                 // checked: rows of whole units, every window and every regular row's window
-                // inside the input, `threads` the threads), its divisors are nonzero sizes,
-                // and its loops all end (constant counts).
+                // inside the input; the grid's threads past a row's units or the rows return
+                // first), its divisors are nonzero sizes, and its loops all end (constant
+                // counts).
                 let kernel = unsafe {
                     gpu.kernel_unchecked(
                         &shader!("resize_v8"),

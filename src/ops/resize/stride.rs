@@ -124,9 +124,10 @@ impl Regular {
     };
 
     /// The kernel's constants for a shader (wgsl/shared/resize_regular.wgsl): `REGULAR`
-    /// (whether any position is) and `KW0` to `KW15`.
-    pub fn overrides(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
-        let on = f64::from(u8::from(self.lo < self.hi));
+    /// (`any`: whether the shader has any regular unit to take them, so that one with none
+    /// builds no constant path) and `KW0` to `KW15`.
+    pub fn overrides(&self, any: bool) -> impl Iterator<Item = (&'static str, f64)> + '_ {
+        let on = f64::from(u8::from(any));
         std::iter::once(("REGULAR", on))
             .chain(KW.iter().zip(self.kernel).map(|(&k, v)| (k, f64::from(v))))
     }
@@ -326,7 +327,8 @@ impl StrideLayout {
             ("PREMULTIPLY", on(premultiply)),
             ("UNPREMULTIPLY", on(unpremultiply)),
         ];
-        c.extend(self.regular.overrides());
+        let groups = self.params.reg_lo < self.params.reg_hi;
+        c.extend(self.regular.overrides(groups));
         c
     }
 }
@@ -363,6 +365,11 @@ mod tests {
         assert_eq!(l.words, 4 * (105 + 49));
         assert_eq!((l.params.groups, l.params.tile_rows), (480, 540));
         assert_eq!((l.grid, l.params.first0), ([30, 540, 1], -5));
+        // Past a dispatch limit of 100 the 540 rows of tiles go over y and z; at 20 the 30
+        // tiles of a row do not fit x.
+        let l = StrideLayout::new(&p[0].axis, (3840, 2160), 3, t.whole, (6144, 100)).unwrap();
+        assert_eq!(l.grid, [30, 100, 6]);
+        assert!(StrideLayout::new(&p[0].axis, (3840, 2160), 3, t.whole, (6144, 20)).is_none());
     }
 
     // Each column's weights land at their window positions, zero around them: 8 to 4 with
@@ -424,7 +431,7 @@ mod tests {
     // past lanczos3's 3) is 0, and they sum to 2^22 within rounding. A box halving (8 to 4,
     // windows of 3 from 2x) has every column's taps at 2x and 2x + 1, but column 3's window
     // would end past the input. A 4x lanczos3's 25 taps are more than the shaders' 16
-    // constants, so none is regular.
+    // constants, so none is regular; nor is any where the windows are longer than the input.
     #[test]
     fn the_regular_positions_are_those_away_from_the_edges() {
         let p = passes(3840, 2160, 1920, 1080, Filter::Lanczos3, 8);
@@ -444,6 +451,10 @@ mod tests {
         let r = Windows::of(&b, 8).unwrap().regular(&b, 8);
         assert_eq!((r.lo, r.hi), (0, 3));
         assert_eq!(r.kernel[..4], [1 << 21, 1 << 21, 0, 0]);
+        // 4 to 2 with lanczos3: 13-tap windows, longer than the input, so none is regular.
+        let short = axis(4, 2, Filter::Lanczos3);
+        let r = Windows::of(&short, 4).unwrap().regular(&short, 4);
+        assert_eq!((r.lo, r.hi), (0, 0));
         let big = passes(2048, 64, 512, 64, Filter::Lanczos3, 8);
         assert_eq!(big[0].axis.ksize, 25);
         let r = Windows::of(&big[0].axis, 2048)
