@@ -293,161 +293,152 @@ impl ResizePlan {
                 Dir::Vertical => "resize vertical",
             };
             dst = gpu.buffer(label, Usage::Storage, n_words * 4);
-            let eight = horizontal && depth == 8 && budget > 0;
-            let stride = eight
-                .then(|| {
-                    StrideLayout::new(
-                        &pass.axis,
-                        (w, h),
-                        c as u32,
-                        t.whole,
-                        (budget, gpu.dispatch_limit),
-                    )
-                })
-                .flatten();
-            if let Some(layout) = stride {
-                let weights = layout.weights(&pass.axis);
-                check("weights", weights.len() as u64 * 4)?;
-                let weights = gpu.upload("resize weights", Usage::Storage, &weights);
-                let constants = layout.overrides(img.channels, premultiply, unpremultiply);
-                // SAFETY: every index wgsl/resize_h8s.wgsl makes is in range for the buffers
-                // bound here (its comments argue each one from `StrideLayout`'s sizes and
-                // weights, for the shapes `check_shape` allowed above), every divisor is a
-                // nonzero size, and every loop ends (bounded by the tile's constants).
-                let kernel = unsafe {
-                    gpu.kernel_unchecked(
-                        &shader!("resize_h8s"),
-                        &Variant::default(),
-                        "main",
-                        &constants,
-                    )?
-                };
-                let params = gpu.upload("resize params", Usage::Uniform, &[layout.params]);
-                let bind = gpu.bind(&kernel, &[&params, &input, &weights, &dst]);
-                out.push(GpuPass {
-                    kernel,
-                    bind,
-                    grid: layout.grid,
-                    label,
-                });
-                input = dst.clone();
-                (w, h) = (ow, oh);
-                continue;
-            }
-            let columns = (!horizontal && depth == 8 && budget > 0)
-                .then(|| {
-                    WordColumns::new(
-                        &pass.axis,
-                        (w, h),
-                        c as u32,
-                        [(t.v_rows, t.v_words), t.v_regular],
-                        (WG_SIZE_V, gpu.dispatch_limit),
-                    )
-                })
-                .flatten();
-            if let Some(layout) = columns {
-                let (bounds, weights) = device_axis_windows(&pass.axis, h);
+            // The pass's kernel, its bindings and its grid: resize_h8s, resize_v8, resize_h8,
+            // or the generic kernels, the first that applies.
+            let (kernel, bind, grid) = 'built: {
+                let eight = horizontal && depth == 8 && budget > 0;
+                let stride = eight
+                    .then(|| {
+                        StrideLayout::new(
+                            &pass.axis,
+                            (w, h),
+                            c as u32,
+                            t.whole,
+                            (budget, gpu.dispatch_limit),
+                        )
+                    })
+                    .flatten();
+                if let Some(layout) = stride {
+                    let weights = layout.weights(&pass.axis);
+                    check("weights", weights.len() as u64 * 4)?;
+                    let weights = gpu.upload("resize weights", Usage::Storage, &weights);
+                    let constants = layout.overrides(img.channels, premultiply, unpremultiply);
+                    // SAFETY: every index wgsl/resize_h8s.wgsl makes is in range for the buffers
+                    // bound here (its comments argue each one from `StrideLayout`'s sizes and
+                    // weights, for the shapes `check_shape` allowed above), every divisor is a
+                    // nonzero size, and every loop ends (bounded by the tile's constants).
+                    let kernel = unsafe {
+                        gpu.kernel_unchecked(
+                            &shader!("resize_h8s"),
+                            &Variant::default(),
+                            "main",
+                            &constants,
+                        )?
+                    };
+                    let params = gpu.upload("resize params", Usage::Uniform, &[layout.params]);
+                    let bind = gpu.bind(&kernel, &[&params, &input, &weights, &dst]);
+                    break 'built (kernel, bind, layout.grid);
+                }
+                let columns = (!horizontal && depth == 8 && budget > 0)
+                    .then(|| {
+                        WordColumns::new(
+                            &pass.axis,
+                            (w, h),
+                            c as u32,
+                            [(t.v_rows, t.v_words), t.v_regular],
+                            (WG_SIZE_V, gpu.dispatch_limit),
+                        )
+                    })
+                    .flatten();
+                if let Some(layout) = columns {
+                    let (bounds, weights) = device_axis_windows(&pass.axis, h);
+                    let bounds = gpu.upload("resize bounds", Usage::Storage, &bounds);
+                    let weights = gpu.upload("resize weights", Usage::Storage, &weights);
+                    let constants =
+                        layout.overrides(WG_SIZE_V, img.channels, premultiply, unpremultiply);
+                    // SAFETY: every index wgsl/resize_v8.wgsl makes is in range for the buffers
+                    // bound here (its comments argue each one from what `WordColumns::new`
+                    // checked: rows of whole units, every window and every regular row's window
+                    // inside the input; the grid's threads past a row's units or the rows return
+                    // first), its divisors are nonzero sizes, and its loops all end (constant
+                    // counts).
+                    let kernel = unsafe {
+                        gpu.kernel_unchecked(
+                            &shader!("resize_v8"),
+                            &layout.variant(),
+                            "main",
+                            &constants,
+                        )?
+                    };
+                    let params = gpu.upload("resize params", Usage::Uniform, &[layout.params]);
+                    let bind = gpu.bind(&kernel, &[&params, &input, &bounds, &weights, &dst]);
+                    break 'built (kernel, bind, layout.grid);
+                }
+                let shape = (t.tile_w, t.rows_a_thread, t.wg_size);
+                let rows = eight
+                    .then(|| RowsLayout::new(&pass.axis, (w, h), c as u32, shape, budget))
+                    .flatten();
+                let (bounds, weights) = device_axis(&pass.axis);
                 let bounds = gpu.upload("resize bounds", Usage::Storage, &bounds);
                 let weights = gpu.upload("resize weights", Usage::Storage, &weights);
-                let constants =
-                    layout.overrides(WG_SIZE_V, img.channels, premultiply, unpremultiply);
-                // SAFETY: every index wgsl/resize_v8.wgsl makes is in range for the buffers
-                // bound here (its comments argue each one from what `WordColumns::new`
-                // checked: rows of whole units, every window and every regular row's window
-                // inside the input; the grid's threads past a row's units or the rows return
-                // first), its divisors are nonzero sizes, and its loops all end (constant
-                // counts).
-                let kernel = unsafe {
-                    gpu.kernel_unchecked(
-                        &shader!("resize_v8"),
-                        &layout.variant(),
-                        "main",
-                        &constants,
-                    )?
+                let (kernel, params, workgroups) = if let Some(layout) = rows {
+                    let constants = layout.overrides(img.channels, premultiply, unpremultiply);
+                    // SAFETY: every index wgsl/resize_h8.wgsl makes is in range for the buffers
+                    // bound here (its comments argue each one from `RowsLayout`'s sizes, for the
+                    // shapes `check_shape` allowed above), every divisor is a nonzero size, and
+                    // every loop ends (bounded by the uniform sizes and the tile).
+                    let kernel = unsafe {
+                        gpu.kernel_unchecked(
+                            &shader!("resize_h8"),
+                            &Variant::default(),
+                            "main",
+                            &constants,
+                        )?
+                    };
+                    let params = gpu.upload("resize params", Usage::Uniform, &[layout.params]);
+                    (kernel, params, layout.params.n_tiles)
+                } else {
+                    let constants = overrides(
+                        img.channels,
+                        depth,
+                        pass.dir,
+                        (premultiply, unpremultiply),
+                        pass.axis.ksize,
+                    );
+                    let file = if horizontal {
+                        shader!("resize_h")
+                    } else {
+                        shader!("resize_v")
+                    };
+                    // Every loop of both kernels ends by construction (taps, words and pixels
+                    // bounded by the uniform sizes): no loop counter in the way of unrolling.
+                    let kernel = gpu.kernel_unrolled(&file, "main", &constants)?;
+                    let ksize = pass.axis.ksize;
+                    // The threads: a word each.
+                    let threads = n_words;
+                    let wg_words = if horizontal {
+                        wg_words(c as u32, depth, w, n, ksize as u32)
+                    } else {
+                        WG_SIZE_V
+                    };
+                    let params = ResizeParams {
+                        in_w: w,
+                        out_w: ow,
+                        ksize: ksize as u32,
+                        n_samples: u32::try_from(u64::from(ow) * u64::from(oh) * c).map_err(
+                            |_| {
+                                anyhow::anyhow!(
+                                    "{}: over 2^32 samples a pass; --backend cpu resizes it",
+                                    img.describe()
+                                )
+                            },
+                        )?,
+                        n_words: threads as u32,
+                        n_pos: n,
+                        wg_words,
+                        _pad: 0,
+                    };
+                    let params = gpu.upload("resize params", Usage::Uniform, &[params]);
+                    let workgroups = u32::try_from(threads.div_ceil(u64::from(wg_words)))?;
+                    (kernel, params, workgroups)
                 };
-                let params = gpu.upload("resize params", Usage::Uniform, &[layout.params]);
                 let bind = gpu.bind(&kernel, &[&params, &input, &bounds, &weights, &dst]);
-                out.push(GpuPass {
-                    kernel,
-                    bind,
-                    grid: layout.grid,
-                    label,
-                });
-                input = dst.clone();
-                (w, h) = (ow, oh);
-                continue;
-            }
-            let shape = (t.tile_w, t.rows_a_thread, t.wg_size);
-            let rows = eight
-                .then(|| RowsLayout::new(&pass.axis, (w, h), c as u32, shape, budget))
-                .flatten();
-            let (bounds, weights) = device_axis(&pass.axis);
-            let bounds = gpu.upload("resize bounds", Usage::Storage, &bounds);
-            let weights = gpu.upload("resize weights", Usage::Storage, &weights);
-            let (kernel, params, workgroups) = if let Some(layout) = rows {
-                let constants = layout.overrides(img.channels, premultiply, unpremultiply);
-                // SAFETY: every index wgsl/resize_h8.wgsl makes is in range for the buffers
-                // bound here (its comments argue each one from `RowsLayout`'s sizes, for the
-                // shapes `check_shape` allowed above), every divisor is a nonzero size, and
-                // every loop ends (bounded by the uniform sizes and the tile).
-                let kernel = unsafe {
-                    gpu.kernel_unchecked(
-                        &shader!("resize_h8"),
-                        &Variant::default(),
-                        "main",
-                        &constants,
-                    )?
-                };
-                let params = gpu.upload("resize params", Usage::Uniform, &[layout.params]);
-                (kernel, params, layout.params.n_tiles)
-            } else {
-                let constants = overrides(
-                    img.channels,
-                    depth,
-                    pass.dir,
-                    (premultiply, unpremultiply),
-                    pass.axis.ksize,
-                );
-                let file = if horizontal {
-                    shader!("resize_h")
-                } else {
-                    shader!("resize_v")
-                };
-                // Every loop of both kernels ends by construction (taps, words and pixels
-                // bounded by the uniform sizes): no loop counter in the way of unrolling.
-                let kernel = gpu.kernel_unrolled(&file, "main", &constants)?;
-                let ksize = pass.axis.ksize;
-                // The threads: a word each.
-                let threads = n_words;
-                let wg_words = if horizontal {
-                    wg_words(c as u32, depth, w, n, ksize as u32)
-                } else {
-                    WG_SIZE_V
-                };
-                let params = ResizeParams {
-                    in_w: w,
-                    out_w: ow,
-                    ksize: ksize as u32,
-                    n_samples: u32::try_from(u64::from(ow) * u64::from(oh) * c).map_err(|_| {
-                        anyhow::anyhow!(
-                            "{}: over 2^32 samples a pass; --backend cpu resizes it",
-                            img.describe()
-                        )
-                    })?,
-                    n_words: threads as u32,
-                    n_pos: n,
-                    wg_words,
-                    _pad: 0,
-                };
-                let params = gpu.upload("resize params", Usage::Uniform, &[params]);
-                let workgroups = u32::try_from(threads.div_ceil(u64::from(wg_words)))?;
-                (kernel, params, workgroups)
+                (kernel, bind, gpu.grid(workgroups))
             };
-            let bind = gpu.bind(&kernel, &[&params, &input, &bounds, &weights, &dst]);
             out.push(GpuPass {
                 kernel,
                 bind,
-                grid: gpu.grid(workgroups),
+                grid,
                 label,
             });
             input = dst.clone();
