@@ -10,6 +10,23 @@ use super::Filter;
 /// Fractional bits of the integer weights: Pillow's `PRECISION_BITS` (32 - 8 - 2).
 pub const PRECISION_BITS: u32 = 22;
 
+/// The overridable constants of wgsl/shared/resize_math.wgsl, which every resize kernel
+/// imports: the image's layout (`channels` samples of `depth` bits) and whether the pass
+/// premultiplies alpha (the first of an image with alpha) or divides it out (the last).
+pub(super) fn math_overrides(
+    channels: u8,
+    depth: u32,
+    (premultiply, unpremultiply): (bool, bool),
+) -> [(&'static str, f64); 4] {
+    let on = |b: bool| f64::from(u8::from(b));
+    [
+        ("CHANNELS", f64::from(channels)),
+        ("DEPTH", f64::from(depth)),
+        ("PREMULTIPLY", on(premultiply)),
+        ("UNPREMULTIPLY", on(unpremultiply)),
+    ]
+}
+
 /// The weights of one axis: output position `i` is the sum over `j < count[i]` of input
 /// sample `start[i] + j` times `weights[i * ksize + j]`, in units of 2^-22.
 #[derive(Clone, Debug, PartialEq, Eq)]

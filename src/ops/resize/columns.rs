@@ -5,7 +5,7 @@
 //! whole-number reduction, those whose weights are one kernel: `Windows::regular`), handed to
 //! the shader as its parameters and override constants.
 
-use super::coeffs::Axis;
+use super::coeffs::{math_overrides, Axis};
 use super::rows::well_formed;
 use super::stride::{grid, Regular, Windows};
 use crate::gpu::Variant;
@@ -116,17 +116,13 @@ impl WordColumns {
         premultiply: bool,
         unpremultiply: bool,
     ) -> Vec<(&'static str, f64)> {
-        let on = |b: bool| f64::from(u8::from(b));
         let mut c = vec![
             ("WG_SIZE", f64::from(wg_size)),
-            ("CHANNELS", f64::from(channels)),
-            ("DEPTH", 8.0),
-            ("PREMULTIPLY", on(premultiply)),
-            ("UNPREMULTIPLY", on(unpremultiply)),
             ("KSIZE", f64::from(self.ksize)),
             ("RV", f64::from(self.rows_a_thread)),
             ("S", f64::from(self.step)),
         ];
+        c.extend(math_overrides(channels, 8, (premultiply, unpremultiply)));
         c.extend(self.regular.overrides(self.regular.lo < self.regular.hi));
         c
     }

@@ -16,7 +16,7 @@
 
 use anyhow::{bail, Result};
 
-use super::coeffs::{Axis, Dir, Pass, PRECISION_BITS};
+use super::coeffs::{math_overrides, Axis, Dir, Pass, PRECISION_BITS};
 use super::columns::{self, ColumnParams, WordColumns};
 use super::rows::{RowsLayout, RowsParams};
 use super::stride::{StrideLayout, StrideParams};
@@ -177,21 +177,15 @@ fn overrides(
     channels: u8,
     depth: u32,
     dir: Dir,
-    (premultiply, unpremultiply): (bool, bool),
+    alpha: (bool, bool),
     ksize: usize,
 ) -> Vec<(&'static str, f64)> {
-    let on = |b: bool| f64::from(u8::from(b));
     let wg_size = match dir {
         Dir::Horizontal => WG_SIZE_H,
         Dir::Vertical => WG_SIZE_V,
     };
-    let mut c = vec![
-        ("WG_SIZE", f64::from(wg_size)),
-        ("CHANNELS", f64::from(channels)),
-        ("DEPTH", f64::from(depth)),
-        ("PREMULTIPLY", on(premultiply)),
-        ("UNPREMULTIPLY", on(unpremultiply)),
-    ];
+    let mut c = vec![("WG_SIZE", f64::from(wg_size))];
+    c.extend(math_overrides(channels, depth, alpha));
     if dir == Dir::Vertical {
         c.push(("KSIZE", ksize as f64));
     }

@@ -3,7 +3,7 @@
 //! column of a few rows. Where it applies ([`RowsLayout::new`]) and its workgroup memory's
 //! layout, computed here once and handed to the shader as its override constants.
 
-use super::coeffs::Axis;
+use super::coeffs::{math_overrides, Axis};
 
 /// Threads a workgroup by default (`Tunables::wg_size`: 64, 128 or 256).
 pub(super) const WG_SIZE: u32 = 256;
@@ -192,9 +192,8 @@ impl RowsLayout {
         channels: u8,
         premultiply: bool,
         unpremultiply: bool,
-    ) -> [(&'static str, f64); 13] {
-        let on = |b: bool| f64::from(u8::from(b));
-        [
+    ) -> Vec<(&'static str, f64)> {
+        let mut c = vec![
             ("WG_SIZE", f64::from(self.wg)),
             ("TW", f64::from(self.tw)),
             ("GU", f64::from(self.gu)),
@@ -204,11 +203,9 @@ impl RowsLayout {
             ("LPR", f64::from(self.lpr)),
             ("RW", f64::from(self.rw)),
             ("PQ", f64::from(self.pq)),
-            ("CHANNELS", f64::from(channels)),
-            ("DEPTH", 8.0),
-            ("PREMULTIPLY", on(premultiply)),
-            ("UNPREMULTIPLY", on(unpremultiply)),
-        ]
+        ];
+        c.extend(math_overrides(channels, 8, (premultiply, unpremultiply)));
+        c
     }
 }
 

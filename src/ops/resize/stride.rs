@@ -5,7 +5,7 @@
 //! ([`StrideLayout::new`]), the weights as the kernel reads them, and the workgroup memory's
 //! layout, handed to the shader as its override constants.
 
-use super::coeffs::Axis;
+use super::coeffs::{math_overrides, Axis};
 use super::rows::TILE_WIDTHS;
 
 /// The most words of the input tile a thread loads (`pre` in the shader: registers, each
@@ -311,7 +311,6 @@ impl StrideLayout {
         premultiply: bool,
         unpremultiply: bool,
     ) -> Vec<(&'static str, f64)> {
-        let on = |b: bool| f64::from(u8::from(b));
         let mut c = vec![
             ("WG_SIZE", f64::from(self.wg)),
             ("TG", f64::from(self.tg)),
@@ -322,11 +321,8 @@ impl StrideLayout {
             ("OFF0", f64::from(self.off0)),
             ("IN_STRIDE", f64::from(self.in_stride)),
             ("OUT_STRIDE", f64::from(self.out_stride)),
-            ("CHANNELS", f64::from(channels)),
-            ("DEPTH", 8.0),
-            ("PREMULTIPLY", on(premultiply)),
-            ("UNPREMULTIPLY", on(unpremultiply)),
         ];
+        c.extend(math_overrides(channels, 8, (premultiply, unpremultiply)));
         let groups = self.params.reg_lo < self.params.reg_hi;
         c.extend(self.regular.overrides(groups));
         c
