@@ -45,13 +45,13 @@ fn stage(i: u32, v: vec4<u32>) {
 
 fn staged(i: u32) -> vec4<u32> {
     if STAGE_FMT == FMT_PACK8 {
-        return unpack8(sh_in8[i]);
+        return live(unpack8(sh_in8[i]));
     } else if STAGE_FMT == FMT_PACK16 {
-        return unpack16(sh_in16[i]);
+        return live(unpack16(sh_in16[i]));
     } else if STAGE_FMT == FMT_PACK18 {
-        return unpack18(sh_in16[i]);
+        return live(unpack18(sh_in16[i]));
     }
-    return sh_in32[i];
+    return live(sh_in32[i]);
 }
 
 // Staged sample j of a line sits at skew(j), one element of padding every 128 bytes (32

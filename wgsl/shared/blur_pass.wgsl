@@ -108,6 +108,15 @@ const FMT_PACK18: u32 = 4u;
 override IN_FMT: u32 = 0u;
 override OUT_FMT: u32 = 2u;
 override HOST_CHANNELS: u32 = 3u;
+// The lanes a pass's pixels can hold something other than 0 in: the image's channels, 3 in
+// the all-opaque passes (their alpha lane dropped). `live` zeroes the others as a constant
+// wherever a pixel is read, so the driver drops their sums and multiplies: an RGB8 gaussian
+// otherwise multiplies a fourth lane of zeros at every tap (docs/blur.md).
+override LANES: u32 = 4u;
+
+fn live(v: vec4<u32>) -> vec4<u32> {
+    return vec4<u32>(v.x, select(0u, v.y, LANES > 1u), select(0u, v.z, LANES > 2u), select(0u, v.w, LANES > 3u));
+}
 
 fn unpack8(w: u32) -> vec4<u32> {
     return vec4<u32>(w & 0xffu, (w >> 8u) & 0xffu, (w >> 16u) & 0xffu, w >> 24u);
@@ -185,6 +194,7 @@ fn load(line: u32, pos: i32) -> vec4<u32> {
     } else {
         v = read_px(params.in_base + at * words_per_px(IN_FMT));
     }
+    v = live(v);
     if OPAQUE_ROWS {
         return vec4<u32>(v.xyz, 0u);
     }

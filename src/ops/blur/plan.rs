@@ -1081,7 +1081,7 @@ impl Direct {
 
 /// The overridable constants of pipeline `k` of [`kernels`] (0 premultiplies, 2 divides
 /// alpha out) of `shape`: its formats in and out, its arithmetic (multiply, add, divide),
-/// the image's maxval and alpha.
+/// the image's maxval, channels (the lanes its pixels use: `LANES`) and alpha.
 fn pass_overrides(
     shape: &Shape,
     (alpha, opaque): (Option<Premultiply>, Option<Opaque>),
@@ -1111,6 +1111,7 @@ fn pass_overrides(
         ("ALPHA_LANE", alpha.map_or(3, |p| p.lane) as f64),
         ("PM_DIV", alpha.map_or(1, |p| p.div) as f64),
         ("ALPHA_SCALE", alpha.map_or(1, |p| p.scale) as f64),
+        ("LANES", channels as f64),
     ]);
     if fmt_in == FMT_HOST8 || fmt_out == FMT_HOST8 {
         c.push(("HOST_CHANNELS", channels as f64));
@@ -1264,7 +1265,8 @@ fn mid_bytes(g: &Geometry, strips: &[(u32, u32)], px_bytes: u64) -> u64 {
 /// The constants of the all-opaque row and column kernels of `shape` (`OPAQUE_ROWS`,
 /// `OPAQUE_COLUMNS` in wgsl/shared/blur_pass.wgsl) for the arithmetic `oa`.
 fn opaque_constants(shape: &Shape, ar: &Arith, oa: OpaqueArith) -> [Vec<(&'static str, f64)>; 2] {
-    let image = (255, 4);
+    // Three live lanes: these passes drop the alpha lane (`LANES`).
+    let image = (255, 3);
     let [rows_fmts, columns_fmts] = oa.fmts();
     let mut rows = pass_overrides(shape, (None, None), image, rows_fmts, oa.rows, 0);
     rows.push(("OPAQUE_ROWS", 1.0));
