@@ -296,6 +296,47 @@ fn an_all_opaque_rgba8_blur_takes_the_opaque_passes_and_matches_cpu() {
 }
 
 #[test]
+fn the_gaussians_8_bit_row_passes_by_dot_products_match_cpu() {
+    // The workgroup gaussian's row passes of plain 8-bit samples (images without alpha, and
+    // all-opaque RGBA blurred once) take four taps of a lane in two 4 x 8-bit dot products
+    // (`DOT4` in wgsl/blur_gauss.wgsl): on awkward sizes, at radii whose taps fill a thread's
+    // words exactly or not, twice. Weights that reach 2^16 (sigma 0.2: all at the centre),
+    // and RGBA blurred twice (premultiplied samples), take the usual sums.
+    let g = shared_gpu();
+    let options = GpuOptions {
+        layout: Some(Layout::Workgroup),
+        ..GpuOptions::DEFAULT
+    };
+    for (w, h) in [(1, 1), (7, 9), (4097, 3), (130, 67)] {
+        let images = [
+            noise(w, h, 3, false, w + h),
+            noise(w, h, 1, false, w * h),
+            opaque_noise(w, h, w),
+        ];
+        for img in &images {
+            for (sigma, r, iterations) in [
+                (0.5, 1, 1),
+                (1.0, 2, 1),
+                (5.0, 15, 1),
+                (5.0, 16, 1),
+                (1.0, 3, 2),
+                (40.0, 100, 1),
+                (0.2, 1, 1),
+            ] {
+                let params = BlurParams::new(Kind::Gaussian { sigma }, r, iterations);
+                let params = params.with_gpu(options);
+                let what = format!("{} sigma {sigma} r={r} x{iterations}", img.describe());
+                let plan = BlurPlan::new(g, img, &params).unwrap();
+                let dot4 = sigma > 0.2 && (img.channels < 4 || iterations == 1);
+                assert_eq!(plan.rows_by_dot_products(), dot4, "{what}");
+                let got = blur_run(engine(), img, &params, &mut Timings::default()).unwrap();
+                assert_same(&got, &reference(img, &params).unwrap(), &what);
+            }
+        }
+    }
+}
+
+#[test]
 fn blurs_the_opaque_passes_do_not_take_match_cpu_the_usual_way() {
     // One alpha of 254 (first or last), a radius whose row sums pass 16 bits, two iterations
     // of either kind, 16-bit RGBA and gray+alpha all take the usual passes.

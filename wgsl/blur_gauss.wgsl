@@ -19,6 +19,17 @@ override G_STRIDE: u32 = 1u;
 override G_SKEW_SHIFT: u32 = 5u;
 override G_TAPS: u32 = 1u; // 2r + 1
 override STAGE_FMT: u32 = 0u;
+// DOT4: the pass's samples are 8-bit (STAGE_FMT is FMT_PACK8), its weights below 2^16 and a
+// thread makes 4 outputs (`dot4` in src/ops/blur/plan.rs). Each lane of a line is then staged
+// as a plane of bytes, four positions a word, and 4 taps of a lane take two 4 x 8-bit dot
+// products (`dot4U8Packed`: one instruction where the adapter has integer dot products), one
+// with the weights' high bytes and one with their low bytes, instead of 4 multiply-adds. A
+// line's planes start at the chunk's first tap, c0 - r; thread t's 4 outputs take words t to
+// t + D_WORDS - 1 of each; a plane takes D_STRIDE words, a workgroup's planes D_LEN.
+override DOT4: bool = false;
+override D_WORDS: u32 = 1u;
+override D_STRIDE: u32 = 1u;
+override D_LEN: u32 = 1u;
 // The tile: G_ROWS * (GAUSS_CH + 1) elements (its TILE_LEN), padded like the box's.
 // import: blur_tile
 
@@ -30,6 +41,7 @@ override STAGE_FMT: u32 = 0u;
 var<workgroup> sh_in8: array<u32, select(1u, G_IN_LEN, STAGE_FMT == FMT_PACK8)>;
 var<workgroup> sh_in16: array<vec2<u32>, select(1u, G_IN_LEN, STAGE_FMT == FMT_PACK16 || STAGE_FMT == FMT_PACK18)>;
 var<workgroup> sh_in32: array<vec4<u32>, select(1u, G_IN_LEN, STAGE_FMT == FMT_WIDE)>;
+var<workgroup> sh_planes: array<u32, D_LEN>;
 
 fn stage(i: u32, v: vec4<u32>) {
     if STAGE_FMT == FMT_PACK8 {
@@ -83,6 +95,10 @@ fn gauss_pass(
     let width = GAUSS_CH + taps - 1u;
     let stride = G_STRIDE;
     for (var c0 = wk.start; c0 < wk.end; c0 += GAUSS_CH) {
+        if DOT4 {
+            dot4_chunk(c0, line0, lid, wk.end);
+            continue;
+        }
         // Stage the chunk and its halo, positions c0 - r .. c0 + CH + r - 1, of every line.
         for (var k = lid; k < G_ROWS * width; k += G_WG) {
             let rr = k / width;
@@ -117,24 +133,76 @@ fn gauss_pass(
             tile_set(row * (GAUSS_CH + 1u) + p0 + i, finish(s[i]));
         }
         workgroupBarrier();
-        if OUT_FMT == FMT_HOST8 {
-            // As box_pass: whole words of the host's layout.
-            let words = max(G_ROWS * HOST_CHANNELS / 4u, 1u);
-            for (var k = lid; k < GAUSS_CH * words; k += G_WG) {
-                let p = k / words;
-                let wi = k % words;
-                if c0 + p < wk.end && line0 + 4u * wi / HOST_CHANNELS < params.lines {
-                    store_host8(c0 + p, line0, wi, tile_host8_word(wi, p, GAUSS_CH + 1u));
-                }
+        store_chunk(c0, line0, lid, wk.end);
+    }
+}
+
+// The chunk's outputs from the tile to the pass's output (after a barrier).
+fn store_chunk(c0: u32, line0: u32, lid: u32, end: u32) {
+    if OUT_FMT == FMT_HOST8 {
+        // As box_pass: whole words of the host's layout.
+        let words = max(G_ROWS * HOST_CHANNELS / 4u, 1u);
+        for (var k = lid; k < GAUSS_CH * words; k += G_WG) {
+            let p = k / words;
+            let wi = k % words;
+            if c0 + p < end && line0 + 4u * wi / HOST_CHANNELS < params.lines {
+                store_host8(c0 + p, line0, wi, tile_host8_word(wi, p, GAUSS_CH + 1u));
             }
-        } else {
-            for (var k = lid; k < G_ROWS * GAUSS_CH; k += G_WG) {
-                let p = k / G_ROWS;
-                let rr = k % G_ROWS;
-                if c0 + p < wk.end && line0 + rr < params.lines {
-                    store_from_tile((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, rr * (GAUSS_CH + 1u) + p);
-                }
+        }
+    } else {
+        for (var k = lid; k < G_ROWS * GAUSS_CH; k += G_WG) {
+            let p = k / G_ROWS;
+            let rr = k % G_ROWS;
+            if c0 + p < end && line0 + rr < params.lines {
+                store_from_tile((c0 + p - params.out_start) * params.out_pos_stride + line0 + rr, rr * (GAUSS_CH + 1u) + p);
             }
         }
     }
+}
+
+// The weights' bytes for DOT4: word j of output i's (0 to 3 of a thread's), its high bytes
+// (h = 0) or low bytes (h = 1), after the WEIGHT_VEC4S vec4s of weights (`dot4_weights` in
+// src/ops/blur/plan.rs).
+fn dot4_weight(i: u32, j: u32, h: u32) -> u32 {
+    let k = 4u * WEIGHT_VEC4S + (i * D_WORDS + j) * 2u + h;
+    return weights[k >> 2u][k & 3u];
+}
+
+// One chunk of a DOT4 pass: its lines staged as planes, sums by dot products, stored.
+fn dot4_chunk(c0: u32, line0: u32, lid: u32, end: u32) {
+    let first = i32(c0) - i32(params.radius);
+    // Word g of line rr's planes: positions first + 4g .. + 3, each lane's bytes in its own.
+    for (var k = lid; k < G_ROWS * D_STRIDE; k += G_WG) {
+        let rr = k / D_STRIDE;
+        let g = k % D_STRIDE;
+        var words = vec4<u32>(0u);
+        if line0 + rr < params.lines {
+            for (var b = 0u; b < 4u; b++) {
+                words |= load(line0 + rr, first + i32(4u * g + b)) << vec4<u32>(8u * b);
+            }
+        }
+        for (var c = 0u; c < LANES; c++) {
+            sh_planes[(rr * LANES + c) * D_STRIDE + g] = words[c];
+        }
+    }
+    workgroupBarrier();
+    let row = lid / GAUSS_TPL;
+    let t = lid % GAUSS_TPL;
+    var hi: array<vec4<u32>, 4>;
+    var lo: array<vec4<u32>, 4>;
+    for (var c = 0u; c < LANES; c++) {
+        let base = (row * LANES + c) * D_STRIDE + t;
+        for (var j = 0u; j < D_WORDS; j++) {
+            let x = sh_planes[base + j];
+            for (var i = 0u; i < 4u; i++) {
+                hi[i][c] += dot4U8Packed(x, dot4_weight(i, j, 0u));
+                lo[i][c] += dot4U8Packed(x, dot4_weight(i, j, 1u));
+            }
+        }
+    }
+    for (var i = 0u; i < 4u; i++) {
+        tile_set(row * (GAUSS_CH + 1u) + 4u * t + i, finish((hi[i] << vec4<u32>(8u)) + lo[i]));
+    }
+    workgroupBarrier();
+    store_chunk(c0, line0, lid, end);
 }

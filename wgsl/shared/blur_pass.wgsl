@@ -80,9 +80,11 @@ override DIV_32: bool = false;
 // Gaussian weights w[0..=2r], summing to a power of two, four to a vec4 (uniform arrays
 // have 16-byte elements): a uniform, so that an unrolled tap loop reads them as constants.
 // WEIGHT_VEC4S vec4s hold 1001 taps, radius 500: `WEIGHT_VEC4S` of src/ops/blur/plan.rs, made
-// from MAX_GAUSS_RADIUS (the shader test checks they agree).
+// from MAX_GAUSS_RADIUS (the shader test checks they agree). DOT4_VEC4S more hold the
+// weights' bytes for DOT4 passes (`dot4_weight` of blur_gauss.wgsl).
 const WEIGHT_VEC4S: u32 = 251u;
-@group(0) @binding(3) var<uniform> weights: array<vec4<u32>, WEIGHT_VEC4S>;
+const DOT4_VEC4S: u32 = 502u;
+@group(0) @binding(3) var<uniform> weights: array<vec4<u32>, WEIGHT_VEC4S + DOT4_VEC4S>;
 
 fn weight(k: u32) -> u32 {
     return weights[k >> 2u][k & 3u];

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 
-use super::arith::{arith, Arith, Opaque, Premultiply};
+use super::arith::{arith, gaussian_weights, Arith, Opaque, Premultiply};
 use super::pack::{alpha_lane, image_from_bytes};
 use super::tune::Tunables;
 use super::{Kind, Options};
@@ -212,7 +212,65 @@ fn gauss_stride(width: u32, fmt: u32) -> u32 {
 /// The uniform array of gaussian weights: `WEIGHT_VEC4S` of wgsl/shared/blur_pass.wgsl (the
 /// shader test checks they agree), enough for the 2 MAX_GAUSS_RADIUS + 1 taps of the widest.
 const WEIGHT_VEC4S: u32 = (2 * super::MAX_GAUSS_RADIUS + 1).div_ceil(4);
-const WEIGHT_SLOTS: usize = 4 * WEIGHT_VEC4S as usize;
+pub(super) const WEIGHT_SLOTS: usize = 4 * WEIGHT_VEC4S as usize;
+
+/// Words of a staged plane that one DOT4 thread's 4 outputs read at radius `r` (`D_WORDS` of
+/// wgsl/blur_gauss.wgsl): output i's tap k is byte i + k of them.
+pub(super) const fn dot4_words(r: u32) -> u32 {
+    // Bytes 0 to 2r + 3.
+    r.div_ceil(2) + 1
+}
+
+/// `DOT4_VEC4S` of wgsl/shared/blur_pass.wgsl (the shader test checks they agree): the
+/// weights' bytes of the widest DOT4 pass, after the weights (`dot4_weights`).
+const DOT4_VEC4S: u32 = (8 * dot4_words(super::MAX_GAUSS_RADIUS)).div_ceil(4);
+
+/// The weights uniform's words: the weights, padded to `WEIGHT_SLOTS`, then their bytes as
+/// the DOT4 passes multiply them (`dot4_weight` of wgsl/blur_gauss.wgsl): for each of a
+/// thread's outputs i and words j of a plane, the high bytes and the low bytes of the taps
+/// k = 4j + b - i that bytes b = 0..3 of word j meet (0 for none). Weights of 2^16 or more
+/// (a gaussian whose every weight is its centre's) have no such bytes: their passes do not
+/// take DOT4 (`dot4_fits`), and their table is not read.
+pub(super) fn weight_slots(weights: &[u32]) -> Vec<u32> {
+    let mut slots = weights.to_vec();
+    slots.resize(WEIGHT_SLOTS + 4 * DOT4_VEC4S as usize, 0);
+    let taps = weights.len() as i64;
+    let words = dot4_words((weights.len().max(1) as u32 - 1) / 2) as usize;
+    for i in 0..4 {
+        for j in 0..words {
+            let (mut hi, mut lo) = (0, 0);
+            for b in 0..4 {
+                let k = (4 * j + b) as i64 - i as i64;
+                if (0..taps).contains(&k) {
+                    let w = weights[k as usize] & 0xffff;
+                    hi |= (w >> 8) << (8 * b);
+                    lo |= (w & 0xff) << (8 * b);
+                }
+            }
+            let at = WEIGHT_SLOTS + 2 * (i * words + j);
+            slots[at] = hi;
+            slots[at + 1] = lo;
+        }
+    }
+    slots
+}
+
+/// Whether a pass of `shape` whose staging format is `stage` takes DOT4 (wgsl/blur_gauss.wgsl):
+/// its samples are 8-bit.
+fn takes_dot4(shape: &Shape, stage: u32) -> bool {
+    shape.dot4 && stage == FMT_PACK8
+}
+
+/// Whether a gaussian of `params` has weights that fit two bytes (below 2^16) whatever
+/// the image (weights total 2^16 or 2^14: `arith`), as DOT4 needs.
+fn dot4_fits(params: &Options) -> bool {
+    match params.kind {
+        Kind::Gaussian { sigma } => gaussian_weights(sigma, params.radius, 16)
+            .iter()
+            .all(|&w| w < 1 << 16),
+        Kind::Box => false,
+    }
+}
 
 /// A blur planned for one image size and layout on one device: pipelines, buffers, strips and
 /// their bindings, and the staging the images travel through. Ready to record (many times,
@@ -243,6 +301,9 @@ pub struct BlurPlan {
     opaque: Option<LazyPasses>,
     /// Whether the image to blur next takes them.
     opaque_now: bool,
+    /// Whether the row passes take DOT4 (wgsl/blur_gauss.wgsl): the usual ones, the
+    /// all-opaque ones.
+    dot4: (bool, bool),
 }
 
 /// One strip's two passes: their bind groups by kernel and by which image buffer holds the
@@ -450,6 +511,7 @@ fn pass_case(shape: &Shape, fmts: (u32, u32), c: &[(&'static str, f64)]) -> Shad
         .with_const("FMT_HOST8", FMT_HOST8)
         .with_const("FMT_PACK18", FMT_PACK18)
         .with_const("WEIGHT_VEC4S", WEIGHT_VEC4S)
+        .with_const("DOT4_VEC4S", DOT4_VEC4S)
         .with_overrides(c)
 }
 
@@ -475,6 +537,9 @@ struct Shape {
     chunk: u32,
     /// The gaussian's staged lines per workgroup and samples per line, when it stages.
     staging: Option<(u32, u32)>,
+    /// Whether its passes of 8-bit samples may take DOT4 (4 outputs a thread, weights below
+    /// 2^16).
+    dot4: bool,
 }
 
 /// The kernels' shape for `layout` and `params` with `t`, on an adapter of `storage` bytes
@@ -495,6 +560,7 @@ fn shape(
         rows_per_wg: LINE_WG,
         chunk: 1,
         staging: None,
+        dot4: false,
     };
     Ok(match (layout, params.kind) {
         (Layout::LinePerInvocation, Kind::Box) => line(shader!("blur_box_line"), "box_line_pass"),
@@ -511,6 +577,7 @@ fn shape(
                 rows_per_wg: t.box_rows,
                 chunk: t.box_chunk(wide),
                 staging: None,
+                dot4: false,
             }
         }
         (Layout::Workgroup, Kind::Gaussian { .. }) => {
@@ -536,6 +603,7 @@ fn shape(
                 rows_per_wg: rows,
                 chunk: ch,
                 staging: Some((rows, ch + 2 * r)),
+                dot4: ppt == 4 && dot4_fits(params),
             }
         }
     })
@@ -689,9 +757,16 @@ impl BlurPlan {
             Usage::Storage,
             mid_bytes(&geometry, &strips, mid_px_bytes),
         );
+        // The first row pass's staging: the image's samples, premultiplied where it has alpha
+        // (the all-opaque row pass's are plain 8-bit ones).
+        let mut dot4 = (
+            takes_dot4(&shape, stage_fmt(in_fmt, ar.alpha.is_some())),
+            false,
+        );
         let opaque = match opaque_arith(params, &ar, max, img.channels) {
             Some(oa) => {
                 let shape = self::shape(storage, layout, params, &t, (oa.mid_fmt, subgroups))?;
+                dot4.1 = takes_dot4(&shape, stage_fmt(oa.fmts()[0].0, false));
                 let constants = opaque_constants(&shape, &ar, oa);
                 let buffers = OwnedBuffers {
                     images: [a.clone(), b.clone()],
@@ -776,6 +851,7 @@ impl BlurPlan {
             strips: strips.len(),
             opaque,
             opaque_now: false,
+            dot4,
         })
     }
 
@@ -814,6 +890,16 @@ impl BlurPlan {
     /// image blurred once: docs/blur.md).
     pub fn opaque_passes(&self) -> bool {
         self.opaque_now
+    }
+
+    /// Whether the image to blur next has its row passes' sums taken by 4 x 8-bit dot
+    /// products (`DOT4` of wgsl/blur_gauss.wgsl).
+    pub fn rows_by_dot_products(&self) -> bool {
+        if self.opaque_now {
+            self.dot4.1
+        } else {
+            self.dot4.0
+        }
     }
 
     /// Records copying the written image to the device: before the passes.
@@ -1094,7 +1180,20 @@ fn pass_overrides(
     let mut c = shape.constants.clone();
     if let Some((rows, width)) = shape.staging {
         let stage = stage_fmt(fmt_in, premultiply);
-        c.push(("G_IN_LEN", (rows * gauss_stride(width, stage)) as f64));
+        let dot4 = takes_dot4(shape, stage);
+        if dot4 {
+            let r = (width - shape.chunk) / 2;
+            let stride = shape.chunk / 4 + dot4_words(r) - 1;
+            c.extend([
+                ("DOT4", 1.0),
+                ("D_WORDS", dot4_words(r) as f64),
+                ("D_STRIDE", stride as f64),
+                ("D_LEN", (rows * u32::from(channels) * stride) as f64),
+                ("G_IN_LEN", 1.0),
+            ]);
+        } else {
+            c.push(("G_IN_LEN", (rows * gauss_stride(width, stage)) as f64));
+        }
         c.push(("G_STRIDE", gauss_stride(width, stage) as f64));
         c.push(("G_SKEW_SHIFT", skew_shift(stage) as f64));
         c.push(("STAGE_FMT", stage as f64));
@@ -1470,8 +1569,7 @@ impl Buffers<'_> {
         mid: &wgpu::Buffer,
     ) -> Vec<StripPasses> {
         let (w, h, r) = (g.w, g.h, g.r);
-        let mut slots = weights.to_vec();
-        slots.resize(WEIGHT_SLOTS, 0);
+        let slots = weight_slots(weights);
         let weight_buf = gpu.upload("blur weights", Usage::Uniform, &slots);
         let used = used_binds(g.iterations);
         let passes = strips
@@ -1482,7 +1580,7 @@ impl Buffers<'_> {
                 let stride = mid_stride(s1 - s0);
                 let mid_size = w as u64 * stride as u64 * self.mid_px_bytes;
                 let psize = std::mem::size_of::<PassParams>() as u64;
-                let wsize = 4 * WEIGHT_SLOTS as u64;
+                let wsize = 4 * slots.len() as u64;
                 let bind = |k: usize, parity: usize| {
                     if !used[k][parity] {
                         return None;

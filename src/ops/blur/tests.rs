@@ -1,7 +1,9 @@
 //! Unit tests of the blur's arithmetic, layout helpers and CPU reference.
 
 use super::arith::fraction_bits;
-use super::plan::{max_lines, mid_stride, opaque_arith, segment_len};
+use super::plan::{
+    dot4_words, max_lines, mid_stride, opaque_arith, segment_len, weight_slots, WEIGHT_SLOTS,
+};
 use super::*;
 use crate::io::image::Samples;
 
@@ -481,4 +483,24 @@ fn the_opaque_passes_are_for_8_bit_rgba_blurred_once() {
             img.describe()
         );
     }
+}
+
+#[test]
+fn the_dot_product_passes_weight_bytes_are_laid_out_by_output_and_word() {
+    // r = 1: taps 0x0001, 0x0203, 0x0405; two words a thread (bytes 0..7). Output i's tap k
+    // is byte i + k: for each output (0..3) and word, the high bytes, then the low bytes.
+    assert_eq!(dot4_words(1), 2);
+    assert_eq!((dot4_words(15), dot4_words(16)), (9, 9));
+    let slots = weight_slots(&[0x0001, 0x0203, 0x0405]);
+    assert_eq!(&slots[..4], &[0x0001, 0x0203, 0x0405, 0]);
+    let table: Vec<u32> = slots[WEIGHT_SLOTS..WEIGHT_SLOTS + 16].to_vec();
+    #[rustfmt::skip]
+    let want = [
+        0x0004_0200, 0x0005_0301, 0, 0, // output 0: bytes 0, 1, 2
+        0x0402_0000, 0x0503_0100, 0, 0, // output 1: bytes 1, 2, 3
+        0x0200_0000, 0x0301_0000, 0x0000_0004, 0x0000_0005, // output 2: bytes 2, 3, 4
+        0, 0x0100_0000, 0x0000_0402, 0x0000_0503, // output 3: bytes 3, 4, 5
+    ];
+    assert_eq!(table, want);
+    assert!(slots[WEIGHT_SLOTS + 16..].iter().all(|&w| w == 0));
 }
