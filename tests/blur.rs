@@ -300,8 +300,10 @@ fn the_gaussians_8_bit_row_passes_by_dot_products_match_cpu() {
     // The workgroup gaussian's row passes of plain 8-bit samples (images without alpha, and
     // all-opaque RGBA blurred once) take four taps of a lane in two 4 x 8-bit dot products
     // (`DOT4` in wgsl/blur_gauss.wgsl): on awkward sizes, at radii whose taps fill a thread's
-    // words exactly or not, twice. Weights that reach 2^16 (sigma 0.2: all at the centre),
-    // and RGBA blurred twice (premultiplied samples), take the usual sums.
+    // words exactly or not, at the largest radius (its weights' bytes fill their table),
+    // twice. Weights that reach 2^16 (sigma 0.2: all at the centre; at 0.25 the side ones
+    // are 22), and RGBA blurred twice (premultiplied samples), take the usual sums. (Tune's
+    // shapes, strips and 2-D grids take them in the tests of those.)
     let g = shared_gpu();
     let options = GpuOptions {
         layout: Some(Layout::Workgroup),
@@ -321,6 +323,8 @@ fn the_gaussians_8_bit_row_passes_by_dot_products_match_cpu() {
                 (5.0, 16, 1),
                 (1.0, 3, 2),
                 (40.0, 100, 1),
+                (160.0, 500, 1),
+                (0.25, 1, 1),
                 (0.2, 1, 1),
             ] {
                 let params = BlurParams::new(Kind::Gaussian { sigma }, r, iterations);

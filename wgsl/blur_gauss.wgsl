@@ -25,10 +25,13 @@ override STAGE_FMT: u32 = 0u;
 // products (`dot4U8Packed`: one instruction where the adapter has integer dot products), one
 // with the weights' high bytes and one with their low bytes, instead of 4 multiply-adds. A
 // line's planes start at the chunk's first tap, c0 - r; thread t's 4 outputs take words t to
-// t + D_WORDS - 1 of each; a plane takes D_STRIDE words, a workgroup's planes D_LEN.
+// t + D_WORDS - 1 of each; a plane takes D_STRIDE words, a line's planes D_LINE (padded so
+// that the lines one warp reads, where a line has fewer than 32 threads, fall on different
+// banks), a workgroup's D_LEN (`dot4_layout` in src/ops/blur/plan.rs).
 override DOT4: bool = false;
 override D_WORDS: u32 = 1u;
 override D_STRIDE: u32 = 1u;
+override D_LINE: u32 = 1u;
 override D_LEN: u32 = 1u;
 // The tile: G_ROWS * (GAUSS_CH + 1) elements (its TILE_LEN), padded like the box's.
 // import: blur_tile
@@ -161,7 +164,7 @@ fn store_chunk(c0: u32, line0: u32, lid: u32, end: u32) {
 }
 
 // The weights' bytes for DOT4: word j of output i's (0 to 3 of a thread's), its high bytes
-// (h = 0) or low bytes (h = 1), after the WEIGHT_VEC4S vec4s of weights (`dot4_weights` in
+// (h = 0) or low bytes (h = 1), after the WEIGHT_VEC4S vec4s of weights (`weight_slots` in
 // src/ops/blur/plan.rs).
 fn dot4_weight(i: u32, j: u32, h: u32) -> u32 {
     let k = 4u * WEIGHT_VEC4S + (i * D_WORDS + j) * 2u + h;
@@ -182,7 +185,7 @@ fn dot4_chunk(c0: u32, line0: u32, lid: u32, end: u32) {
             }
         }
         for (var c = 0u; c < LANES; c++) {
-            sh_planes[(rr * LANES + c) * D_STRIDE + g] = words[c];
+            sh_planes[rr * D_LINE + c * D_STRIDE + g] = words[c];
         }
     }
     workgroupBarrier();
@@ -191,7 +194,7 @@ fn dot4_chunk(c0: u32, line0: u32, lid: u32, end: u32) {
     var hi: array<vec4<u32>, 4>;
     var lo: array<vec4<u32>, 4>;
     for (var c = 0u; c < LANES; c++) {
-        let base = (row * LANES + c) * D_STRIDE + t;
+        let base = row * D_LINE + c * D_STRIDE + t;
         for (var j = 0u; j < D_WORDS; j++) {
             let x = sh_planes[base + j];
             for (var i = 0u; i < 4u; i++) {

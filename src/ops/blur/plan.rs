@@ -183,9 +183,17 @@ fn gauss_rows(radius: u32, storage: u32, t: &Tunables, fmt: u32) -> Option<u32> 
     let ch = t.gauss_chunk(gauss_ppt(fmt));
     std::iter::successors(Some(t.gauss_rows), |&r| (r > 1).then_some(r / 2)).find(|&rows| {
         let staged = staged_bytes(fmt) * rows * gauss_stride(ch + 2 * radius, fmt);
-        staged + 16 * rows * (ch + 1) <= storage
+        staged + 16 * rows * (ch + 1) + UNUSED_ARRAYS <= storage
     })
 }
+
+/// Bytes of the one-element arrays wgsl/blur_gauss.wgsl declares in place of the staging,
+/// tile and plane arrays a pipeline does not use (at most 52: two of the three staging
+/// arrays, two of the three tiles, the planes), which count against the workgroup storage
+/// too. (The DOT4 planes take less than the staging `gauss_rows` counts: they occur only
+/// where that is two words a sample, and take at most 4 lanes of a byte a sample and 31
+/// words of padding a line.)
+const UNUSED_ARRAYS: u32 = 64;
 
 /// Bytes of one staged gaussian sample: staging keeps the pass's input packing (`stage` in
 /// wgsl/blur_gauss.wgsl).
@@ -222,7 +230,7 @@ pub(super) const fn dot4_words(r: u32) -> u32 {
 }
 
 /// `DOT4_VEC4S` of wgsl/shared/blur_pass.wgsl (the shader test checks they agree): the
-/// weights' bytes of the widest DOT4 pass, after the weights (`dot4_weights`).
+/// weights' bytes of the widest DOT4 pass, after the weights (`weight_slots`).
 const DOT4_VEC4S: u32 = (8 * dot4_words(super::MAX_GAUSS_RADIUS)).div_ceil(4);
 
 /// The weights uniform's words: the weights, padded to `WEIGHT_SLOTS`, then their bytes as
@@ -253,6 +261,34 @@ pub(super) fn weight_slots(weights: &[u32]) -> Vec<u32> {
         }
     }
     slots
+}
+
+/// The staged planes of a DOT4 pass (`D_WORDS`, `D_STRIDE`, `D_LINE` of
+/// wgsl/blur_gauss.wgsl).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Dot4Layout {
+    /// Words of each plane a thread reads.
+    pub words: u32,
+    /// Words of a plane: the line's threads' (`tpl`) and the last one's `words` - 1 more.
+    pub stride: u32,
+    /// Words of a line's `lanes` planes, padded where a line has fewer than 32 threads to
+    /// `tpl` words past a multiple of 32, so that the 32 / `tpl` lines a warp reads at once
+    /// start on different banks (4-byte banks, 32 of them).
+    pub line: u32,
+}
+
+pub(super) fn dot4_layout(tpl: u32, r: u32, lanes: u32) -> Dot4Layout {
+    let words = dot4_words(r);
+    let stride = tpl + words - 1;
+    let mut line = lanes * stride;
+    if tpl < 32 {
+        line += (tpl + 32 - line % 32) % 32;
+    }
+    Dot4Layout {
+        words,
+        stride,
+        line,
+    }
 }
 
 /// Whether a pass of `shape` whose staging format is `stage` takes DOT4 (wgsl/blur_gauss.wgsl):
@@ -1183,12 +1219,13 @@ fn pass_overrides(
         let dot4 = takes_dot4(shape, stage);
         if dot4 {
             let r = (width - shape.chunk) / 2;
-            let stride = shape.chunk / 4 + dot4_words(r) - 1;
+            let d = dot4_layout(shape.chunk / 4, r, u32::from(channels));
             c.extend([
                 ("DOT4", 1.0),
-                ("D_WORDS", dot4_words(r) as f64),
-                ("D_STRIDE", stride as f64),
-                ("D_LEN", (rows * u32::from(channels) * stride) as f64),
+                ("D_WORDS", d.words as f64),
+                ("D_STRIDE", d.stride as f64),
+                ("D_LINE", d.line as f64),
+                ("D_LEN", (rows * d.line) as f64),
                 ("G_IN_LEN", 1.0),
             ]);
         } else {

@@ -2,7 +2,8 @@
 
 use super::arith::fraction_bits;
 use super::plan::{
-    dot4_words, max_lines, mid_stride, opaque_arith, segment_len, weight_slots, WEIGHT_SLOTS,
+    dot4_layout, dot4_words, max_lines, mid_stride, opaque_arith, segment_len, weight_slots,
+    WEIGHT_SLOTS,
 };
 use super::*;
 use crate::io::image::Samples;
@@ -503,4 +504,73 @@ fn the_dot_product_passes_weight_bytes_are_laid_out_by_output_and_word() {
     ];
     assert_eq!(table, want);
     assert!(slots[WEIGHT_SLOTS + 16..].iter().all(|&w| w == 0));
+}
+
+#[test]
+fn dot_products_of_the_weights_bytes_give_the_direct_sums_at_every_radius() {
+    // What a DOT4 thread computes (wgsl/blur_gauss.wgsl `dot4_chunk`): output i of thread t
+    // sums, over words j of each lane's plane (bytes: positions 4(t + j) .. + 3 from the first
+    // tap), two 4 x 8-bit dot products with the weights' high and low bytes, 256 H + L. It
+    // must equal the direct sum of w_k x_(4t + i + k), for weights totalling 2^16 and 2^14.
+    let dot4 = |a: u32, b: u32| -> u32 {
+        (0..4)
+            .map(|k| ((a >> (8 * k)) & 255) * ((b >> (8 * k)) & 255))
+            .sum()
+    };
+    let mut state = 7u32;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state
+    };
+    for r in [0u32, 1, 2, 3, 4, 5, 15, 16, 31, 100, 333, 499, 500] {
+        for bits in [16, 14] {
+            let w = gaussian_weights((r.max(1) as f64) / 3.0, r, bits);
+            if w.iter().any(|&x| x >= 1 << 16) {
+                continue;
+            }
+            let slots = weight_slots(&w);
+            let words = dot4_words(r) as usize;
+            let threads = 5;
+            let x: Vec<u32> = (0..4 * (threads + words)).map(|_| next() & 255).collect();
+            let plane = |g: usize| (0..4).map(|b| x[4 * g + b] << (8 * b)).sum::<u32>();
+            for t in 0..threads {
+                for i in 0..4 {
+                    let (mut hi, mut lo) = (0u32, 0u32);
+                    for j in 0..words {
+                        let at = WEIGHT_SLOTS + 2 * (i * words + j);
+                        hi += dot4(plane(t + j), slots[at]);
+                        lo += dot4(plane(t + j), slots[at + 1]);
+                    }
+                    let want: u32 = (0..w.len()).map(|k| w[k] * x[4 * t + i + k]).sum();
+                    assert_eq!(
+                        hi * 256 + lo,
+                        want,
+                        "r={r} bits {bits} thread {t} output {i}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_dot_product_planes_of_lines_a_warp_shares_start_on_different_banks() {
+    // Thread t of line q reads word q * line + t (+ j, the same for all): the 32 / tpl lines
+    // of a warp must not share a bank (32 of 4 bytes).
+    for tpl in [1u32, 2, 4, 8, 16, 32, 64] {
+        for (r, lanes) in [(1, 1), (15, 3), (16, 3), (100, 4), (500, 3)] {
+            let d = dot4_layout(tpl, r, lanes);
+            assert_eq!(d.stride, tpl + dot4_words(r) - 1);
+            assert!(d.line >= lanes * d.stride && d.line < lanes * d.stride + 32);
+            let lines = (32 / tpl).max(1);
+            let mut banks: Vec<u32> = (0..lines)
+                .flat_map(|q| (0..tpl.min(32)).map(move |t| (q * d.line + t) % 32))
+                .collect();
+            banks.sort_unstable();
+            banks.dedup();
+            assert_eq!(banks.len(), 32.min(lines * tpl) as usize, "{d:?} tpl {tpl}");
+        }
+    }
 }
