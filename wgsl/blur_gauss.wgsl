@@ -20,7 +20,7 @@ override G_SKEW_SHIFT: u32 = 5u;
 override G_TAPS: u32 = 1u; // 2r + 1
 override STAGE_FMT: u32 = 0u;
 // DOT4: the pass's samples are 8-bit (STAGE_FMT is FMT_PACK8), its weights below 2^16 and a
-// thread makes 4 outputs (`dot4` in src/ops/blur/plan.rs). Each lane of a line is then staged
+// thread makes 4 outputs (`takes_dot4` in src/ops/blur/plan.rs). Each lane of a line is staged
 // as a plane of bytes, four positions a word, and 4 taps of a lane take two 4 x 8-bit dot
 // products (`dot4U8Packed`: one instruction where the adapter has integer dot products), one
 // with the weights' high bytes and one with their low bytes, instead of 4 multiply-adds. A
