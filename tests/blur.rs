@@ -341,6 +341,35 @@ fn the_gaussians_8_bit_row_passes_by_dot_products_match_cpu() {
 }
 
 #[test]
+fn the_boxs_host_layout_read_four_pixels_at_a_time_matches_cpu() {
+    // The workgroup box's first row pass of 8-bit images without alpha (1 and 3 channels)
+    // reads a thread's four entering and four leaving pixels as the words around them where
+    // all its windows lie inside the line (wgsl/shared/box_runs_host4.wgsl), a pixel at a
+    // time elsewhere: lines shorter than a window, a window just inside or outside each end
+    // (r = 1, 2, 3 on 7 and 9 pixels), rows that start at every byte of a word (odd widths),
+    // 4097 wide, a radius past the image, twice. Images with alpha (premultiplied on load)
+    // never take it.
+    let g = shared_gpu();
+    let options = GpuOptions {
+        layout: Some(Layout::Workgroup),
+        ..GpuOptions::DEFAULT
+    };
+    for (w, h) in [(1, 1), (7, 9), (9, 7), (13, 5), (4097, 3), (130, 67)] {
+        for channels in 1..=4u8 {
+            let img = noise(w, h, channels, false, w * 7 + h + channels as u32);
+            for (r, iterations) in [(1, 1), (2, 1), (3, 1), (15, 1), (5000, 1), (2, 2)] {
+                let params = BlurParams::new(Kind::Box, r, iterations).with_gpu(options);
+                let what = format!("{} r={r} x{iterations}", img.describe());
+                let plan = BlurPlan::new(g, &img, &params).unwrap();
+                assert_eq!(plan.reads_quads(), channels % 2 == 1, "{what}");
+                let got = blur_run(engine(), &img, &params, &mut Timings::default()).unwrap();
+                assert_same(&got, &reference(&img, &params).unwrap(), &what);
+            }
+        }
+    }
+}
+
+#[test]
 fn blurs_the_opaque_passes_do_not_take_match_cpu_the_usual_way() {
     // One alpha of 254 (first or last), a radius whose row sums pass 16 bits, two iterations
     // of either kind, 16-bit RGBA and gray+alpha all take the usual passes.
@@ -661,7 +690,7 @@ fn images_converted_in_several_chunks_match_cpu() {
 fn the_host_layout_read_and_written_by_the_passes_matches_cpu() {
     // 8-bit images of 1 to 3 channels: the first row pass reads the host's layout on every
     // kernel, and the workgroup kernels' last column pass writes it where each row and each
-    // workgroup's lines (8 for the box, 4 for the gaussian) start and end on a word: at 64
+    // workgroup's lines (16 in the box's column passes, 4 for the gaussian) start and end on a word: at 64
     // columns for every channel count, at 62 for two channels, at 61 for none (a pack pass
     // converts those). Strips at a 12 KiB binding put row starts off the binding alignment;
     // there the pack pass writes the host's layout (a strip's row pass reads the rows around
@@ -720,18 +749,25 @@ fn every_workgroup_shape_matches_cpu() {
     // layout: RGB8 then takes the pack pass).
     // The box's positions a thread differ between the intermediates (RGBA8's a word a
     // channel, RGB8's 16-bit) in each shape.
+    // The box's column passes of images in the host's layout take lines of their own, as do
+    // the gaussian's passes where the intermediate is a word a channel; four positions a
+    // thread read the host's layout four pixels at a time.
     let shapes = [
-        (1, 8, 4, 1, 1, 32),
-        (2, 8, 2, 8, 2, 16),
-        (16, 4, 8, 2, 8, 32),
+        ((1, 1), 8, (4, 1), (1, 1), 32),
+        ((2, 16), 8, (2, 8), (2, 4), 16),
+        ((16, 4), 4, (8, 2), (8, 8), 32),
+        ((4, 2), 16, (4, 4), (4, 2), 8),
     ];
-    for (box_rows, box_tpl, box_ppt, box_ppt_narrow, gauss_rows, gauss_tpl) in shapes {
+    for ((box_rows, box_rows_host), box_tpl, (box_ppt, box_ppt_narrow), gauss, gauss_tpl) in shapes
+    {
         let tunables = Tunables {
             box_rows,
+            box_rows_host,
             box_tpl,
             box_ppt,
             box_ppt_narrow,
-            gauss_rows,
+            gauss_rows: gauss.0,
+            gauss_rows_wide: gauss.1,
             gauss_tpl,
         };
         let options = GpuOptions {
@@ -739,7 +775,7 @@ fn every_workgroup_shape_matches_cpu() {
             tunables: Some(tunables),
             ..GpuOptions::DEFAULT
         };
-        for (channels, w) in [(4, 37), (3, 36)] {
+        for (channels, w) in [(4, 37), (3, 36), (2, 38), (1, 41)] {
             let img = noise(w, 19, channels, false, box_rows + channels as u32);
             for params in [
                 BlurParams::new(Kind::Box, 4, 1),
@@ -845,9 +881,10 @@ fn large_image_takes_strips_at_the_adapters_limit() {
 #[test]
 fn two_d_dispatch_matches_cpu() {
     // 257 rows are 33 box workgroups of 8 lines: a 6x6 grid at a limit of 6. Gaussian
-    // workgroups take 4 lines: 65, an 8x9 grid at 9. One line an invocation: 5 workgroups of
-    // 64 lines, a 3x2 grid at a limit of 3. RGB8 72 wide: the row pass reads the host's
-    // layout and, on the workgroup layout, the column pass writes it.
+    // workgroups take 2 lines of RGBA8 (the wide intermediate): 129, an 11x12 grid at 12, and
+    // 4 of RGB8: 65, 6x12. One line an invocation: 5 workgroups of 64 lines, a 3x2 grid at a
+    // limit of 3. RGB8 72 wide: the row pass reads the host's layout and, on the workgroup
+    // layout, the column pass writes it.
     for img in [noise(70, 257, 4, false, 6), noise(72, 257, 3, false, 7)] {
         two_d_dispatch_matches_cpu_on(&img);
     }
@@ -856,7 +893,7 @@ fn two_d_dispatch_matches_cpu() {
 fn two_d_dispatch_matches_cpu_on(img: &Image) {
     for (params, layout, limit) in [
         (BlurParams::new(Kind::Box, 4, 1), Layout::Workgroup, 6),
-        (BlurParams::new(GAUSS1, 3, 1), Layout::Workgroup, 9),
+        (BlurParams::new(GAUSS1, 3, 1), Layout::Workgroup, 12),
         (
             BlurParams::new(Kind::Box, 4, 1),
             Layout::LinePerInvocation,

@@ -25,6 +25,10 @@ struct LineScan {
 }
 // import: box_lines_workgroup
 
+// The functions box_runs needs: none, but box_runs_host4 imports `load4_host8` from its twin
+// box_load4_host8 here (`box_variant` in src/ops/blur/plan.rs).
+// import: box_load4
+
 // Window sums S(x) = S(x-1) + e(x+r) - e(x-r-1) over the clamped line e, in wrapping u32
 // arithmetic: the true S always fits (the host checks), so the wrapped result is exact. The
 // cost per output is two loads whatever the radius.
@@ -66,13 +70,7 @@ fn box_pass(lane: Lane) {
     for (var c0 = wk.start; c0 < wk.end; c0 += BOX_CH) {
         var local: array<vec4<u32>, BOX_PPT>;
         var run = vec4<u32>(0u);
-        for (var i = 0u; i < BOX_PPT; i++) {
-            let x = i32(c0 + t * BOX_PPT + i);
-            if in_range && x < i32(wk.end) {
-                run += load(line, x + r) - load(line, x - r - 1);
-            }
-            local[i] = run;
-        }
+        // import: box_runs
         let sums = line_scan(run, lane);
         let excl = carry + sums.before;
         for (var i = 0u; i < BOX_PPT; i++) {

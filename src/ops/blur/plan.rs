@@ -176,12 +176,17 @@ impl Layout {
 /// Lines per workgroup of the one-line-per-invocation kernels (set as their `LINE_WG`).
 const LINE_WG: u32 = 64;
 
-/// Gaussian lines per workgroup: as many (`t.gauss_rows`, halved down to 1) as fit the
-/// workgroup storage (lines staged in format `fmt` and the output tile, counted as vec4s,
-/// its widest; the weights are a uniform).
+/// Gaussian lines per workgroup: as many (`t.gauss_rows`, or `t.gauss_rows_wide` where the
+/// column pass stages the wide format, halved down to 1) as fit the workgroup storage (lines
+/// staged in format `fmt`, the wider pass's, and the output tile, counted as vec4s, its
+/// widest; the weights are a uniform).
 fn gauss_rows(radius: u32, storage: u32, t: &Tunables, fmt: u32) -> Option<u32> {
     let ch = t.gauss_chunk(gauss_ppt(fmt));
-    std::iter::successors(Some(t.gauss_rows), |&r| (r > 1).then_some(r / 2)).find(|&rows| {
+    let most = match fmt {
+        FMT_WIDE => t.gauss_rows_wide,
+        _ => t.gauss_rows,
+    };
+    std::iter::successors(Some(most), |&r| (r > 1).then_some(r / 2)).find(|&rows| {
         let staged = staged_bytes(fmt) * rows * gauss_stride(ch + 2 * radius, fmt);
         staged + 16 * rows * (ch + 1) + UNUSED_ARRAYS <= storage
     })
@@ -340,6 +345,9 @@ pub struct BlurPlan {
     /// Whether the row passes take DOT4 (wgsl/blur_gauss.wgsl): the usual ones, the
     /// all-opaque ones.
     dot4: (bool, bool),
+    /// Whether the first row pass reads the host's layout four pixels at a time
+    /// (wgsl/shared/box_runs_host4.wgsl).
+    quads: bool,
 }
 
 /// One strip's two passes: their bind groups by kernel and by which image buffer holds the
@@ -387,13 +395,21 @@ fn box_subgroups(gpu: &Gpu, t: &Tunables) -> bool {
 /// format there is [`FMT_PACK16`] (one 8-byte access, not two 4-byte ones) or [`FMT_WIDE`]
 /// (one 16-byte access, not four; every such pixel starts on a vec2 or vec4:
 /// wgsl/shared/blur_src_vec2.wgsl and blur_src_vec4.wgsl say why).
-fn io_variant(variant: &Variant, (fmt_in, fmt_out): (u32, u32)) -> Variant {
+///
+/// A box pass of four positions a thread that reads the host's layout takes its loads four
+/// pixels at a time (wgsl/shared/box_runs_host4.wgsl).
+fn io_variant(shape: &Shape, (fmt_in, fmt_out): (u32, u32)) -> Variant {
     let snippet = |fmt, word, vec2, vec4| match fmt {
         FMT_PACK16 | FMT_PACK18 => Some((word, vec2)),
         FMT_WIDE => Some((word, vec4)),
         _ => None,
     };
-    let mut v = variant.clone();
+    let mut v = shape.variant.clone();
+    if shape.quads && fmt_in == FMT_HOST8 {
+        v = v.slot("box_runs", "box_runs_host4");
+        v = v.slot("box_load4", "box_load4_host8");
+        v.name += " host4";
+    }
     if let Some((slot, twin)) = snippet(fmt_in, "blur_src", "blur_src_vec2", "blur_src_vec4") {
         v = v.slot(slot, twin);
     }
@@ -540,7 +556,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
 
 /// The shader test's case of a pass of `shape` with formats `fmts` and constants `c`.
 fn pass_case(shape: &Shape, fmts: (u32, u32), c: &[(&'static str, f64)]) -> ShaderCase {
-    ShaderCase::variant::<PassParams>(shape.shader, io_variant(&shape.variant, fmts))
+    ShaderCase::variant::<PassParams>(shape.shader, io_variant(shape, fmts))
         .with_const("FMT_PACK8", FMT_PACK8)
         .with_const("FMT_PACK16", FMT_PACK16)
         .with_const("FMT_WIDE", FMT_WIDE)
@@ -576,6 +592,9 @@ struct Shape {
     /// Whether its passes of 8-bit samples may take DOT4 (4 outputs a thread, weights below
     /// 2^16).
     dot4: bool,
+    /// Whether it is the box's with four positions a thread, whose loads of the host's layout
+    /// may take four pixels at a time (`io_variant`).
+    quads: bool,
 }
 
 /// The kernels' shape for `layout` and `params` with `t`, on an adapter of `storage` bytes
@@ -597,6 +616,7 @@ fn shape(
         chunk: 1,
         staging: None,
         dot4: false,
+        quads: false,
     };
     Ok(match (layout, params.kind) {
         (Layout::LinePerInvocation, Kind::Box) => line(shader!("blur_box_line"), "box_line_pass"),
@@ -614,6 +634,7 @@ fn shape(
                 chunk: t.box_chunk(wide),
                 staging: None,
                 dot4: false,
+                quads: t.box_ppt_for(wide) == 4,
             }
         }
         (Layout::Workgroup, Kind::Gaussian { .. }) => {
@@ -640,6 +661,7 @@ fn shape(
                 chunk: ch,
                 staging: Some((rows, ch + 2 * r)),
                 dot4: ppt == 4 && dot4_fits(params),
+                quads: false,
             }
         }
     })
@@ -744,8 +766,21 @@ impl BlurPlan {
         }
         let storage = gpu.limits.max_compute_workgroup_storage_size;
         let subgroups = params.gpu.subgroups && box_subgroups(gpu, &t);
-        let shape = shape(storage, layout, params, &t, (mid_fmt, subgroups))?;
-        let direct = Direct::new(img, layout, &shape, strips.len());
+        let mut shape = shape(storage, layout, params, &t, (mid_fmt, subgroups))?;
+        // The quads' pixels are not premultiplied: images without alpha only.
+        shape.quads &= alpha.is_none();
+        // The box's column passes of images read in the host's layout take lines of their
+        // own (`Tunables::box_rows_host`); every other pass, the row passes' shape.
+        let columns = match Direct::reads(img) && matches!(params.kind, Kind::Box) {
+            true => {
+                let t = t.host_columns();
+                let subgroups = params.gpu.subgroups && box_subgroups(gpu, &t);
+                self::shape(storage, layout, params, &t, (mid_fmt, subgroups))?
+            }
+            false => shape.clone(),
+        };
+        let direct = Direct::new(img, layout, &columns, strips.len());
+        let quads = shape.quads && direct.read;
         let used = used_binds(params.iterations);
         let formats = (in_fmt, mid_fmt, state_fmt);
         // Of one iteration, `a` holds the unpacked input (none where the row pass reads the
@@ -817,7 +852,7 @@ impl BlurPlan {
                 Some(LazyPasses::new(move |gpu| {
                     let mut kernels: [Option<Kernel>; 4] = Default::default();
                     for (i, k) in [0, 2].into_iter().enumerate() {
-                        let variant = io_variant(&shape.variant, oa.fmts()[i]);
+                        let variant = io_variant(&shape, oa.fmts()[i]);
                         kernels[k] = Some(gpu.kernel_variant(
                             &shape.shader,
                             &variant,
@@ -828,7 +863,7 @@ impl BlurPlan {
                     }
                     let passes = buffers.view().strip_passes(
                         gpu,
-                        (&geometry, &shape),
+                        (&geometry, (&shape, &shape)),
                         (&kernels, &strips),
                         &weights,
                         &mid,
@@ -842,10 +877,11 @@ impl BlurPlan {
             let image = (max, img.channels);
             let strips = strips.clone();
             LazyPasses::new(move |gpu| {
-                let kernels = kernels(gpu, &shape, &ar, formats, image, &used, direct)?;
+                let shapes = (&shape, &columns);
+                let kernels = kernels(gpu, shapes, &ar, formats, image, &used, direct)?;
                 let passes = buffers.view().strip_passes(
                     gpu,
-                    (&geometry, &shape),
+                    (&geometry, shapes),
                     (&kernels, &strips),
                     &ar.weights,
                     &mid,
@@ -888,6 +924,7 @@ impl BlurPlan {
             opaque,
             opaque_now: false,
             dot4,
+            quads,
         })
     }
 
@@ -936,6 +973,12 @@ impl BlurPlan {
         } else {
             self.dot4.0
         }
+    }
+
+    /// Whether the first row pass reads the host's layout four pixels at a time where a
+    /// thread's windows lie inside the line (wgsl/shared/box_runs_host4.wgsl).
+    pub fn reads_quads(&self) -> bool {
+        self.quads
     }
 
     /// Records copying the written image to the device: before the passes.
@@ -1188,9 +1231,15 @@ struct Direct {
 }
 
 impl Direct {
+    /// Whether the first row pass reads `img` in the host's layout.
+    fn reads(img: &Image) -> bool {
+        img.max_value() <= 255 && img.channels < 4
+    }
+
+    /// Where the passes read and write `img`'s layout, with the column passes of `shape`.
     fn new(img: &Image, layout: Layout, shape: &Shape, strips: usize) -> Direct {
         let c = u64::from(img.channels);
-        let read = img.max_value() <= 255 && img.channels < 4;
+        let read = Direct::reads(img);
         let words = |pixels: u32| (u64::from(pixels) * c).is_multiple_of(4);
         let write = read
             && strips == 1
@@ -1274,7 +1323,7 @@ fn pass_overrides(
 /// where `direct` says.
 fn kernels(
     gpu: &Gpu,
-    shape: &Shape,
+    (rows, columns): (&Shape, &Shape),
     ar: &Arith,
     (in_fmt, mid_fmt, state_fmt): (u32, u32, u32),
     image: (u32, u8),
@@ -1282,9 +1331,10 @@ fn kernels(
     direct: Direct,
 ) -> Result<[Option<Kernel>; 4]> {
     let kernel = |fmt_in: u32, fmt_out: u32, arith: (u32, u32, u32), k: usize| {
+        let shape = if k < 2 { rows } else { columns };
         let alpha = (ar.alpha, ar.opaque());
         let c = pass_overrides(shape, alpha, image, (fmt_in, fmt_out), arith, k);
-        let variant = io_variant(&shape.variant, (fmt_in, fmt_out));
+        let variant = io_variant(shape, (fmt_in, fmt_out));
         gpu.kernel_variant(&shape.shader, &variant, shape.entry, &c, true)
     };
     // The first iteration's row pass premultiplies, the last one's column pass divides out;
@@ -1348,7 +1398,7 @@ impl Geometry {
     /// input and output word offsets, and the intermediate's line stride.
     fn pass_params(
         &self,
-        shape: &Shape,
+        (rows, columns): (&Shape, &Shape),
         (y0, y1): (u32, u32),
         (ibase, obase): (u32, u32),
         stride: u32,
@@ -1366,7 +1416,7 @@ impl Geometry {
             out_base: 0,
             out_pos_stride: stride,
             radius: r,
-            seg_len: segment_len(self.kind, self.layout, r, (w, w), shape.chunk),
+            seg_len: segment_len(self.kind, self.layout, r, (w, w), rows.chunk),
             _pad: [0; 2],
         };
         // The second pass's lines are the image's columns, read from the transposed
@@ -1380,7 +1430,7 @@ impl Geometry {
             in_line_stride: stride,
             out_base: obase,
             out_pos_stride: w,
-            seg_len: segment_len(self.kind, self.layout, r, (y1 - y0, s1 - s0), shape.chunk),
+            seg_len: segment_len(self.kind, self.layout, r, (y1 - y0, s1 - s0), columns.chunk),
             ..p1
         };
         [p1, p2]
@@ -1600,7 +1650,7 @@ impl Buffers<'_> {
     fn strip_passes(
         &self,
         gpu: &Gpu,
-        (g, shape): (&Geometry, &Shape),
+        (g, shapes): (&Geometry, (&Shape, &Shape)),
         (kernels, strips): (&[Option<Kernel>; 4], &[(u32, u32)]),
         weights: &[u32],
         mid: &wgpu::Buffer,
@@ -1647,7 +1697,7 @@ impl Buffers<'_> {
                     } else {
                         base / 4
                     };
-                    let [p1, p2] = g.pass_params(shape, (y0, y1), (base, base), stride);
+                    let [p1, p2] = g.pass_params(shapes, (y0, y1), (base, base), stride);
                     let u = gpu.upload(
                         "blur params",
                         Usage::Uniform,
@@ -1666,11 +1716,13 @@ impl Buffers<'_> {
                         .expect("every kernel an iteration uses is built");
                     Some(gpu.bind_ranges(kernel, &entries))
                 };
-                let [p1, p2] = g.pass_params(shape, (y0, y1), (0, 0), stride);
+                let [p1, p2] = g.pass_params(shapes, (y0, y1), (0, 0), stride);
                 StripPasses {
                     binds: std::array::from_fn(|k| std::array::from_fn(|p| bind(k, p))),
-                    rows_workgroups: (s1 - s0).div_ceil(shape.rows_per_wg) * w.div_ceil(p1.seg_len),
-                    cols_workgroups: w.div_ceil(shape.rows_per_wg) * (y1 - y0).div_ceil(p2.seg_len),
+                    rows_workgroups: (s1 - s0).div_ceil(shapes.0.rows_per_wg)
+                        * w.div_ceil(p1.seg_len),
+                    cols_workgroups: w.div_ceil(shapes.1.rows_per_wg)
+                        * (y1 - y0).div_ceil(p2.seg_len),
                 }
             })
             .collect();

@@ -27,10 +27,24 @@ pub struct Tunables {
     /// A tune cache written before this field's time holds none: the default.
     #[serde(default = "default_box_ppt_narrow")]
     pub box_ppt_narrow: u32,
+    /// The box's lines per workgroup in the column passes of images the passes read in the
+    /// host's layout (8-bit, 1 to 3 channels), whose last writes that layout: a position's
+    /// bytes of 16 lines of RGB8 are 48, of 8 lines 24, less than a 32-byte sector (an H100's
+    /// 4K RGB8 box column pass 0.061 ms at 8 lines, 0.057 at 16, call GK). A tune cache
+    /// written before this field's time holds none: the default.
+    #[serde(default = "default_box_rows_host")]
+    pub box_rows_host: u32,
     /// Gaussian: the most lines per workgroup (fewer where the radius's staging does not
-    /// fit workgroup memory), and threads per line (two outputs each).
+    /// fit workgroup memory), and threads per line (two or four outputs each).
     pub gauss_rows: u32,
     pub gauss_tpl: u32,
+    /// The gaussian's most lines per workgroup where its intermediate is a word a channel
+    /// (images with alpha, but for all-opaque 8-bit RGBA; 16-bit images), whose column pass
+    /// stages 16 bytes a pixel: an H100 ran the 4K RGBA8 gaussian 4% faster at 2 lines than at 4,
+    /// where the RGB8 one lost a quarter and more (call GJ). A tune cache written
+    /// before this field's time holds none: the default.
+    #[serde(default = "default_gauss_rows_wide")]
+    pub gauss_rows_wide: u32,
 }
 
 impl Tunables {
@@ -45,8 +59,10 @@ impl Tunables {
         box_tpl: 16,
         box_ppt: 2,
         box_ppt_narrow: DEFAULT_BOX_PPT_NARROW,
+        box_rows_host: DEFAULT_BOX_ROWS_HOST,
         gauss_rows: 4,
         gauss_tpl: 32,
+        gauss_rows_wide: DEFAULT_GAUSS_ROWS_WIDE,
     };
 
     /// The box's positions a thread for a pass pair whose intermediate is `wide` (a word a
@@ -56,6 +72,15 @@ impl Tunables {
             self.box_ppt
         } else {
             self.box_ppt_narrow
+        }
+    }
+
+    /// These tunables as the box's column passes of images in the host's layout take them:
+    /// `box_rows_host` lines a workgroup.
+    pub(super) fn host_columns(&self) -> Tunables {
+        Tunables {
+            box_rows: self.box_rows_host,
+            ..*self
         }
     }
 
@@ -93,14 +118,19 @@ impl Tunables {
 
     /// Workgroup memory of the box pass at most: its three arrays of
     /// [`Tunables::box_overrides`], the tile counted as vec4s (a pass writing the wide format)
-    /// and the line sums' arrays as on the workgroup path, for either intermediate.
+    /// and the line sums' arrays as on the workgroup path, for either intermediate and
+    /// either count of lines.
     pub fn box_workgroup_bytes(&self) -> u64 {
-        let bytes = |wide| {
-            let o = self.box_overrides(wide);
+        let bytes = |t: Tunables, wide| {
+            let o = t.box_overrides(wide);
             let len = |name| o.iter().find(|o| o.0 == name).unwrap().1;
             16 * (len("BOX_WG") + len("BOX_ROWS") + len("TILE_LEN"))
         };
-        bytes(true).max(bytes(false))
+        [*self, self.host_columns()]
+            .into_iter()
+            .flat_map(|t| [bytes(t, true), bytes(t, false)])
+            .max()
+            .expect("four counts")
     }
 }
 
@@ -110,16 +140,30 @@ fn default_box_ppt_narrow() -> u32 {
     DEFAULT_BOX_PPT_NARROW
 }
 
+const DEFAULT_BOX_ROWS_HOST: u32 = 16;
+
+fn default_box_rows_host() -> u32 {
+    DEFAULT_BOX_ROWS_HOST
+}
+
+const DEFAULT_GAUSS_ROWS_WIDE: u32 = 2;
+
+fn default_gauss_rows_wide() -> u32 {
+    DEFAULT_GAUSS_ROWS_WIDE
+}
+
 impl std::fmt::Display for Tunables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "box rows={} tpl={} ppt={}/{}, gaussian rows={} tpl={}",
+            "box rows={}/{} tpl={} ppt={}/{}, gaussian rows={}/{} tpl={}",
             self.box_rows,
+            self.box_rows_host,
             self.box_tpl,
             self.box_ppt,
             self.box_ppt_narrow,
             self.gauss_rows,
+            self.gauss_rows_wide,
             self.gauss_tpl
         )
     }
@@ -138,6 +182,7 @@ impl Tunable for Tunables {
         let pow2 = |v: u32| v.is_power_of_two();
         ensure!(
             pow2(self.box_rows)
+                && pow2(self.box_rows_host)
                 && pow2(self.box_tpl)
                 && [self.box_ppt, self.box_ppt_narrow]
                     .iter()
@@ -145,11 +190,12 @@ impl Tunable for Tunables {
             "blur box rows and threads per line must be powers of two, positions per thread 1, 2, 4 or 8"
         );
         ensure!(
-            pow2(self.gauss_rows) && pow2(self.gauss_tpl),
+            pow2(self.gauss_rows) && pow2(self.gauss_rows_wide) && pow2(self.gauss_tpl),
             "blur gaussian rows and threads per line must be powers of two"
         );
         ensure!(
-            u64::from(self.box_rows) * u64::from(self.box_tpl) <= u64::from(max_wg)
+            u64::from(self.box_rows.max(self.box_rows_host)) * u64::from(self.box_tpl)
+                <= u64::from(max_wg)
                 && self.gauss_tpl <= max_wg,
             "blur workgroups exceed this adapter's {max_wg} invocations"
         );
@@ -192,13 +238,25 @@ impl OpTuning for Tuning {
 }
 
 /// The stage that chooses the box's positions a thread for the 16-bit intermediate: timed on
-/// an RGB8 image (the other stages time RGBA8, whose intermediate is a word a channel).
+/// an RGB8 image (the box's other stages time RGBA8, whose intermediate is a word a channel).
 const BOX_PPT_NARROW: &str = "box ppt narrow";
 
+/// The stage that chooses the box's lines in the column passes of images in the host's
+/// layout: timed on an RGB8 image.
+const BOX_ROWS_HOST: &str = "box rows host";
+
+/// The stage that chooses the gaussian's shape: timed on an RGB8 image (8-bit samples, whose
+/// row pass takes the dot products), as is BOX_PPT_NARROW's.
+const GAUSSIAN: &str = "gaussian";
+
+/// The stage that chooses the gaussian's lines for the intermediate of a word a channel:
+/// timed on RGBA8 whose alpha varies.
+const GAUSSIAN_WIDE: &str = "gaussian wide";
+
 /// The filters blur is timed and checked with: box r = 15 for the box stages, gaussian
-/// sigma 5 (r = 15) for the gaussian one.
+/// sigma 5 (r = 15) for the gaussian ones.
 fn blur_params(stage: &str) -> Options {
-    if stage == "gaussian" {
+    if stage == GAUSSIAN || stage == GAUSSIAN_WIDE {
         Options::new(Kind::Gaussian { sigma: 5.0 }, 15, 1)
     } else {
         Options::new(Kind::Box, 15, 1)
@@ -251,15 +309,31 @@ fn stages() -> Vec<Stage<Tunables>> {
             },
         },
         Stage {
-            name: "gaussian",
+            name: BOX_ROWS_HOST,
+            candidates: |best, limits, quick| {
+                let rows: Vec<u32> = if quick {
+                    vec![8, 16]
+                } else {
+                    let max = max_invocations(limits);
+                    pow2(4, 128).filter(|&r| r * best.box_tpl <= max).collect()
+                };
+                rows.into_iter()
+                    .map(|box_rows_host| Tunables {
+                        box_rows_host,
+                        ..*best
+                    })
+                    .collect()
+            },
+        },
+        Stage {
+            name: GAUSSIAN,
             candidates: |best, limits, quick| {
                 let shapes: Vec<(u32, u32)> = if quick {
                     vec![(4, 32), (8, 16)]
                 } else {
                     // At least 4 lines, as the box's: fewer lines of 8-bit RGB pixels are
                     // not whole words, and the last pass then cannot write the host's layout
-                    // (an H100 ran the RGB8 gaussian 16% slower on 2 lines, call CM; `tune`
-                    // measures RGBA8 in this stage).
+                    // (an H100 ran the RGB8 gaussian 16% slower on 2 lines, call CM).
                     let max = max_invocations(limits);
                     pow2(4, 16)
                         .flat_map(|rows| pow2(8, 128).map(move |tpl| (rows, tpl)))
@@ -276,6 +350,23 @@ fn stages() -> Vec<Stage<Tunables>> {
                     .collect()
             },
         },
+        Stage {
+            name: GAUSSIAN_WIDE,
+            candidates: |best, limits, quick| {
+                let rows: Vec<u32> = if quick {
+                    vec![2, 4]
+                } else {
+                    let max = max_invocations(limits);
+                    pow2(1, 16).filter(|&r| r * best.gauss_tpl <= max).collect()
+                };
+                rows.into_iter()
+                    .map(|gauss_rows_wide| Tunables {
+                        gauss_rows_wide,
+                        ..*best
+                    })
+                    .collect()
+            },
+        },
     ]
 }
 
@@ -286,7 +377,7 @@ fn verify(engine: &Engine, t: &Tunables) -> Result<Option<String>> {
     for channels in [4u8, 3] {
         let n = 300 * 45 * usize::from(channels);
         let img = Image::new_u8(300, 45, channels, bench::noise_bytes(n, 7));
-        for stage in ["box shape", "gaussian"] {
+        for stage in ["box shape", GAUSSIAN] {
             let params = blur_params(stage);
             let params = params.with_gpu(GpuOptions {
                 tunables: Some(*t),
@@ -318,7 +409,7 @@ fn case<'g>(
         layout: Some(Layout::Workgroup),
         ..GpuOptions::DEFAULT
     });
-    let (plan, format) = if stage == BOX_PPT_NARROW {
+    let (plan, format) = if [BOX_PPT_NARROW, BOX_ROWS_HOST, GAUSSIAN].contains(&stage) {
         let img = Image::new_u8(w as u32, h as u32, 3, bench::noise_bytes(w * h * 3, 3));
         (BlurPlan::new(gpu, &img, &params)?, "RGB8")
     } else {
