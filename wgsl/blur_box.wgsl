@@ -25,9 +25,12 @@ struct LineScan {
 }
 // import: box_lines_workgroup
 
-// The functions box_runs needs: none, but box_runs_host4 imports `load4_host8` from its twin
-// box_load4_host8 here (`box_variant` in src/ops/blur/plan.rs).
+// A thread's running window sums over its positions of a chunk: box_runs, or its twin
+// box_runs_host4 where the pass reads the host's 8-bit layout of an image without alpha with
+// four positions a thread (`io_variant` in src/ops/blur/plan.rs), whose loads of four pixels
+// box_load4_host8 holds in place of box_load4.
 // import: box_load4
+// import: box_runs
 
 // Window sums S(x) = S(x-1) + e(x+r) - e(x-r-1) over the clamped line e, in wrapping u32
 // arithmetic: the true S always fits (the host checks), so the wrapped result is exact. The
@@ -68,9 +71,8 @@ fn box_pass(lane: Lane) {
     var carry = line_sum(part, lane);
 
     for (var c0 = wk.start; c0 < wk.end; c0 += BOX_CH) {
-        var local: array<vec4<u32>, BOX_PPT>;
-        var run = vec4<u32>(0u);
-        // import: box_runs
+        let local = box_runs(line, i32(c0 + t * BOX_PPT), i32(wk.end), in_range);
+        let run = local[BOX_PPT - 1u];
         let sums = line_scan(run, lane);
         let excl = carry + sums.before;
         for (var i = 0u; i < BOX_PPT; i++) {

@@ -30,7 +30,7 @@ pub struct Tunables {
     /// The box's lines per workgroup in the column passes of images the passes read in the
     /// host's layout (8-bit, 1 to 3 channels), whose last writes that layout: a position's
     /// bytes of 16 lines of RGB8 are 48, of 8 lines 24, less than a 32-byte sector (an H100's
-    /// 4K RGB8 box column pass 0.061 ms at 8 lines, 0.057 at 16, call GK). A tune cache
+    /// 4K RGB8 box column pass 0.061 ms at 8 lines, 0.056 at 16: calls GK, GM). A tune cache
     /// written before this field's time holds none: the default.
     #[serde(default = "default_box_rows_host")]
     pub box_rows_host: u32,
