@@ -341,27 +341,42 @@ fn the_gaussians_8_bit_row_passes_by_dot_products_match_cpu() {
 }
 
 #[test]
-fn the_boxs_host_layout_read_four_pixels_at_a_time_matches_cpu() {
-    // The workgroup box's first row pass of 8-bit images without alpha (1 and 3 channels)
-    // reads a thread's four entering and four leaving pixels as the words around them where
-    // all its windows lie inside the line (wgsl/shared/box_runs_host4.wgsl), a pixel at a
-    // time elsewhere: lines shorter than a window, a window just inside or outside each end
-    // (r = 1, 2, 3 on 7 and 9 pixels), rows that start at every byte of a word (odd widths),
-    // 4097 wide, a radius past the image, twice. Images with alpha (premultiplied on load)
-    // never take it.
+fn the_boxs_loads_of_four_pixels_at_a_time_match_cpu() {
+    // The workgroup box of 8-bit images without alpha (1 and 3 channels), four positions a
+    // thread, reads a thread's four entering and four leaving pixels at a time where all its
+    // windows lie inside the line (wgsl/shared/box_runs_quads.wgsl), a pixel at a time
+    // elsewhere: in its first row pass from the host's layout, and in its column passes from
+    // the 16-bit intermediate bound as vec4s where that is a whole number of them (an even
+    // number of pixels: width times the padded lines, which are the image's rows below 256).
+    // Lines shorter than a window, a window just inside or outside each end (r = 1, 2, 3 on
+    // 7 to 13 pixels), rows that start at every byte of a word (odd widths), pixels that
+    // start a vec4 or its middle, 4097 wide, a radius past the image, twice. Images with
+    // alpha (premultiplied on load) never take it.
     let g = shared_gpu();
     let options = GpuOptions {
         layout: Some(Layout::Workgroup),
         ..GpuOptions::DEFAULT
     };
-    for (w, h) in [(1, 1), (7, 9), (9, 7), (13, 5), (4097, 3), (130, 67)] {
+    let sizes = [
+        (1, 1),
+        (7, 9),
+        (9, 8),
+        (13, 5),
+        (12, 7),
+        (4097, 3),
+        (130, 67),
+        (131, 300),
+    ];
+    for (w, h) in sizes {
         for channels in 1..=4u8 {
             let img = noise(w, h, channels, false, w * 7 + h + channels as u32);
+            let plain = channels % 2 == 1;
+            let pairs = plain && (w % 2 == 0 || h % 2 == 0 || h >= 256);
             for (r, iterations) in [(1, 1), (2, 1), (3, 1), (15, 1), (5000, 1), (2, 2)] {
                 let params = BlurParams::new(Kind::Box, r, iterations).with_gpu(options);
                 let what = format!("{} r={r} x{iterations}", img.describe());
                 let plan = BlurPlan::new(g, &img, &params).unwrap();
-                assert_eq!(plan.reads_quads(), channels % 2 == 1, "{what}");
+                assert_eq!(plan.reads_quads(), (plain, pairs), "{what}");
                 let got = blur_run(engine(), &img, &params, &mut Timings::default()).unwrap();
                 assert_same(&got, &reference(&img, &params).unwrap(), &what);
             }

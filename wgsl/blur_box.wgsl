@@ -26,9 +26,9 @@ struct LineScan {
 // import: box_lines_workgroup
 
 // A thread's running window sums over its positions of a chunk: box_runs, or its twin
-// box_runs_host4 where the pass reads the host's 8-bit layout of an image without alpha with
-// four positions a thread (`io_variant` in src/ops/blur/plan.rs), whose loads of four pixels
-// box_load4_host8 holds in place of box_load4.
+// box_runs_quads where the pass reads four pixels at a time (`io_variant` in
+// src/ops/blur/plan.rs), whose loads (`load4`) box_load4_host8 or box_load4_pack16 hold in
+// place of box_load4.
 // import: box_load4
 // import: box_runs
 

@@ -1,2 +1,2 @@
-// box_load4: the loads of several pixels at a time that box_runs takes: none. Its twin
-// box_load4_host8 holds those of box_runs_host4.
+// box_load4: the loads of four pixels at a time that box_runs takes: none. Its twins
+// box_load4_host8 and box_load4_pack16 hold box_runs_quads' `load4`.

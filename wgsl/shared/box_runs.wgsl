@@ -1,7 +1,7 @@
 // box_runs: box_pass's running sums over a thread's BOX_PPT positions of a chunk, from x0:
 // entry i is the sum of e(x + r) - e(x - r - 1) over positions x0 to x0 + i of the line
-// that lie before `end` (see wgsl/blur_box.wgsl). Its twin box_runs_host4 reads the host's
-// 8-bit layout four pixels at a time.
+// that lie before `end` (see wgsl/blur_box.wgsl). Its twin box_runs_quads reads four pixels
+// at a time.
 //
 // The driver compiles box_pass differently with this loop in a function or written in place,
 // and neither way is faster everywhere: on an H100 the 4K RGB8 box's column pass took 0.061

@@ -345,9 +345,9 @@ pub struct BlurPlan {
     /// Whether the row passes take DOT4 (wgsl/blur_gauss.wgsl): the usual ones, the
     /// all-opaque ones.
     dot4: (bool, bool),
-    /// Whether the first row pass reads the host's layout four pixels at a time
-    /// (wgsl/shared/box_runs_host4.wgsl).
-    quads: bool,
+    /// Whether the first row pass reads the host's layout, and the column passes the 16-bit
+    /// intermediate, four pixels at a time (wgsl/shared/box_runs_quads.wgsl).
+    quads: (bool, bool),
 }
 
 /// One strip's two passes: their bind groups by kernel and by which image buffer holds the
@@ -396,8 +396,9 @@ fn box_subgroups(gpu: &Gpu, t: &Tunables) -> bool {
 /// (one 16-byte access, not four; every such pixel starts on a vec2 or vec4:
 /// wgsl/shared/blur_src_vec2.wgsl and blur_src_vec4.wgsl say why).
 ///
-/// A box pass of four positions a thread that reads the host's layout takes its loads four
-/// pixels at a time (wgsl/shared/box_runs_host4.wgsl).
+/// A box pass of four positions a thread (`Shape::quads`) that reads the host's layout, or
+/// the 16-bit intermediate bound as vec4s (`Shape::pairs`), takes its loads four pixels at a
+/// time (wgsl/shared/box_runs_quads.wgsl).
 fn io_variant(shape: &Shape, (fmt_in, fmt_out): (u32, u32)) -> Variant {
     let snippet = |fmt, word, vec2, vec4| match fmt {
         FMT_PACK16 | FMT_PACK18 => Some((word, vec2)),
@@ -405,10 +406,19 @@ fn io_variant(shape: &Shape, (fmt_in, fmt_out): (u32, u32)) -> Variant {
         _ => None,
     };
     let mut v = shape.variant.clone();
-    if shape.quads && fmt_in == FMT_HOST8 {
-        v = v.slot("box_runs", "box_runs_host4");
-        v = v.slot("box_load4", "box_load4_host8");
-        v.name += " host4";
+    let load4 = match fmt_in {
+        FMT_HOST8 if shape.quads => Some("box_load4_host8"),
+        FMT_PACK16 if shape.quads && shape.pairs => Some("box_load4_pack16"),
+        _ => None,
+    };
+    if let Some(load4) = load4 {
+        v = v.slot("box_runs", "box_runs_quads");
+        v = v.slot("box_load4", load4);
+        if fmt_in == FMT_PACK16 {
+            // Before the usual twin, below: the first slot of a name is the one taken.
+            v = v.slot("blur_src", "blur_src_pairs");
+        }
+        v.name += " quads";
     }
     if let Some((slot, twin)) = snippet(fmt_in, "blur_src", "blur_src_vec2", "blur_src_vec4") {
         v = v.slot(slot, twin);
@@ -425,14 +435,15 @@ fn io_variant(shape: &Shape, (fmt_in, fmt_out): (u32, u32)) -> Variant {
 pub(super) fn shaders() -> Vec<ShaderCase> {
     /// Which pass a case is: the last column pass, or the first row pass (`first`); of RGBA
     /// (the wide intermediate, read and written as vec4s) or of RGB (`rgb`: the 16-bit one,
-    /// as vec2s); reading or writing the host's layout (`host`); the box's sums across a line
-    /// by subgroup operations (`sg`).
+    /// as vec2s, or as vec4s four pixels at a time: `pairs`); reading or writing the host's
+    /// layout (`host`); the box's sums across a line by subgroup operations (`sg`).
     #[derive(Clone, Copy, Default)]
     struct Pass {
         first: bool,
         rgb: bool,
         host: bool,
         sg: bool,
+        pairs: bool,
     }
     let t = Tunables::default_for(&wgpu::Limits::default());
     let storage = wgpu::Limits::default().max_compute_workgroup_storage_size;
@@ -445,6 +456,10 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         let ar = arith(&options, 255, alpha_lane).expect("radius 5 is valid");
         let shape = shape(storage, layout, &options, t, (mid, p.sg))
             .expect("radius 5 fits the default limits");
+        let shape = Shape {
+            pairs: p.pairs,
+            ..shape
+        };
         let alpha = (ar.alpha, ar.opaque());
         let image = if p.host { FMT_HOST8 } else { FMT_PACK8 };
         let (fmts, arith, k) = match p.first {
@@ -527,6 +542,14 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         cases.push(case(wg, Kind::Box, &t, Pass { host: true, ..rgb }));
         cases.push(case(wg, gauss, &t, Pass { host: true, ..rgb }));
     }
+    // The RGB column pass reading the intermediate four pixels at a time.
+    let pairs = Pass {
+        rgb: true,
+        host: true,
+        pairs: true,
+        ..last
+    };
+    cases.push(case(wg, Kind::Box, &t, pairs));
     // The all-opaque passes (`OpaqueArith`), of each kind on each layout.
     for kind in [Kind::Box, gauss] {
         let options = Options::new(kind, 5, 1);
@@ -595,6 +618,10 @@ struct Shape {
     /// Whether it is the box's with four positions a thread, whose loads of the host's layout
     /// may take four pixels at a time (`io_variant`).
     quads: bool,
+    /// Whether its passes that read the 16-bit intermediate of an image without alpha bind it
+    /// as vec4s (wgsl/shared/blur_src_pairs.wgsl) and, with `quads`, take four pixels at a
+    /// time: every strip's intermediate a whole number of vec4s (`BlurPlan::for_layout`).
+    pairs: bool,
 }
 
 /// The kernels' shape for `layout` and `params` with `t`, on an adapter of `storage` bytes
@@ -617,6 +644,7 @@ fn shape(
         staging: None,
         dot4: false,
         quads: false,
+        pairs: false,
     };
     Ok(match (layout, params.kind) {
         (Layout::LinePerInvocation, Kind::Box) => line(shader!("blur_box_line"), "box_line_pass"),
@@ -635,6 +663,7 @@ fn shape(
                 staging: None,
                 dot4: false,
                 quads: t.box_ppt_for(wide) == 4,
+                pairs: false,
             }
         }
         (Layout::Workgroup, Kind::Gaussian { .. }) => {
@@ -662,6 +691,7 @@ fn shape(
                 staging: Some((rows, ch + 2 * r)),
                 dot4: ppt == 4 && dot4_fits(params),
                 quads: false,
+                pairs: false,
             }
         }
     })
@@ -769,6 +799,13 @@ impl BlurPlan {
         let mut shape = shape(storage, layout, params, &t, (mid_fmt, subgroups))?;
         // The quads' pixels are not premultiplied: images without alpha only.
         shape.quads &= alpha.is_none();
+        // Every strip's intermediate a whole number of vec4s (an even number of pixels).
+        let pairs = alpha.is_none()
+            && mid_fmt == FMT_PACK16
+            && strips.iter().all(|&(y0, y1)| {
+                let lines = (y1 + r).min(h) - y0.saturating_sub(r);
+                (w as u64 * mid_stride(lines) as u64).is_multiple_of(2)
+            });
         // The box's column passes of images read in the host's layout take lines of their
         // own (`Tunables::box_rows_host`); every other pass, the row passes' shape.
         let columns = match Direct::reads(img) && matches!(params.kind, Kind::Box) {
@@ -779,8 +816,13 @@ impl BlurPlan {
             }
             false => shape.clone(),
         };
+        let columns = Shape {
+            quads: columns.quads && alpha.is_none(),
+            pairs,
+            ..columns
+        };
         let direct = Direct::new(img, layout, &columns, strips.len());
-        let quads = shape.quads && direct.read;
+        let quads = (shape.quads && direct.read, columns.quads && pairs);
         let used = used_binds(params.iterations);
         let formats = (in_fmt, mid_fmt, state_fmt);
         // Of one iteration, `a` holds the unpacked input (none where the row pass reads the
@@ -975,9 +1017,10 @@ impl BlurPlan {
         }
     }
 
-    /// Whether the first row pass reads the host's layout four pixels at a time where a
-    /// thread's windows lie inside the line (wgsl/shared/box_runs_host4.wgsl).
-    pub fn reads_quads(&self) -> bool {
+    /// Whether the first row pass reads the host's layout, and whether the column passes
+    /// read the 16-bit intermediate, four pixels at a time where a thread's windows lie
+    /// inside the line (wgsl/shared/box_runs_quads.wgsl).
+    pub fn reads_quads(&self) -> (bool, bool) {
         self.quads
     }
 
