@@ -351,7 +351,8 @@ fn the_boxs_loads_of_four_pixels_at_a_time_match_cpu() {
     // Lines shorter than a window, a window just inside or outside each end (r = 1, 2, 3 on
     // 7 to 13 pixels), rows that start at every byte of a word (odd widths), pixels that
     // start a vec4 or its middle, 4097 wide, a radius past the image, twice. Images with
-    // alpha (premultiplied on load) never take it.
+    // alpha (premultiplied on load) never take it, but for the all-opaque RGBA8 box's column
+    // pass, which reads a 16-bit intermediate too (and expands what it loads).
     let g = shared_gpu();
     let options = GpuOptions {
         layout: Some(Layout::Workgroup),
@@ -368,17 +369,23 @@ fn the_boxs_loads_of_four_pixels_at_a_time_match_cpu() {
         (131, 300),
     ];
     for (w, h) in sizes {
-        for channels in 1..=4u8 {
-            let img = noise(w, h, channels, false, w * 7 + h + channels as u32);
-            let plain = channels % 2 == 1;
-            let pairs = plain && (w % 2 == 0 || h % 2 == 0 || h >= 256);
+        let even = w % 2 == 0 || h % 2 == 0 || h >= 256;
+        let mut images: Vec<(Image, bool)> = (1..=4u8)
+            .map(|c| (noise(w, h, c, false, w * 7 + h + c as u32), false))
+            .collect();
+        images.push((opaque_noise(w, h, w + h), true));
+        for (img, all_opaque) in &images {
+            let plain = img.channels % 2 == 1;
             for (r, iterations) in [(1, 1), (2, 1), (3, 1), (15, 1), (5000, 1), (2, 2)] {
                 let params = BlurParams::new(Kind::Box, r, iterations).with_gpu(options);
                 let what = format!("{} r={r} x{iterations}", img.describe());
-                let plan = BlurPlan::new(g, &img, &params).unwrap();
-                assert_eq!(plan.reads_quads(), (plain, pairs), "{what}");
-                let got = blur_run(engine(), &img, &params, &mut Timings::default()).unwrap();
-                assert_same(&got, &reference(&img, &params).unwrap(), &what);
+                let plan = BlurPlan::new(g, img, &params).unwrap();
+                let opaque = *all_opaque && iterations == 1 && r <= 128;
+                assert_eq!(plan.opaque_passes(), opaque, "{what}");
+                let quads = (plain, (plain || opaque) && even);
+                assert_eq!(plan.reads_quads(), quads, "{what}");
+                let got = blur_run(engine(), img, &params, &mut Timings::default()).unwrap();
+                assert_same(&got, &reference(img, &params).unwrap(), &what);
             }
         }
     }
@@ -705,9 +712,9 @@ fn images_converted_in_several_chunks_match_cpu() {
 fn the_host_layout_read_and_written_by_the_passes_matches_cpu() {
     // 8-bit images of 1 to 3 channels: the first row pass reads the host's layout on every
     // kernel, and the workgroup kernels' last column pass writes it where each row and each
-    // workgroup's lines (16 in the box's column passes, 4 for the gaussian) start and end on a word: at 64
-    // columns for every channel count, at 62 for two channels, at 61 for none (a pack pass
-    // converts those). Strips at a 12 KiB binding put row starts off the binding alignment;
+    // workgroup's lines (16 in the box's column passes, 4 for the gaussian; 2 for gray+alpha
+    // gaussians, still whole words) start and end on a word: at 64 columns for every channel
+    // count, at 62 for two channels, at 61 for none (a pack pass converts those). Strips at a 12 KiB binding put row starts off the binding alignment;
     // there the pack pass writes the host's layout (a strip's row pass reads the rows around
     // it, which the strip before it would have written already).
     let g = shared_gpu();

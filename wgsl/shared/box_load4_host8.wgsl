@@ -7,9 +7,10 @@ fn load4(line: u32, x: u32) -> array<vec4<u32>, 4> {
     let b = params.in_base + (line * params.in_line_stride + x) * HOST_CHANNELS;
     let w0 = b >> 2u;
     let a = (b & 3u) * 8u;
-    // The pixels' bytes from a word boundary: u[j] is bytes 4j to 4j + 3 of them (the select
-    // keeps a shift by 32 out where they start a word; the last word read is then unused, and
-    // may lie past the image's end, where the bounds-checked load reads some other word).
+    // The pixels' bytes from a word boundary: u[j] is bytes 4j to 4j + 3 of them (where they
+    // start a word, the select takes `lo` as it is and the shifted value, whose shift by 32
+    // WGSL masks, is unused; so is the last word read, which may then lie past the image's
+    // end, where the bounds-checked load reads some other word).
     var u: array<u32, 4>;
     var lo = src_word(w0);
     for (var j = 0u; j < HOST_CHANNELS; j++) {

@@ -6,6 +6,8 @@
 // once, where half of them straddle two words (the 4K RGB8 box's row pass 0.057 to 0.052 ms
 // on an H100, call GM); the 16-bit intermediate of such an image: two or three vec4s, not
 // four vec2s (its column pass 0.056 to 0.053 ms, call GN). Elsewhere, box_runs' loop.
+const_assert BOX_PPT == 4u;
+
 fn box_runs(line: u32, x0: i32, end: i32, in_range: bool) -> array<vec4<u32>, BOX_PPT> {
     let r = i32(params.radius);
     let len = i32(params.len);

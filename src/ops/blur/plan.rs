@@ -346,8 +346,9 @@ pub struct BlurPlan {
     /// all-opaque ones.
     dot4: (bool, bool),
     /// Whether the first row pass reads the host's layout, and the column passes the 16-bit
-    /// intermediate, four pixels at a time (wgsl/shared/box_runs_quads.wgsl).
-    quads: (bool, bool),
+    /// intermediate, four pixels at a time (wgsl/shared/box_runs_quads.wgsl); whether the
+    /// all-opaque column pass does.
+    quads: ((bool, bool), bool),
 }
 
 /// One strip's two passes: their bind groups by kernel and by which image buffer holds the
@@ -416,7 +417,7 @@ fn io_variant(shape: &Shape, (fmt_in, fmt_out): (u32, u32)) -> Variant {
         v = v.slot("box_load4", load4);
         if fmt_in == FMT_PACK16 {
             // Before the usual twin, below: the first slot of a name is the one taken.
-            v = v.slot("blur_src", "blur_src_pairs");
+            v = v.slot("blur_src", "blur_src_vec4");
         }
         v.name += " quads";
     }
@@ -542,22 +543,32 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         cases.push(case(wg, Kind::Box, &t, Pass { host: true, ..rgb }));
         cases.push(case(wg, gauss, &t, Pass { host: true, ..rgb }));
     }
-    // The RGB column pass reading the intermediate four pixels at a time.
+    // The RGB column pass reading the intermediate four pixels at a time (at 4 positions a
+    // thread, whatever the default).
     let pairs = Pass {
         rgb: true,
         host: true,
         pairs: true,
         ..last
     };
-    cases.push(case(wg, Kind::Box, &t, pairs));
+    let quads = Tunables {
+        box_ppt_narrow: 4,
+        ..t
+    };
+    cases.push(case(wg, Kind::Box, &quads, pairs));
     // The all-opaque passes (`OpaqueArith`), of each kind on each layout.
     for kind in [Kind::Box, gauss] {
         let options = Options::new(kind, 5, 1);
         let ar = arith(&options, 255, Some(3)).expect("radius 5 is valid");
         let oa = opaque_arith(&options, &ar, 255, 4).expect("an RGBA8 blur has them");
         for layout in [wg, line] {
-            let shape = shape(storage, layout, &options, &t, (oa.mid_fmt, false))
+            let shape = shape(storage, layout, &options, &quads, (oa.mid_fmt, false))
                 .expect("radius 5 fits the default limits");
+            // The box's column pass reading the intermediate four pixels at a time.
+            let shape = Shape {
+                pairs: true,
+                ..shape
+            };
             for (c, fmts) in opaque_constants(&shape, &ar, oa).iter().zip(oa.fmts()) {
                 let case = pass_case(&shape, fmts, c);
                 cases.push(match (layout, kind) {
@@ -616,11 +627,13 @@ struct Shape {
     /// 2^16).
     dot4: bool,
     /// Whether it is the box's with four positions a thread, whose loads of the host's layout
-    /// may take four pixels at a time (`io_variant`).
+    /// (or, with `pairs`, of the 16-bit intermediate) may take four pixels at a time
+    /// (`io_variant`).
     quads: bool,
-    /// Whether its passes that read the 16-bit intermediate of an image without alpha bind it
-    /// as vec4s (wgsl/shared/blur_src_pairs.wgsl) and, with `quads`, take four pixels at a
-    /// time: every strip's intermediate a whole number of vec4s (`BlurPlan::for_layout`).
+    /// Whether its passes that read the 16-bit intermediate of an image without alpha (or
+    /// the all-opaque box's) may, with `quads`, bind it as vec4s (wgsl/shared/blur_src_vec4.wgsl)
+    /// and take four pixels at a time: every strip's intermediate a whole number of vec4s
+    /// (`BlurPlan::for_layout`).
     pairs: bool,
 }
 
@@ -800,12 +813,11 @@ impl BlurPlan {
         // The quads' pixels are not premultiplied: images without alpha only.
         shape.quads &= alpha.is_none();
         // Every strip's intermediate a whole number of vec4s (an even number of pixels).
-        let pairs = alpha.is_none()
-            && mid_fmt == FMT_PACK16
-            && strips.iter().all(|&(y0, y1)| {
-                let lines = (y1 + r).min(h) - y0.saturating_sub(r);
-                (w as u64 * mid_stride(lines) as u64).is_multiple_of(2)
-            });
+        let even = strips.iter().all(|&(y0, y1)| {
+            let lines = (y1 + r).min(h) - y0.saturating_sub(r);
+            (w as u64 * mid_stride(lines) as u64).is_multiple_of(2)
+        });
+        let pairs = alpha.is_none() && mid_fmt == FMT_PACK16 && even;
         // The box's column passes of images read in the host's layout take lines of their
         // own (`Tunables::box_rows_host`); every other pass, the row passes' shape.
         let columns = match Direct::reads(img) && matches!(params.kind, Kind::Box) {
@@ -876,9 +888,16 @@ impl BlurPlan {
             takes_dot4(&shape, stage_fmt(in_fmt, ar.alpha.is_some())),
             false,
         );
+        let mut opaque_quads = false;
         let opaque = match opaque_arith(params, &ar, max, img.channels) {
             Some(oa) => {
                 let shape = self::shape(storage, layout, params, &t, (oa.mid_fmt, subgroups))?;
+                // Its column pass expands what it loads (`OPAQUE_COLUMNS`), `load4` too.
+                let shape = Shape {
+                    pairs: even && oa.mid_fmt == FMT_PACK16,
+                    ..shape
+                };
+                opaque_quads = shape.quads && shape.pairs;
                 dot4.1 = takes_dot4(&shape, stage_fmt(oa.fmts()[0].0, false));
                 let constants = opaque_constants(&shape, &ar, oa);
                 let buffers = OwnedBuffers {
@@ -966,7 +985,7 @@ impl BlurPlan {
             opaque,
             opaque_now: false,
             dot4,
-            quads,
+            quads: (quads, opaque_quads),
         })
     }
 
@@ -1021,7 +1040,10 @@ impl BlurPlan {
     /// read the 16-bit intermediate, four pixels at a time where a thread's windows lie
     /// inside the line (wgsl/shared/box_runs_quads.wgsl).
     pub fn reads_quads(&self) -> (bool, bool) {
-        self.quads
+        match self.opaque_now {
+            true => (false, self.quads.1),
+            false => self.quads.0,
+        }
     }
 
     /// Records copying the written image to the device: before the passes.

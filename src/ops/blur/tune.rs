@@ -30,7 +30,7 @@ pub struct Tunables {
     /// The box's lines per workgroup in the column passes of images the passes read in the
     /// host's layout (8-bit, 1 to 3 channels), whose last writes that layout: a position's
     /// bytes of 16 lines of RGB8 are 48, of 8 lines 24, less than a 32-byte sector (an H100's
-    /// 4K RGB8 box column pass 0.061 ms at 8 lines, 0.056 at 16: calls GK, GM). A tune cache
+    /// 4K RGB8 box column pass 0.066 ms at 8 lines, 0.056 at 16: call GM). A tune cache
     /// written before this field's time holds none: the default.
     #[serde(default = "default_box_rows_host")]
     pub box_rows_host: u32,
@@ -52,8 +52,10 @@ impl Tunables {
     /// the box, on an H100 with an op's passes in one compute pass (`gpukit tune blur`, call
     /// EB: 8 lines of 16 threads, 2 positions a thread for RGBA8 in 0.154 ms at 4096x2048,
     /// 4 for RGB8 in 0.119): 128 invocations and at most 10.3 KiB of workgroup memory for
-    /// the box, 128 invocations for the gaussian (which takes fewer lines where its staging
-    /// does not fit), within the limits of every adapter.
+    /// the box (256 and 12.5 KiB in the column passes of images in the host's layout,
+    /// `box_rows_host`), 128 invocations for the gaussian (which takes fewer lines where its
+    /// staging does not fit; 64 at `gauss_rows_wide`), within the limits of every adapter
+    /// (the WebGPU defaults: 256 invocations, 16 KiB).
     pub const DEFAULT: Tunables = Tunables {
         box_rows: 8,
         box_tpl: 16,
@@ -118,19 +120,26 @@ impl Tunables {
 
     /// Workgroup memory of the box pass at most: its three arrays of
     /// [`Tunables::box_overrides`], the tile counted as vec4s (a pass writing the wide format)
-    /// and the line sums' arrays as on the workgroup path, for either intermediate and
-    /// either count of lines.
+    /// and the line sums' arrays as on the workgroup path, for either intermediate; and of
+    /// the column passes of `box_rows_host` lines, whose tile is a word a pixel but where
+    /// the intermediate is wide (the images they take, 8-bit, write 8-bit pixels or, with
+    /// alpha, the wide states between iterations).
     pub fn box_workgroup_bytes(&self) -> u64 {
-        let bytes = |t: Tunables, wide| {
+        let bytes = |t: Tunables, wide, tile_bytes| {
             let o = t.box_overrides(wide);
             let len = |name| o.iter().find(|o| o.0 == name).unwrap().1;
-            16 * (len("BOX_WG") + len("BOX_ROWS") + len("TILE_LEN"))
+            16 * (len("BOX_WG") + len("BOX_ROWS")) + tile_bytes * len("TILE_LEN")
         };
-        [*self, self.host_columns()]
-            .into_iter()
-            .flat_map(|t| [bytes(t, true), bytes(t, false)])
-            .max()
-            .expect("four counts")
+        let host = self.host_columns();
+        [
+            bytes(*self, true, 16),
+            bytes(*self, false, 16),
+            bytes(host, true, 16),
+            bytes(host, false, 4),
+        ]
+        .into_iter()
+        .max()
+        .expect("four counts")
     }
 }
 
@@ -173,8 +182,8 @@ impl Tunable for Tunables {
     fn default_for(_: &wgpu::Limits) -> Self {
         Tunables::DEFAULT
     }
-    /// Whether the kernels can run this choice on an adapter with `limits` (the gaussian
-    /// with one line per workgroup; more lines are taken where they fit).
+    /// Whether the kernels can run this choice on an adapter with `limits` (the gaussian's
+    /// workgroup memory with one line per workgroup; more lines are taken where they fit).
     fn check(&self, limits: &wgpu::Limits) -> Result<()> {
         let max_wg = limits
             .max_compute_invocations_per_workgroup
@@ -196,7 +205,8 @@ impl Tunable for Tunables {
         ensure!(
             u64::from(self.box_rows.max(self.box_rows_host)) * u64::from(self.box_tpl)
                 <= u64::from(max_wg)
-                && self.gauss_tpl <= max_wg,
+                && u64::from(self.gauss_rows.max(self.gauss_rows_wide)) * u64::from(self.gauss_tpl)
+                    <= u64::from(max_wg),
             "blur workgroups exceed this adapter's {max_wg} invocations"
         );
         ensure!(
@@ -431,6 +441,17 @@ fn case<'g>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_defaults_fit_the_webgpu_default_limits() {
+        // 256 invocations and 16 KiB of workgroup memory: the box's column passes of images
+        // in the host's layout take 256 invocations and 12.5 KiB (their tile a word a pixel,
+        // or vec4s at the wide intermediate's 2 positions a thread).
+        let limits = wgpu::Limits::default();
+        assert_eq!(limits.max_compute_workgroup_storage_size, 16384);
+        Tunables::DEFAULT.check(&limits).unwrap();
+        assert_eq!(Tunables::DEFAULT.box_workgroup_bytes(), 12800);
+    }
 
     #[test]
     fn candidate_spaces_fit_the_limits() {
