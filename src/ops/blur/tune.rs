@@ -13,6 +13,7 @@ use crate::tune::{self, max_invocations, pow2, Level, OpTuning, SizeClass, Stage
 /// The shape of the blur kernels' work, which `gpukit tune` chooses per adapter and size.
 /// Results are bit-identical for every choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(from = "Stored")]
 pub struct Tunables {
     /// Box: lines per workgroup, threads per line, and positions per thread per chunk (1,
     /// 2, 4 or 8: the shader's `BOX_PPT`, a generated constant) of the passes whose
@@ -31,8 +32,8 @@ pub struct Tunables {
     /// host's layout (8-bit, 1 to 3 channels), whose last writes that layout: a position's
     /// bytes of 16 lines of RGB8 are 48, of 8 lines 24, less than a 32-byte sector (an H100's
     /// 4K RGB8 box column pass 0.066 ms at 8 lines, 0.056 at 16: call GM). A tune cache
-    /// written before this field's time holds none: the default.
-    #[serde(default = "default_box_rows_host")]
+    /// written before this field's time holds none: there these passes keep `box_rows`, as
+    /// they were timed (`Stored`).
     pub box_rows_host: u32,
     /// Gaussian: the most lines per workgroup (fewer where the radius's staging does not
     /// fit workgroup memory), and threads per line (two or four outputs each).
@@ -41,10 +42,39 @@ pub struct Tunables {
     /// The gaussian's most lines per workgroup where its intermediate is a word a channel
     /// (images with alpha, but for all-opaque 8-bit RGBA; 16-bit images), whose column pass
     /// stages 16 bytes a pixel: an H100 ran the 4K RGBA8 gaussian 4% faster at 2 lines than at 4,
-    /// where the RGB8 one lost a quarter and more (call GJ). A tune cache written
-    /// before this field's time holds none: the default.
-    #[serde(default = "default_gauss_rows_wide")]
+    /// where the RGB8 one lost a quarter and more (call GJ). A tune cache written before
+    /// this field's time holds none: there these passes keep `gauss_rows`.
     pub gauss_rows_wide: u32,
+}
+
+/// [`Tunables`] as a tune cache holds them: one written before a field's time holds none,
+/// and the passes it names keep what that cache timed them at.
+#[derive(serde::Deserialize)]
+struct Stored {
+    box_rows: u32,
+    box_tpl: u32,
+    box_ppt: u32,
+    #[serde(default = "default_box_ppt_narrow")]
+    box_ppt_narrow: u32,
+    box_rows_host: Option<u32>,
+    gauss_rows: u32,
+    gauss_tpl: u32,
+    gauss_rows_wide: Option<u32>,
+}
+
+impl From<Stored> for Tunables {
+    fn from(s: Stored) -> Tunables {
+        Tunables {
+            box_rows: s.box_rows,
+            box_tpl: s.box_tpl,
+            box_ppt: s.box_ppt,
+            box_ppt_narrow: s.box_ppt_narrow,
+            box_rows_host: s.box_rows_host.unwrap_or(s.box_rows),
+            gauss_rows: s.gauss_rows,
+            gauss_tpl: s.gauss_tpl,
+            gauss_rows_wide: s.gauss_rows_wide.unwrap_or(s.gauss_rows),
+        }
+    }
 }
 
 impl Tunables {
@@ -61,10 +91,10 @@ impl Tunables {
         box_tpl: 16,
         box_ppt: 2,
         box_ppt_narrow: DEFAULT_BOX_PPT_NARROW,
-        box_rows_host: DEFAULT_BOX_ROWS_HOST,
+        box_rows_host: 16,
         gauss_rows: 4,
         gauss_tpl: 32,
-        gauss_rows_wide: DEFAULT_GAUSS_ROWS_WIDE,
+        gauss_rows_wide: 2,
     };
 
     /// The box's positions a thread for a pass pair whose intermediate is `wide` (a word a
@@ -147,18 +177,6 @@ const DEFAULT_BOX_PPT_NARROW: u32 = 4;
 
 fn default_box_ppt_narrow() -> u32 {
     DEFAULT_BOX_PPT_NARROW
-}
-
-const DEFAULT_BOX_ROWS_HOST: u32 = 16;
-
-fn default_box_rows_host() -> u32 {
-    DEFAULT_BOX_ROWS_HOST
-}
-
-const DEFAULT_GAUSS_ROWS_WIDE: u32 = 2;
-
-fn default_gauss_rows_wide() -> u32 {
-    DEFAULT_GAUSS_ROWS_WIDE
 }
 
 impl std::fmt::Display for Tunables {
@@ -441,6 +459,35 @@ fn case<'g>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cache_entry_from_before_the_column_lines_keeps_its_lines() {
+        // A choice written before `box_ppt_narrow`, `box_rows_host` and `gauss_rows_wide`:
+        // the first takes its default, the others the lines the entry timed those passes at.
+        let old = r#"{"box_rows":4,"box_tpl":32,"box_ppt":2,"gauss_rows":8,"gauss_tpl":16}"#;
+        let t: Tunables = serde_json::from_str(old).unwrap();
+        let want = Tunables {
+            box_rows: 4,
+            box_tpl: 32,
+            box_ppt: 2,
+            box_ppt_narrow: Tunables::DEFAULT.box_ppt_narrow,
+            box_rows_host: 4,
+            gauss_rows: 8,
+            gauss_tpl: 16,
+            gauss_rows_wide: 8,
+        };
+        assert_eq!(t, want);
+        // And one written now reads back as it was.
+        let t = Tunables {
+            box_rows_host: 32,
+            gauss_rows_wide: 1,
+            ..want
+        };
+        let back: Tunables = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+        assert_eq!(back, t);
+        t.check(&wgpu::Limits::default()).unwrap_err();
+        want.check(&wgpu::Limits::default()).unwrap();
+    }
 
     #[test]
     fn the_defaults_fit_the_webgpu_default_limits() {
