@@ -5,7 +5,9 @@
 // of an image without alpha: the channels + 1 words around four pixels, shifted into place
 // once, where half of them straddle two words (the 4K RGB8 box's row pass 0.057 to 0.052 ms
 // on an H100, call GM); the 16-bit intermediate of such an image: two or three vec4s, not
-// four vec2s (its column pass 0.056 to 0.053 ms, call GN). Elsewhere, box_runs' loop.
+// four vec2s (its column pass 0.056 to 0.053 ms, call GN). Elsewhere, box_runs' loop,
+// written again: as a function both call, the RGB8 and all-opaque box column passes ran 1-2%
+// slower (call GR).
 const_assert BOX_PPT == 4u;
 
 fn box_runs(line: u32, x0: i32, end: i32, in_range: bool) -> array<vec4<u32>, BOX_PPT> {
