@@ -339,12 +339,7 @@ fn stages() -> Vec<Stage<Tunables>> {
         Stage {
             name: BOX_ROWS_HOST,
             candidates: |best, limits, quick| {
-                let rows: Vec<u32> = if quick {
-                    vec![8, 16]
-                } else {
-                    let max = max_invocations(limits);
-                    pow2(4, 128).filter(|&r| r * best.box_tpl <= max).collect()
-                };
+                let rows = lines(quick, [8, 16], (4, 128), best.box_tpl, limits);
                 rows.into_iter()
                     .map(|box_rows_host| Tunables {
                         box_rows_host,
@@ -381,12 +376,7 @@ fn stages() -> Vec<Stage<Tunables>> {
         Stage {
             name: GAUSSIAN_WIDE,
             candidates: |best, limits, quick| {
-                let rows: Vec<u32> = if quick {
-                    vec![2, 4]
-                } else {
-                    let max = max_invocations(limits);
-                    pow2(1, 16).filter(|&r| r * best.gauss_tpl <= max).collect()
-                };
+                let rows = lines(quick, [2, 4], (1, 16), best.gauss_tpl, limits);
                 rows.into_iter()
                     .map(|gauss_rows_wide| Tunables {
                         gauss_rows_wide,
@@ -396,6 +386,22 @@ fn stages() -> Vec<Stage<Tunables>> {
             },
         },
     ]
+}
+
+/// The lines per workgroup a one-field stage tries: `quick`'s two, or the powers of two
+/// from `lo` to `hi` whose workgroups of `tpl` threads a line fit the adapter.
+fn lines(
+    quick: bool,
+    quick_lines: [u32; 2],
+    (lo, hi): (u32, u32),
+    tpl: u32,
+    limits: &wgpu::Limits,
+) -> Vec<u32> {
+    if quick {
+        return quick_lines.to_vec();
+    }
+    let max = max_invocations(limits);
+    pow2(lo, hi).filter(|&r| r * tpl <= max).collect()
 }
 
 /// Both filters on 300x45 RGBA8 and RGB8 images (lines longer than one segment, partial
