@@ -143,6 +143,12 @@ pub(super) fn mid_stride(lines: u32) -> u32 {
     }
 }
 
+/// The input rows `s0..s1` of strip `y0..y1`'s row pass: `r` rows of halo on each side,
+/// within the image's `h` (the intermediate's lines of that strip).
+fn strip_input((y0, y1): (u32, u32), r: u32, h: u32) -> (u32, u32) {
+    (y0.saturating_sub(r), (y1 + r).min(h))
+}
+
 /// The most lines whose padded stride fits `cap` pixels (the inverse of `mid_stride`).
 pub(super) fn max_lines(cap: u64) -> u64 {
     if cap >= 256 + 80 {
@@ -809,15 +815,15 @@ impl BlurPlan {
         }
         let storage = gpu.limits.max_compute_workgroup_storage_size;
         let subgroups = params.gpu.subgroups && box_subgroups(gpu, &t);
-        let mut shape = shape(storage, layout, params, &t, (mid_fmt, subgroups))?;
         // The quads' pixels are not premultiplied: images without alpha only.
-        shape.quads &= alpha.is_none();
+        let plain = alpha.is_none();
+        let mut shape = shape(storage, layout, params, &t, (mid_fmt, subgroups))?;
+        shape.quads &= plain;
         // Every strip's intermediate a whole number of vec4s (an even number of pixels).
-        let even = strips.iter().all(|&(y0, y1)| {
-            let lines = (y1 + r).min(h) - y0.saturating_sub(r);
-            (w as u64 * mid_stride(lines) as u64).is_multiple_of(2)
+        let even = strips.iter().all(|&strip| {
+            let (s0, s1) = strip_input(strip, r, h);
+            (w as u64 * mid_stride(s1 - s0) as u64).is_multiple_of(2)
         });
-        let pairs = alpha.is_none() && mid_fmt == FMT_PACK16 && even;
         // The box's column passes of images read in the host's layout take lines of their
         // own (`Tunables::box_rows_host`); every other pass, the row passes' shape.
         let columns = match Direct::reads(img) && matches!(params.kind, Kind::Box) {
@@ -829,12 +835,12 @@ impl BlurPlan {
             false => shape.clone(),
         };
         let columns = Shape {
-            quads: columns.quads && alpha.is_none(),
-            pairs,
+            quads: columns.quads && plain,
+            pairs: plain && mid_fmt == FMT_PACK16 && even,
             ..columns
         };
         let direct = Direct::new(img, layout, &columns, strips.len());
-        let quads = (shape.quads && direct.read, columns.quads && pairs);
+        let quads = (shape.quads && direct.read, columns.quads && columns.pairs);
         let used = used_binds(params.iterations);
         let formats = (in_fmt, mid_fmt, state_fmt);
         // Of one iteration, `a` holds the unpacked input (none where the row pass reads the
@@ -1469,8 +1475,7 @@ impl Geometry {
         stride: u32,
     ) -> [PassParams; 2] {
         let (w, r) = (self.w, self.r);
-        let s0 = y0.saturating_sub(r);
-        let s1 = (y1 + r).min(self.h);
+        let (s0, s1) = strip_input((y0, y1), r, self.h);
         let p1 = PassParams {
             lines: s1 - s0,
             len: w,
@@ -1507,7 +1512,10 @@ impl Geometry {
 fn mid_bytes(g: &Geometry, strips: &[(u32, u32)], px_bytes: u64) -> u64 {
     let max_strip_in = strips
         .iter()
-        .map(|&(y0, y1)| mid_stride((y1 + g.r).min(g.h) - y0.saturating_sub(g.r)))
+        .map(|&strip| {
+            let (s0, s1) = strip_input(strip, g.r, g.h);
+            mid_stride(s1 - s0)
+        })
         .max()
         .unwrap_or(0) as u64;
     g.w as u64 * max_strip_in * px_bytes
@@ -1727,8 +1735,7 @@ impl Buffers<'_> {
         let passes = strips
             .iter()
             .map(|&(y0, y1)| {
-                let s0 = y0.saturating_sub(r);
-                let s1 = (y1 + r).min(h);
+                let (s0, s1) = strip_input((y0, y1), r, h);
                 let stride = mid_stride(s1 - s0);
                 let mid_size = w as u64 * stride as u64 * self.mid_px_bytes;
                 let psize = std::mem::size_of::<PassParams>() as u64;
