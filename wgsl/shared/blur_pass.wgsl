@@ -92,9 +92,11 @@ fn weight(k: u32) -> u32 {
 
 // Pixel formats: 8-bit lanes packed in one word, 16-bit lanes in two words, or one word per
 // lane. Between the passes 8-bit images without alpha use the 16-bit format (their fixed-point
-// values stay below 65536), the others the one-word format (also between the iterations of an
-// image with alpha), but all-opaque 8-bit RGBA images blurred once a two-word one (FMT_PACK16
-// or FMT_PACK18, below). src/ops/blur/plan.rs has the same (the shader test checks them).
+// values stay below 65536), the others 24-bit lanes in the box (FMT_PACK24, below) and the
+// one-word format in the gaussian (also between the iterations of an image with alpha), but
+// all-opaque 8-bit RGBA images blurred once a two-word one (FMT_PACK16 or FMT_PACK18, below):
+// `wide_fmt` in src/ops/blur/plan.rs, which has the same constants (the shader test checks
+// them).
 const FMT_PACK8: u32 = 0u;
 const FMT_PACK16: u32 = 1u;
 const FMT_WIDE: u32 = 2u;
@@ -107,6 +109,11 @@ const FMT_HOST8: u32 = 3u;
 // all-opaque gaussian passes, whose values stay below 2^18 (`OpaqueArith` in
 // src/ops/blur/plan.rs).
 const FMT_PACK18: u32 = 4u;
+// Four lanes of 24 bits in three words, the fourth lane's bytes in the top bytes of the
+// three: the box's intermediate (and state between iterations) where the gaussian's is a
+// word a lane, whose values stay below 2^24 (`Arith::largest_between` in
+// src/ops/blur/arith.rs): 12 bytes a pixel, not 16. Read and written a word at a time.
+const FMT_PACK24: u32 = 5u;
 override IN_FMT: u32 = 0u;
 override OUT_FMT: u32 = 2u;
 override HOST_CHANNELS: u32 = 3u;
@@ -144,7 +151,19 @@ fn unpack18(p: vec2<u32>) -> vec4<u32> {
     return vec4<u32>(p.x & 0x3ffffu, (p.x >> 18u) | ((p.y & 0xfu) << 14u), p.y >> 4u, 0u);
 }
 
+fn pack24(v: vec4<u32>) -> vec3<u32> {
+    return v.xyz | ((vec3<u32>(v.w) >> vec3<u32>(0u, 8u, 16u)) << vec3<u32>(24u));
+}
+
+fn unpack24(p: vec3<u32>) -> vec4<u32> {
+    let top = p >> vec3<u32>(24u);
+    return vec4<u32>(p & vec3<u32>(0xffffffu), top.x | (top.y << 8u) | (top.z << 16u));
+}
+
 fn read_px(word: u32) -> vec4<u32> {
+    if IN_FMT == FMT_PACK24 {
+        return unpack24(vec3<u32>(src_word(word), src_word(word + 1u), src_word(word + 2u)));
+    }
     if IN_FMT == FMT_PACK8 {
         return unpack8(src_word(word));
     } else if IN_FMT == FMT_PACK16 {
@@ -168,6 +187,9 @@ fn read_host8(b: u32) -> vec4<u32> {
 }
 
 fn words_per_px(fmt: u32) -> u32 {
+    if fmt == FMT_PACK24 {
+        return 3u;
+    }
     return select(select(1u, 2u, fmt == FMT_PACK16 || fmt == FMT_PACK18), 4u, fmt == FMT_WIDE);
 }
 
@@ -312,6 +334,11 @@ fn store(index: u32, v: vec4<u32>) {
         dst_pair(word, pack16(v));
     } else if OUT_FMT == FMT_PACK18 {
         dst_pair(word, pack18(v));
+    } else if OUT_FMT == FMT_PACK24 {
+        let p = pack24(v);
+        dst_word(word, p.x);
+        dst_word(word + 1u, p.y);
+        dst_word(word + 2u, p.z);
     } else {
         dst_wide(word, v);
     }

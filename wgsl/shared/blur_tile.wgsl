@@ -13,7 +13,7 @@ override TILE_LEN: u32 = 1u;
 
 var<workgroup> sh_tile8: array<u32, select(1u, TILE_LEN, OUT_FMT == FMT_PACK8 || OUT_FMT == FMT_HOST8)>;
 var<workgroup> sh_tile16: array<vec2<u32>, select(1u, TILE_LEN, OUT_FMT == FMT_PACK16 || OUT_FMT == FMT_PACK18)>;
-var<workgroup> sh_tile32: array<vec4<u32>, select(1u, TILE_LEN, OUT_FMT == FMT_WIDE)>;
+var<workgroup> sh_tile32: array<vec4<u32>, select(1u, TILE_LEN, OUT_FMT == FMT_WIDE || OUT_FMT == FMT_PACK24)>;
 
 // Sets element i to a finished output.
 fn tile_set(i: u32, v: vec4<u32>) {
@@ -36,6 +36,8 @@ fn store_from_tile(index: u32, i: u32) {
         dst_word(word, sh_tile8[i]);
     } else if OUT_FMT == FMT_PACK16 || OUT_FMT == FMT_PACK18 {
         dst_pair(word, sh_tile16[i]);
+    } else if OUT_FMT == FMT_PACK24 {
+        store(index, sh_tile32[i]);
     } else {
         dst_wide(word, sh_tile32[i]);
     }

@@ -104,6 +104,18 @@ impl Arith {
 }
 
 impl Arith {
+    /// The largest value a pass writes between the passes (the intermediate, and the state
+    /// between iterations) of an image whose samples go up to `max_value`: the first row pass
+    /// makes L * 2^F of a window of the largest lane L (the premultiplied one's where the
+    /// image has alpha), and every later pass's output is at most the largest of its inputs
+    /// ((S + W / 2) / W for sums S of W of them). Below 2^24 for every blur gpukit makes
+    /// (`FMT_PACK24` in src/ops/blur/plan.rs).
+    pub fn largest_between(&self, max_value: u32) -> u64 {
+        let lane = self.alpha.map_or(max_value, |p| p.max_lane()) as u64;
+        let (mul, add, div) = self.first;
+        (self.keep.2 as u64 * lane * mul as u64 + add as u64) / div as u64
+    }
+
     /// The last column pass of a window whose every alpha is the maximum, for images with
     /// alpha: its alpha sum is then one constant, so the colour's division is by a constant.
     /// The first row pass turns the maximum premultiplied alpha lane A into

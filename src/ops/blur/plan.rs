@@ -20,6 +20,27 @@ const FMT_PACK16: u32 = 1;
 const FMT_WIDE: u32 = 2;
 const FMT_HOST8: u32 = 3;
 const FMT_PACK18: u32 = 4;
+const FMT_PACK24: u32 = 5;
+
+/// The format, and its words a pixel, of the intermediate and the states between iterations
+/// of the images whose lanes there are wider than 16 bits (images with alpha, 16-bit images;
+/// below 2^24: `Arith::largest_between`). The box's take 24 bits a lane (`FMT_PACK24`: 12
+/// bytes a pixel, not 16): on an H100 the 4K RGBA8 box ran 1.06x faster (call GS). The
+/// gaussian's keep a word a lane (`FMT_WIDE`): its row pass writes 2 lines a position
+/// (`gauss_rows_wide`), 24 bytes where a 32-byte sector takes 32, and 24-bit lanes ran it
+/// 1.13x slower; at 4 or 8 lines 1.07x and 1.14x slower than a word a lane at 2 (call GT).
+fn wide_fmt(kind: Kind) -> (u32, u64) {
+    match kind {
+        Kind::Box => (FMT_PACK24, 3),
+        Kind::Gaussian { .. } => (FMT_WIDE, 4),
+    }
+}
+
+/// Whether a pass pair's intermediate in `fmt` holds lanes wider than 16 bits, as a word a
+/// lane or 24 bits a lane (`FMT_PACK24`): a pixel of them is a vec4 once read.
+fn wide_lanes(fmt: u32) -> bool {
+    fmt == FMT_WIDE || fmt == FMT_PACK24
+}
 
 /// Outputs per gaussian thread (`GAUSS_PPT` of wgsl/blur_gauss.wgsl, a generated const the
 /// host rewrites per variant), for a pass pair whose intermediate is `mid_fmt`. A thread's
@@ -28,7 +49,7 @@ const FMT_PACK18: u32 = 4;
 /// 0.223 to 0.199, but the RGBA8 one whose alpha varies (a word a channel between the passes,
 /// its row pass premultiplying) from 0.353 to 0.386 (call EP), which keeps two.
 pub(super) fn gauss_ppt(mid_fmt: u32) -> u32 {
-    if mid_fmt == FMT_WIDE {
+    if wide_lanes(mid_fmt) {
         2
     } else {
         4
@@ -188,9 +209,9 @@ const LINE_WG: u32 = 64;
 /// widest; the weights are a uniform).
 fn gauss_rows(radius: u32, storage: u32, t: &Tunables, fmt: u32) -> Option<u32> {
     let ch = t.gauss_chunk(gauss_ppt(fmt));
-    let most = match fmt {
-        FMT_WIDE => t.gauss_rows_wide,
-        _ => t.gauss_rows,
+    let most = match wide_lanes(fmt) {
+        true => t.gauss_rows_wide,
+        false => t.gauss_rows,
     };
     std::iter::successors(Some(most), |&r| (r > 1).then_some(r / 2)).find(|&rows| {
         let staged = staged_bytes(fmt) * rows * gauss_stride(ch + 2 * radius, fmt);
@@ -441,7 +462,7 @@ fn io_variant(shape: &Shape, (fmt_in, fmt_out): (u32, u32)) -> Variant {
 /// every override, the opaque division's too), and an 8-bit RGB blur's two passes.
 pub(super) fn shaders() -> Vec<ShaderCase> {
     /// Which pass a case is: the last column pass, or the first row pass (`first`); of RGBA
-    /// (the wide intermediate, read and written as vec4s) or of RGB (`rgb`: the 16-bit one,
+    /// (the box's 24-bit lanes, a word at a time; the gaussian's word a lane, as vec4s) or of RGB (`rgb`: the 16-bit one,
     /// as vec2s, or as vec4s four pixels at a time: `pairs`); reading or writing the host's
     /// layout (`host`); the box's sums across a line by subgroup operations (`sg`).
     #[derive(Clone, Copy, Default)]
@@ -458,7 +479,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         let options = Options::new(kind, 5, 1);
         let (alpha_lane, mid) = match p.rgb {
             true => (None, FMT_PACK16),
-            false => (Some(3), FMT_WIDE),
+            false => (Some(3), wide_fmt(kind).0),
         };
         let ar = arith(&options, 255, alpha_lane).expect("radius 5 is valid");
         let shape = shape(storage, layout, &options, t, (mid, p.sg))
@@ -519,6 +540,15 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         (line, Kind::Box, last),
         (line, gauss, last),
         (wg, gauss, last),
+        // The RGBA gaussian's row pass, writing a word a lane (the box's writes 24-bit lanes).
+        (
+            wg,
+            gauss,
+            Pass {
+                first: true,
+                ..last
+            },
+        ),
         (
             wg,
             Kind::Box,
@@ -602,6 +632,7 @@ fn pass_case(shape: &Shape, fmts: (u32, u32), c: &[(&'static str, f64)]) -> Shad
         .with_const("FMT_WIDE", FMT_WIDE)
         .with_const("FMT_HOST8", FMT_HOST8)
         .with_const("FMT_PACK18", FMT_PACK18)
+        .with_const("FMT_PACK24", FMT_PACK24)
         .with_const("WEIGHT_VEC4S", WEIGHT_VEC4S)
         .with_const("DOT4_VEC4S", DOT4_VEC4S)
         .with_overrides(c)
@@ -671,7 +702,7 @@ fn shape(
             line(shader!("blur_gauss_line"), "gauss_line_pass")
         }
         (Layout::Workgroup, Kind::Box) => {
-            let wide = mid_fmt == FMT_WIDE;
+            let wide = wide_lanes(mid_fmt);
             Shape {
                 shader: shader!("blur_box"),
                 entry: "box_pass",
@@ -772,21 +803,18 @@ impl BlurPlan {
         let wpp: u64 = if max > 255 { 2 } else { 1 };
         let in_fmt = if max > 255 { FMT_PACK16 } else { FMT_PACK8 };
         // Between the passes 8-bit images without alpha keep 16-bit fixed point (F <= 8
-        // fraction bits on top of 8 integer bits), the others a word per channel (premultiplied
-        // 8-bit colour has 16 integer bits; all-opaque 8-bit RGBA images take `opaque`'s
-        // passes, below). Between iterations, images without alpha are packed as they came,
-        // images with alpha keep a word per channel.
+        // fraction bits on top of 8 integer bits), the others wider lanes (`wide_fmt`; all-
+        // opaque 8-bit RGBA images take `opaque`'s passes, below). Between iterations, images
+        // without alpha are packed as they came, images with alpha keep the wider lanes.
+        debug_assert!(ar.largest_between(max) < 1 << 24);
+        let wide = wide_fmt(params.kind);
         let (mid_fmt, mid_px_bytes) = if max > 255 || alpha.is_some() {
-            (FMT_WIDE, 16)
+            (wide.0, 4 * wide.1)
         } else {
             (FMT_PACK16, 8)
         };
         let wide_states = alpha.is_some() && params.iterations > 1;
-        let (state_fmt, state_wpp) = if wide_states {
-            (FMT_WIDE, 4)
-        } else {
-            (in_fmt, wpp)
-        };
+        let (state_fmt, state_wpp) = if wide_states { wide } else { (in_fmt, wpp) };
         let limit = params
             .gpu
             .max_binding
@@ -1434,6 +1462,7 @@ fn stage_fmt(fmt_in: u32, premultiply: bool) -> u32 {
     match fmt_in {
         FMT_PACK8 | FMT_HOST8 if premultiply => FMT_PACK16,
         FMT_HOST8 => FMT_PACK8,
+        FMT_PACK24 => FMT_WIDE,
         fmt => fmt,
     }
 }

@@ -70,6 +70,66 @@ fn fraction_bits_and_radius_limits() {
     assert_eq!(max_box_radius(255), 8388607);
 }
 
+// The passes' values between them fit the intermediates' lanes: 16 bits for 8-bit images
+// without alpha (FMT_PACK16), 24 for the others (FMT_PACK24), at every radius. Hand-computed
+// largest values first: L * 2^F for the largest lane L.
+#[test]
+fn the_values_between_the_passes_fit_their_lanes() {
+    let largest = |kind, r, max, lane| {
+        arith::arith(&Options::new(kind, r, 1), max, lane)
+            .unwrap()
+            .largest_between(max)
+    };
+    // RGBA8 box r=15: c * a = 65025, F = 8.
+    assert_eq!(largest(Kind::Box, 15, 255, Some(3)), 65025 * 256);
+    // 16-bit gray box r=1, F = 8: 2^24 - 256, the closest to the bound.
+    assert_eq!(largest(Kind::Box, 1, 65535, None), 16_776_960);
+    // 16-bit box r=128 (n = 257): F = 7.
+    assert_eq!(largest(Kind::Box, 128, 65535, None), 65535 * 128);
+    // RGB8 box r=15 and gaussian: F = 8; gaussians with alpha or 16 bits: F = 2.
+    assert_eq!(largest(Kind::Box, 15, 255, None), 255 * 256);
+    let gauss = Kind::Gaussian { sigma: 5.0 };
+    assert_eq!(largest(gauss, 15, 255, None), 255 * 256);
+    assert_eq!(largest(gauss, 15, 255, Some(1)), 65025 * 4);
+    assert_eq!(largest(gauss, 15, 65535, Some(3)), 65535 * 4);
+
+    let mut radii: Vec<u32> = (0..=1100).collect();
+    radii.extend((11..=23).flat_map(|b| [(1u32 << b) - 1, 1 << b, (1 << b) + 1]));
+    // The largest radii: 16-bit samples, 8-bit ones with alpha, 8-bit ones.
+    radii.extend([32767, 32895, 8388607]);
+    for (max, lane) in [
+        (255, None),
+        (255, Some(1)),
+        (255, Some(3)),
+        (65535, None),
+        (65535, Some(3)),
+    ] {
+        let bound = if max == 255 && lane.is_none() {
+            1 << 16
+        } else {
+            1 << 24
+        };
+        for &r in &radii {
+            if let Ok(ar) = arith::arith(&Options::new(Kind::Box, r, 1), max, lane) {
+                assert!(
+                    ar.largest_between(max) < bound,
+                    "box r {r}, max {max}, {lane:?}"
+                );
+            }
+        }
+        for r in 1..=arith::MAX_GAUSS_RADIUS {
+            for sigma in [0.3, r as f64 / 3.0, r as f64] {
+                let ar =
+                    arith::arith(&Options::new(Kind::Gaussian { sigma }, r, 1), max, lane).unwrap();
+                assert!(
+                    ar.largest_between(max) < bound,
+                    "gaussian r {r} sigma {sigma}, max {max}"
+                );
+            }
+        }
+    }
+}
+
 // Hand-computed: a 3-pixel gray row 0, 30, 255 with r = 1 and clamped edges has window
 // sums 30, 285, 540; the column pass of a 1-row image repeats each value 3 times.
 #[test]

@@ -17,11 +17,12 @@ use crate::tune::{self, max_invocations, pow2, Level, OpTuning, SizeClass, Stage
 pub struct Tunables {
     /// Box: lines per workgroup, threads per line, and positions per thread per chunk (1,
     /// 2, 4 or 8: the shader's `BOX_PPT`, a generated constant) of the passes whose
-    /// intermediate is a word per channel (images with alpha, 16-bit images: `box_ppt`) and
-    /// of those whose intermediate is 16-bit (8-bit images without alpha: `box_ppt_narrow`).
-    /// The two formats move 16 and 8 bytes a pixel between the passes and run best at
+    /// intermediate has 24-bit lanes (images with alpha, 16-bit images: `box_ppt`) and of
+    /// those whose intermediate is 16-bit (8-bit images without alpha: `box_ppt_narrow`).
+    /// The two formats move 12 and 8 bytes a pixel between the passes and run best at
     /// different chunks (call DW: an H100's RGBA8 box 4.5-8.5% faster at 2 than at 4, its RGB8
-    /// box 3% slower).
+    /// box 3% slower, then with a word a lane; call GT: 1.16x faster at 2 than 4 with 24-bit
+    /// lanes).
     pub box_rows: u32,
     pub box_tpl: u32,
     pub box_ppt: u32,
@@ -97,8 +98,8 @@ impl Tunables {
         gauss_rows_wide: 2,
     };
 
-    /// The box's positions a thread for a pass pair whose intermediate is `wide` (a word a
-    /// channel) or not.
+    /// The box's positions a thread for a pass pair whose intermediate is `wide` (24-bit
+    /// lanes) or not.
     pub(super) fn box_ppt_for(&self, wide: bool) -> u32 {
         if wide {
             self.box_ppt
@@ -266,7 +267,7 @@ impl OpTuning for Tuning {
 }
 
 /// The stage that chooses the box's positions a thread for the 16-bit intermediate: timed on
-/// an RGB8 image (the box's other stages time RGBA8, whose intermediate is a word a channel).
+/// an RGB8 image (the box's other stages time RGBA8, whose intermediate has 24-bit lanes).
 const BOX_PPT_NARROW: &str = "box ppt narrow";
 
 /// The stage that chooses the box's lines in the column passes of images in the host's
