@@ -112,7 +112,8 @@ const FMT_PACK18: u32 = 4u;
 // Four lanes of 24 bits in three words, the fourth lane's bytes in the top bytes of the
 // three: the box's intermediate (and state between iterations) where the gaussian's is a
 // word a lane, whose values stay below 2^24 (`Arith::largest_between` in
-// src/ops/blur/arith.rs): 12 bytes a pixel, not 16. Read and written a word at a time.
+// src/ops/blur/arith.rs): 12 bytes a pixel, not 16. Read and written a word at a time, only
+// the words of live lanes (`LANES`, below): a word for gray, two for gray+alpha.
 const FMT_PACK24: u32 = 5u;
 override IN_FMT: u32 = 0u;
 override OUT_FMT: u32 = 2u;
@@ -162,7 +163,14 @@ fn unpack24(p: vec3<u32>) -> vec4<u32> {
 
 fn read_px(word: u32) -> vec4<u32> {
     if IN_FMT == FMT_PACK24 {
-        return unpack24(vec3<u32>(src_word(word), src_word(word + 1u), src_word(word + 2u)));
+        var p = vec3<u32>(src_word(word), 0u, 0u);
+        if LANES > 1u {
+            p.y = src_word(word + 1u);
+        }
+        if LANES > 2u {
+            p.z = src_word(word + 2u);
+        }
+        return unpack24(p);
     }
     if IN_FMT == FMT_PACK8 {
         return unpack8(src_word(word));
@@ -188,7 +196,7 @@ fn read_host8(b: u32) -> vec4<u32> {
 
 fn words_per_px(fmt: u32) -> u32 {
     if fmt == FMT_PACK24 {
-        return 3u;
+        return min(LANES, 3u);
     }
     return select(select(1u, 2u, fmt == FMT_PACK16 || fmt == FMT_PACK18), 4u, fmt == FMT_WIDE);
 }
@@ -337,8 +345,12 @@ fn store(index: u32, v: vec4<u32>) {
     } else if OUT_FMT == FMT_PACK24 {
         let p = pack24(v);
         dst_word(word, p.x);
-        dst_word(word + 1u, p.y);
-        dst_word(word + 2u, p.z);
+        if LANES > 1u {
+            dst_word(word + 1u, p.y);
+        }
+        if LANES > 2u {
+            dst_word(word + 2u, p.z);
+        }
     } else {
         dst_wide(word, v);
     }

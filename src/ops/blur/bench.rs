@@ -9,8 +9,9 @@ use crate::io::image::Image;
 
 /// `bench blur`: a 3840x2160 RGBA8 image (noise, alpha included), box r = 3, 15, 100 and
 /// gaussian sigma 5, and with its alpha all opaque, box r = 15 and gaussian sigma 5; a
-/// 4096x2048 one, box r = 15, where every line length is a power of two; and the 3840x2160
-/// image as RGB8 (no alpha), box r = 15 and gaussian sigma 5.
+/// 4096x2048 one, box r = 15, where every line length is a power of two; the 3840x2160
+/// image as RGB8 (no alpha), box r = 15 and gaussian sigma 5; and box r = 15 of the other
+/// layouts at 3840x2160: gray and gray+alpha 8-bit, gray and RGBA 16-bit (noise too).
 pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> {
     let image = |w: u32, h: u32| {
         Image::new_u8(
@@ -37,6 +38,25 @@ pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> 
     if let crate::io::image::Samples::U8(s) = &mut opaque.samples {
         s.chunks_mut(4).for_each(|p| p[3] = 255);
     }
+    // The other layouts, from noise of their own.
+    let layout = |channels: u8, sixteen: bool| {
+        let n = 3840 * 2160 * channels as usize;
+        let bytes = crate::bench::noise_bytes(n * (1 + sixteen as usize), 0x85eb_ca6b);
+        match sixteen {
+            true => Image::new_u16(
+                3840,
+                2160,
+                channels,
+                bytes
+                    .chunks(2)
+                    .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                    .collect(),
+            ),
+            false => Image::new_u8(3840, 2160, channels, bytes),
+        }
+    };
+    let (gray, gray_alpha) = (layout(1, false), layout(2, false));
+    let (gray16, rgba16) = (layout(1, true), layout(4, true));
     let gauss5 = Options::new(Kind::Gaussian { sigma: 5.0 }, gaussian_radius(5.0), 1);
     let configs = [
         ("4K RGBA8 box r=3", &uhd, Options::new(Kind::Box, 3, 1)),
@@ -57,6 +77,22 @@ pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> 
         // Without alpha: the same pixels as RGB, which the kernels also read a word at a time.
         ("4K RGB8 box r=15", &rgb, Options::new(Kind::Box, 15, 1)),
         ("4K RGB8 gaussian sigma=5", &rgb, gauss5),
+        ("4K gray8 box r=15", &gray, Options::new(Kind::Box, 15, 1)),
+        (
+            "4K gray+alpha8 box r=15",
+            &gray_alpha,
+            Options::new(Kind::Box, 15, 1),
+        ),
+        (
+            "4K gray16 box r=15",
+            &gray16,
+            Options::new(Kind::Box, 15, 1),
+        ),
+        (
+            "4K RGBA16 box r=15",
+            &rgba16,
+            Options::new(Kind::Box, 15, 1),
+        ),
     ];
     let mut cases = Vec::new();
     for (name, img, params) in configs {

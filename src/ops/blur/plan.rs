@@ -23,15 +23,16 @@ const FMT_PACK18: u32 = 4;
 const FMT_PACK24: u32 = 5;
 
 /// The format, and its words a pixel, of the intermediate and the states between iterations
-/// of the images whose lanes there are wider than 16 bits (images with alpha, 16-bit images;
-/// below 2^24: `Arith::largest_between`). The box's take 24 bits a lane (`FMT_PACK24`: 12
-/// bytes a pixel, not 16): on an H100 the 4K RGBA8 box ran 1.06x faster (call GS). The
+/// of the images of `channels` whose lanes there are wider than 16 bits (images with alpha,
+/// 16-bit images; below 2^24: `Arith::largest_between`). The box's take 24 bits a lane
+/// (`FMT_PACK24`: 12 bytes a pixel, not 16, and a word a channel for fewer than three
+/// channels): on an H100 the 4K RGBA8 box ran 1.06x faster (call GS). The
 /// gaussian's keep a word a lane (`FMT_WIDE`): its row pass writes 2 lines a position
 /// (`gauss_rows_wide`), 24 bytes where a 32-byte sector takes 32, and 24-bit lanes ran it
 /// 1.13x slower; at 4 or 8 lines 1.07x and 1.14x slower than a word a lane at 2 (call GT).
-fn wide_fmt(kind: Kind) -> (u32, u64) {
+fn wide_fmt(kind: Kind, channels: u8) -> (u32, u64) {
     match kind {
-        Kind::Box => (FMT_PACK24, 3),
+        Kind::Box => (FMT_PACK24, u64::from(channels.min(3))),
         Kind::Gaussian { .. } => (FMT_WIDE, 4),
     }
 }
@@ -479,7 +480,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         let options = Options::new(kind, 5, 1);
         let (alpha_lane, mid) = match p.rgb {
             true => (None, FMT_PACK16),
-            false => (Some(3), wide_fmt(kind).0),
+            false => (Some(3), wide_fmt(kind, 4).0),
         };
         let ar = arith(&options, 255, alpha_lane).expect("radius 5 is valid");
         let shape = shape(storage, layout, &options, t, (mid, p.sg))
@@ -807,7 +808,7 @@ impl BlurPlan {
         // opaque 8-bit RGBA images take `opaque`'s passes, below). Between iterations, images
         // without alpha are packed as they came, images with alpha keep the wider lanes.
         debug_assert!(ar.largest_between(max) < 1 << 24);
-        let wide = wide_fmt(params.kind);
+        let wide = wide_fmt(params.kind, img.channels);
         let (mid_fmt, mid_px_bytes) = if max > 255 || alpha.is_some() {
             (wide.0, 4 * wide.1)
         } else {
