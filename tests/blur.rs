@@ -697,10 +697,9 @@ fn images_converted_in_several_chunks_match_cpu() {
                 ..GpuOptions::DEFAULT
             });
             let plan = BlurPlan::new(g, &img, &params).unwrap();
-            // One pack pass a chunk, and for 16-bit images one unpack pass, beside the row and
-            // column pass a strip (the row pass reads 8-bit images in the host's layout).
-            let kinds = if sixteen { 2 } else { 1 };
-            let chunks = (plan.passes() - 2 * plan.strips as u64) / kinds;
+            // One pack pass a chunk beside the row and column pass a strip (the row pass reads
+            // the host's layout).
+            let chunks = plan.passes() - 2 * plan.strips as u64;
             assert!(chunks > 1, "{}: {chunks} chunks", img.describe());
             let got = blur_run(engine(), &img, &params, &mut Timings::default()).unwrap();
             assert_same(&got, &reference(&img, &params).unwrap(), "chunks");
@@ -710,18 +709,20 @@ fn images_converted_in_several_chunks_match_cpu() {
 
 #[test]
 fn the_host_layout_read_and_written_by_the_passes_matches_cpu() {
-    // 8-bit images of 1 to 3 channels: the first row pass reads the host's layout on every
-    // kernel, and the workgroup kernels' last column pass writes it where each row and each
-    // workgroup's lines (16 in the box's column passes, 4 for the gaussian; 2 for gray+alpha
-    // gaussians, still whole words) start and end on a word: at 64 columns for every channel
-    // count, at 62 for two channels, at 61 for none (a pack pass converts those). Strips at a 12 KiB binding put row starts off the binding alignment;
+    // 8- and 16-bit images of 1 to 3 channels: the first row pass reads the host's layout on
+    // every kernel, and the workgroup kernels' last column pass writes it where each row and
+    // each workgroup's lines (16 in the box's column passes, 4 for the gaussian; 2 for
+    // gray+alpha gaussians, still whole words) start and end on a word: at 64 columns for
+    // every channel count, at 62 for two channels and for 16-bit samples, at 61 for none (a
+    // pack pass converts those). Strips at a 12 KiB binding put row starts off the binding alignment;
     // there the pack pass writes the host's layout (a strip's row pass reads the rows around
     // it, which the strip before it would have written already).
     let g = shared_gpu();
-    for channels in 1..=3u8 {
+    for (channels, sixteen) in (1..=3u8).flat_map(|c| [(c, false), (c, true)]) {
         for w in [64, 62, 61] {
-            let img = noise(w, 45, channels, false, w + channels as u32);
-            let writes = (w * channels as u32).is_multiple_of(4);
+            let img = noise(w, 45, channels, sixteen, w + channels as u32);
+            let bytes = if sixteen { 2 } else { 1 };
+            let writes = (w * channels as u32 * bytes).is_multiple_of(4);
             for (params, max_binding) in [
                 (BlurParams::new(Kind::Box, 3, 1), None),
                 (BlurParams::new(Kind::Box, 2, 2), None),
@@ -769,8 +770,8 @@ fn every_workgroup_shape_matches_cpu() {
     // Shapes `gpukit tune blur` tries (`Tunables`): results are bit-identical for every one,
     // including a single line a workgroup (which cannot write whole words of the host's
     // layout: RGB8 then takes the pack pass).
-    // The box's positions a thread differ between the intermediates (RGBA8's a word a
-    // channel, RGB8's 16-bit) in each shape.
+    // The box's positions a thread differ between the intermediates (RGBA8's and the 16-bit
+    // images' 24-bit lanes, RGB8's 16-bit) in each shape.
     // The box's column passes of images in the host's layout take lines of their own, as do
     // the gaussian's passes where the intermediate is a word a channel; four positions a
     // thread read the host's layout four pixels at a time.
@@ -797,8 +798,15 @@ fn every_workgroup_shape_matches_cpu() {
             tunables: Some(tunables),
             ..GpuOptions::DEFAULT
         };
-        for (channels, w) in [(4, 37), (3, 36), (2, 38), (1, 41)] {
-            let img = noise(w, 19, channels, false, box_rows + channels as u32);
+        for (channels, w, sixteen) in [
+            (4, 37, false),
+            (3, 36, false),
+            (2, 38, false),
+            (1, 41, false),
+            (2, 38, true),
+            (1, 41, true),
+        ] {
+            let img = noise(w, 19, channels, sixteen, box_rows + channels as u32);
             for params in [
                 BlurParams::new(Kind::Box, 4, 1),
                 BlurParams::new(GAUSS1, 3, 1),
@@ -938,7 +946,7 @@ fn radius_beyond_the_image_matches_cpu() {
 
 #[test]
 fn strips_give_the_unsplit_result() {
-    // 40 RGBA8 columns: 640 bytes a row of intermediate; a 12 KiB binding forces strips, and
+    // 40 RGBA8 columns: 480 bytes a row of intermediate; a 12 KiB binding forces strips, and
     // 160-byte rows put most strip starts off the 256-byte binding alignment.
     let g = shared_gpu();
     for layout in LAYOUTS {

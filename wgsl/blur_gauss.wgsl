@@ -142,14 +142,20 @@ fn gauss_pass(
 
 // The chunk's outputs from the tile to the pass's output (after a barrier).
 fn store_chunk(c0: u32, line0: u32, lid: u32, end: u32) {
-    if OUT_FMT == FMT_HOST8 {
+    if OUT_FMT == FMT_HOST {
         // As box_pass: whole words of the host's layout.
-        let words = max(G_ROWS * HOST_CHANNELS / 4u, 1u);
+        let words = host_words(G_ROWS);
         for (var k = lid; k < GAUSS_CH * words; k += G_WG) {
             let p = k / words;
             let wi = k % words;
-            if c0 + p < end && line0 + 4u * wi / HOST_CHANNELS < params.lines {
-                store_host8(c0 + p, line0, wi, tile_host8_word(wi, p, GAUSS_CH + 1u));
+            if c0 + p < end && host_word_line(line0, wi) < params.lines {
+                var word: u32;
+                if HOST_BYTES == 2u {
+                    word = tile_host16_word(wi, p, GAUSS_CH + 1u);
+                } else {
+                    word = tile_host_word(wi, p, GAUSS_CH + 1u);
+                }
+                store_host(c0 + p, line0, wi, word);
             }
         }
     } else {

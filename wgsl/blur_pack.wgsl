@@ -1,8 +1,9 @@
-// blur_pack: an image between the host's layout (CHANNELS samples a pixel, 8- or 16-bit,
-// pixels adjacent: the bytes the host decoded and will encode) and the packed pixels that the
-// blur passes read and write (four lanes, missing ones zero: a word a pixel for 8-bit images,
-// two for 16-bit; see shared/blur_pass.wgsl). `unpack` runs before the first pass and `pack`
-// after the last, so the host only copies bytes. Four-channel images are packed already.
+// blur_pack: an image from the packed pixels that the blur passes write (four lanes, missing
+// ones zero: a word a pixel for 8-bit images, two for 16-bit; see shared/blur_pass.wgsl) to
+// the host's layout (CHANNELS samples a pixel, 8- or 16-bit, pixels adjacent: the bytes the
+// host will encode), after the last pass where that pass cannot write the host's layout
+// itself (`Direct` in src/ops/blur/plan.rs), so the host only copies bytes. The first row
+// pass always reads the host's layout; four-channel images are packed already.
 
 // import: grid
 
@@ -30,24 +31,16 @@ const PACK_WG: u32 = 64u; // src/ops/blur/plan.rs's too (the shader test checks 
 override RAW_WORDS: u32 = CHANNELS * BITS / 8u;
 override PACKED_WORDS: u32 = 4u * BITS / 8u;
 
-// A workgroup converts groups of PACK_WG quads (4 PACK_WG pixels): it reads the group's words
-// of one layout, a word a thread at a time, into workgroup memory, and writes the other
-// layout's words from there, again a word a thread at a time, so that both the loads and the
-// stores of a warp are of adjacent words. The most words a group takes in either layout.
+// A workgroup converts groups of PACK_WG quads (4 PACK_WG pixels): it reads the group's packed
+// words, a word a thread at a time, into workgroup memory, and writes the host's words from
+// there, again a word a thread at a time, so that both the loads and the stores of a warp are
+// of adjacent words. The most words a group takes packed.
 const GROUP_WORDS: u32 = PACK_WG * 8u;
 var<workgroup> sh: array<u32, GROUP_WORDS>;
 
 // Groups a workgroup takes in turn: 1 on GPUs; more on CPU adapters, whose cost is per
 // workgroup.
 override PACK_RUN: u32 = 1u;
-
-// Sample k of the group (counted along the host's layout: pixel k / CHANNELS, lane
-// k % CHANNELS), from the host's words in `sh`. A sample never straddles two words (BITS
-// divides 32).
-fn raw_sample(k: u32) -> u32 {
-    let bit = k * BITS;
-    return (sh[bit / 32u] >> (bit % 32u)) & (0xffffffffu >> (32u - BITS));
-}
 
 // Lane c of pixel i of the group, from the packed words in `sh`.
 fn packed_lane(i: u32, c: u32) -> u32 {
@@ -60,56 +53,6 @@ fn packed_lane(i: u32, c: u32) -> u32 {
 // The chunk's words in the host's layout: its bytes rounded up to a word.
 fn raw_len() -> u32 {
     return (params.pixels * CHANNELS * (BITS / 8u) + 3u) / 4u;
-}
-
-// Packed pixels. A group's host words past the chunk's last are not there (and hold none of
-// its pixels); its packed words of pixels past the chunk are not written.
-@compute @workgroup_size(PACK_WG)
-fn unpack(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let raw_end = raw_len();
-    for (var k = 0u; k < PACK_RUN; k++) {
-        // The group (the same for the whole workgroup, so the barriers stay uniform).
-        let g = workgroup_index(wid, nwg) * PACK_RUN + k;
-        let p0 = g * 4u * PACK_WG;
-        if p0 >= params.pixels {
-            return;
-        }
-        for (var j = 0u; j < RAW_WORDS; j++) {
-            let w = j * PACK_WG + lid;
-            if g * RAW_WORDS * PACK_WG + w < raw_end {
-                sh[w] = src[g * RAW_WORDS * PACK_WG + w];
-            }
-        }
-        workgroupBarrier();
-        for (var j = 0u; j < PACKED_WORDS; j++) {
-            // Packed word w of the group: pixel w / (BITS / 8), its first or second word.
-            let w = j * PACK_WG + lid;
-            let i = w / (BITS / 8u);
-            if p0 + i < params.pixels {
-                var word = 0u;
-                if BITS == 8u {
-                    for (var c = 0u; c < CHANNELS; c++) {
-                        word |= raw_sample(i * CHANNELS + c) << (c * 8u);
-                    }
-                } else {
-                    // Lanes 0 and 1 in the first word, lane 2 in the second.
-                    let c0 = (w & 1u) * 2u;
-                    if c0 < CHANNELS {
-                        word = raw_sample(i * CHANNELS + c0);
-                    }
-                    if c0 + 1u < CHANNELS {
-                        word |= raw_sample(i * CHANNELS + c0 + 1u) << 16u;
-                    }
-                }
-                dst[g * PACKED_WORDS * PACK_WG + w] = word;
-            }
-        }
-        workgroupBarrier();
-    }
 }
 
 // Words of the host's layout (samples past the chunk are 0; words past its last one are not

@@ -53,7 +53,7 @@ override OPAQUE_D: u32 = 1u;
 override OPAQUE_T: u32 = 0u;
 // The passes of an all-opaque 8-bit RGBA image (`OpaqueArith` in src/ops/blur/plan.rs): the
 // same bytes as the passes above, from an intermediate of two words a pixel (FMT_PACK16 for
-// the box, FMT_PACK18 for the gaussian) instead of a word a channel. Their row pass
+// the box, FMT_PACK18 for the gaussian) instead of three (FMT_PACK24) or four. Their row pass
 // (OPAQUE_ROWS) sums the colour samples as they are and drops the alpha lane. Their column
 // pass (OPAQUE_COLUMNS) turns each value on load by (S * EXPAND_MUL + EXPAND_ADD) /
 // EXPAND_DIV (the box's row sums into what the premultiplying row pass writes for such a row;
@@ -100,11 +100,12 @@ fn weight(k: u32) -> u32 {
 const FMT_PACK8: u32 = 0u;
 const FMT_PACK16: u32 = 1u;
 const FMT_WIDE: u32 = 2u;
-// The host's layout of an 8-bit image of fewer than four channels (HOST_CHANNELS samples a
-// pixel, pixels adjacent, lanes past them 0 once read): the first row pass reads it and, where
-// the plan allows, the last column pass writes it, so that no conversion pass
-// (wgsl/blur_pack.wgsl) runs before or after them. A pass reading it takes `in_base` in bytes.
-const FMT_HOST8: u32 = 3u;
+// The host's layout of an image of fewer than four channels (HOST_CHANNELS samples a pixel of
+// HOST_BYTES bytes each, 1 or 2, little-endian; pixels adjacent; lanes past them 0 once
+// read): the first row pass reads it and, where the plan allows, the last column pass writes
+// it, so that no conversion pass (wgsl/blur_pack.wgsl) runs before or after them. A pass
+// reading it takes `in_base` in bytes.
+const FMT_HOST: u32 = 3u;
 // Three lanes of 18 bits in two words (the fourth lane is 0): the intermediate of the
 // all-opaque gaussian passes, whose values stay below 2^18 (`OpaqueArith` in
 // src/ops/blur/plan.rs).
@@ -118,6 +119,9 @@ const FMT_PACK24: u32 = 5u;
 override IN_FMT: u32 = 0u;
 override OUT_FMT: u32 = 2u;
 override HOST_CHANNELS: u32 = 3u;
+override HOST_BYTES: u32 = 1u;
+// Bytes of a pixel in the host's layout.
+override HOST_PX_BYTES: u32 = HOST_CHANNELS * HOST_BYTES;
 // The lanes a pass's pixels can hold something other than 0 in: the image's channels, 3 in
 // the all-opaque passes (their alpha lane dropped). `live` zeroes the others as a constant
 // wherever a pixel is read, so the driver drops their sums and multiplies: an RGB8 gaussian
@@ -182,16 +186,39 @@ fn read_px(word: u32) -> vec4<u32> {
     return src_wide(word);
 }
 
-// The pixel at byte `b` of the host's layout (FMT_HOST8): its samples in the low lanes. It
+// The pixel at byte `b` of the host's layout (FMT_HOST): its samples in the low lanes. It
 // straddles two words where its last byte, b + HOST_CHANNELS - 1, lies in the next one (never
-// when it starts a word, so the shift below is below 32).
-fn read_host8(b: u32) -> vec4<u32> {
+// when it starts a word, so the shift below is below 32). 16-bit samples: `read_host16`.
+fn read_host(b: u32) -> vec4<u32> {
+    if HOST_BYTES == 2u {
+        return read_host16(b);
+    }
     let shift = (b & 3u) * 8u;
     var bits = src_word(b >> 2u) >> shift;
     if (b & 3u) + HOST_CHANNELS > 4u {
         bits |= src_word((b >> 2u) + 1u) << (32u - shift);
     }
     return unpack8(bits & (0xffffffffu >> (32u - 8u * HOST_CHANNELS)));
+}
+
+// The pixel at byte `b` (even) of the host's layout of 16-bit samples. Its 2 to 6 bytes
+// straddle two words where they pass the first one's end: 6 bytes always, from a word's
+// start too (its third sample is then the next word's low half).
+fn read_host16(b: u32) -> vec4<u32> {
+    let shift = (b & 3u) * 8u;
+    var bits = src_word(b >> 2u) >> shift;
+    var high = 0u;
+    if (b & 3u) + HOST_PX_BYTES > 4u {
+        let next = src_word((b >> 2u) + 1u);
+        bits |= select(next << (32u - shift), 0u, shift == 0u);
+        high = next >> shift;
+    }
+    return vec4<u32>(
+        bits & 0xffffu,
+        select(0u, bits >> 16u, HOST_CHANNELS > 1u),
+        select(0u, high & 0xffffu, HOST_CHANNELS > 2u),
+        0u,
+    );
 }
 
 fn words_per_px(fmt: u32) -> u32 {
@@ -221,8 +248,8 @@ fn load(line: u32, pos: i32) -> vec4<u32> {
     let p = u32(clamp(pos, 0, i32(params.len) - 1));
     let at = line * params.in_line_stride + p;
     var v: vec4<u32>;
-    if IN_FMT == FMT_HOST8 {
-        v = read_host8(params.in_base + at * HOST_CHANNELS);
+    if IN_FMT == FMT_HOST {
+        v = read_host(params.in_base + at * HOST_CHANNELS * HOST_BYTES);
     } else {
         v = read_px(params.in_base + at * words_per_px(IN_FMT));
     }
@@ -356,15 +383,27 @@ fn store(index: u32, v: vec4<u32>) {
     }
 }
 
-// The host's layout out (FMT_HOST8, the last column pass of the workgroup kernels): each
+// The host's layout out (FMT_HOST, the last column pass of the workgroup kernels): each
 // position's outputs of a workgroup's lines are written a whole word at a time, its bytes
-// gathered from the workgroup's tile (`tile_host8_word` of blur_tile.wgsl), so that no two
+// gathered from the workgroup's tile (`tile_host_word` of blur_tile.wgsl), so that no two
 // invocations write one word. The plan takes this format only where every workgroup's lines
-// start and end on a word (its lines times HOST_CHANNELS, and the image's, multiples of 4).
+// start and end on a word (its lines times HOST_PX_BYTES, and the image's, multiples of 4).
 // Sets word `wi` of position `pos` of the lines from `line0`.
-fn store_host8(pos: u32, line0: u32, wi: u32, word: u32) {
+fn store_host(pos: u32, line0: u32, wi: u32, word: u32) {
     let px = (pos - params.out_start) * params.out_pos_stride + line0;
-    dst_word(params.out_base + px * HOST_CHANNELS / 4u + wi, word);
+    dst_word(params.out_base + px * HOST_PX_BYTES / 4u + wi, word);
+}
+
+// Words of the host's layout a position's outputs of `lines` lines take (at least 1: where
+// the plan never writes this format, the divisions by it must still not be by a constant 0).
+fn host_words(lines: u32) -> u32 {
+    return max(lines * HOST_PX_BYTES / 4u, 1u);
+}
+
+// The first of the lines from `line0` that word `wi` of a position holds samples of (a
+// word's lines are all in the image or all past it).
+fn host_word_line(line0: u32, wi: u32) -> u32 {
+    return line0 + 4u * wi / HOST_PX_BYTES;
 }
 
 // import: grid

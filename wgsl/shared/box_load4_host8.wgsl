@@ -1,7 +1,7 @@
 // box_load4_host8: `load4` of box_runs_quads for a pass reading the host's layout (see
 // box_load4).
 
-// Pixels x to x + 3 of `line` in the host's layout (FMT_HOST8), all inside the line: their 4
+// Pixels x to x + 3 of `line` in the host's layout (FMT_HOST), all inside the line: their 4
 // HOST_CHANNELS bytes from the HOST_CHANNELS + 1 words around them, shifted into place once.
 fn load4(line: u32, x: u32) -> array<vec4<u32>, 4> {
     let b = params.in_base + (line * params.in_line_stride + x) * HOST_CHANNELS;

@@ -18,7 +18,7 @@ use crate::tune::Tunable;
 const FMT_PACK8: u32 = 0;
 const FMT_PACK16: u32 = 1;
 const FMT_WIDE: u32 = 2;
-const FMT_HOST8: u32 = 3;
+const FMT_HOST: u32 = 3;
 const FMT_PACK18: u32 = 4;
 const FMT_PACK24: u32 = 5;
 
@@ -232,7 +232,7 @@ const UNUSED_ARRAYS: u32 = 64;
 /// wgsl/blur_gauss.wgsl).
 fn staged_bytes(fmt: u32) -> u32 {
     match fmt {
-        FMT_PACK8 | FMT_HOST8 => 4,
+        FMT_PACK8 | FMT_HOST => 4,
         FMT_PACK16 | FMT_PACK18 => 8,
         _ => 16,
     }
@@ -355,8 +355,8 @@ pub struct BlurPlan {
     iterations: u32,
     /// What the plan fits: width, height, channels, largest sample value.
     layout: (u32, u32, u8, u32),
-    /// The passes between the host's layout and the packed one (none for four channels):
-    /// `unpack` before the first pass, `pack` after the last.
+    /// The passes from the packed layout to the host's after the last pass (none for four
+    /// channels, or where the last pass writes the host's layout).
     conversion: Option<Conversion>,
     /// Where uploads are copied to (the image in the host's layout, or the first image buffer
     /// when that is the same) and downloads copied from.
@@ -436,7 +436,7 @@ fn io_variant(shape: &Shape, (fmt_in, fmt_out): (u32, u32)) -> Variant {
     };
     let mut v = shape.variant.clone();
     let load4 = match fmt_in {
-        FMT_HOST8 if shape.quads => Some("box_load4_host8"),
+        FMT_HOST if shape.quads => Some("box_load4_host8"),
         FMT_PACK16 if shape.quads && shape.pairs => Some("box_load4_pack16"),
         _ => None,
     };
@@ -463,9 +463,10 @@ fn io_variant(shape: &Shape, (fmt_in, fmt_out): (u32, u32)) -> Variant {
 /// every override, the opaque division's too), and an 8-bit RGB blur's two passes.
 pub(super) fn shaders() -> Vec<ShaderCase> {
     /// Which pass a case is: the last column pass, or the first row pass (`first`); of RGBA
-    /// (the box's 24-bit lanes, a word at a time; the gaussian's word a lane, as vec4s) or of RGB (`rgb`: the 16-bit one,
-    /// as vec2s, or as vec4s four pixels at a time: `pairs`); reading or writing the host's
-    /// layout (`host`); the box's sums across a line by subgroup operations (`sg`).
+    /// (the box's 24-bit lanes, a word at a time; the gaussian's word a lane, as vec4s) or of
+    /// RGB (`rgb`: the 16-bit one, as vec2s, or as vec4s four pixels at a time: `pairs`; of
+    /// 16-bit RGB, `deep`, the wider ones); reading or writing the host's layout (`host`);
+    /// the box's sums across a line by subgroup operations (`sg`).
     #[derive(Clone, Copy, Default)]
     struct Pass {
         first: bool,
@@ -473,16 +474,19 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         host: bool,
         sg: bool,
         pairs: bool,
+        deep: bool,
     }
     let t = Tunables::default_for(&wgpu::Limits::default());
     let storage = wgpu::Limits::default().max_compute_workgroup_storage_size;
     let case = |layout, kind, t: &Tunables, p: Pass| {
         let options = Options::new(kind, 5, 1);
-        let (alpha_lane, mid) = match p.rgb {
-            true => (None, FMT_PACK16),
-            false => (Some(3), wide_fmt(kind, 4).0),
+        let (alpha_lane, mid) = match (p.rgb, p.deep) {
+            (true, false) => (None, FMT_PACK16),
+            (true, true) => (None, wide_fmt(kind, 3).0),
+            (false, _) => (Some(3), wide_fmt(kind, 4).0),
         };
-        let ar = arith(&options, 255, alpha_lane).expect("radius 5 is valid");
+        let max = if p.deep { 65535 } else { 255 };
+        let ar = arith(&options, max, alpha_lane).expect("radius 5 is valid");
         let shape = shape(storage, layout, &options, t, (mid, p.sg))
             .expect("radius 5 fits the default limits");
         let shape = Shape {
@@ -490,13 +494,13 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
             ..shape
         };
         let alpha = (ar.alpha, ar.opaque());
-        let image = if p.host { FMT_HOST8 } else { FMT_PACK8 };
+        let image = if p.host { FMT_HOST } else { FMT_PACK8 };
         let (fmts, arith, k) = match p.first {
             true => ((image, mid), ar.first, 0),
             false => ((mid, image), ar.second, 2),
         };
         let channels = if p.rgb { 3 } else { 4 };
-        let c = pass_overrides(&shape, alpha, (255, channels), fmts, arith, k);
+        let c = pass_overrides(&shape, alpha, (max, channels), fmts, arith, k);
         let case = pass_case(&shape, fmts, &c);
         match (layout, kind) {
             (Layout::Workgroup, Kind::Gaussian { .. }) => {
@@ -579,6 +583,14 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         // The host's layout read by the first row pass, written by the last column pass.
         cases.push(case(wg, Kind::Box, &t, Pass { host: true, ..rgb }));
         cases.push(case(wg, gauss, &t, Pass { host: true, ..rgb }));
+        // 16-bit samples in the host's layout.
+        let deep = Pass {
+            host: true,
+            deep: true,
+            ..rgb
+        };
+        cases.push(case(wg, Kind::Box, &t, deep));
+        cases.push(case(wg, gauss, &t, deep));
     }
     // The RGB column pass reading the intermediate four pixels at a time (at 4 positions a
     // thread, whatever the default).
@@ -631,7 +643,7 @@ fn pass_case(shape: &Shape, fmts: (u32, u32), c: &[(&'static str, f64)]) -> Shad
         .with_const("FMT_PACK8", FMT_PACK8)
         .with_const("FMT_PACK16", FMT_PACK16)
         .with_const("FMT_WIDE", FMT_WIDE)
-        .with_const("FMT_HOST8", FMT_HOST8)
+        .with_const("FMT_HOST", FMT_HOST)
         .with_const("FMT_PACK18", FMT_PACK18)
         .with_const("FMT_PACK24", FMT_PACK24)
         .with_const("WEIGHT_VEC4S", WEIGHT_VEC4S)
@@ -847,7 +859,8 @@ impl BlurPlan {
         // The quads' pixels are not premultiplied: images without alpha only.
         let plain = alpha.is_none();
         let mut shape = shape(storage, layout, params, &t, (mid_fmt, subgroups))?;
-        shape.quads &= plain;
+        // And 8-bit: `box_load4_host8` reads bytes.
+        shape.quads &= plain && wpp == 1;
         // Every strip's intermediate a whole number of vec4s (an even number of pixels).
         let even = strips.iter().all(|&strip| {
             let (s0, s1) = strip_input(strip, r, h);
@@ -872,9 +885,9 @@ impl BlurPlan {
         let quads = (shape.quads && direct.read, columns.quads && columns.pairs);
         let used = used_binds(params.iterations);
         let formats = (in_fmt, mid_fmt, state_fmt);
-        // Of one iteration, `a` holds the unpacked input (none where the row pass reads the
-        // host's layout) and `b` the packed result (none where the column pass writes the
-        // host's layout); more iterations take both between them.
+        // Of one iteration, `a` holds the packed input (none where the row pass reads the
+        // host's layout: fewer than four channels) and `b` the packed result (none where the
+        // column pass writes the host's layout); more iterations take both between them.
         let single = params.iterations == 1;
         let bytes_of = |unused: bool| if unused { 4 } else { image_bytes };
         let a = gpu.buffer(
@@ -898,7 +911,7 @@ impl BlurPlan {
             states: wide,
             host: raw
                 .as_ref()
-                .map(|raw| (raw.clone(), w as u64 * img.channels as u64, direct)),
+                .map(|raw| (raw.clone(), w as u64 * img.channels as u64 * wpp, direct)),
             mid_px_bytes,
             row_bytes: w as u64 * wpp * 4,
             state_row_bytes: w as u64 * state_wpp * 4,
@@ -920,7 +933,7 @@ impl BlurPlan {
         // The first row pass's staging: the image's samples, premultiplied where it has alpha
         // (the all-opaque row pass's are plain 8-bit ones).
         let mut dot4 = (
-            takes_dot4(&shape, stage_fmt(in_fmt, ar.alpha.is_some())),
+            takes_dot4(&shape, stage_fmt(in_fmt, ar.alpha.is_some(), max)),
             false,
         );
         let mut opaque_quads = false;
@@ -933,7 +946,7 @@ impl BlurPlan {
                     ..shape
                 };
                 opaque_quads = shape.quads && shape.pairs;
-                dot4.1 = takes_dot4(&shape, stage_fmt(oa.fmts()[0].0, false));
+                dot4.1 = takes_dot4(&shape, stage_fmt(oa.fmts()[0].0, false, 255));
                 let constants = opaque_constants(&shape, &ar, oa);
                 let buffers = OwnedBuffers {
                     images: [a.clone(), b.clone()],
@@ -1003,7 +1016,7 @@ impl BlurPlan {
         let (upload_dst, download_src, conversion) = match raw {
             None => (a, result, None),
             Some(raw) => {
-                let conversion = host.conversion(gpu, &raw, [&a, &result], direct)?;
+                let conversion = host.conversion(gpu, &raw, &result, direct)?;
                 (raw.clone(), raw, conversion)
             }
         };
@@ -1130,17 +1143,16 @@ impl BlurPlan {
         );
     }
 
-    /// Passes in all: those to the packed layout, per iteration and strip the row pass then
-    /// the column pass, and those back to the host's layout.
+    /// Passes in all: per iteration and strip the row pass then the column pass, and those
+    /// back to the host's layout.
     pub fn passes(&self) -> u64 {
-        let (unpack, pack) = self.conversion_passes();
-        (unpack.len() + pack.len()) as u64 + self.blur_passes()
+        self.conversion_passes().len() as u64 + self.blur_passes()
     }
 
-    fn conversion_passes(&self) -> (&[PackPass], &[PackPass]) {
+    fn conversion_passes(&self) -> &[PackPass] {
         match &self.conversion {
-            Some(c) => (&c.unpack, &c.pack),
-            None => (&[], &[]),
+            Some(c) => &c.pack,
+            None => &[],
         }
     }
 
@@ -1155,23 +1167,14 @@ impl BlurPlan {
 
     /// Records passes `range` of [`BlurPlan::passes`], in order.
     pub fn record_passes(&self, batch: &mut Batch, range: std::ops::Range<u64>) {
-        let (unpack, pack) = self.conversion_passes();
-        let blur = unpack.len() as u64..unpack.len() as u64 + self.blur_passes();
+        let blur = self.blur_passes();
         let per_iteration = 2 * self.strips as u64;
         for i in range {
-            if let Some(c) = self.conversion.as_ref().filter(|_| !blur.contains(&i)) {
-                let (label, k, p) = if i < blur.start {
-                    ("blur unpack", 0, &unpack[i as usize])
-                } else {
-                    ("blur pack", 1, &pack[(i - blur.end) as usize])
-                };
-                let kernel = c.kernels[k]
-                    .as_ref()
-                    .expect("a conversion pass has its kernel");
-                batch.dispatch(label, kernel, &p.bind, p.workgroups);
+            if let Some(c) = self.conversion.as_ref().filter(|_| i >= blur) {
+                let p = &c.pack[(i - blur) as usize];
+                batch.dispatch("blur pack", &c.kernel, &p.bind, p.workgroups);
                 continue;
             }
-            let i = i - blur.start;
             let it = (i / per_iteration) as u32;
             let j = (i % per_iteration) as usize;
             let (passes, labels) = match &self.opaque {
@@ -1219,12 +1222,11 @@ impl BlurPlan {
     }
 }
 
-/// The passes between the host's layout and the packed one (wgsl/blur_pack.wgsl), for
-/// images of fewer than four channels, by chunks of the image.
+/// The passes from the packed layout to the host's (wgsl/blur_pack.wgsl), for images of
+/// fewer than four channels whose last pass does not write the host's layout, by chunks of
+/// the image.
 struct Conversion {
-    /// `unpack` and `pack`, each where it runs.
-    kernels: [Option<Kernel>; 2],
-    unpack: Vec<PackPass>,
+    kernel: Kernel,
     pack: Vec<PackPass>,
 }
 
@@ -1247,31 +1249,22 @@ struct HostLayout {
 }
 
 impl HostLayout {
-    /// The `unpack` passes from `raw` to `packed[0]` and the `pack` passes from `packed[1]`
-    /// to `raw`, in chunks of pixels whose bindings fit the budget, each only where the
-    /// passes do not read or write `raw` themselves (`direct`); none where they do both. A
-    /// chunk is a multiple of the binding alignment (and of 4) pixels long, so that every
-    /// chunk starts on it in both layouts, and on a word in the host's.
+    /// The `pack` passes from `packed` to `raw`, in chunks of pixels whose bindings fit the
+    /// budget; none where the last pass writes `raw` itself (`direct`). A chunk is a multiple
+    /// of the binding alignment (and of 4) pixels long, so that every chunk starts on it in
+    /// both layouts, and on a word in the host's.
     fn conversion(
         &self,
         gpu: &Gpu,
         raw: &wgpu::Buffer,
-        packed: [&wgpu::Buffer; 2],
+        packed: &wgpu::Buffer,
         direct: Direct,
     ) -> Result<Option<Conversion>> {
-        if direct.read && direct.write {
+        if direct.write {
             return Ok(None);
         }
         let constants = pack_overrides(self.channels, self.wpp, self.run);
-        let kernel = |entry, needed: bool| {
-            needed
-                .then(|| gpu.kernel(&shader!("blur_pack"), entry, &constants))
-                .transpose()
-        };
-        let kernels = [
-            kernel("unpack", !direct.read)?,
-            kernel("pack", !direct.write)?,
-        ];
+        let kernel = gpu.kernel(&shader!("blur_pack"), "pack", &constants)?;
         let step = self.align.max(4);
         let packed_px = 4 * self.wpp;
         let raw_px = self.channels as u64 * self.wpp;
@@ -1283,7 +1276,6 @@ impl HostLayout {
             );
         }
         let psize = std::mem::size_of::<PackParams>() as u64;
-        let mut unpack = Vec::new();
         let mut pack = Vec::new();
         for p0 in (0..self.pixels).step_by(chunk as usize) {
             let n = chunk.min(self.pixels - p0);
@@ -1298,28 +1290,19 @@ impl HostLayout {
             // Groups of PACK_WG quads of pixels, a workgroup each (for `pack`, their words of
             // the host's layout).
             let workgroups = n.div_ceil(4 * PACK_WG * self.run) as u32;
-            if let Some(k) = &kernels[0] {
-                let bind =
-                    gpu.bind_ranges(k, &[(&u, 0, psize), host, (packed[0], at, n * packed_px)]);
-                unpack.push(PackPass { bind, workgroups });
-            }
-            if let Some(k) = &kernels[1] {
-                let bind =
-                    gpu.bind_ranges(k, &[(&u, 0, psize), (packed[1], at, n * packed_px), host]);
-                pack.push(PackPass { bind, workgroups });
-            }
+            let bind = gpu.bind_ranges(
+                &kernel,
+                &[(&u, 0, psize), (packed, at, n * packed_px), host],
+            );
+            pack.push(PackPass { bind, workgroups });
         }
-        Ok(Some(Conversion {
-            kernels,
-            unpack,
-            pack,
-        }))
+        Ok(Some(Conversion { kernel, pack }))
     }
 }
 
-/// Where the passes read and write the host's layout themselves (`FMT_HOST8` of
-/// wgsl/shared/blur_pass.wgsl), so that no conversion pass runs before or after them: 8-bit
-/// images of fewer than four channels. The first row pass reads it with every kernel; the
+/// Where the passes read and write the host's layout themselves (`FMT_HOST` of
+/// wgsl/shared/blur_pass.wgsl), so that no conversion pass runs before or after them: images
+/// of fewer than four channels, 8- or 16-bit. The first row pass reads it with every kernel; the
 /// last column pass writes it with the workgroup kernels, whole words at a time, where each
 /// workgroup's lines and each row of the image start and end on a word, and where the image
 /// is one strip: the host's buffer is both the input and the output, and a later strip's row
@@ -1333,12 +1316,12 @@ struct Direct {
 impl Direct {
     /// Whether the first row pass reads `img` in the host's layout.
     fn reads(img: &Image) -> bool {
-        img.max_value() <= 255 && img.channels < 4
+        img.channels < 4
     }
 
     /// Where the passes read and write `img`'s layout, with the column passes of `shape`.
     fn new(img: &Image, layout: Layout, shape: &Shape, strips: usize) -> Direct {
-        let c = u64::from(img.channels);
+        let c = u64::from(img.channels) * if img.max_value() > 255 { 2 } else { 1 };
         let read = Direct::reads(img);
         let words = |pixels: u32| (u64::from(pixels) * c).is_multiple_of(4);
         let write = read
@@ -1364,7 +1347,7 @@ fn pass_overrides(
     let (premultiply, unpremultiply) = (k == 0 && alpha.is_some(), k == 2 && alpha.is_some());
     let mut c = shape.constants.clone();
     if let Some((rows, width)) = shape.staging {
-        let stage = stage_fmt(fmt_in, premultiply);
+        let stage = stage_fmt(fmt_in, premultiply, max);
         let dot4 = takes_dot4(shape, stage);
         if dot4 {
             let r = (width - shape.chunk) / 2;
@@ -1398,8 +1381,9 @@ fn pass_overrides(
         ("ALPHA_SCALE", alpha.map_or(1, |p| p.scale) as f64),
         ("LANES", channels as f64),
     ]);
-    if fmt_in == FMT_HOST8 || fmt_out == FMT_HOST8 {
+    if fmt_in == FMT_HOST || fmt_out == FMT_HOST {
         c.push(("HOST_CHANNELS", channels as f64));
+        c.push(("HOST_BYTES", if max > 255 { 2.0 } else { 1.0 }));
     }
     if let Some(o) = opaque.filter(|_| unpremultiply) {
         c.extend([
@@ -1440,7 +1424,7 @@ fn kernels(
     // The first iteration's row pass premultiplies, the last one's column pass divides out;
     // kernels 1 and 3 are the row pass of a later iteration and the column pass of an
     // earlier one (the second and the first of two).
-    let host = |fmt, on| if on { FMT_HOST8 } else { fmt };
+    let host = |fmt, on| if on { FMT_HOST } else { fmt };
     let passes = [
         (host(in_fmt, direct.read), mid_fmt, ar.pass(0, 1, false)),
         (state_fmt, mid_fmt, ar.pass(1, 2, false)),
@@ -1456,14 +1440,14 @@ fn kernels(
     Ok(out)
 }
 
-/// The format the gaussian stages a pass's input in: the input's (the host's 8-bit layout as
-/// packed pixels), but 8-bit pixels premultiplied on load take 16 bits a lane (`STAGE_FMT` in
-/// wgsl/blur_gauss.wgsl).
-fn stage_fmt(fmt_in: u32, premultiply: bool) -> u32 {
+/// The format the gaussian stages a pass's input in: the input's (the host's layout as packed
+/// pixels of its samples, up to `max`), but 8-bit pixels premultiplied on load take 16 bits a
+/// lane (`STAGE_FMT` in wgsl/blur_gauss.wgsl).
+fn stage_fmt(fmt_in: u32, premultiply: bool, max: u32) -> u32 {
     match fmt_in {
-        FMT_PACK8 | FMT_HOST8 if premultiply => FMT_PACK16,
-        FMT_HOST8 => FMT_PACK8,
-        FMT_PACK24 => FMT_WIDE,
+        FMT_HOST if max > 255 => FMT_PACK16,
+        FMT_PACK8 | FMT_HOST if premultiply => FMT_PACK16,
+        FMT_HOST => FMT_PACK8,
         fmt => fmt,
     }
 }
@@ -1657,9 +1641,9 @@ type BuildPasses = Box<dyn FnOnce(&Gpu) -> Result<Passes> + Send>;
 /// A set of passes, built the first time an image takes it (building pipelines is much of a
 /// small job's time): the usual ones, or an all-opaque image's. The all-opaque ones
 /// ([`OpaqueArith`]) sum the colour samples, the alpha lane dropped, into an intermediate of
-/// 8 bytes a pixel, not 16, and their column pass divides by the all-opaque alpha sum by
+/// 8 bytes a pixel, not the box's 12 or the gaussian's 16, and their column pass divides by the all-opaque alpha sum by
 /// constants, as the usual last pass does where a window is all opaque: the usual passes'
-/// bytes, for half the intermediate's traffic and less arithmetic.
+/// bytes, for less of the intermediate's traffic and less arithmetic.
 struct LazyPasses {
     build: Option<BuildPasses>,
     built: Option<Passes>,

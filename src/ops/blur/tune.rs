@@ -19,7 +19,8 @@ pub struct Tunables {
     /// 2, 4 or 8: the shader's `BOX_PPT`, a generated constant) of the passes whose
     /// intermediate has 24-bit lanes (images with alpha, 16-bit images: `box_ppt`) and of
     /// those whose intermediate is 16-bit (8-bit images without alpha: `box_ppt_narrow`).
-    /// The two formats move 12 and 8 bytes a pixel between the passes and run best at
+    /// The two formats move 12 (RGBA, RGB16; 8 for gray+alpha, 4 for gray16) and 8 bytes a
+    /// pixel between the passes and run best at
     /// different chunks (call DW: an H100's RGBA8 box 4.5-8.5% faster at 2 than at 4, its RGB8
     /// box 3% slower, then with a word a lane; call GT: 1.16x faster at 2 than 4 with 24-bit
     /// lanes).
@@ -150,7 +151,7 @@ impl Tunables {
     }
 
     /// Workgroup memory of the box pass at most: its three arrays of
-    /// [`Tunables::box_overrides`], the tile counted as vec4s (a pass writing the wide format)
+    /// [`Tunables::box_overrides`], the tile counted as vec4s (a pass writing 24-bit lanes)
     /// and the line sums' arrays as on the workgroup path, for either intermediate; and of
     /// the column passes of `box_rows_host` lines, whose tile is a word a pixel but where
     /// the intermediate is wide (the images they take, 8-bit, write 8-bit pixels or, with
