@@ -684,8 +684,9 @@ fn alpha_weighted_colour_is_within_one_level_of_the_exact_mean() {
 
 #[test]
 fn images_converted_in_several_chunks_match_cpu() {
-    // Images of fewer than 4 channels travel in the host's layout and the GPU converts them to
-    // packed pixels and back, in chunks whose bindings fit the largest binding: at 12 KiB,
+    // Images of fewer than 4 channels travel in the host's layout, which the row pass reads,
+    // and where the last pass cannot write it (strips here) the GPU converts the packed
+    // result back, in chunks whose bindings fit the largest binding: at 12 KiB,
     // 61x53 pixels take several chunks in every channel count and depth, and an odd count of
     // them leaves the last word of the host's layout partly filled.
     let g = shared_gpu();
@@ -712,7 +713,8 @@ fn the_host_layout_read_and_written_by_the_passes_matches_cpu() {
     // 8- and 16-bit images of 1 to 3 channels: the first row pass reads the host's layout on
     // every kernel, and the workgroup kernels' last column pass writes it where each row and
     // each workgroup's lines (16 in the box's column passes, 4 for the gaussian; 2 for
-    // gray+alpha gaussians, still whole words) start and end on a word: at 64 columns for
+    // gaussians with alpha or 16-bit samples, still whole words) start and end on a word: at
+    // 64 columns for
     // every channel count, at 62 for two channels and for 16-bit samples, at 61 for none (a
     // pack pass converts those). Strips at a 12 KiB binding put row starts off the binding alignment;
     // there the pack pass writes the host's layout (a strip's row pass reads the rows around
@@ -805,6 +807,8 @@ fn every_workgroup_shape_matches_cpu() {
             (1, 41, false),
             (2, 38, true),
             (1, 41, true),
+            (1, 42, true),
+            (3, 36, true),
         ] {
             let img = noise(w, 19, channels, sixteen, box_rows + channels as u32);
             for params in [

@@ -13,7 +13,8 @@ struct Params {
     // Positions [out_start, out_end) of every line are written.
     out_start: u32,
     out_end: u32,
-    // Word offset of line 0 in src, and pixels between lines.
+    // Word offset of line 0 in src (byte offset where the pass reads FMT_HOST), and pixels
+    // between lines.
     in_base: u32,
     in_line_stride: u32,
     // Word offset of the first output, and pixels between consecutive positions of a line in
@@ -385,7 +386,8 @@ fn store(index: u32, v: vec4<u32>) {
 
 // The host's layout out (FMT_HOST, the last column pass of the workgroup kernels): each
 // position's outputs of a workgroup's lines are written a whole word at a time, its bytes
-// gathered from the workgroup's tile (`tile_host_word` of blur_tile.wgsl), so that no two
+// gathered from the workgroup's tile (`tile_host_word`, `tile_host16_word` of
+// blur_tile.wgsl), so that no two
 // invocations write one word. The plan takes this format only where every workgroup's lines
 // start and end on a word (its lines times HOST_PX_BYTES, and the image's, multiples of 4).
 // Sets word `wi` of position `pos` of the lines from `line0`.

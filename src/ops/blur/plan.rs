@@ -232,7 +232,7 @@ const UNUSED_ARRAYS: u32 = 64;
 /// wgsl/blur_gauss.wgsl).
 fn staged_bytes(fmt: u32) -> u32 {
     match fmt {
-        FMT_PACK8 | FMT_HOST => 4,
+        FMT_PACK8 => 4,
         FMT_PACK16 | FMT_PACK18 => 8,
         _ => 16,
     }
@@ -591,6 +591,7 @@ pub(super) fn shaders() -> Vec<ShaderCase> {
         };
         cases.push(case(wg, Kind::Box, &t, deep));
         cases.push(case(wg, gauss, &t, deep));
+        cases.push(case(line, Kind::Box, &t, deep));
     }
     // The RGB column pass reading the intermediate four pixels at a time (at 4 positions a
     // thread, whatever the default).
@@ -1348,6 +1349,9 @@ fn pass_overrides(
     let mut c = shape.constants.clone();
     if let Some((rows, width)) = shape.staging {
         let stage = stage_fmt(fmt_in, premultiply, max);
+        // The gaussian's intermediate keeps a word a lane (`wide_fmt`): no staging of
+        // 24-bit lanes.
+        debug_assert_ne!(stage, FMT_PACK24);
         let dot4 = takes_dot4(shape, stage);
         if dot4 {
             let r = (width - shape.chunk) / 2;

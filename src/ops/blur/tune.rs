@@ -31,7 +31,7 @@ pub struct Tunables {
     #[serde(default = "default_box_ppt_narrow")]
     pub box_ppt_narrow: u32,
     /// The box's lines per workgroup in the column passes of images the passes read in the
-    /// host's layout (8-bit, 1 to 3 channels), whose last writes that layout: a position's
+    /// host's layout (1 to 3 channels, 8- or 16-bit), whose last writes that layout: a position's
     /// bytes of 16 lines of RGB8 are 48, of 8 lines 24, less than a 32-byte sector (an H100's
     /// 4K RGB8 box column pass 0.066 ms at 8 lines, 0.056 at 16: call GM). A tune cache
     /// written before this field's time holds none: there these passes keep `box_rows`, as
@@ -154,8 +154,8 @@ impl Tunables {
     /// [`Tunables::box_overrides`], the tile counted as vec4s (a pass writing 24-bit lanes)
     /// and the line sums' arrays as on the workgroup path, for either intermediate; and of
     /// the column passes of `box_rows_host` lines, whose tile is a word a pixel but where
-    /// the intermediate is wide (the images they take, 8-bit, write 8-bit pixels or, with
-    /// alpha, the wide states between iterations).
+    /// the intermediate is wide (the images they take write 8-bit pixels, 16-bit ones as
+    /// pairs, or, with alpha, the wide states between iterations).
     pub fn box_workgroup_bytes(&self) -> u64 {
         let bytes = |t: Tunables, wide, tile_bytes| {
             let o = t.box_overrides(wide);
