@@ -219,6 +219,42 @@ fn mostly_opaque_images_match_cpu() {
     }
 }
 
+// Alpha sums past 2^31 (high alphas in wide windows) take the colour's division in a word
+// (`remainder_fits_word` in src/ops/blur/arith.rs): noise with alphas of 200 to 255, and
+// colour blocks of 0 and 255 under alphas of 254 and 255, whose quotients lie on or near
+// their steps. Box r = 64's alpha sums stay below 2^31, r = 65's and r = 100's pass it, as
+// do the gaussians'.
+#[test]
+fn high_alpha_sums_divide_in_a_word_and_match_cpu() {
+    let (w, h) = (67u32, 45u32);
+    let mut high = noise(w, h, 4, false, 23);
+    if let Samples::U8(v) = &mut high.samples {
+        v.chunks_mut(4).for_each(|p| p[3] = 200 + p[3] % 56);
+    }
+    let blocks = (0..w * h).flat_map(|i| {
+        let (x, y) = (i % w, i / w);
+        let v = if (x / 7 + y / 5) % 2 == 1 { 255 } else { 0 };
+        let a = if (x * 31 + y * 17) % 13 == 0 {
+            254
+        } else {
+            255
+        };
+        [v, (x * 255 / (w - 1)) as u8, 255 - v, a]
+    });
+    let blocks = Image::new_u8(w, h, 4, blocks.collect());
+    for img in [&high, &blocks] {
+        for params in [
+            BlurParams::new(Kind::Box, 64, 1),
+            BlurParams::new(Kind::Box, 65, 1),
+            BlurParams::new(Kind::Box, 100, 1),
+            BlurParams::new(Kind::Gaussian { sigma: 5.0 }, 15, 1),
+            BlurParams::new(Kind::Gaussian { sigma: 40.0 }, 100, 1),
+        ] {
+            check(img, params);
+        }
+    }
+}
+
 /// `noise` as 8-bit RGBA with every alpha opaque.
 fn opaque_noise(w: u32, h: u32, seed: u32) -> Image {
     let mut img = noise(w, h, 4, false, seed);

@@ -66,8 +66,9 @@ override OPAQUE_COLUMNS: bool = false;
 override EXPAND_MUL: u32 = 1u;
 override EXPAND_ADD: u32 = 0u;
 override EXPAND_DIV: u32 = 1u;
-// Whether every alpha sum of the last pass is at most 2^31 (the host knows its largest,
-// OPAQUE_SA): the colour's division then corrects its estimate in 32 bits
+// Whether every alpha sum of the last pass is small enough for the colour's remainder to fit
+// a word (the host knows the largest, OPAQUE_SA: `remainder_fits_word` in
+// src/ops/blur/arith.rs): the division then corrects its estimate in 32 bits
 // (`unpremultiply_32`).
 override DIV_32: bool = false;
 
@@ -291,9 +292,10 @@ fn under() -> f32 {
 // ulp, its division within 2.5; fma perhaps as a product and a sum): below 0.06 for
 // quotients up to 65535.5. Truncating it less `under()` gives the quotient or one less (the
 // subtraction's own rounding is far smaller than the margins), so the remainder MAX_VALUE *
-// s + sa / 2 - sa * q lies in [0, 2 sa), and one comparison makes q exact: in 48-bit
-// arithmetic here, in 32 bits (`unpremultiply_32`) where every alpha sum of the pass is at
-// most 2^31 (the remainder then fits a word). The CPU twin is `Premultiply::unpremultiply`
+// s + sa / 2 - sa * q lies in [0, sa (1 + (MAX_VALUE + 1) 2^-18)), and one comparison makes
+// q exact: in 48-bit arithmetic here, in 32 bits (`unpremultiply_32`) where every alpha sum
+// of the pass is small enough for that bound to fit a word (`DIV_32`). The CPU twin is
+// `Premultiply::unpremultiply`
 // in src/ops/blur/arith.rs (the GPU == CPU tests check they agree); the unit test
 // `the_division_by_alpha_corrects_its_estimate_exactly` runs this arithmetic in Rust.
 fn unpremultiply(s: u32, sa: u32, inv: f32) -> u32 {

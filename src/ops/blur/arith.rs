@@ -166,6 +166,20 @@ impl Opaque {
     }
 }
 
+/// Whether the kernels' division of a colour by alpha sums up to `sa`, for samples up to
+/// `max` (M), may take its remainder in one 32-bit word (`DIV_32`, `unpremultiply_32` in
+/// wgsl/shared/blur_pass.wgsl). Their estimate q of the quotient
+/// x = (M s + floor(sa / 2)) / sa (at most M + 1/2) is the f32 estimate, within
+/// 15 * 2^-24 * x < (M + 1) 2^-20 of x, lowered by (M + 1) 2^-19 (that subtraction rounded
+/// within (M + 1) 2^-24) and truncated: so q > x - 1 - (M + 1) 2^-18, and the remainder
+/// M s + floor(sa / 2) - q sa, a whole number, is below sa (1 + (M + 1) 2^-18). Where that
+/// is at most 2^32 the remainder fits a word, and the wrapped arithmetic of the low words
+/// gives it exactly: for every blur of 8-bit images (alpha sums below 65793 * 65025,
+/// 0.996 * 2^32), for those of 16-bit ones whose alpha sums stay at most 0.8 * 2^32.
+pub(super) fn remainder_fits_word(sa: u32, max: u32) -> bool {
+    sa as u64 * ((1 << 18) + max as u64 + 1) <= 1 << 50
+}
+
 /// Colour weighted by alpha (docs/blur.md, "Alpha"). With maxval M, the premultiplied lanes
 /// are q = (c * a + div / 2) / div for colour and a * scale for alpha, where div * scale = M:
 /// div = 1, scale = 255 for 8-bit images (q = c * a exactly, at most 65025), div = 65535,

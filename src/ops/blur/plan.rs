@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 
-use super::arith::{arith, gaussian_weights, Arith, Opaque, Premultiply};
+use super::arith::{arith, gaussian_weights, remainder_fits_word, Arith, Opaque, Premultiply};
 use super::pack::{alpha_lane, image_from_bytes};
 use super::tune::Tunables;
 use super::{Kind, Options};
@@ -1394,9 +1394,9 @@ fn pass_overrides(
             ("OPAQUE_SA", o.sa as f64),
             ("OPAQUE_D", o.d as f64),
             ("OPAQUE_T", o.t as f64),
-            // The largest alpha sum the pass sees (`Arith::opaque`): at most 2^31, the
-            // colour's division takes its remainder in a word.
-            ("DIV_32", (o.sa <= 1 << 31) as u32 as f64),
+            // The largest alpha sum the pass sees (`Arith::opaque`) bounds the colour's
+            // remainder (`remainder_fits_word` in arith.rs).
+            ("DIV_32", remainder_fits_word(o.sa, o.max) as u32 as f64),
         ]);
     }
     c

@@ -247,11 +247,12 @@ fn kernel_estimate(s: u32, sa: u32, max: u32, fused: bool) -> u32 {
 }
 
 // The kernels' division of a colour sum by the alpha sum (wgsl/shared/blur_pass.wgsl) run in
-// Rust: the estimate is the quotient or one less, and the 48-bit correction (any alpha sum)
-// and the 32-bit one (alpha sums up to 2^31, `DIV_32`) make `Premultiply::unpremultiply`'s
-// quotient, also from an estimate forced one less (any adapter's rounding may give it).
-// Alpha sums up to 2^32 - 1, colour sums up to them: the range's edges, quotients' steps,
-// pseudo-random pairs.
+// Rust: the estimate is the quotient or one less, its remainder below
+// sa (1 + (M + 1) 2^-18), and the 48-bit correction (any alpha sum) and the 32-bit one (alpha
+// sums for which `remainder_fits_word`, `DIV_32`) make `Premultiply::unpremultiply`'s
+// quotient, also from an estimate forced one less wherever its remainder is within that bound
+// (any adapter's rounding may give it; the 48-bit one from any). Alpha sums up to 2^32 - 1,
+// colour sums up to them: the range's edges, quotients' steps, pseudo-random pairs.
 #[test]
 fn the_division_by_alpha_corrects_its_estimate_exactly() {
     for max in [255u32, 65535] {
@@ -283,23 +284,60 @@ fn the_division_by_alpha_corrects_its_estimate_exactly() {
                 pairs.push((step as u32, sa));
             }
         }
+        // Estimates one less corrected in a word where the alpha sum passes 2^31.
+        let mut past_2_31 = 0;
         for (s, sa) in pairs {
             let want = p.unpremultiply(s, sa);
-            let exact = (s as u64 * max as u64 + sa as u64 / 2) / sa as u64;
+            let num = s as u64 * max as u64 + sa as u64 / 2;
+            let exact = num / sa as u64;
             assert_eq!(want as u64, exact.min(max as u64));
             let what = format!("max {max}: s {s}, sa {sa}");
+            // The remainder of an estimate q below sa (1 + (M + 1) 2^-18).
+            let bounded =
+                |q: u64| (num - q * sa as u64) << 18 < sa as u64 * ((1 << 18) + max as u64 + 1);
             for fused in [true, false] {
                 let q = kernel_estimate(s, sa, max, fused) as u64;
                 assert!(q == exact || q + 1 == exact, "{what}: estimate {q}");
+                assert!(bounded(q), "{what}: estimate {q}'s remainder");
             }
-            for div_32 in [false, sa <= 1 << 31] {
+            for div_32 in [false, arith::remainder_fits_word(sa, max)] {
                 for q in [exact.saturating_sub(1), exact] {
+                    if div_32 && !bounded(q) {
+                        continue;
+                    }
+                    past_2_31 += (div_32 && q < exact && sa > 1 << 31) as u32;
                     let got = kernel_correct(s, sa, max, q as u32, div_32);
                     assert_eq!(got, want, "{what}: estimate {q}, 32-bit {div_32}");
                 }
             }
         }
+        assert!(past_2_31 > 1000, "max {max}: {past_2_31}");
     }
+}
+
+// Which blurs of images with alpha divide in a word (`DIV_32`): every blur of 8-bit images
+// (their alpha sums stay below 65793 * 65025, 0.996 * 2^32), and those of 16-bit images whose
+// alpha sums stay at most 0.8 * 2^32.
+#[test]
+fn the_division_by_alpha_takes_a_word_where_its_remainder_fits() {
+    let fits = |options: Options, max: u32| {
+        let o = arith::arith(&options, max, Some(1))
+            .unwrap()
+            .opaque()
+            .unwrap();
+        arith::remainder_fits_word(o.sa, o.max)
+    };
+    let largest = arith::max_box_radius(65025 + 255);
+    assert!((0..=largest).all(|r| fits(Options::new(Kind::Box, r, 1), 255)));
+    for (sigma, r) in [(0.5, 2), (5.0, 15), (160.0, 500)] {
+        assert!(fits(Options::new(Kind::Gaussian { sigma }, r, 1), 255));
+        assert!(!fits(Options::new(Kind::Gaussian { sigma }, r, 1), 65535));
+    }
+    // 16-bit: 31 * 2^8 * 65535 = 0.12 * 2^32; 201 * 2^8 * 65535 = 0.78 * 2^32;
+    // 255 * 2^8 * 65535 = 0.995 * 2^32.
+    assert!(fits(Options::new(Kind::Box, 15, 1), 65535));
+    assert!(fits(Options::new(Kind::Box, 100, 1), 65535));
+    assert!(!fits(Options::new(Kind::Box, 127, 1), 65535));
 }
 
 // `Opaque::colour` is `Premultiply::unpremultiply` at the all-opaque alpha sum, for every
