@@ -160,7 +160,8 @@ fn gaussian_sizes_and_radii_match_cpu() {
     check(&noise(600, 2, 4, false, 8), BlurParams::new(GAUSS1, 3, 1));
 }
 
-// Box segments are at least 4 windows long: at r = 100, 832 positions.
+// Box segments are 256 positions, or a quarter of the first window where that is longer:
+// lines of several segments at r = 100, and of segments of 512 positions at r = 900.
 #[test]
 fn box_segments_at_large_radius_match_cpu() {
     check(
@@ -170,6 +171,10 @@ fn box_segments_at_large_radius_match_cpu() {
     check(
         &noise(3, 1700, 1, true, 11),
         BlurParams::new(Kind::Box, 100, 1),
+    );
+    check(
+        &noise(2100, 2, 4, false, 12),
+        BlurParams::new(Kind::Box, 900, 1),
     );
 }
 

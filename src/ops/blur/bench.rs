@@ -62,6 +62,11 @@ pub(super) fn cases<'e>(engine: &'e Engine, _: &Sizes) -> Result<Vec<Case<'e>>> 
         ("4K RGBA8 box r=3", &uhd, Options::new(Kind::Box, 3, 1)),
         ("4K RGBA8 box r=15", &uhd, Options::new(Kind::Box, 15, 1)),
         ("4K RGBA8 box r=100", &uhd, Options::new(Kind::Box, 100, 1)),
+        (
+            "4K RGBA8 box r=1000",
+            &uhd,
+            Options::new(Kind::Box, 1000, 1),
+        ),
         ("4K RGBA8 gaussian sigma=5", &uhd, gauss5),
         (
             "4K RGBA8 opaque box r=15",

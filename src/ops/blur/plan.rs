@@ -111,9 +111,13 @@ crate::ops::params_layout!(PassParams {
 
 /// Positions one workgroup walks along a line (`len` of them to walk, of a line of
 /// `line_len`). Lines are split into segments so that a
-/// 2160-row image gives the GPU hundreds of workgroups, not 68. Each box segment pays
-/// min(2r + 1, len) loads for its first window sum, so box segments are at least 4 windows
-/// long (that cost stays under a quarter of the two loads an output).
+/// 2160-row image gives the GPU thousands of workgroups, not 68. Each box segment pays
+/// min(2r + 1, line_len) loads for its first window sum (spread over the line's threads),
+/// and more segments make more workgroups: box segments are 256 positions, or a quarter of
+/// that first window where it is longer. On an H100 that beat segments of 4 windows, the rule
+/// before, at every radius from 40 to 1000 on 4K, 1080p and 1024x1024 RGBA8, most on the
+/// smaller images (1080p r = 300 2.0x faster, 4K r = 1000 1.29x), and lost 1.7-3.6% on the 4K
+/// RGB8 box at r = 40 and the gray8 one at r = 100 (docs/BENCHMARKS.md, calls HA and HB).
 /// Segments are whole chunks (`chunk` positions a workgroup does at a time). With one line
 /// per invocation (CPU adapters, which have few cores to fill) a segment is as long as
 /// LINE_LOOP_BUDGET allows: a whole line, unless it is long or the radius large.
@@ -136,7 +140,7 @@ pub(super) fn segment_len(
         (Layout::LinePerInvocation, Kind::Gaussian { .. }) => {
             return (LINE_LOOP_BUDGET / (taps + 1)).clamp(1, len.max(1));
         }
-        (Layout::Workgroup, Kind::Box) => (4 * taps).max(256),
+        (Layout::Workgroup, Kind::Box) => (taps.min(line_len) / 4).max(256),
         (Layout::Workgroup, Kind::Gaussian { .. }) => 256,
     };
     want.next_multiple_of(chunk.max(64)).min(len.max(1))

@@ -546,6 +546,24 @@ fn line_segments_stay_within_the_loop_budget() {
     assert_eq!(segment_len(gauss, line, 15, (0, 0), 1), 1);
 }
 
+// Workgroups walk box segments of 256 positions, or a quarter of the first window (its taps
+// inside the line) where that is longer, in whole chunks and at most the line.
+#[test]
+fn box_segments_are_256_positions_or_a_quarter_of_the_first_window() {
+    let wg = Layout::Workgroup;
+    assert_eq!(segment_len(Kind::Box, wg, 15, (2160, 2160), 32), 256);
+    assert_eq!(segment_len(Kind::Box, wg, 100, (3840, 3840), 32), 256);
+    // 2001 taps: 500 positions, rounded up to whole chunks of at least 64.
+    assert_eq!(segment_len(Kind::Box, wg, 1000, (3840, 3840), 32), 512);
+    assert_eq!(segment_len(Kind::Box, wg, 1000, (2160, 2160), 128), 512);
+    // The first window is the line (1024), a quarter of it 256; past the image, the same.
+    assert_eq!(segment_len(Kind::Box, wg, 1000, (1024, 1024), 32), 256);
+    assert_eq!(segment_len(Kind::Box, wg, 30_000, (1024, 1024), 32), 256);
+    // A strip's rows (`len`) of a longer line, and lines shorter than a segment.
+    assert_eq!(segment_len(Kind::Box, wg, 2000, (300, 2100), 32), 300);
+    assert_eq!(segment_len(Kind::Box, wg, 3, (37, 37), 32), 37);
+}
+
 // Which blurs have all-opaque passes, so that the batch checks their staged uploads: 8-bit
 // RGBA blurred once, the box at r <= 128; nothing else.
 #[test]
