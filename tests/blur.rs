@@ -161,7 +161,8 @@ fn gaussian_sizes_and_radii_match_cpu() {
 }
 
 // Box segments are 256 positions, or a quarter of the first window where that is longer:
-// lines of several segments at r = 100, and of segments of 512 positions at r = 900.
+// lines of several segments at r = 100, of segments of 512 positions at r = 900, and of
+// segments whose first windows pass both ends of the line.
 #[test]
 fn box_segments_at_large_radius_match_cpu() {
     check(
@@ -175,6 +176,12 @@ fn box_segments_at_large_radius_match_cpu() {
     check(
         &noise(2100, 2, 4, false, 12),
         BlurParams::new(Kind::Box, 900, 1),
+    );
+    // Windows longer than the line, which is longer than a segment: two segments, each first
+    // window clamped at both ends.
+    check(
+        &noise(300, 2, 4, false, 13),
+        BlurParams::new(Kind::Box, 200, 1),
     );
 }
 
@@ -225,10 +232,10 @@ fn mostly_opaque_images_match_cpu() {
 }
 
 // Alpha sums past 2^31 (high alphas in wide windows) take the colour's division in a word
-// (`remainder_fits_word` in src/ops/blur/arith.rs): noise with alphas of 200 to 255, and
+// (`remainder_fits_word` in src/ops/blur/arith.rs): 8-bit noise with alphas of 200 to 255,
 // colour blocks of 0 and 255 under alphas of 254 and 255, whose quotients lie on or near
-// their steps. Box r = 64's alpha sums stay below 2^31, r = 65's and r = 100's pass it, as
-// do the gaussians'.
+// their steps, and 16-bit noise with alphas from 50000. Box r = 64's 8-bit alpha sums stay
+// below 2^31, r = 65's and r = 100's pass it, as do the gaussians'.
 #[test]
 fn high_alpha_sums_divide_in_a_word_and_match_cpu() {
     let (w, h) = (67u32, 45u32);
@@ -247,6 +254,15 @@ fn high_alpha_sums_divide_in_a_word_and_match_cpu() {
         [v, (x * 255 / (w - 1)) as u8, 255 - v, a]
     });
     let blocks = Image::new_u8(w, h, 4, blocks.collect());
+    let mut high16 = noise(w, h, 4, true, 24);
+    if let Samples::U16(v) = &mut high16.samples {
+        v.chunks_mut(4).for_each(|p| p[3] = 50_000 + p[3] % 15_536);
+    }
+    // 16-bit: the alpha sums of r = 80 and r = 101 reach 0.63 and 0.79 * 2^32, the word's
+    // last radius; r = 102 divides in 48 bits.
+    for r in [80, 101, 102] {
+        check(&high16, BlurParams::new(Kind::Box, r, 1));
+    }
     for img in [&high, &blocks] {
         for params in [
             BlurParams::new(Kind::Box, 64, 1),

@@ -114,10 +114,12 @@ crate::ops::params_layout!(PassParams {
 /// 2160-row image gives the GPU thousands of workgroups, not 68. Each box segment pays
 /// min(2r + 1, line_len) loads for its first window sum (spread over the line's threads),
 /// and more segments make more workgroups: box segments are 256 positions, or a quarter of
-/// that first window where it is longer. On an H100 that beat segments of 4 windows, the rule
-/// before, at every radius from 40 to 1000 on 4K, 1080p and 1024x1024 RGBA8, most on the
-/// smaller images (1080p r = 300 2.0x faster, 4K r = 1000 1.29x), and lost 1.7-3.6% on the 4K
-/// RGB8 box at r = 40 and the gray8 one at r = 100 (docs/BENCHMARKS.md, calls HA and HB).
+/// that first window where it is longer. On an H100 a quarter of the window (2r + 1, without
+/// the cap at the line, which changes only windows longer than the line) beat segments of 4
+/// windows, the rule before, at every radius from 40 to 1000 on 4K, 1080p and 1024x1024
+/// RGBA8, most on the smaller images (1080p r = 300 2.0x faster, 4K r = 1000 1.29x), and lost
+/// 1.7-3.6% on the 4K RGB8 box at r = 40 and the gray8 one at r = 100 (docs/BENCHMARKS.md,
+/// calls HA and HB).
 /// Segments are whole chunks (`chunk` positions a workgroup does at a time). With one line
 /// per invocation (CPU adapters, which have few cores to fill) a segment is as long as
 /// LINE_LOOP_BUDGET allows: a whole line, unless it is long or the radius large.

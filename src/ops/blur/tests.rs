@@ -247,12 +247,12 @@ fn kernel_estimate(s: u32, sa: u32, max: u32, fused: bool) -> u32 {
 }
 
 // The kernels' division of a colour sum by the alpha sum (wgsl/shared/blur_pass.wgsl) run in
-// Rust: the estimate is the quotient or one less, its remainder below
-// sa (1 + (M + 1) 2^-18), and the 48-bit correction (any alpha sum) and the 32-bit one (alpha
-// sums for which `remainder_fits_word`, `DIV_32`) make `Premultiply::unpremultiply`'s
-// quotient, also from an estimate forced one less wherever its remainder is within that bound
-// (any adapter's rounding may give it; the 48-bit one from any). Alpha sums up to 2^32 - 1,
-// colour sums up to them: the range's edges, quotients' steps, pseudo-random pairs.
+// Rust: the estimate, with IEEE rounding and at the worst any adapter may round, is the
+// quotient or one less with its remainder below sa (1 + (M + 1) 2^-18), and from every such
+// estimate the 48-bit correction (any alpha sum) and the 32-bit one (alpha sums for which
+// `remainder_fits_word`, `DIV_32`) make `Premultiply::unpremultiply`'s quotient; the 48-bit
+// one also from an estimate one less wherever. Alpha sums up to 2^32 - 1, colour sums up to
+// them: the range's edges, quotients' steps, pseudo-random pairs.
 #[test]
 fn the_division_by_alpha_corrects_its_estimate_exactly() {
     for max in [255u32, 65535] {
@@ -300,15 +300,35 @@ fn the_division_by_alpha_corrects_its_estimate_exactly() {
                 assert!(q == exact || q + 1 == exact, "{what}: estimate {q}");
                 assert!(bounded(q), "{what}: estimate {q}'s remainder");
             }
-            for div_32 in [false, arith::remainder_fits_word(sa, max)] {
-                for q in [exact.saturating_sub(1), exact] {
-                    if div_32 && !bounded(q) {
-                        continue;
-                    }
-                    past_2_31 += (div_32 && q < exact && sa > 1 << 31) as u32;
+            // The lowest and highest estimates any adapter may make (`remainder_fits_word`'s
+            // analysis): the f32 quotient 15 * 2^-24 of it off, the subtraction of `under()`
+            // (M + 1) 2^-24 off, both one way or the other, then truncated.
+            let x = num as f64 / sa as f64;
+            let m1 = (max + 1) as f64;
+            let off = 15.0 * x / 16_777_216.0 + m1 / 16_777_216.0;
+            let under = m1 / 524_288.0;
+            let lowest = (x - under - off).max(0.0) as u64;
+            let highest = (x - under + off).max(0.0) as u64;
+            assert!(
+                lowest + 1 >= exact && highest <= exact,
+                "{what}: {lowest}..={highest}"
+            );
+            let fits = arith::remainder_fits_word(sa, max);
+            for q in lowest..=highest {
+                assert!(bounded(q), "{what}: estimate {q}'s remainder");
+                past_2_31 += (fits && q < exact && sa > 1 << 31) as u32;
+                for div_32 in [false, fits] {
                     let got = kernel_correct(s, sa, max, q as u32, div_32);
                     assert_eq!(got, want, "{what}: estimate {q}, 32-bit {div_32}");
                 }
+            }
+            // The 48-bit correction from either, whatever the alpha sum.
+            for q in [exact.saturating_sub(1), exact] {
+                assert_eq!(
+                    kernel_correct(s, sa, max, q as u32, false),
+                    want,
+                    "{what}: {q}"
+                );
             }
         }
         assert!(past_2_31 > 1000, "max {max}: {past_2_31}");
@@ -333,10 +353,11 @@ fn the_division_by_alpha_takes_a_word_where_its_remainder_fits() {
         assert!(fits(Options::new(Kind::Gaussian { sigma }, r, 1), 255));
         assert!(!fits(Options::new(Kind::Gaussian { sigma }, r, 1), 65535));
     }
-    // 16-bit: 31 * 2^8 * 65535 = 0.12 * 2^32; 201 * 2^8 * 65535 = 0.78 * 2^32;
-    // 255 * 2^8 * 65535 = 0.995 * 2^32.
+    // 16-bit: 31 * 2^8 * 65535 = 0.12 * 2^32; 203 * 2^8 * 65535 = 0.793 * 2^32 (r = 101);
+    // 205 * 2^8 * 65535 = 0.801 * 2^32 (r = 102); 255 * 2^8 * 65535 = 0.995 * 2^32.
     assert!(fits(Options::new(Kind::Box, 15, 1), 65535));
-    assert!(fits(Options::new(Kind::Box, 100, 1), 65535));
+    assert!(fits(Options::new(Kind::Box, 101, 1), 65535));
+    assert!(!fits(Options::new(Kind::Box, 102, 1), 65535));
     assert!(!fits(Options::new(Kind::Box, 127, 1), 65535));
 }
 
