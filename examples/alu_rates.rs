@@ -1,7 +1,8 @@
 //! The adapter's rates of the arithmetic the blur kernels' sums could take: 32-bit integer
 //! multiply-adds, 4 x 8-bit dot products (`dot4U8Packed` with an accumulate, one instruction
-//! where the adapter has Vulkan's integer dot products), f32 fused multiply-adds, and integer
-//! multiply-adds issued beside f32 ones. Each invocation runs eight independent chains of
+//! where the adapter has Vulkan's integer dot products), f32 fused multiply-adds, integer
+//! adds and xors (the rest of the kernels' integer work), f32 adds, and integer
+//! multiply-adds or adds issued beside f32 ones. Each invocation runs eight independent chains of
 //! ITERS operations; the GPU time of the dispatch (timestamp queries) gives operations a
 //! second. The figures bound what an exact sum can cost (docs/BENCHMARKS.md).
 //!
@@ -36,6 +37,15 @@ fn alu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n
                 a[k] = dot4U8Packed(a[k], b) + a[k];
             } else if MODE == 2u {
                 f[k] = fma(f[k], fb, fc);
+            } else if MODE == 4u {
+                a[k] = a[k] + a[(k + 1u) % 8u];
+            } else if MODE == 5u {
+                a[k] = a[k] ^ a[(k + 1u) % 8u];
+            } else if MODE == 6u {
+                f[k] = f[k] + f[(k + 1u) % 8u];
+            } else if MODE == 7u {
+                a[k] = a[k] + a[(k + 1u) % 8u];
+                f[k] = fma(f[k], fb, fc);
             } else {
                 a[k] = a[k] * b + c;
                 f[k] = fma(f[k], fb, fc);
@@ -65,6 +75,10 @@ fn main() -> Result<()> {
         (1, "dot4U8Packed + add", 8),
         (2, "f32 fma", 8),
         (3, "u32 multiply-add beside f32 fma", 16),
+        (4, "u32 add", 8),
+        (5, "u32 xor", 8),
+        (6, "f32 add", 8),
+        (7, "u32 add beside f32 fma", 16),
     ] {
         let kernel = gpu.kernel_unrolled(
             &shader,
