@@ -298,8 +298,10 @@ pub(super) fn arith(params: &Options, max_value: u32, alpha_lane: Option<usize>)
 
 /// Why a gaussian radius is refused.
 pub(super) fn gauss_radius_message(r: u32) -> String {
+    // The default radius is ceil(3 sigma): at most MAX_GAUSS_RADIUS for sigma up to a third
+    // of it (166.666..., shown rounded down so that the figure itself is taken).
+    let sigma = (MAX_GAUSS_RADIUS as f64 / 3.0 * 1000.0).floor() / 1000.0;
     format!(
-        "gaussian radius {r} is too large (at most {MAX_GAUSS_RADIUS}; sigma at most {})",
-        MAX_GAUSS_RADIUS / 3
+        "gaussian radius {r} is too large (at most {MAX_GAUSS_RADIUS}; sigma at most {sigma} without --radius)"
     )
 }
