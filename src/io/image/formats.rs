@@ -542,6 +542,13 @@ pub(super) fn decode_other(
     format: ImageFormat,
     opts: &ReadOptions,
 ) -> Result<Decoded> {
+    let damage = match format {
+        ImageFormat::Pnm => pnm_sample_over_maxval(bytes)?,
+        _ => None,
+    };
+    if let (Some(d), false) = (&damage, opts.allow_damaged) {
+        bail!("{d}");
+    }
     let mut decoder = other_decoder(Cursor::new(bytes), format)?;
     let header = other_header(decoder.as_ref(), format)?;
     opts.limits.check(&header)?;
@@ -558,11 +565,53 @@ pub(super) fn decode_other(
     let img = DynamicImage::from_decoder(decoder).map_err(|e| image_error(e, format))?;
     Ok(Decoded {
         image: Image::from_dynamic(img)?,
-        damage: None,
+        damage,
         metadata,
         jpeg_quality: None,
         jpeg_subsampling: None,
     })
+}
+
+/// A PNM sample above its header's maxval, as the damage it is: the image crate scales
+/// samples by 255 (or 65535) over maxval and saturates, so such a file would otherwise pass
+/// with the sample read as white. Only a maxval below 255, or between 256 and 65534, leaves
+/// room for one; bitmaps (P1, P4) cannot hold one. The samples past the raster's end are the
+/// decoder's to refuse.
+fn pnm_sample_over_maxval(bytes: &[u8]) -> Result<Option<String>> {
+    use image::codecs::pnm::{PnmDecoder, PnmSubtype, SampleEncoding};
+    let decoder =
+        PnmDecoder::new(Cursor::new(bytes)).map_err(|e| image_error(e, ImageFormat::Pnm))?;
+    let (raster, header) = decoder.into_inner();
+    let max = header.maximal_sample();
+    let depth = match header.subtype() {
+        _ if max == 0xff || max == 0xffff => return Ok(None),
+        PnmSubtype::Bitmap(_) => return Ok(None),
+        PnmSubtype::Graymap(_) => 1,
+        PnmSubtype::Pixmap(_) => 3,
+        PnmSubtype::ArbitraryMap => header.as_arbitrary().map_or(1, |a| a.depth),
+    };
+    let count = header.width() as usize * header.height() as usize * depth as usize;
+    let raster = &bytes[(raster.position() as usize).min(bytes.len())..];
+    let above = match header.subtype().sample_encoding() {
+        SampleEncoding::Binary if max <= 0xff => {
+            raster.iter().take(count).position(|&v| u32::from(v) > max)
+        }
+        SampleEncoding::Binary => raster
+            .chunks_exact(2)
+            .take(count)
+            .position(|c| u32::from(u16::from_be_bytes([c[0], c[1]])) > max),
+        SampleEncoding::Ascii => raster
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|t| !t.is_empty())
+            .take(count)
+            .position(|t| {
+                std::str::from_utf8(t)
+                    .ok()
+                    .and_then(|t| t.parse::<u32>().ok())
+                    .is_some_and(|v| v > max)
+            }),
+    };
+    Ok(above.map(|i| format!("damaged PNM: sample {i} is above the header's maxval {max}")))
 }
 
 /// What the image crate's decoders report (ICC, EXIF, XMP: WebP's). TIFF (tiff/) and GIF
@@ -649,6 +698,43 @@ pub(super) fn decode_gif(bytes: &[u8], opts: &ReadOptions) -> Result<Decoded> {
 #[cfg(test)]
 mod tests {
     use crate::io::image::{decode, Samples};
+
+    // A PNM sample above the header's maxval is damage, binary or ASCII, 8 or 16 bits, PGM,
+    // PPM or PAM: refused, or decoded with the damage named where damage is allowed (the
+    // image crate saturates it to white). At maxval 255 or 65535 every sample is in range, and
+    // samples past the raster (none here) are not looked at.
+    #[test]
+    fn pnm_samples_above_maxval_are_damage() {
+        let pam = b"P7\nWIDTH 2\nHEIGHT 1\nDEPTH 2\nMAXVAL 15\nTUPLTYPE GRAYSCALE_ALPHA\nENDHDR\n";
+        let p16 = [&b"P6\n1 1\n1000\n"[..], &[0x03, 0xE9, 0, 5, 0, 7]].concat();
+        // (the file, the first sample above maxval and maxval)
+        type Case<'a> = (&'a [u8], Option<(u32, u32)>);
+        let cases: [Case; 7] = [
+            (b"P5\n4 1\n100\n\x32\x64\x65\xff", Some((2, 100))),
+            (b"P5\n4 1\n100\n\x32\x64\x00\x07", None),
+            (b"P2\n4 1\n100\n50 100 101 3\n", Some((2, 100))),
+            (b"P3\n2 1\n1000\n1 2 3 1000 0 999\n", None),
+            (&p16, Some((0, 1000))),
+            (&[&pam[..], &[1, 15, 16, 2]].concat(), Some((2, 15))),
+            (b"P5\n2 1\n255\n\xff\x00", None),
+        ];
+        let lenient = super::ReadOptions {
+            allow_damaged: true,
+            ..super::ReadOptions::default()
+        };
+        for (bytes, above) in cases {
+            let what = String::from_utf8_lossy(&bytes[..2]).into_owned();
+            let want = above.map(|(i, max)| {
+                format!("damaged PNM: sample {i} is above the header's maxval {max}")
+            });
+            match &want {
+                Some(w) => assert_eq!(decode(bytes).unwrap_err().to_string(), *w, "{what}"),
+                None => assert!(decode(bytes).is_ok(), "{what}"),
+            }
+            let got = super::super::decode::decode_with(bytes, &lenient).unwrap();
+            assert_eq!(got.damage, want, "{what}");
+        }
+    }
 
     #[test]
     fn png_messages_name_chunks_by_their_type() {
