@@ -135,6 +135,13 @@ pub fn encode_with(
     opts: &WriteOptions,
     w: &mut dyn Write,
 ) -> Result<()> {
+    if format == ImageFormat::Ico && (img.width > 256 || img.height > 256) {
+        bail!(
+            "ICO stores images up to 256x256 pixels; this one is {}x{}",
+            img.width,
+            img.height
+        );
+    }
     let mut w = BufWriter::new(w);
     if format == ImageFormat::Png {
         write_png(img, meta, opts.compression, &mut w)?;
@@ -526,6 +533,18 @@ mod tests {
 
     // The image crate's encoder wrote .ppm and .pgm as PAM (P7), which many PPM readers
     // refuse. Bytes written out here from the format's definition (netpbm's P5 and P6).
+    #[test]
+    fn ico_over_256_pixels_is_refused_with_its_limit() {
+        for (w, h) in [(257, 1), (1, 300)] {
+            let img = Image::new_u8(w, h, 4, vec![7; (w * h * 4) as usize]);
+            let e = encode(img, ImageFormat::Ico, &mut Vec::new()).unwrap_err();
+            let want = format!("ICO stores images up to 256x256 pixels; this one is {w}x{h}");
+            assert_eq!(e.to_string(), want);
+        }
+        let img = Image::new_u8(256, 256, 4, vec![7; 256 * 256 * 4]);
+        assert!(encode(img, ImageFormat::Ico, &mut Vec::new()).is_ok());
+    }
+
     #[test]
     fn pnm_is_written_as_p5_and_p6_in_8_and_16_bits() {
         let gray = Image::new_u8(3, 2, 1, vec![0, 1, 2, 253, 254, 255]);
